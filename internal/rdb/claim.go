@@ -1,0 +1,110 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Claimed is a due job handed out by ClaimDue.
+type Claimed struct {
+	Tenant, Topic, ID string
+	Gen               int64
+}
+
+// ClaimDue moves up to limit due jobs of shard to a ready lease and pushes
+// them onto their topics' ready lists. It returns how many it moved and when
+// the shard's earliest remaining job is due (zero when the shard is empty).
+// Two scanners claiming the same shard at once cannot hand a job out twice:
+// the claim is one script and re-scores what it takes.
+func (s *Store) ClaimDue(ctx context.Context, shard int, now time.Time, limit int) (int, time.Time, error) {
+	res, err := claimScript.Run(ctx, s.c, []string{s.k.bucket(shard)},
+		ms(now), limit, s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(shard), s.k.counterPrefix(shard)).Slice()
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("claim shard %d: %w", shard, err)
+	}
+	var next time.Time
+	if len(res) > 1 {
+		if sc, ok := res[1].(string); ok {
+			f, _ := strconv.ParseFloat(sc, 64)
+			next = fromMS(int64(f))
+		}
+	}
+	flat, _ := res[0].([]any)
+	if len(flat) == 0 {
+		return 0, next, nil
+	}
+	pipe := s.c.Pipeline()
+	for i := 0; i+1 < len(flat); i += 2 {
+		member, _ := flat[i].(string)
+		gen := toInt(flat[i+1])
+		tenant, rest, _ := strings.Cut(member, "/")
+		topic, id, _ := strings.Cut(rest, "/")
+		pipe.LPush(ctx, s.k.ready(tenant, topic), readyEntry(id, gen))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		// The claimed jobs keep their lease in the bucket: they are handed
+		// out again when it lapses, so nothing is lost.
+		return len(flat) / 2, next, fmt.Errorf("push claimed jobs of shard %d: %w", shard, err)
+	}
+	return len(flat) / 2, next, nil
+}
+
+// Wake is a scanner wake-up: shard has a job due at At.
+type Wake struct {
+	Shard int
+	At    time.Time
+}
+
+// SubscribeWake delivers wake-ups on the returned channel until ctx ends.
+func (s *Store) SubscribeWake(ctx context.Context) <-chan Wake {
+	out := make(chan Wake, 64)
+	ps := s.c.Subscribe(ctx, s.k.wake())
+	go func() {
+		defer close(out)
+		defer ps.Close()
+		ch := ps.Channel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m, ok := <-ch:
+				if !ok {
+					return
+				}
+				a, b, _ := strings.Cut(m.Payload, " ")
+				shard, err1 := strconv.Atoi(a)
+				at, err2 := strconv.ParseInt(b, 10, 64)
+				if err1 != nil || err2 != nil {
+					continue
+				}
+				select {
+				case out <- Wake{Shard: shard, At: fromMS(at)}:
+				default: // the scanner is behind; it will scan anyway
+				}
+			}
+		}
+	}()
+	return out
+}
+
+// Heartbeat records that scanner instance id is alive and returns how many
+// instances have beaten within ttl, itself included.
+func (s *Store) Heartbeat(ctx context.Context, id string, ttl time.Duration) (int, error) {
+	now := s.Now()
+	pipe := s.c.TxPipeline()
+	pipe.ZAdd(ctx, s.k.scanners(), redisZ(float64(ms(now)), id))
+	pipe.ZRemRangeByScore(ctx, s.k.scanners(), "-inf", strconv.FormatInt(ms(now.Add(-ttl)), 10))
+	card := pipe.ZCard(ctx, s.k.scanners())
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("scanner heartbeat: %w", err)
+	}
+	return int(card.Val()), nil
+}
+
+// Leave removes scanner instance id from the live set.
+func (s *Store) Leave(ctx context.Context, id string) error {
+	return s.c.ZRem(ctx, s.k.scanners(), id).Err()
+}

@@ -1,0 +1,119 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos"
+)
+
+func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+// Popped is a ready-list entry: a job id and the schedule generation it was
+// claimed for.
+type Popped struct {
+	kairos.JobKey
+	Gen string
+}
+
+// ErrNoJob is returned by Pop when nothing arrived within the timeout.
+var ErrNoJob = errors.New("no job ready")
+
+// Pop blocks up to timeout for the next ready job of a topic, on the
+// blocking client.
+func (s *Store) Pop(ctx context.Context, tenant, topic string, timeout time.Duration) (Popped, error) {
+	res, err := s.blocking.BRPop(ctx, timeout, s.k.ready(tenant, topic)).Result()
+	if isNil(err) {
+		return Popped{}, ErrNoJob
+	}
+	if err != nil {
+		return Popped{}, fmt.Errorf("pop %s/%s: %w", tenant, topic, err)
+	}
+	entry := res[1]
+	i := strings.LastIndexByte(entry, '|')
+	if i < 0 {
+		return Popped{}, ErrNoJob
+	}
+	return Popped{JobKey: kairos.JobKey{Tenant: tenant, Topic: topic, ID: entry[:i]}, Gen: entry[i+1:]}, nil
+}
+
+// ReadyLen returns the length of a topic's ready list.
+func (s *Store) ReadyLen(ctx context.Context, tenant, topic string) (int64, error) {
+	return s.c.LLen(ctx, s.k.ready(tenant, topic)).Result()
+}
+
+// Start begins an attempt on a popped job. topicTimeout is the callback
+// timeout the job inherits when it sets none; the job's lease becomes that
+// timeout plus the lease grace. ok is false when the entry is stale (the job
+// was cancelled, rescheduled, or already taken): drop it.
+func (s *Store) Start(ctx context.Context, p Popped, topicTimeout time.Duration) (job kairos.Job, ok bool, err error) {
+	jk := s.k.forJob(p.JobKey)
+	now := s.Now()
+	res, err := startScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.counters},
+		jk.member, p.Gen, ms(now), topicTimeout.Milliseconds(), s.opts.LeaseGrace.Milliseconds(),
+		now.UTC().Format(time.RFC3339Nano)).Slice()
+	if err != nil {
+		return kairos.Job{}, false, fmt.Errorf("start %s: %w", jk.member, err)
+	}
+	if len(res) == 0 {
+		return kairos.Job{}, false, nil
+	}
+	h := make(map[string]string, len(res)/2)
+	for i := 1; i+1 < len(res); i += 2 {
+		k, _ := res[i].(string)
+		v, _ := res[i+1].(string)
+		h[k] = v
+	}
+	job, err = decodeJob(p.JobKey, h)
+	if err != nil {
+		return kairos.Job{}, false, err
+	}
+	return job, true, nil
+}
+
+// Outcome is what became of an attempt.
+type Outcome int
+
+// Outcomes reported by Finish.
+const (
+	OutcomeStale     Outcome = iota // the attempt's lease had lapsed; nothing changed
+	OutcomeDelivered                // the job is delivered
+	OutcomeRetrying                 // the job waits for its next attempt
+	OutcomeDead                     // the job is dead
+)
+
+func (o Outcome) String() string {
+	return [...]string{"stale", "delivered", "retrying", "dead"}[o]
+}
+
+// Finish records attempt a of a job. With ok it is delivered; otherwise it
+// retries at retryAt, or dies when dead is set. The result of a stale
+// attempt (its lease lapsed and the job was handed out again) changes
+// nothing and returns OutcomeStale.
+func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time) (Outcome, error) {
+	jk := s.k.forJob(key)
+	rec, err := encodeAttempt(a)
+	if err != nil {
+		return 0, err
+	}
+	outcome := "retry"
+	switch {
+	case ok:
+		outcome = "ok"
+	case dead:
+		outcome = "dead"
+	}
+	n, err := finishScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.counters, jk.dead},
+		jk.member, key.ID, strconv.Itoa(a.N), ms(s.Now()), outcome, rec, ms(retryAt),
+		int64(s.opts.Retention/time.Second)).Int()
+	if err != nil {
+		return 0, fmt.Errorf("finish %s attempt %d: %w", jk.member, a.N, err)
+	}
+	return Outcome(n), nil
+}

@@ -1,0 +1,263 @@
+package rdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// newUID returns a fresh delivery identity, sent as webhook-id.
+func newUID() string {
+	var b [15]byte
+	rand.Read(b[:])
+	return "msg_" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))
+}
+
+// jobFields lists the job's own settings as hash field, value pairs. Zero
+// values are left out: the job then inherits its topic's setting.
+func jobFields(j kairos.Job) ([]any, error) {
+	f := make([]any, 0, 20)
+	add := func(name, v string) {
+		if v != "" {
+			f = append(f, name, v)
+		}
+	}
+	addInt := func(name string, v int64) {
+		if v != 0 {
+			f = append(f, name, strconv.FormatInt(v, 10))
+		}
+	}
+	add("u", j.CallbackURL)
+	add("m", j.Method)
+	add("ct", j.ContentType)
+	if len(j.Headers) > 0 {
+		h, err := json.Marshal(j.Headers)
+		if err != nil {
+			return nil, fmt.Errorf("encode headers: %w", err)
+		}
+		f = append(f, "h", string(h))
+	}
+	f = append(f, "p", string(j.Payload))
+	addInt("to", j.Timeout.Milliseconds())
+	addInt("ma", int64(j.MaxAttempts))
+	addInt("bi", j.BackoffInitial.Milliseconds())
+	addInt("bm", j.BackoffMax.Milliseconds())
+	return f, nil
+}
+
+// Enqueue creates the job, or replaces and reschedules a job of the same id
+// that has not fired. A job due now goes straight onto its ready list. It
+// returns kairos.ErrConflict while the job is being delivered.
+func (s *Store) Enqueue(ctx context.Context, j kairos.Job) (kairos.Job, error) {
+	fields, err := jobFields(j)
+	if err != nil {
+		return kairos.Job{}, err
+	}
+	jk := s.k.forJob(j.JobKey)
+	now := s.Now()
+	argv := make([]any, 0, 6+len(fields))
+	argv = append(argv, jk.member, j.ID, ms(now), ms(j.RunAt), newUID(), s.opts.ReadyLease.Milliseconds())
+	argv = append(argv, fields...)
+	res, err := enqueueScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.index, jk.counters, jk.dead}, argv...).Slice()
+	if err != nil {
+		return kairos.Job{}, fmt.Errorf("enqueue %s: %w", jk.member, err)
+	}
+	if toInt(res[0]) == -1 {
+		return kairos.Job{}, fmt.Errorf("%w: job %q is being delivered right now; try again when its attempt ends", kairos.ErrConflict, j.ID)
+	}
+	gen, pushed, earliest := toInt(res[1]), toInt(res[2]) == 1, toInt(res[3]) == 1
+	j.UID, _ = res[4].(string)
+	j.State, j.Attempts = kairos.StateScheduled, 0
+	j.RunAt = fromMS(ms(j.RunAt))
+	j.NextRunAt = j.RunAt
+	if pushed {
+		j.State = kairos.StateReady
+		if err := s.push(ctx, j.Tenant, j.Topic, j.ID, gen); err != nil {
+			// The job is stored with a lease: the scanner hands it out when it lapses.
+			return j, nil
+		}
+	}
+	if earliest {
+		s.wakeScanner(ctx, jk.shard, j.RunAt)
+	}
+	return j, nil
+}
+
+// push puts a claimed job onto its topic's ready list.
+func (s *Store) push(ctx context.Context, tenant, topic, id string, gen int64) error {
+	return s.c.LPush(ctx, s.k.ready(tenant, topic), readyEntry(id, gen)).Err()
+}
+
+func readyEntry(id string, gen int64) string { return id + "|" + strconv.FormatInt(gen, 10) }
+
+// wakeScanner tells the scanners that shard has a new earliest job. A lost
+// message costs only latency: scanners also wake on their own.
+func (s *Store) wakeScanner(ctx context.Context, shard int, at time.Time) {
+	s.c.Publish(ctx, s.k.wake(), strconv.Itoa(shard)+" "+strconv.FormatInt(ms(at), 10))
+}
+
+// GetJob returns a job or kairos.ErrNotFound.
+func (s *Store) GetJob(ctx context.Context, key kairos.JobKey) (kairos.Job, error) {
+	jk := s.k.forJob(key)
+	h, err := s.c.HGetAll(ctx, jk.job).Result()
+	if err != nil {
+		return kairos.Job{}, fmt.Errorf("get job %s: %w", jk.member, err)
+	}
+	if len(h) == 0 {
+		return kairos.Job{}, fmt.Errorf("job %q: %w", key.ID, kairos.ErrNotFound)
+	}
+	return decodeJob(key, h)
+}
+
+// Cancel removes a job that has not been delivered; a dead job is discarded.
+func (s *Store) Cancel(ctx context.Context, key kairos.JobKey) error {
+	jk := s.k.forJob(key)
+	n, err := cancelScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.index, jk.counters, jk.dead}, jk.member, key.ID).Int()
+	if err != nil {
+		return fmt.Errorf("cancel %s: %w", jk.member, err)
+	}
+	switch n {
+	case 0:
+		return fmt.Errorf("job %q: %w", key.ID, kairos.ErrNotFound)
+	case -1:
+		return fmt.Errorf("%w: job %q is being delivered right now and can no longer be cancelled", kairos.ErrConflict, key.ID)
+	case -2:
+		return fmt.Errorf("%w: job %q was already delivered", kairos.ErrConflict, key.ID)
+	}
+	return nil
+}
+
+// Reschedule moves a job that has not fired to runAt.
+func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Time) (kairos.Job, error) {
+	jk := s.k.forJob(key)
+	res, err := rescheduleScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.counters}, jk.member, ms(runAt)).Slice()
+	if err != nil {
+		return kairos.Job{}, fmt.Errorf("reschedule %s: %w", jk.member, err)
+	}
+	switch toInt(res[0]) {
+	case 0:
+		return kairos.Job{}, fmt.Errorf("job %q: %w", key.ID, kairos.ErrNotFound)
+	case -1:
+		return kairos.Job{}, fmt.Errorf("%w: job %q is being delivered right now", kairos.ErrConflict, key.ID)
+	case -2:
+		return kairos.Job{}, fmt.Errorf("%w: job %q was already delivered; create it again to schedule a new delivery", kairos.ErrConflict, key.ID)
+	case -3:
+		return kairos.Job{}, fmt.Errorf("%w: job %q is dead; replay it with POST .../jobs/%s/retry", kairos.ErrConflict, key.ID, key.ID)
+	}
+	if toInt(res[2]) == 1 {
+		s.wakeScanner(ctx, jk.shard, runAt)
+	}
+	return s.GetJob(ctx, key)
+}
+
+// Replay gives a dead job a fresh set of attempts and hands it out now.
+func (s *Store) Replay(ctx context.Context, key kairos.JobKey) (kairos.Job, error) {
+	jk := s.k.forJob(key)
+	res, err := replayScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.counters, jk.dead},
+		jk.member, key.ID, ms(s.Now()), s.opts.ReadyLease.Milliseconds()).Slice()
+	if err != nil {
+		return kairos.Job{}, fmt.Errorf("replay %s: %w", jk.member, err)
+	}
+	switch toInt(res[0]) {
+	case 0:
+		return kairos.Job{}, fmt.Errorf("job %q: %w", key.ID, kairos.ErrNotFound)
+	case -1:
+		return kairos.Job{}, fmt.Errorf("%w: job %q is not dead; only dead jobs can be replayed", kairos.ErrConflict, key.ID)
+	}
+	// If the push fails, the lease lapses and the scanner hands the job out.
+	_ = s.push(ctx, key.Tenant, key.Topic, key.ID, toInt(res[1]))
+	return s.GetJob(ctx, key)
+}
+
+// storedAttempt is an attempt as kept in a job's log.
+type storedAttempt struct {
+	N        int     `json:"n"`
+	At       string  `json:"at"`
+	MS       float64 `json:"ms,omitempty"`
+	Status   int     `json:"status,omitempty"`
+	Error    string  `json:"error,omitempty"`
+	Response string  `json:"response,omitempty"`
+}
+
+func encodeAttempt(a kairos.Attempt) (string, error) {
+	b, err := json.Marshal(storedAttempt{
+		N: a.N, At: a.At.UTC().Format(time.RFC3339Nano), MS: float64(a.Duration.Microseconds()) / 1000,
+		Status: a.Status, Error: a.Error, Response: a.Response,
+	})
+	return string(b), err
+}
+
+func decodeLog(raw string) ([]kairos.Attempt, error) {
+	if raw == "" || raw == "{}" {
+		return nil, nil
+	}
+	var stored []storedAttempt
+	if err := json.Unmarshal([]byte(raw), &stored); err != nil {
+		return nil, fmt.Errorf("decode attempt log: %w", err)
+	}
+	out := make([]kairos.Attempt, len(stored))
+	for i, a := range stored {
+		at, _ := time.Parse(time.RFC3339Nano, a.At)
+		out[i] = kairos.Attempt{
+			N: a.N, At: at, Duration: time.Duration(a.MS * float64(time.Millisecond)),
+			Status: a.Status, Error: a.Error, Response: a.Response,
+		}
+	}
+	return out, nil
+}
+
+// decodeJob turns a job hash into a Job.
+func decodeJob(key kairos.JobKey, h map[string]string) (kairos.Job, error) {
+	num := func(f string) int64 {
+		n, _ := strconv.ParseInt(h[f], 10, 64)
+		return n
+	}
+	j := kairos.Job{
+		JobKey: key, UID: h["uid"], CallbackURL: h["u"], Method: h["m"], ContentType: h["ct"],
+		Payload:        []byte(h["p"]),
+		Timeout:        time.Duration(num("to")) * time.Millisecond,
+		MaxAttempts:    int(num("ma")),
+		BackoffInitial: time.Duration(num("bi")) * time.Millisecond,
+		BackoffMax:     time.Duration(num("bm")) * time.Millisecond,
+		State:          kairos.State(h["st"]),
+		RunAt:          fromMS(num("ra")),
+		NextRunAt:      fromMS(num("na")),
+		Attempts:       int(num("a")),
+		CreatedAt:      fromMS(num("ca")),
+		DoneAt:         fromMS(num("fa")),
+	}
+	if raw := h["h"]; raw != "" {
+		if err := json.Unmarshal([]byte(raw), &j.Headers); err != nil {
+			return kairos.Job{}, fmt.Errorf("decode headers of %s: %w", key, err)
+		}
+	}
+	log, err := decodeLog(h["log"])
+	if err != nil {
+		return kairos.Job{}, fmt.Errorf("job %s: %w", key, err)
+	}
+	j.Log = log
+	return j, nil
+}
+
+func toInt(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case string:
+		i, _ := strconv.ParseInt(n, 10, 64)
+		return i
+	}
+	return 0
+}
+
+func isNil(err error) bool { return errors.Is(err, redis.Nil) }

@@ -1,0 +1,96 @@
+package rdb
+
+import (
+	"hash/fnv"
+	"strconv"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// keys spells every Redis key kairos uses. Keys that one script touches
+// together carry the same hash tag, {N} for shard N, so that the scripts run
+// unchanged on Redis Cluster.
+type keys struct {
+	prefix string
+	shards int
+}
+
+// shardOf routes a job to its Delay Bucket shard by a hash of its key.
+func (k keys) shardOf(jk kairos.JobKey) int {
+	h := fnv.New32a()
+	h.Write([]byte(jk.Tenant))
+	h.Write([]byte{'/'})
+	h.Write([]byte(jk.Topic))
+	h.Write([]byte{'/'})
+	h.Write([]byte(jk.ID))
+	return int(h.Sum32() % uint32(k.shards))
+}
+
+func (k keys) tag(shard int) string { return k.prefix + ":{" + strconv.Itoa(shard) + "}:" }
+
+// meta holds deployment-wide settings such as the shard count.
+func (k keys) meta() string { return k.prefix + ":meta" }
+
+// topics is a hash of "tenant/topic" to the topic's JSON settings.
+func (k keys) topics() string { return k.prefix + ":topics" }
+
+// signingKeys holds a tenant's current and next callback secrets.
+func (k keys) signingKeys(tenant string) string { return k.prefix + ":signing:{" + tenant + "}" }
+
+// scanners is a ZSET of live scanner instances scored by their last heartbeat.
+func (k keys) scanners() string { return k.prefix + ":scanners" }
+
+// wake is the pub/sub channel that tells scanners an earlier job arrived.
+func (k keys) wake() string { return k.prefix + ":wake" }
+
+// lock names the redsync mutex of a shard.
+func (k keys) lock(shard int) string { return k.prefix + ":lock:" + strconv.Itoa(shard) }
+
+// ready is a topic's ready list; its own hash tag keeps one topic in one slot.
+func (k keys) ready(tenant, topic string) string {
+	return k.prefix + ":ready:{" + tenant + "/" + topic + "}"
+}
+
+func (k keys) bucket(shard int) string { return k.tag(shard) + "bucket" }
+
+func (k keys) jobPrefix(shard int) string { return k.tag(shard) + "job:" }
+
+func (k keys) job(shard int, jk kairos.JobKey) string { return k.jobPrefix(shard) + jk.String() }
+
+func (k keys) counterPrefix(shard int) string { return k.tag(shard) + "count:" }
+
+func (k keys) counters(shard int, tenant, topic string) string {
+	return k.counterPrefix(shard) + tenant + "/" + topic
+}
+
+func (k keys) index(shard int, tenant, topic string) string {
+	return k.tag(shard) + "idx:" + tenant + "/" + topic
+}
+
+func (k keys) dead(shard int, tenant, topic string) string {
+	return k.tag(shard) + "dead:" + tenant + "/" + topic
+}
+
+// jobKeys are the keys a job's scripts touch, all in the job's shard slot.
+type jobKeys struct {
+	shard    int
+	member   string
+	bucket   string
+	job      string
+	index    string
+	counters string
+	dead     string
+}
+
+func (k keys) forJob(jk kairos.JobKey) jobKeys {
+	s := k.shardOf(jk)
+	return jobKeys{
+		shard:    s,
+		member:   jk.String(),
+		bucket:   k.bucket(s),
+		job:      k.job(s, jk),
+		index:    k.index(s, jk.Tenant, jk.Topic),
+		counters: k.counters(s, jk.Tenant, jk.Topic),
+		dead:     k.dead(s, jk.Tenant, jk.Topic),
+	}
+}

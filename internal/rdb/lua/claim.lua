@@ -1,0 +1,33 @@
+-- claim.lua: hand out a shard's due jobs.
+-- KEYS[1] bucket
+-- ARGV[1] now (ms), ARGV[2] batch limit, ARGV[3] ready lease (ms),
+-- ARGV[4] job key prefix ("<prefix>:{shard}:job:"),
+-- ARGV[5] counter key prefix ("<prefix>:{shard}:count:")
+-- Each due member is re-scored at now + lease and marked ready: it stays in
+-- the bucket until a worker acknowledges it, so a lost hand-out is retried.
+-- Reply: {members_and_gens, next}: a flat list member1, gen1, member2, ...
+-- for the caller to push onto ready lists, and the score of the earliest
+-- member left in the bucket (false when it is empty).
+local now, lease = tonumber(ARGV[1]), tonumber(ARGV[3])
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local out = {}
+for _, m in ipairs(due) do
+  local jk = ARGV[4] .. m
+  local v = redis.call('HMGET', jk, 'st', 'g')
+  local st = v[1]
+  if not st or st == 'delivered' or st == 'dead' then
+    redis.call('ZREM', KEYS[1], m) -- orphan: nothing left to deliver
+  else
+    if st ~= 'ready' then
+      local ck = ARGV[5] .. string.match(m, '^(.*)/[^/]*$')
+      redis.call('HINCRBY', ck, st, -1)
+      redis.call('HINCRBY', ck, 'ready', 1)
+      redis.call('HSET', jk, 'st', 'ready')
+    end
+    redis.call('ZADD', KEYS[1], now + lease, m)
+    out[#out + 1] = m
+    out[#out + 1] = v[2]
+  end
+end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return {out, first[2] or false}

@@ -1,0 +1,41 @@
+-- finish.lua: record an attempt's outcome.
+-- KEYS[1] bucket, KEYS[2] job, KEYS[3] topic counters, KEYS[4] dead letters
+-- ARGV[1] bucket member, ARGV[2] id, ARGV[3] attempt number, ARGV[4] now (ms),
+-- ARGV[5] outcome: "ok", "retry" or "dead", ARGV[6] attempt record (JSON),
+-- ARGV[7] next run (ms, for retry), ARGV[8] delivered retention (seconds)
+-- An outcome from a stale attempt (its lease expired and the job was handed
+-- out again) changes nothing.
+-- Reply: 0 stale, 1 delivered, 2 retrying, 3 dead
+local v = redis.call('HMGET', KEYS[2], 'st', 'a', 'log')
+if v[1] ~= 'active' or v[2] ~= ARGV[3] then
+  return 0
+end
+local now = tonumber(ARGV[4])
+local log = cjson.decode(v[3] or '[]')
+log[#log + 1] = cjson.decode(ARGV[6])
+while #log > 10 do
+  table.remove(log, 1)
+end
+local outcome, reply = ARGV[5], 0
+redis.call('HINCRBY', KEYS[3], 'active', -1)
+if outcome == 'ok' then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('HSET', KEYS[2], 'st', 'delivered', 'ao', 1, 'fa', now, 'log', cjson.encode(log))
+  redis.call('HDEL', KEYS[2], 'na')
+  redis.call('EXPIRE', KEYS[2], tonumber(ARGV[8]))
+  redis.call('HINCRBY', KEYS[3], 'delivered', 1)
+  reply = 1
+elseif outcome == 'retry' then
+  redis.call('ZADD', KEYS[1], ARGV[7], ARGV[1])
+  redis.call('HSET', KEYS[2], 'st', 'retrying', 'ao', 1, 'na', ARGV[7], 'log', cjson.encode(log))
+  redis.call('HINCRBY', KEYS[3], 'retrying', 1)
+  reply = 2
+else
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('ZADD', KEYS[4], now, ARGV[2])
+  redis.call('HSET', KEYS[2], 'st', 'dead', 'ao', 1, 'fa', now, 'log', cjson.encode(log))
+  redis.call('HDEL', KEYS[2], 'na')
+  redis.call('HINCRBY', KEYS[3], 'dead', 1)
+  reply = 3
+end
+return reply

@@ -1,0 +1,39 @@
+package rdb
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Each script runs with EVALSHA and falls back to EVAL once per connection
+// pool when Redis has not seen it yet. Every script touches keys of one slot.
+var (
+	//go:embed lua/enqueue.lua
+	enqueueSrc    string
+	enqueueScript = redis.NewScript(enqueueSrc)
+
+	//go:embed lua/cancel.lua
+	cancelSrc    string
+	cancelScript = redis.NewScript(cancelSrc)
+
+	//go:embed lua/reschedule.lua
+	rescheduleSrc    string
+	rescheduleScript = redis.NewScript(rescheduleSrc)
+
+	//go:embed lua/replay.lua
+	replaySrc    string
+	replayScript = redis.NewScript(replaySrc)
+
+	//go:embed lua/claim.lua
+	claimSrc    string
+	claimScript = redis.NewScript(claimSrc)
+
+	//go:embed lua/start.lua
+	startSrc    string
+	startScript = redis.NewScript(startSrc)
+
+	//go:embed lua/finish.lua
+	finishSrc    string
+	finishScript = redis.NewScript(finishSrc)
+)

@@ -1,0 +1,149 @@
+// Package rdb owns kairos's Redis data model: key names, the Lua scripts that
+// change job states atomically, and the small Go API the rest of kairos calls.
+// No other package spells a Redis key.
+package rdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Options configure a Store. Zero values take the defaults.
+type Options struct {
+	Prefix     string        // key prefix; default "kairos"
+	Shards     int           // Delay Bucket shards; default 16
+	Retention  time.Duration // how long delivered jobs stay readable; default 24h
+	ReadyLease time.Duration // how long a claimed job may wait on a ready list; default 60s
+	LeaseGrace time.Duration // added to a callback timeout to make its lease; default 10s
+	// Blocking is the client used for BRPOP, kept apart so that blocked
+	// consumers cannot take the connections API calls need. Default: the main client.
+	Blocking redis.UniversalClient
+	// Now overrides the Redis-synchronised clock (tests).
+	Now func() time.Time
+}
+
+// Defaults for Options.
+const (
+	DefaultPrefix     = "kairos"
+	DefaultShards     = 16
+	DefaultRetention  = 24 * time.Hour
+	DefaultReadyLease = 60 * time.Second
+	DefaultLeaseGrace = 10 * time.Second
+)
+
+// Store is kairos's Redis data model. It is safe for concurrent use.
+type Store struct {
+	c        redis.UniversalClient
+	blocking redis.UniversalClient
+	k        keys
+	opts     Options
+	offset   atomic.Int64 // Redis clock minus local clock, in ns
+}
+
+// New returns a Store over c. Call Init before using it.
+func New(c redis.UniversalClient, opts Options) *Store {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Shards <= 0 {
+		opts.Shards = DefaultShards
+	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.ReadyLease <= 0 {
+		opts.ReadyLease = DefaultReadyLease
+	}
+	if opts.LeaseGrace <= 0 {
+		opts.LeaseGrace = DefaultLeaseGrace
+	}
+	if opts.Blocking == nil {
+		opts.Blocking = c
+	}
+	return &Store{c: c, blocking: opts.Blocking, k: keys{prefix: opts.Prefix, shards: opts.Shards}, opts: opts}
+}
+
+// Shards returns the number of Delay Bucket shards.
+func (s *Store) Shards() int { return s.k.shards }
+
+// Client returns the main Redis client (for locks and health checks).
+func (s *Store) Client() redis.UniversalClient { return s.c }
+
+// LockName returns the redsync mutex name guarding shard.
+func (s *Store) LockName(shard int) string { return s.k.lock(shard) }
+
+// ErrShardMismatch is returned by Init when Redis holds jobs sharded differently.
+var ErrShardMismatch = errors.New("shard count mismatch")
+
+// Init records the shard count at first start and refuses a different one
+// later: jobs would otherwise sit in buckets no scanner reads. It also
+// synchronises the clock with Redis.
+func (s *Store) Init(ctx context.Context) error {
+	want := strconv.Itoa(s.k.shards)
+	if _, err := s.c.HSetNX(ctx, s.k.meta(), "shards", want).Result(); err != nil {
+		return fmt.Errorf("record shard count: %w", err)
+	}
+	got, err := s.c.HGet(ctx, s.k.meta(), "shards").Result()
+	if err != nil {
+		return fmt.Errorf("read shard count: %w", err)
+	}
+	if got != want {
+		return fmt.Errorf("%w: Redis (prefix %q) was set up with %s shards, this process is configured with %s; "+
+			"start it with KAIROS_SHARDS=%s (changing the count would strand scheduled jobs)",
+			ErrShardMismatch, s.k.prefix, got, want, got)
+	}
+	return s.SyncClock(ctx)
+}
+
+// SyncClock measures the offset between this machine's clock and Redis's
+// TIME, so that every process schedules and scans on the one Redis clock.
+func (s *Store) SyncClock(ctx context.Context) error {
+	if s.opts.Now != nil {
+		return nil
+	}
+	best := time.Duration(1<<63 - 1)
+	for range 3 {
+		t0 := time.Now()
+		rt, err := s.c.Time(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("read redis time: %w", err)
+		}
+		rtt := time.Since(t0)
+		if rtt < best {
+			best = rtt
+			s.offset.Store(int64(rt.Sub(t0.Add(rtt / 2))))
+		}
+	}
+	return nil
+}
+
+// Now returns the current time on the Redis clock.
+func (s *Store) Now() time.Time {
+	if s.opts.Now != nil {
+		return s.opts.Now()
+	}
+	return time.Now().Add(time.Duration(s.offset.Load()))
+}
+
+// Local converts a time on the Redis clock to this machine's clock, for timers.
+func (s *Store) Local(t time.Time) time.Time {
+	return t.Add(-time.Duration(s.offset.Load()))
+}
+
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error { return s.c.Ping(ctx).Err() }
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}

@@ -1,0 +1,350 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/testredis"
+)
+
+func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newStore(t *testing.T, opts Options) (*Store, *clock) {
+	t.Helper()
+	clk := &clock{t: time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)}
+	opts.Prefix = testredis.Prefix(t)
+	if opts.Now == nil {
+		opts.Now = clk.Now
+	}
+	s := New(testredis.Client(t), opts)
+	if err := s.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s, clk
+}
+
+func key(id string) kairos.JobKey { return kairos.JobKey{Tenant: "acme", Topic: "orders", ID: id} }
+
+func enqueue(t *testing.T, s *Store, id string, runAt time.Time) kairos.Job {
+	t.Helper()
+	j, err := s.Enqueue(context.Background(), kairos.Job{JobKey: key(id), RunAt: runAt, Payload: []byte(`{"n":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func counts(t *testing.T, s *Store) map[kairos.State]int64 {
+	t.Helper()
+	c, err := s.Counts(context.Background(), "acme", "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func wantCounts(t *testing.T, s *Store, want map[kairos.State]int64) {
+	t.Helper()
+	full := map[kairos.State]int64{}
+	for _, st := range kairos.States {
+		full[st] = want[st]
+	}
+	if d := cmp.Diff(full, counts(t, s)); d != "" {
+		t.Errorf("counts (-want +got):\n%s", d)
+	}
+}
+
+func claimAll(t *testing.T, s *Store, now time.Time) int {
+	t.Helper()
+	n := 0
+	for sh := range s.Shards() {
+		c, _, err := s.ClaimDue(context.Background(), sh, now, 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += c
+	}
+	return n
+}
+
+func pop(t *testing.T, s *Store) Popped {
+	t.Helper()
+	p, err := s.Pop(context.Background(), "acme", "orders", time.Second)
+	if err != nil {
+		t.Fatalf("pop: %v", err)
+	}
+	return p
+}
+
+func TestShardCountRecorded(t *testing.T) {
+	s, _ := newStore(t, Options{Shards: 8})
+	other := New(s.c, Options{Prefix: s.k.prefix, Shards: 16})
+	err := other.Init(context.Background())
+	if !errors.Is(err, ErrShardMismatch) {
+		t.Fatalf("Init with 16 shards over 8: got %v, want ErrShardMismatch", err)
+	}
+	t.Log(err)
+	same := New(s.c, Options{Prefix: s.k.prefix, Shards: 8})
+	if err := same.Init(context.Background()); err != nil {
+		t.Fatalf("Init with the recorded count: %v", err)
+	}
+}
+
+func TestLifecycleDelivered(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	due := clk.Now().Add(250 * time.Millisecond)
+	j := enqueue(t, s, "o1", due)
+	if j.State != kairos.StateScheduled || j.UID == "" {
+		t.Fatalf("enqueue: state %s uid %q", j.State, j.UID)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 1})
+	if n := claimAll(t, s, clk.Now()); n != 0 {
+		t.Fatalf("claimed %d before due", n)
+	}
+	clk.Add(250 * time.Millisecond)
+	if n := claimAll(t, s, clk.Now()); n != 1 {
+		t.Fatalf("claimed %d at due, want 1", n)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateReady: 1})
+	p := pop(t, s)
+	got, ok, err := s.Start(ctx, p, 5*time.Second)
+	if err != nil || !ok {
+		t.Fatalf("start: ok=%v err=%v", ok, err)
+	}
+	if got.Attempts != 1 || string(got.Payload) != `{"n":1}` || got.UID != j.UID || !got.RunAt.Equal(due) {
+		t.Fatalf("started job = %+v", got)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateActive: 1})
+	out, err := s.Finish(ctx, key("o1"), kairos.Attempt{N: 1, At: clk.Now(), Status: 200, Duration: 3 * time.Millisecond}, true, false, time.Time{})
+	if err != nil || out != OutcomeDelivered {
+		t.Fatalf("finish: %v %v", out, err)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateDelivered: 1})
+	got, err = s.GetJob(ctx, key("o1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != kairos.StateDelivered || len(got.Log) != 1 || got.Log[0].Status != 200 || got.Log[0].Duration != 3*time.Millisecond {
+		t.Fatalf("delivered job = %+v", got)
+	}
+	ttl := s.c.TTL(ctx, s.k.forJob(key("o1")).job).Val()
+	if ttl <= 23*time.Hour || ttl > 24*time.Hour {
+		t.Fatalf("delivered job TTL = %v, want the 24h retention", ttl)
+	}
+	if n := s.c.ZCard(ctx, s.k.forJob(key("o1")).bucket).Val(); n != 0 {
+		t.Fatalf("bucket still holds %d members after ack", n)
+	}
+	// The id is free again: creating it makes a new job with a new identity.
+	again := enqueue(t, s, "o1", clk.Now().Add(time.Minute))
+	if again.UID == j.UID {
+		t.Fatal("a delivered id re-created kept its old webhook id")
+	}
+}
+
+func TestImmediateGoesStraightToReadyList(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	j := enqueue(t, s, "now", clk.Now())
+	if j.State != kairos.StateReady {
+		t.Fatalf("state = %s, want ready", j.State)
+	}
+	p := pop(t, s)
+	if p.ID != "now" || p.Gen != "1" {
+		t.Fatalf("popped %+v", p)
+	}
+}
+
+func TestStaleFinishIgnored(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{LeaseGrace: time.Second})
+	enqueue(t, s, "slow", clk.Now())
+	first, ok, err := s.Start(ctx, pop(t, s), time.Second)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	// The worker goes silent; after its lease the job is handed out again.
+	clk.Add(2*time.Second + time.Millisecond)
+	if n := claimAll(t, s, clk.Now()); n != 1 {
+		t.Fatalf("re-claimed %d after the lease, want 1", n)
+	}
+	second, ok, err := s.Start(ctx, pop(t, s), time.Second)
+	if err != nil || !ok || second.Attempts != 2 {
+		t.Fatalf("second start: attempts=%d ok=%v err=%v", second.Attempts, ok, err)
+	}
+	if len(second.Log) != 1 || second.Log[0].N != 1 {
+		t.Fatalf("lost attempt not logged: %+v", second.Log)
+	}
+	// The first worker comes back and reports failure: it must not clobber attempt 2.
+	out, err := s.Finish(ctx, key("slow"), kairos.Attempt{N: first.Attempts, At: clk.Now(), Error: "late"}, false, true, time.Time{})
+	if err != nil || out != OutcomeStale {
+		t.Fatalf("stale finish = %v, %v; want OutcomeStale", out, err)
+	}
+	out, err = s.Finish(ctx, key("slow"), kairos.Attempt{N: 2, At: clk.Now(), Status: 204}, true, false, time.Time{})
+	if err != nil || out != OutcomeDelivered {
+		t.Fatalf("finish = %v, %v", out, err)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateDelivered: 1})
+}
+
+func TestRetryThenDeadThenReplay(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	enqueue(t, s, "r", clk.Now())
+	j, _, _ := s.Start(ctx, pop(t, s), time.Second)
+	retryAt := clk.Now().Add(5 * time.Second)
+	out, err := s.Finish(ctx, key("r"), kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 500}, false, false, retryAt)
+	if err != nil || out != OutcomeRetrying {
+		t.Fatal(out, err)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateRetrying: 1})
+	if n := claimAll(t, s, clk.Now().Add(4*time.Second)); n != 0 {
+		t.Fatalf("claimed %d before the backoff ended", n)
+	}
+	clk.Add(5 * time.Second)
+	if n := claimAll(t, s, clk.Now()); n != 1 {
+		t.Fatalf("claimed %d after the backoff", n)
+	}
+	j, _, _ = s.Start(ctx, pop(t, s), time.Second)
+	out, err = s.Finish(ctx, key("r"), kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 500, Response: "boom"}, false, true, time.Time{})
+	if err != nil || out != OutcomeDead {
+		t.Fatal(out, err)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateDead: 1})
+	dead, _ := s.GetJob(ctx, key("r"))
+	if dead.State != kairos.StateDead || len(dead.Log) != 2 || dead.Log[1].Response != "boom" {
+		t.Fatalf("dead job = %+v", dead)
+	}
+	if _, err := s.Reschedule(ctx, key("r"), clk.Now()); !errors.Is(err, kairos.ErrConflict) {
+		t.Fatalf("reschedule dead: %v, want conflict", err)
+	}
+	re, err := s.Replay(ctx, key("r"))
+	if err != nil || re.State != kairos.StateReady || re.Attempts != 0 {
+		t.Fatalf("replay: %+v %v", re, err)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateReady: 1})
+	j, ok, _ := s.Start(ctx, pop(t, s), time.Second)
+	if !ok || j.Attempts != 1 {
+		t.Fatalf("replayed start: ok=%v attempts=%d", ok, j.Attempts)
+	}
+	if _, err := s.Replay(ctx, key("r")); !errors.Is(err, kairos.ErrConflict) {
+		t.Fatalf("replay of a live job: %v, want conflict", err)
+	}
+}
+
+func TestCancelAndRescheduleDropStaleEntries(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	enqueue(t, s, "c", clk.Now())
+	if err := s.Cancel(ctx, key("c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.Start(ctx, pop(t, s), time.Second); ok || err != nil {
+		t.Fatalf("a cancelled job started: ok=%v err=%v", ok, err)
+	}
+	if _, err := s.GetJob(ctx, key("c")); !errors.Is(err, kairos.ErrNotFound) {
+		t.Fatalf("get cancelled: %v", err)
+	}
+	if err := s.Cancel(ctx, key("c")); !errors.Is(err, kairos.ErrNotFound) {
+		t.Fatalf("cancel twice: %v", err)
+	}
+	// Rescheduling a job that already sits on the ready list makes that entry stale.
+	enqueue(t, s, "m", clk.Now())
+	later := clk.Now().Add(time.Hour)
+	j, err := s.Reschedule(ctx, key("m"), later)
+	if err != nil || j.State != kairos.StateScheduled || !j.NextRunAt.Equal(later) {
+		t.Fatalf("reschedule: %+v %v", j, err)
+	}
+	if _, ok, _ := s.Start(ctx, pop(t, s), time.Second); ok {
+		t.Fatal("the stale ready entry of a rescheduled job started")
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 1})
+	if n := claimAll(t, s, later.Add(-time.Millisecond)); n != 0 {
+		t.Fatalf("claimed %d before the new time", n)
+	}
+	if n := claimAll(t, s, later); n != 1 {
+		t.Fatalf("claimed %d at the new time", n)
+	}
+}
+
+func TestUpsertReplacesUnfiredJob(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	first := enqueue(t, s, "u", clk.Now().Add(time.Minute))
+	second, err := s.Enqueue(ctx, kairos.Job{JobKey: key("u"), RunAt: clk.Now().Add(2 * time.Minute), Payload: []byte(`"v2"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.UID != first.UID {
+		t.Fatal("replacing an unfired job changed its webhook id")
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 1})
+	if n := claimAll(t, s, clk.Now().Add(time.Minute)); n != 0 {
+		t.Fatalf("claimed %d at the old time", n)
+	}
+	clk.Add(2 * time.Minute)
+	if n := claimAll(t, s, clk.Now()); n != 1 {
+		t.Fatalf("claimed %d at the new time", n)
+	}
+	j, ok, _ := s.Start(ctx, pop(t, s), time.Second)
+	if !ok || string(j.Payload) != `"v2"` {
+		t.Fatalf("started %q ok=%v", j.Payload, ok)
+	}
+	if _, err := s.Enqueue(ctx, kairos.Job{JobKey: key("u"), RunAt: clk.Now()}); !errors.Is(err, kairos.ErrConflict) {
+		t.Fatalf("upsert while active: %v, want conflict", err)
+	}
+}
+
+func TestClaimBatchesAndReportsNext(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Shards: 1})
+	for i := range 1200 {
+		enqueue(t, s, "b"+time.Duration(i).String(), clk.Now().Add(time.Duration(i)*time.Millisecond+time.Millisecond))
+	}
+	clk.Add(2 * time.Second)
+	far := clk.Now().Add(time.Hour)
+	enqueue(t, s, "far", far)
+	total := 0
+	for {
+		n, next, err := s.ClaimDue(ctx, 0, clk.Now(), 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 500 {
+			t.Fatalf("claimed %d in one batch, limit 500", n)
+		}
+		total += n
+		if n < 500 {
+			// The earliest member left is a claimed job's lease.
+			if want := clk.Now().Add(DefaultReadyLease); !next.Equal(want) {
+				t.Fatalf("next = %v, want the lease end %v", next, want)
+			}
+			break
+		}
+	}
+	if total != 1200 {
+		t.Fatalf("claimed %d, want 1200", total)
+	}
+	if l, _ := s.ReadyLen(ctx, "acme", "orders"); l != 1200 {
+		t.Fatalf("ready list holds %d, want 1200", l)
+	}
+}

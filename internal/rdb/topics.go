@@ -1,0 +1,190 @@
+package rdb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// topicRecord is a topic as stored in the topics hash.
+type topicRecord struct {
+	URL           string            `json:"url,omitempty"`
+	Method        string            `json:"method,omitempty"`
+	Headers       map[string]string `json:"headers,omitempty"`
+	TimeoutMS     int64             `json:"timeout_ms,omitempty"`
+	MaxAttempts   int               `json:"max_attempts,omitempty"`
+	BackoffInitMS int64             `json:"backoff_initial_ms,omitempty"`
+	BackoffMaxMS  int64             `json:"backoff_max_ms,omitempty"`
+	Concurrency   int               `json:"concurrency,omitempty"`
+	CreatedMS     int64             `json:"created_ms"`
+	UpdatedMS     int64             `json:"updated_ms"`
+}
+
+func topicField(tenant, name string) string { return tenant + "/" + name }
+
+func encodeTopic(t kairos.Topic) ([]byte, error) {
+	return json.Marshal(topicRecord{
+		URL: t.CallbackURL, Method: t.Method, Headers: t.Headers,
+		TimeoutMS: t.Timeout.Milliseconds(), MaxAttempts: t.MaxAttempts,
+		BackoffInitMS: t.BackoffInitial.Milliseconds(), BackoffMaxMS: t.BackoffMax.Milliseconds(),
+		Concurrency: t.Concurrency, CreatedMS: ms(t.CreatedAt), UpdatedMS: ms(t.UpdatedAt),
+	})
+}
+
+func decodeTopic(field, raw string) (kairos.Topic, error) {
+	var r topicRecord
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return kairos.Topic{}, fmt.Errorf("decode topic %s: %w", field, err)
+	}
+	tenant, name, _ := strings.Cut(field, "/")
+	return kairos.Topic{
+		Tenant: tenant, Name: name, CallbackURL: r.URL, Method: r.Method, Headers: r.Headers,
+		Timeout: time.Duration(r.TimeoutMS) * time.Millisecond, MaxAttempts: r.MaxAttempts,
+		BackoffInitial: time.Duration(r.BackoffInitMS) * time.Millisecond,
+		BackoffMax:     time.Duration(r.BackoffMaxMS) * time.Millisecond,
+		Concurrency:    r.Concurrency, CreatedAt: fromMS(r.CreatedMS), UpdatedAt: fromMS(r.UpdatedMS),
+	}, nil
+}
+
+// PutTopic registers or replaces a topic. It reports whether the topic is new.
+func (s *Store) PutTopic(ctx context.Context, t kairos.Topic) (kairos.Topic, bool, error) {
+	field := topicField(t.Tenant, t.Name)
+	now := s.Now()
+	old, err := s.GetTopic(ctx, t.Tenant, t.Name)
+	created := errors.Is(err, kairos.ErrNotFound)
+	if err != nil && !created {
+		return kairos.Topic{}, false, err
+	}
+	t.CreatedAt, t.UpdatedAt = now, now
+	if !created {
+		t.CreatedAt = old.CreatedAt
+	}
+	raw, err := encodeTopic(t)
+	if err != nil {
+		return kairos.Topic{}, false, err
+	}
+	if err := s.c.HSet(ctx, s.k.topics(), field, raw).Err(); err != nil {
+		return kairos.Topic{}, false, fmt.Errorf("put topic %s: %w", field, err)
+	}
+	t.CreatedAt, t.UpdatedAt = fromMS(ms(t.CreatedAt)), fromMS(ms(t.UpdatedAt))
+	return t, created, nil
+}
+
+// EnsureTopic registers a topic with no defaults unless it exists, so that
+// jobs that carry their own callback URL still get consumers.
+func (s *Store) EnsureTopic(ctx context.Context, tenant, name string) error {
+	now := s.Now()
+	raw, err := encodeTopic(kairos.Topic{CreatedAt: now, UpdatedAt: now})
+	if err != nil {
+		return err
+	}
+	if err := s.c.HSetNX(ctx, s.k.topics(), topicField(tenant, name), raw).Err(); err != nil {
+		return fmt.Errorf("ensure topic %s/%s: %w", tenant, name, err)
+	}
+	return nil
+}
+
+// GetTopic returns a topic or kairos.ErrNotFound.
+func (s *Store) GetTopic(ctx context.Context, tenant, name string) (kairos.Topic, error) {
+	field := topicField(tenant, name)
+	raw, err := s.c.HGet(ctx, s.k.topics(), field).Result()
+	if errors.Is(err, redis.Nil) {
+		return kairos.Topic{}, fmt.Errorf("topic %q: %w", name, kairos.ErrNotFound)
+	}
+	if err != nil {
+		return kairos.Topic{}, fmt.Errorf("get topic %s: %w", field, err)
+	}
+	return decodeTopic(field, raw)
+}
+
+// ListTopics returns a tenant's topics by name, or every tenant's when tenant is "".
+func (s *Store) ListTopics(ctx context.Context, tenant string) ([]kairos.Topic, error) {
+	all, err := s.c.HGetAll(ctx, s.k.topics()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	out := make([]kairos.Topic, 0, len(all))
+	for field, raw := range all {
+		if tenant != "" && !strings.HasPrefix(field, tenant+"/") {
+			continue
+		}
+		t, err := decodeTopic(field, raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Tenant != out[j].Tenant {
+			return out[i].Tenant < out[j].Tenant
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// DeleteTopic removes a topic that holds no pending or dead jobs; otherwise
+// it returns kairos.ErrConflict saying how many remain.
+func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
+	if _, err := s.GetTopic(ctx, tenant, name); err != nil {
+		return err
+	}
+	counts, err := s.Counts(ctx, tenant, name)
+	if err != nil {
+		return err
+	}
+	var left int64
+	for _, st := range kairos.States {
+		if st != kairos.StateDelivered {
+			left += counts[st]
+		}
+	}
+	if left > 0 {
+		return fmt.Errorf("%w: topic %q still holds %d pending or dead jobs; cancel them first", kairos.ErrConflict, name, left)
+	}
+	pipe := s.c.Pipeline()
+	pipe.HDel(ctx, s.k.topics(), topicField(tenant, name))
+	pipe.Del(ctx, s.k.ready(tenant, name))
+	for sh := range s.k.shards {
+		pipe.Del(ctx, s.k.index(sh, tenant, name))
+		pipe.Del(ctx, s.k.counters(sh, tenant, name))
+		pipe.Del(ctx, s.k.dead(sh, tenant, name))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("delete topic %s/%s: %w", tenant, name, err)
+	}
+	return nil
+}
+
+// Counts sums a topic's per-shard state counters. The counters are kept by
+// the scripts that change states; nothing here scans jobs.
+func (s *Store) Counts(ctx context.Context, tenant, topic string) (map[kairos.State]int64, error) {
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, s.k.shards)
+	for sh := range s.k.shards {
+		cmds[sh] = pipe.HGetAll(ctx, s.k.counters(sh, tenant, topic))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("read counters of %s/%s: %w", tenant, topic, err)
+	}
+	out := make(map[kairos.State]int64, len(kairos.States))
+	for _, st := range kairos.States {
+		out[st] = 0
+	}
+	for _, c := range cmds {
+		for f, v := range c.Val() {
+			var n int64
+			fmt.Sscan(v, &n)
+			out[kairos.State(f)] += n
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,203 @@
+// Package testredis starts real redis-server processes for tests, on free
+// loopback ports, and stops them by PID.
+package testredis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a redis-server child process.
+type Server struct {
+	Addr string // 127.0.0.1:port
+	Dir  string
+	args []string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// URL returns the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.Addr }
+
+// Binary finds redis-server. A missing binary is an error, never a skip:
+// `make test` installs it.
+func Binary() (string, error) {
+	p, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", fmt.Errorf("redis-server not found on PATH: run `make test`, which installs it with apt-get (or apt-get install redis-server)")
+	}
+	return p, nil
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Start runs a fresh redis-server in dir with extra arguments appended to
+// the defaults (no persistence unless extra asks for it).
+func Start(dir string, extra ...string) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for range 5 {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir}
+		s.args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+			"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
+			"--logfile", filepath.Join(dir, "redis-"+strconv.Itoa(port)+".log")}, extra...)
+		if lastErr = s.start(bin); lastErr == nil {
+			return s, nil
+		}
+	}
+	return nil, lastErr
+}
+
+func (s *Server) start(bin string) error {
+	s.cmd = exec.Command(bin, s.args...)
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	s.done = make(chan struct{})
+	go func() { s.cmd.Wait(); close(s.done) }()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			return fmt.Errorf("redis-server on %s exited at start (see %s)", s.Addr, s.Dir)
+		default:
+		}
+		if c.Ping(context.Background()).Err() == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.Kill()
+	return fmt.Errorf("redis-server on %s did not answer within 10s", s.Addr)
+}
+
+// Restart starts the server again on the same port and directory.
+func (s *Server) Restart() error {
+	bin, err := Binary()
+	if err != nil {
+		return err
+	}
+	return s.start(bin)
+}
+
+// Kill stops the server with SIGKILL and waits for it.
+func (s *Server) Kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
+}
+
+// Stop stops the server with SIGTERM (SIGKILL after 5s) and waits for it.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		s.Kill()
+	}
+}
+
+// shared is the package-wide server started by Main.
+var shared *Server
+
+// Main starts one redis-server for a test package, runs the tests and
+// stops it. KAIROS_TEST_REDIS_URL names an existing server instead.
+func Main(m *testing.M) int {
+	if os.Getenv("KAIROS_TEST_REDIS_URL") != "" {
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "kairos-redis-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	s, err := Start(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testredis:", err)
+		return 1
+	}
+	shared = s
+	defer s.Stop()
+	return m.Run()
+}
+
+// URL returns the package's shared server URL.
+func URL(tb testing.TB) string {
+	tb.Helper()
+	if u := os.Getenv("KAIROS_TEST_REDIS_URL"); u != "" {
+		return u
+	}
+	if shared == nil {
+		tb.Fatal("testredis: no server; call testredis.Main from TestMain")
+	}
+	return shared.URL()
+}
+
+// Client returns a client of the shared server, closed at cleanup.
+func Client(tb testing.TB) *redis.Client {
+	tb.Helper()
+	opt, err := redis.ParseURL(URL(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Prefix returns a key prefix no other test uses, so tests can run in parallel.
+func Prefix(tb testing.TB) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "t" + hex.EncodeToString(b[:])
+}
+
+// Keys returns every key under prefix, for before/after comparisons.
+func Keys(tb testing.TB, c redis.UniversalClient, prefix string) []string {
+	tb.Helper()
+	var out []string
+	iter := c.Scan(context.Background(), 0, prefix+":*", 1000).Iterator()
+	for iter.Next(context.Background()) {
+		out = append(out, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}

@@ -1,0 +1,182 @@
+// Package kairos holds the words every part of the scheduler shares: jobs,
+// topics, their states, and the sentinel errors callers branch on.
+package kairos
+
+import (
+	"errors"
+	"time"
+)
+
+// State is where a job is in its life.
+type State string
+
+// The states a job moves through. Scheduled, Ready, Active and Retrying jobs
+// are pending: they sit in a Delay Bucket until they are acknowledged.
+const (
+	StateScheduled State = "scheduled" // waiting for its run_at
+	StateReady     State = "ready"     // due, on its topic's ready list
+	StateActive    State = "active"    // a worker is calling its callback
+	StateRetrying  State = "retrying"  // an attempt failed; waiting for its backoff
+	StateDelivered State = "delivered" // a callback answered 2xx; kept for the retention period
+	StateDead      State = "dead"      // every attempt failed; kept until replayed or deleted
+)
+
+// States lists every state in life order.
+var States = []State{StateScheduled, StateReady, StateActive, StateRetrying, StateDelivered, StateDead}
+
+// Valid reports whether s is one of the known states.
+func (s State) Valid() bool {
+	for _, v := range States {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Pending reports whether a job in state s still waits for a delivery.
+func (s State) Pending() bool {
+	return s == StateScheduled || s == StateReady || s == StateActive || s == StateRetrying
+}
+
+// Sentinel errors. The api package maps them to HTTP statuses.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+	ErrInvalid  = errors.New("invalid")
+)
+
+// Defaults applied when neither the job nor its topic says otherwise.
+const (
+	DefaultTimeout        = 30 * time.Second
+	DefaultMaxAttempts    = 10
+	DefaultBackoffInitial = time.Second
+	DefaultBackoffMax     = time.Hour
+	DefaultConcurrency    = 10
+	DefaultMethod         = "POST"
+	DefaultContentType    = "application/json"
+)
+
+// Topic is a tenant's named stream of jobs and the defaults its jobs inherit.
+// Zero fields mean "use the kairos default".
+type Topic struct {
+	Tenant         string
+	Name           string
+	CallbackURL    string
+	Method         string
+	Headers        map[string]string
+	Timeout        time.Duration
+	MaxAttempts    int
+	BackoffInitial time.Duration
+	BackoffMax     time.Duration
+	Concurrency    int
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// WithDefaults returns t with every zero default filled in.
+func (t Topic) WithDefaults() Topic {
+	if t.Method == "" {
+		t.Method = DefaultMethod
+	}
+	if t.Timeout == 0 {
+		t.Timeout = DefaultTimeout
+	}
+	if t.MaxAttempts == 0 {
+		t.MaxAttempts = DefaultMaxAttempts
+	}
+	if t.BackoffInitial == 0 {
+		t.BackoffInitial = DefaultBackoffInitial
+	}
+	if t.BackoffMax == 0 {
+		t.BackoffMax = DefaultBackoffMax
+	}
+	if t.Concurrency == 0 {
+		t.Concurrency = DefaultConcurrency
+	}
+	return t
+}
+
+// JobKey names a job: jobs are keyed by tenant, topic and id.
+type JobKey struct {
+	Tenant string
+	Topic  string
+	ID     string
+}
+
+// String returns "tenant/topic/id".
+func (k JobKey) String() string { return k.Tenant + "/" + k.Topic + "/" + k.ID }
+
+// Job is one scheduled callback. Fields left zero inherit the topic's
+// defaults when the job fires, so editing a topic reaches its pending jobs.
+type Job struct {
+	JobKey
+	UID            string // stable across attempts: the callback's webhook-id
+	CallbackURL    string
+	Method         string
+	Headers        map[string]string
+	ContentType    string
+	Payload        []byte
+	Timeout        time.Duration
+	MaxAttempts    int
+	BackoffInitial time.Duration
+	BackoffMax     time.Duration
+
+	State     State
+	RunAt     time.Time // the time this schedule is for
+	NextRunAt time.Time // when the bucket hands it out next (pending jobs only)
+	Attempts  int       // attempts started so far
+	CreatedAt time.Time
+	DoneAt    time.Time // when it was delivered or died
+	Log       []Attempt // the last attempts, oldest first
+}
+
+// Attempt records one callback attempt.
+type Attempt struct {
+	N        int           `json:"n"`
+	At       time.Time     `json:"at"`
+	Duration time.Duration `json:"duration"`
+	Status   int           `json:"status,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Response string        `json:"response,omitempty"`
+}
+
+// MaxLoggedAttempts is how many attempts a job keeps in its log.
+const MaxLoggedAttempts = 10
+
+// Resolve fills the job's unset fields from its topic (already defaulted).
+func (j Job) Resolve(t Topic) Job {
+	t = t.WithDefaults()
+	if j.CallbackURL == "" {
+		j.CallbackURL = t.CallbackURL
+	}
+	if j.Method == "" {
+		j.Method = t.Method
+	}
+	if j.ContentType == "" {
+		j.ContentType = DefaultContentType
+	}
+	if j.Timeout == 0 {
+		j.Timeout = t.Timeout
+	}
+	if j.MaxAttempts == 0 {
+		j.MaxAttempts = t.MaxAttempts
+	}
+	if j.BackoffInitial == 0 {
+		j.BackoffInitial = t.BackoffInitial
+	}
+	if j.BackoffMax == 0 {
+		j.BackoffMax = t.BackoffMax
+	}
+	if len(t.Headers) > 0 {
+		h := make(map[string]string, len(t.Headers)+len(j.Headers))
+		for k, v := range t.Headers {
+			h[k] = v
+		}
+		for k, v := range j.Headers {
+			h[k] = v
+		}
+		j.Headers = h
+	}
+	return j
+}
