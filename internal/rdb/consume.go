@@ -43,6 +43,19 @@ func (s *Store) Pop(ctx context.Context, tenant, topic string, timeout time.Dura
 	return Popped{JobKey: kairos.JobKey{Tenant: tenant, Topic: topic, ID: entry[:i]}, Gen: entry[i+1:]}, nil
 }
 
+// Next pops a topic's next ready job and starts an attempt on it, waiting
+// up to wait. ok is false when nothing arrived or the entry was stale.
+func (s *Store) Next(ctx context.Context, tenant, topic string, wait, topicTimeout time.Duration) (kairos.Job, bool, error) {
+	p, err := s.Pop(ctx, tenant, topic, wait)
+	if errors.Is(err, ErrNoJob) {
+		return kairos.Job{}, false, nil
+	}
+	if err != nil {
+		return kairos.Job{}, false, err
+	}
+	return s.Start(ctx, p, topicTimeout)
+}
+
 // ReadyLen returns the length of a topic's ready list.
 func (s *Store) ReadyLen(ctx context.Context, tenant, topic string) (int64, error) {
 	return s.c.LLen(ctx, s.k.ready(tenant, topic)).Result()
@@ -77,30 +90,15 @@ func (s *Store) Start(ctx context.Context, p Popped, topicTimeout time.Duration)
 	return job, true, nil
 }
 
-// Outcome is what became of an attempt.
-type Outcome int
-
-// Outcomes reported by Finish.
-const (
-	OutcomeStale     Outcome = iota // the attempt's lease had lapsed; nothing changed
-	OutcomeDelivered                // the job is delivered
-	OutcomeRetrying                 // the job waits for its next attempt
-	OutcomeDead                     // the job is dead
-)
-
-func (o Outcome) String() string {
-	return [...]string{"stale", "delivered", "retrying", "dead"}[o]
-}
-
-// Finish records attempt a of a job. With ok it is delivered; otherwise it
-// retries at retryAt, or dies when dead is set. The result of a stale
-// attempt (its lease lapsed and the job was handed out again) changes
-// nothing and returns OutcomeStale.
-func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time) (Outcome, error) {
+// Finish records attempt a of a job and returns the job's new state. With
+// ok it is delivered; otherwise it retries at retryAt, or dies when dead is
+// set. The result of a stale attempt (its lease lapsed and the job was
+// handed out again) changes nothing and returns "".
+func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time) (kairos.State, error) {
 	jk := s.k.forJob(key)
 	rec, err := encodeAttempt(a)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	outcome := "retry"
 	switch {
@@ -113,7 +111,7 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 		jk.member, key.ID, strconv.Itoa(a.N), ms(s.Now()), outcome, rec, ms(retryAt),
 		int64(s.opts.Retention/time.Second)).Int()
 	if err != nil {
-		return 0, fmt.Errorf("finish %s attempt %d: %w", jk.member, a.N, err)
+		return "", fmt.Errorf("finish %s attempt %d: %w", jk.member, a.N, err)
 	}
-	return Outcome(n), nil
+	return [...]kairos.State{"", kairos.StateDelivered, kairos.StateRetrying, kairos.StateDead}[n], nil
 }

@@ -77,6 +77,7 @@ func (s *Store) Enqueue(ctx context.Context, j kairos.Job) (kairos.Job, error) {
 	}
 	gen, pushed, earliest := toInt(res[1]), toInt(res[2]) == 1, toInt(res[3]) == 1
 	j.UID, _ = res[4].(string)
+	j.CreatedAt = fromMS(toInt(res[5]))
 	j.State, j.Attempts = kairos.StateScheduled, 0
 	j.RunAt = fromMS(ms(j.RunAt))
 	j.NextRunAt = j.RunAt

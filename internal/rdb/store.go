@@ -20,7 +20,7 @@ type Options struct {
 	Shards     int           // Delay Bucket shards; default 16
 	Retention  time.Duration // how long delivered jobs stay readable; default 24h
 	ReadyLease time.Duration // how long a claimed job may wait on a ready list; default 60s
-	LeaseGrace time.Duration // added to a callback timeout to make its lease; default 10s
+	LeaseGrace time.Duration // added to a callback timeout to make its lease; default 5s
 	// Blocking is the client used for BRPOP, kept apart so that blocked
 	// consumers cannot take the connections API calls need. Default: the main client.
 	Blocking redis.UniversalClient
@@ -34,7 +34,7 @@ const (
 	DefaultShards     = 16
 	DefaultRetention  = 24 * time.Hour
 	DefaultReadyLease = 60 * time.Second
-	DefaultLeaseGrace = 10 * time.Second
+	DefaultLeaseGrace = 5 * time.Second
 )
 
 // Store is kairos's Redis data model. It is safe for concurrent use.

@@ -137,7 +137,7 @@ func TestLifecycleDelivered(t *testing.T) {
 	}
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateActive: 1})
 	out, err := s.Finish(ctx, key("o1"), kairos.Attempt{N: 1, At: clk.Now(), Status: 200, Duration: 3 * time.Millisecond}, true, false, time.Time{})
-	if err != nil || out != OutcomeDelivered {
+	if err != nil || out != kairos.StateDelivered {
 		t.Fatalf("finish: %v %v", out, err)
 	}
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateDelivered: 1})
@@ -196,11 +196,11 @@ func TestStaleFinishIgnored(t *testing.T) {
 	}
 	// The first worker comes back and reports failure: it must not clobber attempt 2.
 	out, err := s.Finish(ctx, key("slow"), kairos.Attempt{N: first.Attempts, At: clk.Now(), Error: "late"}, false, true, time.Time{})
-	if err != nil || out != OutcomeStale {
-		t.Fatalf("stale finish = %v, %v; want OutcomeStale", out, err)
+	if err != nil || out != "" {
+		t.Fatalf("stale finish = %v, %v; want empty (stale)", out, err)
 	}
 	out, err = s.Finish(ctx, key("slow"), kairos.Attempt{N: 2, At: clk.Now(), Status: 204}, true, false, time.Time{})
-	if err != nil || out != OutcomeDelivered {
+	if err != nil || out != kairos.StateDelivered {
 		t.Fatalf("finish = %v, %v", out, err)
 	}
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateDelivered: 1})
@@ -213,7 +213,7 @@ func TestRetryThenDeadThenReplay(t *testing.T) {
 	j, _, _ := s.Start(ctx, pop(t, s), time.Second)
 	retryAt := clk.Now().Add(5 * time.Second)
 	out, err := s.Finish(ctx, key("r"), kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 500}, false, false, retryAt)
-	if err != nil || out != OutcomeRetrying {
+	if err != nil || out != kairos.StateRetrying {
 		t.Fatal(out, err)
 	}
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateRetrying: 1})
@@ -226,7 +226,7 @@ func TestRetryThenDeadThenReplay(t *testing.T) {
 	}
 	j, _, _ = s.Start(ctx, pop(t, s), time.Second)
 	out, err = s.Finish(ctx, key("r"), kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 500, Response: "boom"}, false, true, time.Time{})
-	if err != nil || out != OutcomeDead {
+	if err != nil || out != kairos.StateDead {
 		t.Fatal(out, err)
 	}
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateDead: 1})

@@ -5,7 +5,7 @@
 -- ARGV[4] run_at (ms), ARGV[5] uid for a new job, ARGV[6] ready lease (ms),
 -- ARGV[7..] job fields as field, value pairs
 -- Reply: {-1} when the job is being delivered right now, else
--- {1, gen, pushed, earliest, uid}: pushed=1 when the job is due now and the
+-- {1, gen, pushed, earliest, uid, created}: pushed=1 when the job is due now and the
 -- caller must push "id|gen" onto the ready list; earliest=1 when it became
 -- the shard's earliest member, so a sleeping scanner must be woken.
 local member, id = ARGV[1], ARGV[2]
@@ -46,4 +46,4 @@ if pushed == 0 then
     earliest = 1
   end
 end
-return {1, gen, pushed, earliest, uid}
+return {1, gen, pushed, earliest, uid, created}

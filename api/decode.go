@@ -1,0 +1,108 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// decode reads a JSON request body strictly: the content type must be JSON,
+// the body at most limit bytes, unknown fields and trailing data refused.
+func decode(r *http.Request, limit int64, dst any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return errorf(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not accepted: send application/json", ct))
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit+1))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) || int64(len(body)) > limit {
+		return &ValidationError{Status: http.StatusRequestEntityTooLarge, Errors: []FieldError{{
+			Field: "body", Message: fmt.Sprintf("request body is larger than the %d-byte limit", limit)}}}
+	}
+	if err != nil {
+		return errorf(http.StatusBadRequest, "could not read the request body: "+err.Error())
+	}
+	return decodeBytes(body, dst)
+}
+
+// decodeBytes is decode's JSON half, also used by the fuzz tests.
+func decodeBytes(body []byte, dst any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return &ValidationError{Errors: []FieldError{{Field: "body", Message: "request body is empty: send a JSON object"}}}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return &ValidationError{Errors: []FieldError{{Field: "body", Message: "unexpected data after the JSON object"}}}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &ValidationError{Errors: []FieldError{{Field: "body", Message: "unexpected data after the JSON object"}}}
+	}
+	return nil
+}
+
+// jsonError turns a decoding error into a field error a caller can act on.
+func jsonError(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return &ValidationError{Errors: []FieldError{{Field: "body", Message: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)}}}
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return &ValidationError{Errors: []FieldError{{Field: field, Message: fmt.Sprintf("must be a %s, not a JSON %s", jsonKind(te.Type.Kind().String()), te.Value)}}}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return &ValidationError{Errors: []FieldError{{Field: name, Message: "unknown field"}}}
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return &ValidationError{Errors: []FieldError{{Field: "body", Message: "malformed JSON: the body ends early"}}}
+	}
+	var fe *fieldDecodeError
+	if errors.As(err, &fe) {
+		return &ValidationError{Errors: []FieldError{{Field: fe.field, Message: fe.msg}}}
+	}
+	return &ValidationError{Errors: []FieldError{{Field: "body", Message: "malformed JSON: " + err.Error()}}}
+}
+
+type fieldDecodeError struct{ field, msg string }
+
+func (e *fieldDecodeError) Error() string { return e.field + ": " + e.msg }
+
+func jsonKind(k string) string {
+	switch k {
+	case "int", "int64", "int32", "uint", "uint64", "float64":
+		return "number"
+	case "map", "struct":
+		return "object"
+	case "slice":
+		return "array"
+	}
+	return k
+}
+
+// fieldErrors collects validation failures of one request.
+type fieldErrors []FieldError
+
+func (f *fieldErrors) add(field, format string, args ...any) {
+	*f = append(*f, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func (f fieldErrors) err() error {
+	if len(f) == 0 {
+		return nil
+	}
+	return &ValidationError{Errors: f}
+}

@@ -1,0 +1,335 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// jobRequest is the body of POST /v1/topics/{topic}/jobs.
+type jobRequest struct {
+	ID          *string           `json:"id"`
+	RunAt       *string           `json:"run_at"`
+	Delay       *string           `json:"delay"`
+	Payload     json.RawMessage   `json:"payload"`
+	CallbackURL *string           `json:"callback_url"`
+	Method      *string           `json:"method"`
+	Headers     map[string]string `json:"headers"`
+	MaxAttempts *int              `json:"max_attempts"`
+	Timeout     *string           `json:"timeout"`
+	Backoff     *backoffRequest   `json:"backoff"`
+}
+
+// rescheduleRequest is the body of PATCH /v1/topics/{topic}/jobs/{id}.
+type rescheduleRequest struct {
+	RunAt *string `json:"run_at"`
+	Delay *string `json:"delay"`
+}
+
+// attemptResponse is one recorded attempt.
+type attemptResponse struct {
+	N          int     `json:"n"`
+	At         string  `json:"at"`
+	DurationMS float64 `json:"duration_ms"`
+	Status     int     `json:"status,omitempty"`
+	Error      string  `json:"error,omitempty"`
+	Response   string  `json:"response,omitempty"`
+}
+
+// jobResponse is a job as the API shows it.
+type jobResponse struct {
+	ID          string            `json:"id"`
+	Topic       string            `json:"topic"`
+	Tenant      string            `json:"tenant"`
+	State       kairos.State      `json:"state"`
+	RunAt       string            `json:"run_at"`
+	NextRunAt   string            `json:"next_run_at,omitempty"`
+	CreatedAt   string            `json:"created_at"`
+	DoneAt      string            `json:"done_at,omitempty"`
+	Attempts    int               `json:"attempts"`
+	MaxAttempts int               `json:"max_attempts,omitempty"`
+	CallbackURL string            `json:"callback_url,omitempty"`
+	Method      string            `json:"method,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Timeout     string            `json:"timeout,omitempty"`
+	Backoff     *backoffResponse  `json:"backoff,omitempty"`
+	Payload     json.RawMessage   `json:"payload,omitempty"`
+	LastAttempt *attemptResponse  `json:"last_attempt,omitempty"`
+	AttemptLog  []attemptResponse `json:"attempt_log,omitempty"`
+}
+
+func jobView(j kairos.Job) jobResponse {
+	v := jobResponse{
+		ID: j.ID, Topic: j.Topic, Tenant: j.Tenant, State: j.State, RunAt: formatTime(j.RunAt),
+		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: j.Attempts,
+		MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: j.Headers,
+		Payload: payloadJSON(j),
+	}
+	if j.State.Pending() {
+		v.NextRunAt = formatTime(j.NextRunAt)
+	}
+	if j.Timeout > 0 {
+		v.Timeout = j.Timeout.String()
+	}
+	if j.BackoffInitial > 0 || j.BackoffMax > 0 {
+		b := backoffResponse{}
+		if j.BackoffInitial > 0 {
+			b.Initial = j.BackoffInitial.String()
+		}
+		if j.BackoffMax > 0 {
+			b.Max = j.BackoffMax.String()
+		}
+		v.Backoff = &b
+	}
+	for _, a := range j.Log {
+		v.AttemptLog = append(v.AttemptLog, attemptResponse{
+			N: a.N, At: formatTime(a.At), DurationMS: float64(a.Duration.Microseconds()) / 1000,
+			Status: a.Status, Error: a.Error, Response: a.Response,
+		})
+	}
+	if n := len(v.AttemptLog); n > 0 {
+		last := v.AttemptLog[n-1]
+		v.LastAttempt = &last
+	}
+	return v
+}
+
+// payloadJSON shows the stored body as JSON: as is when it is JSON, else as
+// a JSON string.
+func payloadJSON(j kairos.Job) json.RawMessage {
+	if len(j.Payload) == 0 {
+		return nil
+	}
+	if json.Valid(j.Payload) {
+		return j.Payload
+	}
+	b, _ := json.Marshal(string(j.Payload))
+	return b
+}
+
+// toJob validates a create request against now (the Redis clock).
+func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int64, prefix string) (kairos.Job, error) {
+	var fe fieldErrors
+	j := kairos.Job{JobKey: kairos.JobKey{Tenant: tenant, Topic: topic}}
+	if req.ID != nil {
+		if !validID(*req.ID) {
+			fe.add(prefix+"id", "%q is not a valid job id: %s", *req.ID, idRule)
+		}
+		j.ID = *req.ID
+	} else {
+		j.ID = newID()
+	}
+	j.RunAt = schedule(&fe, prefix, req.RunAt, req.Delay, now)
+	if req.CallbackURL != nil {
+		checkURL(&fe, prefix+"callback_url", *req.CallbackURL)
+		j.CallbackURL = *req.CallbackURL
+	}
+	if req.Method != nil {
+		j.Method = checkMethod(&fe, prefix+"method", *req.Method)
+	}
+	j.Headers = checkHeaders(&fe, prefix+"headers", req.Headers)
+	if ct, ok := j.Headers["Content-Type"]; ok {
+		delete(j.Headers, "Content-Type")
+		if len(j.Headers) == 0 {
+			j.Headers = nil
+		}
+		if _, _, err := mime.ParseMediaType(ct); err != nil {
+			fe.add(prefix+"headers.Content-Type", "%q is not a media type", ct)
+		}
+		j.ContentType = ct
+	}
+	if req.MaxAttempts != nil {
+		j.MaxAttempts = checkAttempts(&fe, prefix+"max_attempts", *req.MaxAttempts)
+	}
+	if req.Timeout != nil {
+		j.Timeout = parseDuration(&fe, prefix+"timeout", *req.Timeout, minTimeout, maxTimeout)
+	}
+	if req.Backoff != nil {
+		j.BackoffInitial, j.BackoffMax = req.Backoff.parse(&fe, prefix+"backoff")
+	}
+	j.Payload = body(req.Payload, j.ContentType)
+	if int64(len(j.Payload)) > maxPayload {
+		return j, &ValidationError{Status: http.StatusRequestEntityTooLarge, Errors: []FieldError{{
+			Field: prefix + "payload", Message: fmt.Sprintf("payload is %d bytes; the limit is %d", len(j.Payload), maxPayload)}}}
+	}
+	return j, fe.err()
+}
+
+// body turns the request's payload into the callback body: JSON as sent,
+// except that a JSON string sent with a non-JSON Content-Type is sent as
+// its text (a form body, say).
+func body(p json.RawMessage, contentType string) []byte {
+	if len(p) == 0 || string(p) == "null" {
+		return nil
+	}
+	if contentType != "" && p[0] == '"' {
+		mt, _, _ := mime.ParseMediaType(contentType)
+		if mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+			var s string
+			if json.Unmarshal(p, &s) == nil {
+				return []byte(s)
+			}
+		}
+	}
+	return []byte(p)
+}
+
+// schedule reads exactly one of run_at and delay.
+func schedule(fe *fieldErrors, prefix string, runAt, delay *string, now time.Time) time.Time {
+	switch {
+	case runAt != nil && delay != nil:
+		fe.add(prefix+"run_at", "give either run_at or delay, not both")
+	case runAt != nil:
+		return parseRunAt(fe, prefix+"run_at", *runAt, now)
+	case delay != nil:
+		d := parseDuration(fe, prefix+"delay", *delay, 0, maxFuture)
+		return now.Add(d).Truncate(time.Millisecond).UTC()
+	default:
+		fe.add(prefix+"run_at", "required: give run_at (RFC 3339 time) or delay (duration such as \"30m\")")
+	}
+	return time.Time{}
+}
+
+func newID() string {
+	var b [10]byte
+	rand.Read(b[:])
+	return "job_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// createJob handles POST /v1/topics/{topic}/jobs.
+func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
+	tenant, topic, err := s.topicTarget(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req jobRequest
+	if err := decode(r, s.cfg.MaxPayload+64<<10, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	j, err := req.toJob(tenant, topic, s.store.Now(), s.cfg.MaxPayload, "")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.ensureCallback(r, tenant, topic, j.CallbackURL, ""); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	j, err = s.store.Enqueue(r.Context(), j)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, jobView(j))
+}
+
+// ensureCallback refuses a job that has no callback URL anywhere, and
+// registers an unknown topic so that workers consume it.
+func (s *Server) ensureCallback(r *http.Request, tenant, topic, url, field string) error {
+	t, err := s.store.GetTopic(r.Context(), tenant, topic)
+	if errors.Is(err, kairos.ErrNotFound) {
+		if url == "" {
+			return &ValidationError{Errors: []FieldError{{Field: field + "callback_url", Message: fmt.Sprintf(
+				"topic %q has no callback URL registered and the job names none: register one with PUT /v1/topics/%s {\"callback_url\": \"https://...\"} or give callback_url", topic, topic)}}}
+		}
+		return s.store.EnsureTopic(r.Context(), tenant, topic)
+	}
+	if err != nil {
+		return err
+	}
+	if url == "" && t.CallbackURL == "" {
+		return &ValidationError{Errors: []FieldError{{Field: field + "callback_url", Message: fmt.Sprintf(
+			"topic %q has no callback URL and the job names none: set one with PUT /v1/topics/%s or give callback_url", topic, topic)}}}
+	}
+	return nil
+}
+
+func (s *Server) jobTarget(r *http.Request) (kairos.JobKey, error) {
+	tenant, topic, err := s.topicTarget(r)
+	if err != nil {
+		return kairos.JobKey{}, err
+	}
+	id := chi.URLParam(r, "id")
+	if !validID(id) {
+		return kairos.JobKey{}, fmt.Errorf("job %q: %w", id, kairos.ErrNotFound)
+	}
+	return kairos.JobKey{Tenant: tenant, Topic: topic, ID: id}, nil
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	key, err := s.jobTarget(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	j, err := s.store.GetJob(r.Context(), key)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobView(j))
+}
+
+func (s *Server) rescheduleJob(w http.ResponseWriter, r *http.Request) {
+	key, err := s.jobTarget(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req rescheduleRequest
+	if err := decode(r, 4<<10, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var fe fieldErrors
+	at := schedule(&fe, "", req.RunAt, req.Delay, s.store.Now())
+	if err := fe.err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	j, err := s.store.Reschedule(r.Context(), key, at)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobView(j))
+}
+
+func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
+	key, err := s.jobTarget(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.store.Cancel(r.Context(), key); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
+	key, err := s.jobTarget(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	j, err := s.store.Replay(r.Context(), key)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, jobView(j))
+}

@@ -1,0 +1,106 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/auth"
+)
+
+// Problem is an RFC 9457 problem document.
+type Problem struct {
+	Type   string       `json:"type"`
+	Title  string       `json:"title"`
+	Status int          `json:"status"`
+	Detail string       `json:"detail,omitempty"`
+	Errors []FieldError `json:"errors,omitempty"`
+}
+
+// FieldError names one invalid field of a request.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// ValidationError is a request that broke one or more field rules.
+type ValidationError struct {
+	Status int // 400 unless a rule says otherwise (413 for a payload too large)
+	Errors []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Errors))
+	for i, f := range e.Errors {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "invalid request: " + strings.Join(parts, "; ")
+}
+
+// httpError is an error with a status and a message safe to show.
+type httpError struct {
+	status int
+	title  string
+	detail string
+}
+
+func (e *httpError) Error() string { return e.detail }
+
+func errorf(status int, detail string) error {
+	return &httpError{status: status, title: http.StatusText(status), detail: detail}
+}
+
+const problemBase = "urn:kairos:problem:"
+
+// writeError writes err as problem+json: the one place errors become statuses.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p := Problem{Status: http.StatusInternalServerError, Title: "Internal Server Error", Type: problemBase + "internal",
+		Detail: "an unexpected error occurred; it has been logged"}
+	var ve *ValidationError
+	var he *httpError
+	var ae *auth.Error
+	switch {
+	case errors.As(err, &ve):
+		p.Status = ve.Status
+		if p.Status == 0 {
+			p.Status = http.StatusBadRequest
+		}
+		p.Type, p.Title, p.Detail, p.Errors = problemBase+"validation", "Invalid request", ve.Error(), ve.Errors
+		if p.Status == http.StatusRequestEntityTooLarge {
+			p.Type, p.Title = problemBase+"too-large", "Request too large"
+		}
+	case errors.As(err, &he):
+		p.Status, p.Title, p.Detail = he.status, he.title, he.detail
+		p.Type = problemBase + strings.ToLower(strings.ReplaceAll(he.title, " ", "-"))
+	case errors.As(err, &ae):
+		p.Status, p.Type, p.Title, p.Detail = http.StatusUnauthorized, problemBase+"unauthorized", "Unauthorized", ae.Reason
+		w.Header().Set("WWW-Authenticate", `Bearer realm="kairos"`)
+	case errors.Is(err, kairos.ErrNotFound):
+		p.Status, p.Type, p.Title, p.Detail = http.StatusNotFound, problemBase+"not-found", "Not Found", err.Error()
+	case errors.Is(err, kairos.ErrConflict):
+		p.Status, p.Type, p.Title, p.Detail = http.StatusConflict, problemBase+"conflict", "Conflict", err.Error()
+	case isUnavailable(err):
+		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, problemBase+"unavailable", "Service Unavailable"
+		p.Detail = "the job store (Redis) is unreachable; retry shortly"
+		w.Header().Set("Retry-After", "1")
+		s.log.Warn("redis unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+	default:
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSONType(w, p.Status, "application/problem+json", p)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	writeJSONType(w, status, "application/json", v)
+}
+
+func writeJSONType(w http.ResponseWriter, status int, ctype string, v any) {
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}

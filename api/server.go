@@ -1,0 +1,198 @@
+// Package api serves kairos's REST API v1: topics, jobs, signing keys and
+// stats for tenants authenticated by bearer JWTs, with problem+json errors.
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/rdb"
+)
+
+// Config tunes the API. Zero values take the defaults.
+type Config struct {
+	MaxPayload int64 // largest job payload in bytes; default 256 KiB
+	Logger     *slog.Logger
+	// OnTopicChange is called after a topic is registered, changed or
+	// deleted, so that a worker in the same process picks it up at once.
+	OnTopicChange func()
+	// Extra mounts more handlers at the root (the admin page, metrics).
+	Extra func(chi.Router)
+}
+
+// DefaultMaxPayload is the default payload limit.
+const DefaultMaxPayload = 256 << 10
+
+// Server holds the API's dependencies.
+type Server struct {
+	store   *rdb.Store
+	auth    *auth.Authenticator
+	cfg     Config
+	log     *slog.Logger
+	onTopic func()
+}
+
+// New returns the API handler.
+func New(store *rdb.Store, a *auth.Authenticator, cfg Config) http.Handler {
+	if cfg.MaxPayload <= 0 {
+		cfg.MaxPayload = DefaultMaxPayload
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{store: store, auth: a, cfg: cfg, log: cfg.Logger.With("component", "api"), onTopic: cfg.OnTopicChange}
+	return s.routes()
+}
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, s.recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errorf(http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errorf(http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)))
+	})
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Get("/readyz", s.readyz)
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.authenticate)
+		r.Get("/topics", s.listTopics)
+		r.Route("/topics/{topic}", func(r chi.Router) {
+			r.Put("/", s.putTopic)
+			r.Get("/", s.getTopic)
+			r.Delete("/", s.deleteTopic)
+			r.Post("/jobs", s.createJob)
+			r.Get("/jobs/{id}", s.getJob)
+			r.Patch("/jobs/{id}", s.rescheduleJob)
+			r.Delete("/jobs/{id}", s.cancelJob)
+			r.Post("/jobs/{id}/retry", s.retryJob)
+		})
+		r.Get("/signing-keys", s.getSigningKeys)
+		r.Post("/signing-keys/rotate", s.rotateSigningKeys)
+	})
+	if s.cfg.Extra != nil {
+		s.cfg.Extra(r)
+	}
+	return r
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		s.writeError(w, r, errorf(http.StatusServiceUnavailable, "Redis is unreachable: "+err.Error()))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// recoverer turns a handler panic into a 500 problem and one log line.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.writeError(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticate requires a valid bearer token on every /v1 route.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := s.auth.Authenticate(r.Header.Get("Authorization"))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))
+	})
+}
+
+// tenant returns the tenant a request acts on: the token's, or for an admin
+// the one named by ?tenant= (all tenants when allowAll and none is named).
+func (s *Server) tenant(r *http.Request, allowAll bool) (string, error) {
+	id, _ := auth.FromContext(r.Context())
+	q := r.URL.Query().Get("tenant")
+	if q == "" {
+		if id.Admin && allowAll {
+			return "", nil
+		}
+		return id.Tenant, nil
+	}
+	if !id.Admin {
+		if q == id.Tenant {
+			return q, nil
+		}
+		return "", errorf(http.StatusForbidden, "the tenant parameter needs an admin token (admin: true)")
+	}
+	if !auth.TenantPattern.MatchString(q) {
+		return "", &ValidationError{Errors: []FieldError{{Field: "tenant", Message: "not a valid tenant name"}}}
+	}
+	return q, nil
+}
+
+// topicTarget returns the tenant and the topic named in the path.
+func (s *Server) topicTarget(r *http.Request) (string, string, error) {
+	tenant, err := s.tenant(r, false)
+	if err != nil {
+		return "", "", err
+	}
+	name := chi.URLParam(r, "topic")
+	if !validTopic(name) {
+		if r.Method == http.MethodPut {
+			return "", "", &ValidationError{Errors: []FieldError{{Field: "topic", Message: fmt.Sprintf("%q is not a valid topic name: %s", name, topicRule)}}}
+		}
+		return "", "", fmt.Errorf("topic %q: %w", name, kairos.ErrNotFound)
+	}
+	return tenant, name, nil
+}
+
+type signingKeysResponse struct {
+	Current string `json:"current"`
+	Next    string `json:"next"`
+}
+
+func (s *Server) getSigningKeys(w http.ResponseWriter, r *http.Request) {
+	tenant, err := s.tenant(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	k, err := s.store.GetSigningKeys(r.Context(), tenant, callback.NewSecret)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, signingKeysResponse{Current: k.Current, Next: k.Next})
+}
+
+func (s *Server) rotateSigningKeys(w http.ResponseWriter, r *http.Request) {
+	tenant, err := s.tenant(r, false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	k, err := s.store.RotateSigningKeys(r.Context(), tenant, callback.NewSecret)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, signingKeysResponse{Current: k.Current, Next: k.Next})
+}

@@ -1,0 +1,194 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// topicRequest is the body of PUT /v1/topics/{topic}.
+type topicRequest struct {
+	CallbackURL *string           `json:"callback_url"`
+	Method      *string           `json:"method"`
+	Headers     map[string]string `json:"headers"`
+	Timeout     *string           `json:"timeout"`
+	MaxAttempts *int              `json:"max_attempts"`
+	Backoff     *backoffRequest   `json:"backoff"`
+	Concurrency *int              `json:"concurrency"`
+}
+
+type backoffRequest struct {
+	Initial *string `json:"initial"`
+	Max     *string `json:"max"`
+}
+
+// topicResponse is a topic as the API shows it.
+type topicResponse struct {
+	Name        string            `json:"name"`
+	Tenant      string            `json:"tenant"`
+	CallbackURL string            `json:"callback_url,omitempty"`
+	Method      string            `json:"method"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Timeout     string            `json:"timeout"`
+	MaxAttempts int               `json:"max_attempts"`
+	Backoff     backoffResponse   `json:"backoff"`
+	Concurrency int               `json:"concurrency"`
+	CreatedAt   string            `json:"created_at"`
+	UpdatedAt   string            `json:"updated_at"`
+}
+
+type backoffResponse struct {
+	Initial string `json:"initial"`
+	Max     string `json:"max"`
+}
+
+func topicView(t kairos.Topic) topicResponse {
+	d := t.WithDefaults()
+	return topicResponse{
+		Name: t.Name, Tenant: t.Tenant, CallbackURL: t.CallbackURL, Method: d.Method, Headers: t.Headers,
+		Timeout: d.Timeout.String(), MaxAttempts: d.MaxAttempts,
+		Backoff:     backoffResponse{Initial: d.BackoffInitial.String(), Max: d.BackoffMax.String()},
+		Concurrency: d.Concurrency, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
+	}
+}
+
+// toTopic validates a topic request.
+func (req topicRequest) toTopic(tenant, name string) (kairos.Topic, error) {
+	var fe fieldErrors
+	t := kairos.Topic{Tenant: tenant, Name: name}
+	if req.CallbackURL == nil || *req.CallbackURL == "" {
+		fe.add("callback_url", "required: the absolute http(s) URL that receives this topic's callbacks")
+	} else {
+		checkURL(&fe, "callback_url", *req.CallbackURL)
+		t.CallbackURL = *req.CallbackURL
+	}
+	if req.Method != nil {
+		t.Method = checkMethod(&fe, "method", *req.Method)
+	}
+	t.Headers = checkHeaders(&fe, "headers", req.Headers)
+	if req.Timeout != nil {
+		t.Timeout = parseDuration(&fe, "timeout", *req.Timeout, minTimeout, maxTimeout)
+	}
+	if req.MaxAttempts != nil {
+		t.MaxAttempts = checkAttempts(&fe, "max_attempts", *req.MaxAttempts)
+	}
+	if req.Backoff != nil {
+		t.BackoffInitial, t.BackoffMax = req.Backoff.parse(&fe, "backoff")
+	}
+	if req.Concurrency != nil {
+		if c := *req.Concurrency; c < 1 || c > maxConcurrency {
+			fe.add("concurrency", "%d is out of range: allowed 1 to %d", c, maxConcurrency)
+		} else {
+			t.Concurrency = c
+		}
+	}
+	return t, fe.err()
+}
+
+func checkAttempts(fe *fieldErrors, field string, n int) int {
+	if n < 1 || n > maxAttemptsCap {
+		fe.add(field, "%d is out of range: allowed 1 to %d", n, maxAttemptsCap)
+		return 0
+	}
+	return n
+}
+
+func (b backoffRequest) parse(fe *fieldErrors, field string) (initial, max time.Duration) {
+	if b.Initial != nil {
+		initial = parseDuration(fe, field+".initial", *b.Initial, minBackoff, maxBackoff)
+	}
+	if b.Max != nil {
+		max = parseDuration(fe, field+".max", *b.Max, minBackoff, maxBackoff)
+	}
+	lo, hi := initial, max
+	if lo == 0 {
+		lo = kairos.DefaultBackoffInitial
+	}
+	if hi == 0 {
+		hi = kairos.DefaultBackoffMax
+	}
+	if (initial != 0 || max != 0) && hi < lo {
+		fe.add(field+".max", "must be at least the initial backoff (%s)", lo)
+	}
+	return initial, max
+}
+
+func (s *Server) putTopic(w http.ResponseWriter, r *http.Request) {
+	tenant, name, err := s.topicTarget(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req topicRequest
+	if err := decode(r, 64<<10, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, err := req.toTopic(tenant, name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, created, err := s.store.PutTopic(r.Context(), t)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.onTopic != nil {
+		s.onTopic()
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, topicView(t))
+}
+
+func (s *Server) getTopic(w http.ResponseWriter, r *http.Request) {
+	tenant, name, err := s.topicTarget(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, err := s.store.GetTopic(r.Context(), tenant, name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, topicView(t))
+}
+
+func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {
+	tenant, err := s.tenant(r, true)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ts, err := s.store.ListTopics(r.Context(), tenant)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]topicResponse, len(ts))
+	for i, t := range ts {
+		out[i] = topicView(t)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"topics": out})
+}
+
+func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) {
+	tenant, name, err := s.topicTarget(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.store.DeleteTopic(r.Context(), tenant, name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.onTopic != nil {
+		s.onTopic()
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

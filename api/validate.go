@@ -1,0 +1,155 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/kairos-sh/kairos/callback"
+)
+
+// Rules for names and values, stated in errors and in openapi.yaml.
+var (
+	topicPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	idPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:~@-]{0,127}$`)
+)
+
+const (
+	topicRule = "use 1-64 characters: letters, digits, '.', '_' or '-', starting with a letter or digit"
+	idRule    = "use 1-128 characters: letters, digits, '.', '_', ':', '~', '@' or '-', starting with a letter or digit"
+
+	maxPast        = 24 * time.Hour           // run_at may be this far in the past (it fires at once)
+	maxFuture      = 5 * 365 * 24 * time.Hour // and this far in the future
+	minTimeout     = 100 * time.Millisecond
+	maxTimeout     = 15 * time.Minute
+	maxAttemptsCap = 100
+	minBackoff     = 10 * time.Millisecond
+	maxBackoff     = 7 * 24 * time.Hour
+	maxConcurrency = 1000
+	maxHeaders     = 50
+	maxHeaderValue = 4096
+)
+
+var allowedMethods = []string{"POST", "PUT", "PATCH", "DELETE", "GET"}
+
+// reservedHeaders are set by kairos on every callback and cannot be overridden.
+var reservedHeaders = map[string]bool{
+	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true,
+	"Upgrade": true, "Te": true, "Trailer": true, "Keep-Alive": true, "Proxy-Connection": true,
+	"Webhook-Id": true, "Webhook-Timestamp": true, "Webhook-Signature": true,
+}
+
+func validTopic(name string) bool { return topicPattern.MatchString(name) }
+func validID(id string) bool      { return idPattern.MatchString(id) }
+
+// checkURL validates a callback URL field.
+func checkURL(fe *fieldErrors, field, raw string) {
+	if err := callback.CheckURL(raw); err != nil {
+		fe.add(field, "%v", err)
+	}
+}
+
+// checkMethod validates and normalises an HTTP method.
+func checkMethod(fe *fieldErrors, field, m string) string {
+	up := strings.ToUpper(m)
+	for _, a := range allowedMethods {
+		if up == a {
+			return up
+		}
+	}
+	fe.add(field, "method %q is not allowed: use one of %s", m, strings.Join(allowedMethods, ", "))
+	return ""
+}
+
+// checkHeaders validates callback headers and canonicalises their names.
+func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string]string {
+	if len(h) == 0 {
+		return nil
+	}
+	if len(h) > maxHeaders {
+		fe.add(field, "at most %d headers are allowed, got %d", maxHeaders, len(h))
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for name, v := range h {
+		f := field + "." + name
+		if !httpguts.ValidHeaderFieldName(name) {
+			fe.add(f, "%q is not a valid HTTP header name", name)
+			continue
+		}
+		canon := http.CanonicalHeaderKey(name)
+		if reservedHeaders[canon] || strings.HasPrefix(canon, "Kairos-") {
+			fe.add(f, "header %s is set by kairos and cannot be overridden", canon)
+			continue
+		}
+		if !httpguts.ValidHeaderFieldValue(v) {
+			fe.add(f, "the value is not a valid HTTP header value (no control characters or line breaks)")
+			continue
+		}
+		if len(v) > maxHeaderValue {
+			fe.add(f, "the value is longer than %d bytes", maxHeaderValue)
+			continue
+		}
+		if _, dup := out[canon]; dup {
+			fe.add(f, "header %s is given twice (names are case-insensitive)", canon)
+			continue
+		}
+		out[canon] = v
+	}
+	return out
+}
+
+// parseDuration parses a Go duration string within [lo, hi].
+func parseDuration(fe *fieldErrors, field, s string, lo, hi time.Duration) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		fe.add(field, "%q is not a duration: use Go syntax such as \"90s\", \"1.5h\" or \"250ms\"", s)
+		return 0
+	}
+	if d < lo || d > hi {
+		fe.add(field, "%s is out of range: allowed %s to %s", s, fmtDuration(lo), fmtDuration(hi))
+		return 0
+	}
+	return d
+}
+
+// parseRunAt parses an RFC 3339 time within the allowed window around now,
+// to millisecond precision.
+func parseRunAt(fe *fieldErrors, field, s string, now time.Time) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		fe.add(field, "%q is not an RFC 3339 time such as \"2026-11-21T10:30:00.250Z\"", s)
+		return time.Time{}
+	}
+	t = t.Round(time.Millisecond)
+	switch {
+	case t.Before(now.Add(-maxPast)):
+		fe.add(field, "%s is more than %s in the past", s, fmtDuration(maxPast))
+		return time.Time{}
+	case t.After(now.Add(maxFuture)):
+		fe.add(field, "%s is more than %s in the future", s, fmtDuration(maxFuture))
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	default:
+		return d.String()
+	}
+}
+
+// formatTime writes times as RFC 3339 UTC with milliseconds.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}

@@ -1,0 +1,124 @@
+// Package auth checks the bearer JWTs of the kairos API and mints them.
+// Tokens are HS256 only, signed with KAIROS_AUTH_SECRET; claim sub names the
+// tenant and admin: true may see every tenant.
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Identity is who a request acts for.
+type Identity struct {
+	Tenant string
+	Admin  bool
+}
+
+// Claims are the claims of a kairos API token.
+type Claims struct {
+	jwt.RegisteredClaims
+	Admin bool `json:"admin,omitempty"`
+}
+
+// TenantPattern is what a tenant name (the token's sub) may look like.
+var TenantPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// Error is an authentication failure; Reason is safe to show the caller.
+type Error struct{ Reason string }
+
+func (e *Error) Error() string { return e.Reason }
+
+// ErrNoToken is returned when the request carries no bearer token.
+var ErrNoToken = &Error{Reason: "missing bearer token: send Authorization: Bearer <JWT> (mint one with `kairos token --tenant NAME`)"}
+
+// Authenticator verifies and mints tokens. It is safe for concurrent use.
+type Authenticator struct {
+	secret []byte
+	parser *jwt.Parser
+	now    func() time.Time
+}
+
+// New returns an Authenticator for secret. now may be nil (time.Now).
+func New(secret []byte, now func() time.Time) *Authenticator {
+	if now == nil {
+		now = time.Now
+	}
+	return &Authenticator{
+		secret: secret,
+		now:    now,
+		parser: jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithTimeFunc(now), jwt.WithLeeway(5*time.Second)),
+	}
+}
+
+// Mint returns a token for tenant; ttl 0 means it never expires.
+func (a *Authenticator) Mint(tenant string, admin bool, ttl time.Duration) (string, error) {
+	if !TenantPattern.MatchString(tenant) {
+		return "", fmt.Errorf("tenant %q: use 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit", tenant)
+	}
+	now := a.now()
+	c := Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: tenant, IssuedAt: jwt.NewNumericDate(now)}, Admin: admin}
+	if ttl > 0 {
+		c.ExpiresAt = jwt.NewNumericDate(now.Add(ttl))
+	}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(a.secret)
+}
+
+// Authenticate checks an Authorization header value.
+func (a *Authenticator) Authenticate(header string) (Identity, error) {
+	if header == "" {
+		return Identity{}, ErrNoToken
+	}
+	scheme, tok, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		return Identity{}, &Error{Reason: "malformed Authorization header: want \"Bearer <JWT>\""}
+	}
+	var c Claims
+	_, err := a.parser.ParseWithClaims(strings.TrimSpace(tok), &c, func(*jwt.Token) (any, error) { return a.secret, nil })
+	if err != nil {
+		return Identity{}, &Error{Reason: reason(err)}
+	}
+	if c.Subject == "" {
+		return Identity{}, &Error{Reason: "token has no sub claim: sub names the tenant"}
+	}
+	if !TenantPattern.MatchString(c.Subject) {
+		return Identity{}, &Error{Reason: "token sub is not a valid tenant name: use 1-64 letters, digits, '.', '_', '@' or '-'"}
+	}
+	return Identity{Tenant: c.Subject, Admin: c.Admin}, nil
+}
+
+func reason(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "token is malformed"
+	case errors.Is(err, jwt.ErrTokenUnverifiable), errors.Is(err, jwt.ErrTokenSignatureInvalid) && strings.Contains(err.Error(), "signing method"):
+		return "token algorithm not accepted: only HS256 is"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		return "token signature is invalid"
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "token has expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return "token is not valid yet (nbf is in the future)"
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "token was issued in the future"
+	}
+	return "token is invalid"
+}
+
+type ctxKey struct{}
+
+// WithIdentity returns ctx carrying id.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, ctxKey{}, id)
+}
+
+// FromContext returns the identity stored by WithIdentity.
+func FromContext(ctx context.Context) (Identity, bool) {
+	id, ok := ctx.Value(ctxKey{}).(Identity)
+	return id, ok
+}

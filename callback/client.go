@@ -1,0 +1,218 @@
+// Package callback fires kairos's signed HTTP callbacks and lets receivers
+// verify them: Sign and Verify for the two signatures, Client for one
+// attempt through the address-checking transport, and Backoff and
+// RetryAfter for when to try again.
+package callback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+const (
+	defaultTimeout = 30 * time.Second
+	snippetLen     = 512
+	drainLen       = 64 << 10
+)
+
+// Request is one callback attempt.
+type Request struct {
+	Method  string        // default POST
+	URL     string        // absolute http or https URL
+	Header  http.Header   // sent as is, signatures included; may be nil
+	Body    []byte        // sent as is
+	Timeout time.Duration // for the whole attempt, body read included; default 30s
+}
+
+// Result is the outcome of one attempt.
+type Result struct {
+	Status   int           // HTTP status; 0 if no response arrived
+	Duration time.Duration // from sending to the response headers, or to the error
+	Err      error         // why no response arrived: timeout, refused, reset, ...
+	Snippet  string        // the first 512 bytes of the response body, as valid UTF-8
+	// RetryAfter is the wait asked for by a 429 or 503 response, when
+	// HasRetryAfter says it gave one (see the RetryAfter func).
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+	// Permanent is true when the address policy refused the target: Err is
+	// then a *BlockedAddressError, and retrying cannot succeed.
+	Permanent bool
+}
+
+// OK reports whether the attempt delivered the callback: a 2xx response.
+func (r Result) OK() bool {
+	return r.Err == nil && r.Status >= 200 && r.Status <= 299
+}
+
+// Client fires callback attempts. It is safe for concurrent use. It makes
+// exactly one request per Fire: retries belong to the job, not to the client.
+type Client struct {
+	rc *retryablehttp.Client
+}
+
+// NewClient returns a Client whose connections go through
+// NewTransport(allowPrivate) and which does not follow redirects: a 3xx is
+// an ordinary non-2xx result. logger, if not nil, gets the HTTP library's own
+// messages at debug level (Fire's caller logs the outcomes).
+func NewClient(allowPrivate bool, logger *slog.Logger) *Client {
+	rc := retryablehttp.NewClient()
+	rc.HTTPClient = &http.Client{
+		// Hide CloseIdleConnections: retryablehttp calls it after every failed
+		// request, which would drop the pooled connections to all other hosts.
+		Transport: struct{ http.RoundTripper }{NewTransport(allowPrivate)},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	rc.RetryMax = 0
+	rc.CheckRetry = func(context.Context, *http.Response, error) (bool, error) { return false, nil }
+	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
+	rc.Logger = nil
+	if logger != nil {
+		rc.Logger = debugLogger{logger}
+	}
+	return &Client{rc: rc}
+}
+
+// Fire sends req once and reports the result; it does not return an error
+// of its own and does not panic on bad input (a bad URL or method is an Err).
+// The attempt ends at req.Timeout or when ctx is done. It reads at most 512
+// bytes of the response body for Result.Snippet and discards at most 64 KiB
+// more, so that a large response costs little; errors while reading the body
+// are ignored, since the status has already decided the outcome.
+func (c *Client) Fire(ctx context.Context, req Request) Result {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var body any // nil, not an empty []byte: no body at all
+	if len(req.Body) > 0 {
+		body = req.Body
+	}
+	r, err := retryablehttp.NewRequestWithContext(actx, method, req.URL, body)
+	if err != nil {
+		return Result{Err: fmt.Errorf("build request: %w", unwrapURL(err))}
+	}
+	for k, vs := range req.Header {
+		r.Header[k] = append([]string(nil), vs...)
+	}
+
+	start := time.Now()
+	resp, err := c.rc.Do(r)
+	res := Result{Duration: time.Since(start)}
+	if err != nil {
+		res.Err = describe(ctx, err, timeout)
+		var blocked *BlockedAddressError
+		res.Permanent = errors.As(err, &blocked)
+		return res
+	}
+	defer resp.Body.Close()
+	res.Status = resp.StatusCode
+	if res.Status == http.StatusTooManyRequests || res.Status == http.StatusServiceUnavailable {
+		res.RetryAfter, res.HasRetryAfter = RetryAfter(resp.Header, time.Now())
+	}
+	buf := make([]byte, snippetLen)
+	n, _ := io.ReadFull(resp.Body, buf)
+	res.Snippet = validUTF8(buf[:n])
+	_, _ = io.CopyN(io.Discard, resp.Body, drainLen)
+	return res
+}
+
+// attemptError gives a transport error a short message and keeps it for errors.Is/As.
+type attemptError struct {
+	msg string
+	err error
+}
+
+func (e *attemptError) Error() string { return e.msg }
+func (e *attemptError) Unwrap() error { return e.err }
+
+// describe turns a transport error into one a person can read at a glance.
+// The URL is left out: the caller knows it, and it may carry a token.
+func describe(ctx context.Context, err error, timeout time.Duration) error {
+	var (
+		blocked *BlockedAddressError
+		dnsErr  *net.DNSError
+	)
+	switch {
+	case errors.As(err, &blocked):
+		return blocked
+	case ctx.Err() != nil:
+		return &attemptError{"attempt abandoned: " + context.Cause(ctx).Error(), err}
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return &attemptError{fmt.Sprintf("timeout after %v", timeout), err}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &attemptError{"connection refused", err}
+	case errors.Is(err, syscall.ECONNRESET):
+		return &attemptError{"connection reset by peer", err}
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return &attemptError{"connection closed before a response", err}
+	case errors.As(err, &dnsErr):
+		msg := "dns lookup of " + dnsErr.Name + ": " + dnsErr.Err
+		if dnsErr.IsNotFound {
+			msg = "dns lookup of " + dnsErr.Name + ": no such host"
+		}
+		return &attemptError{msg, err}
+	}
+	return unwrapURL(err)
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// unwrapURL drops the *url.Error wrapper, whose message repeats the URL.
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// validUTF8 returns b as valid UTF-8 of at most len(b) bytes: a rune cut
+// off at the end is dropped and other invalid bytes become '?'.
+func validUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	// Drop a truncated rune at the end (at most utf8.UTFMax-1 bytes).
+	for i := 1; i < utf8.UTFMax && i <= len(b); i++ {
+		if utf8.RuneStart(b[len(b)-i]) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				b = b[:len(b)-i]
+			}
+			break
+		}
+	}
+	return strings.ToValidUTF8(string(b), "?")
+}
+
+// debugLogger passes retryablehttp's messages to slog at debug level, so
+// that each failed attempt is logged once, by whoever handles its Result.
+type debugLogger struct{ l *slog.Logger }
+
+func (d debugLogger) Error(msg string, kv ...any) { d.l.Debug(msg, kv...) }
+func (d debugLogger) Warn(msg string, kv ...any)  { d.l.Debug(msg, kv...) }
+func (d debugLogger) Info(msg string, kv ...any)  { d.l.Debug(msg, kv...) }
+func (d debugLogger) Debug(msg string, kv ...any) { d.l.Debug(msg, kv...) }

@@ -1,0 +1,170 @@
+package callback
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"syscall"
+	"time"
+)
+
+// BlockedAddressError is the error of a dial that the address policy
+// refused. Retrying will not help, so the attempt is permanent.
+type BlockedAddressError struct {
+	Addr   netip.Addr // the resolved address kairos was about to connect to
+	Reason string     // such as "loopback address"
+}
+
+func (e *BlockedAddressError) Error() string {
+	return fmt.Sprintf("callback target %s refused: %s (set KAIROS_ALLOW_PRIVATE_URLS=1 to allow)", e.Addr, e.Reason)
+}
+
+// blockedPrefixes are refused ranges that netip.Addr has no predicate for,
+// checked after unmapping IPv4-mapped IPv6 addresses.
+var blockedPrefixes = []struct {
+	prefix netip.Prefix
+	reason string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "this-network address"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "shared (CGNAT) address"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignment address"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking address"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved address"}, // includes broadcast
+	{netip.MustParsePrefix("fec0::/10"), "site-local address"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 address"},
+}
+
+var (
+	metadataV4 = netip.MustParseAddr("169.254.169.254")
+	metadataV6 = netip.MustParseAddr("fd00:ec2::254")
+	// embedding prefixes carry an IPv4 address in their low bits (NAT64,
+	// IPv4-compatible); 6to4 carries it in bits 16-48.
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	v4Compat   = netip.MustParsePrefix("::/96")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
+	broadcast4 = netip.MustParseAddr("255.255.255.255")
+)
+
+// CheckAddr returns a *BlockedAddressError if a is not a public unicast
+// address: unspecified, loopback, private, link-local (including the cloud
+// metadata addresses), CGNAT, multicast, broadcast and reserved ranges, in
+// IPv4, IPv4-mapped IPv6 and IPv6 forms (including IPv4 embedded by NAT64,
+// 6to4 and IPv4-compatible prefixes). It returns nil otherwise.
+func CheckAddr(a netip.Addr) error {
+	if reason := blockReason(a.WithZone("").Unmap()); reason != "" {
+		return &BlockedAddressError{Addr: a, Reason: reason}
+	}
+	return nil
+}
+
+func blockReason(a netip.Addr) string {
+	switch {
+	case !a.IsValid():
+		return "invalid address"
+	case a == metadataV4 || a == metadataV6:
+		return "cloud metadata address"
+	case a.IsUnspecified():
+		return "unspecified address"
+	case a.IsLoopback():
+		return "loopback address"
+	case a.IsPrivate():
+		return "private address"
+	case a.IsLinkLocalUnicast():
+		return "link-local address"
+	case a.IsMulticast():
+		return "multicast address"
+	case a == broadcast4:
+		return "broadcast address"
+	}
+	for _, b := range blockedPrefixes {
+		if b.prefix.Contains(a) {
+			return b.reason
+		}
+	}
+	if a.Is6() {
+		b := a.As16()
+		var v4 netip.Addr
+		switch {
+		case nat64.Contains(a), v4Compat.Contains(a):
+			v4 = netip.AddrFrom4([4]byte(b[12:16]))
+		case sixToFour.Contains(a):
+			v4 = netip.AddrFrom4([4]byte(b[2:6]))
+		}
+		if v4.IsValid() {
+			if r := blockReason(v4); r != "" {
+				return "IPv6 address embedding a " + r
+			}
+		}
+	}
+	return ""
+}
+
+// NewTransport returns the transport kairos fires callbacks through: HTTP/2
+// where offered, 64 idle connections per host, a 10s TLS handshake limit
+// and no proxy (a proxy would hide the target from the address check). Each
+// attempt's context bounds the rest. Unless allowPrivate, every connection
+// is checked with CheckAddr after DNS resolution, just before connecting,
+// so a name that resolves (or re-resolves) to a refused address fails with
+// a *BlockedAddressError.
+func NewTransport(allowPrivate bool) *http.Transport {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		d.Control = controlAddr
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = d.DialContext
+	t.ForceAttemptHTTP2 = true
+	t.MaxIdleConns = 512
+	t.MaxIdleConnsPerHost = 64
+	t.IdleConnTimeout = 90 * time.Second
+	t.TLSHandshakeTimeout = 10 * time.Second
+	t.ResponseHeaderTimeout = 0
+	t.ExpectContinueTimeout = time.Second
+	return t
+}
+
+// controlAddr is a net.Dialer Control func: address is the resolved "ip:port".
+func controlAddr(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return &BlockedAddressError{Reason: "unparsable address " + address}
+	}
+	return CheckAddr(ap.Addr())
+}
+
+// maxURLLen is the longest callback URL CheckURL accepts.
+const maxURLLen = 2048
+
+// CheckURL checks the syntax of a callback URL at the API edge: an absolute
+// http or https URL with a host, no user info, at most 2048 bytes. Which
+// addresses may be called is decided when dialling (see NewTransport), not
+// here.
+func CheckURL(raw string) error {
+	if raw == "" {
+		return errors.New("callback URL is empty")
+	}
+	if len(raw) > maxURLLen {
+		return fmt.Errorf("callback URL is %d bytes, longer than %d", len(raw), maxURLLen)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("callback URL does not parse: %w", err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("callback URL must be absolute and use http or https")
+	case u.Opaque != "" || u.Host == "" || u.Hostname() == "":
+		return errors.New("callback URL must have a host, as in https://example.com/hook")
+	case u.User != nil:
+		return errors.New("callback URL must not hold user info; send credentials in headers")
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package callback
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/go-cmp/cmp"
+)
+
+// testSecret and the vector below are the Standard Webhooks (Svix) documented example.
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+func TestNewSecret(t *testing.T) {
+	a, err := NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Errorf("two secrets are equal: %q", a)
+	}
+	if !strings.HasPrefix(a, "whsec_") {
+		t.Errorf("secret %q lacks the whsec_ prefix", a)
+	}
+	key, err := secretBytes(a)
+	if err != nil || len(key) != 32 {
+		t.Errorf("secretBytes(%q) = %d bytes, %v; want 32 bytes", a, len(key), err)
+	}
+}
+
+func TestSecretBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name, secret string
+		wantLen      int // 0: want an error
+	}{
+		{"prefixed", testSecret, 24},
+		{"bare", strings.TrimPrefix(testSecret, "whsec_"), 24},
+		{"empty", "", 0},
+		{"prefix only", "whsec_", 0},
+		{"not base64", "whsec_not base64!", 0},
+		{"url alphabet", "whsec_-_-_", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key, err := secretBytes(tc.secret)
+			if tc.wantLen == 0 {
+				if err == nil {
+					t.Fatalf("secretBytes(%q) = %x, want an error", tc.secret, key)
+				}
+				return
+			}
+			if err != nil || len(key) != tc.wantLen {
+				t.Fatalf("secretBytes(%q) = %d bytes, %v; want %d bytes", tc.secret, len(key), err, tc.wantLen)
+			}
+		})
+	}
+}
+
+func TestSignStandardWebhooksVector(t *testing.T) {
+	h := http.Header{}
+	sig := Signature{MsgID: "msg_p5jXN8AQM9LWM0D4loKWxJek", Timestamp: time.Unix(1614265330, 0)}
+	if err := Sign(h, testSecret, sig, []byte(`{"test": 2432232314}`)); err != nil {
+		t.Fatal(err)
+	}
+	want := http.Header{
+		"Webhook-Id":        {"msg_p5jXN8AQM9LWM0D4loKWxJek"},
+		"Webhook-Timestamp": {"1614265330"},
+		"Webhook-Signature": {"v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="},
+	}
+	delete(h, "Kairos-Signature")
+	if diff := cmp.Diff(want, h); diff != "" {
+		t.Errorf("headers (-want +got):\n%s", diff)
+	}
+}
+
+func TestSignToken(t *testing.T) {
+	now := time.Unix(1_700_000_000, 123)
+	body := []byte(`{"order":42}`)
+	h := http.Header{}
+	sig := Signature{MsgID: "msg_1", DeliveryID: "dlv_1", URL: "https://example.com/hook?a=<b>&c", Timestamp: now}
+	if err := Sign(h, testSecret, sig, body); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := secretBytes(testSecret)
+	got := jwt.MapClaims{}
+	tok, err := jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithoutClaimsValidation()).
+		ParseWithClaims(h.Get("Kairos-Signature"), got, func(*jwt.Token) (any, error) { return key, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"alg": "HS256", "typ": "JWT"}, tok.Header); diff != "" {
+		t.Errorf("JWT header (-want +got):\n%s", diff)
+	}
+	want := jwt.MapClaims{
+		"iss":  "kairos",
+		"sub":  "https://example.com/hook?a=<b>&c",
+		"iat":  float64(1_700_000_000),
+		"nbf":  float64(1_700_000_000),
+		"exp":  float64(1_700_000_300),
+		"jti":  "dlv_1",
+		"body": "VJhdw8EvraehsdtTzyPTy9S8vmThzvlQceIHPizv9O0", // base64url(sha256(body))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
+	}
+}
+
+func TestSignRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name, secret, msgID string
+	}{
+		{"bad secret", "whsec_%%%", "msg_1"},
+		{"empty id", testSecret, ""},
+		{"id with newline", testSecret, "msg\r\nX-Evil: 1"},
+		{"id with spaces around", testSecret, " msg_1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			if err := Sign(h, tc.secret, Signature{MsgID: tc.msgID}, nil); err == nil {
+				t.Fatal("Sign succeeded, want an error")
+			}
+			if len(h) != 0 {
+				t.Errorf("Sign set headers on failure: %v", h)
+			}
+		})
+	}
+}
+
+func TestSignZeroTimestampIsNow(t *testing.T) {
+	h := http.Header{}
+	if err := Sign(h, testSecret, Signature{MsgID: "m"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify([]string{testSecret}, h, nil, VerifyOptions{}); err != nil {
+		t.Errorf("Verify of a zero-timestamp signature: %v", err)
+	}
+}
+
+func BenchmarkSign(b *testing.B) {
+	body := []byte(strings.Repeat(`{"order":42,"state":"unpaid"}`, 32))
+	sig := Signature{
+		MsgID:      "msg_2kq8bXf3Yz1",
+		DeliveryID: "dlv_2kq8bXf3Yz1_3",
+		URL:        "https://example.com/hooks/orders",
+		Timestamp:  time.Unix(1_700_000_000, 0),
+	}
+	h := http.Header{}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := Sign(h, testSecret, sig, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

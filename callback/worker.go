@@ -1,0 +1,299 @@
+package callback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// Queue is what workers need from the job store. cmd/kairos fills it with
+// the Redis store; receivers that import this package for Verify do not
+// pull Redis in.
+type Queue interface {
+	// Now returns the current time on the store's clock.
+	Now() time.Time
+	// Topics returns every tenant's topics.
+	Topics(ctx context.Context) ([]kairos.Topic, error)
+	// Next pops a topic's next ready job and starts an attempt on it,
+	// waiting up to wait; ok is false when there was nothing to start.
+	Next(ctx context.Context, tenant, topic string, wait, topicTimeout time.Duration) (job kairos.Job, ok bool, err error)
+	// Finish records an attempt and returns the job's new state, or "" when
+	// the attempt was stale (its lease lapsed and another worker has the job).
+	Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time) (kairos.State, error)
+	// SigningSecret returns the tenant's current signing secret.
+	SigningSecret(ctx context.Context, tenant string) (string, error)
+}
+
+// Event describes one finished attempt, for stats and metrics.
+type Event struct {
+	Job      kairos.Job // resolved against its topic
+	Attempt  kairos.Attempt
+	State    kairos.State  // the job's new state; "" for a stale attempt
+	Lateness time.Duration // attempt start minus the scheduled time
+}
+
+// WorkerConfig tunes a Worker. Zero values take the defaults.
+type WorkerConfig struct {
+	AllowPrivate bool          // permit loopback, private and link-local targets
+	TopicPoll    time.Duration // how often the topic list is re-read; default 1s
+	Wait         time.Duration // longest blocking pop; default 5s
+	Grace        time.Duration // how long in-flight callbacks may finish at shutdown; default 30s
+	Logger       *slog.Logger
+	OnAttempt    func(Event) // called after each attempt, if set
+}
+
+// Worker runs each topic's consumers: `concurrency` of them per topic pop
+// the topic's ready list and fire its callbacks. Topics registered while it
+// runs get consumers within TopicPoll.
+type Worker struct {
+	q      Queue
+	client *Client
+	cfg    WorkerConfig
+	log    *slog.Logger
+
+	topics   map[string]*topicRun
+	inflight atomic.Int64
+	secrets  sync.Map // tenant -> cachedSecret
+	deliver  context.Context
+	kick     chan struct{}
+}
+
+type topicRun struct {
+	topic   atomic.Pointer[kairos.Topic]
+	cancels []context.CancelFunc
+}
+
+type cachedSecret struct {
+	secret string
+	at     time.Time
+}
+
+// NewWorker returns a Worker over q.
+func NewWorker(q Queue, cfg WorkerConfig) *Worker {
+	if cfg.TopicPoll <= 0 {
+		cfg.TopicPoll = time.Second
+	}
+	if cfg.Wait <= 0 {
+		cfg.Wait = 5 * time.Second
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	log := cfg.Logger.With("component", "worker")
+	return &Worker{q: q, client: NewClient(cfg.AllowPrivate, log), cfg: cfg, log: log,
+		topics: map[string]*topicRun{}, kick: make(chan struct{}, 1)}
+}
+
+// Refresh makes the worker re-read the topic list now rather than at its
+// next poll; the API calls it after a topic changes.
+func (w *Worker) Refresh() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// InFlight returns the number of callbacks being fired now.
+func (w *Worker) InFlight() int64 { return w.inflight.Load() }
+
+// Run consumes until ctx ends. Then it stops taking jobs and lets in-flight
+// callbacks finish within the grace period; callbacks still running after it
+// are cancelled, and their jobs are handed out again when their leases lapse.
+func (w *Worker) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	deliverCtx, stopNow := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopNow()
+	w.deliver = deliverCtx
+	tick := time.NewTicker(w.cfg.TopicPoll)
+	defer tick.Stop()
+	for {
+		w.sync(ctx, &wg)
+		select {
+		case <-ctx.Done():
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(w.cfg.Grace):
+				w.log.Warn("grace period over; cancelling in-flight callbacks", "in_flight", w.inflight.Load())
+				stopNow()
+				<-done
+			}
+			w.log.Info("workers stopped")
+			return nil
+		case <-tick.C:
+		case <-w.kick:
+		}
+	}
+}
+
+// sync starts, resizes and stops topic consumers to match the topic list.
+func (w *Worker) sync(ctx context.Context, wg *sync.WaitGroup) {
+	if ctx.Err() != nil {
+		return
+	}
+	topics, err := w.q.Topics(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("read topics", "err", err)
+		}
+		return
+	}
+	seen := make(map[string]bool, len(topics))
+	for _, t := range topics {
+		name := t.Tenant + "/" + t.Name
+		seen[name] = true
+		t := t.WithDefaults()
+		run := w.topics[name]
+		if run == nil {
+			run = &topicRun{}
+			w.topics[name] = run
+			w.log.Info("consuming topic", "tenant", t.Tenant, "topic", t.Name, "concurrency", t.Concurrency)
+		}
+		run.topic.Store(&t)
+		for len(run.cancels) < t.Concurrency {
+			cctx, cancel := context.WithCancel(ctx)
+			run.cancels = append(run.cancels, cancel)
+			wg.Go(func() { w.consume(cctx, run) })
+		}
+		for len(run.cancels) > t.Concurrency {
+			last := len(run.cancels) - 1
+			run.cancels[last]()
+			run.cancels = run.cancels[:last]
+		}
+	}
+	for name, run := range w.topics {
+		if !seen[name] {
+			for _, c := range run.cancels {
+				c()
+			}
+			delete(w.topics, name)
+			w.log.Info("topic gone; consumers stopped", "topic", name)
+		}
+	}
+}
+
+// consume is one consumer: pop, fire, record, until ctx ends.
+func (w *Worker) consume(ctx context.Context, run *topicRun) {
+	errDelay := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		t := run.topic.Load()
+		job, ok, err := w.q.Next(ctx, t.Tenant, t.Name, w.cfg.Wait, t.Timeout)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.log.Warn("take job", "tenant", t.Tenant, "topic", t.Name, "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(errDelay):
+			}
+			errDelay = min(2*errDelay, 5*time.Second)
+			continue
+		}
+		errDelay = 100 * time.Millisecond
+		if ok {
+			w.inflight.Add(1)
+			w.fire(w.deliver, job, *run.topic.Load())
+			w.inflight.Add(-1)
+		}
+	}
+}
+
+// fire makes one attempt at a started job and records its outcome.
+func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic) {
+	j := job.Resolve(t)
+	start := w.q.Now()
+	a := kairos.Attempt{N: j.Attempts, At: start}
+	var res Result
+	if j.CallbackURL == "" {
+		res = Result{Permanent: true, Err: errors.New("no callback URL: the job names none and its topic has none; register one with PUT /v1/topics/" + j.Topic)}
+	} else if secret, err := w.secret(ctx, j.Tenant); err != nil {
+		res = Result{Err: err}
+	} else if req, err := w.request(j, secret, start); err != nil {
+		res = Result{Err: err}
+	} else {
+		res = w.client.Fire(ctx, req)
+	}
+	a.Duration, a.Status, a.Response = res.Duration, res.Status, res.Snippet
+	if res.Err != nil {
+		a.Error = res.Err.Error()
+	} else if !res.OK() {
+		a.Error = "callback answered " + strconv.Itoa(res.Status) + " " + http.StatusText(res.Status)
+	}
+	ok := res.OK()
+	dead := !ok && (res.Permanent || j.Attempts >= j.MaxAttempts)
+	var retryAt time.Time
+	if !ok && !dead {
+		wait := Backoff(j.Attempts, j.BackoffInitial, j.BackoffMax, nil)
+		if res.HasRetryAfter {
+			wait = res.RetryAfter
+		}
+		retryAt = w.q.Now().Add(wait)
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	state, err := w.q.Finish(fctx, j.JobKey, a, ok, dead, retryAt)
+	log := w.log.With("tenant", j.Tenant, "topic", j.Topic, "job_id", j.ID, "attempt", j.Attempts)
+	switch {
+	case err != nil:
+		log.Error("record attempt; the job is retried when its lease lapses", "err", err)
+	case state == "":
+		log.Warn("attempt finished after its lease lapsed; another worker has the job")
+	case state == kairos.StateDead:
+		log.Warn("job dead", "status", a.Status, "error", a.Error)
+	case state == kairos.StateRetrying:
+		log.Info("attempt failed; retrying", "status", a.Status, "error", a.Error, "retry_at", retryAt)
+	default:
+		log.Debug("delivered", "status", a.Status, "duration", a.Duration)
+	}
+	if w.cfg.OnAttempt != nil {
+		w.cfg.OnAttempt(Event{Job: j, Attempt: a, State: state, Lateness: start.Sub(j.RunAt)})
+	}
+}
+
+// request builds the signed callback request of attempt j.Attempts.
+func (w *Worker) request(j kairos.Job, secret string, now time.Time) (Request, error) {
+	h := make(http.Header, len(j.Headers)+10)
+	for k, v := range j.Headers {
+		h.Set(k, v)
+	}
+	h.Set("Content-Type", j.ContentType)
+	h.Set("User-Agent", "kairos")
+	h.Set("Kairos-Job-Id", j.ID)
+	h.Set("Kairos-Topic", j.Topic)
+	h.Set("Kairos-Attempt", strconv.Itoa(j.Attempts))
+	h.Set("Kairos-Scheduled-At", j.RunAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	sig := Signature{MsgID: j.UID, DeliveryID: j.UID + "." + strconv.Itoa(j.Attempts), URL: j.CallbackURL, Timestamp: now}
+	if err := Sign(h, secret, sig, j.Payload); err != nil {
+		return Request{}, fmt.Errorf("sign callback: %w", err)
+	}
+	return Request{Method: j.Method, URL: j.CallbackURL, Header: h, Body: j.Payload, Timeout: j.Timeout}, nil
+}
+
+// secret returns the tenant's signing secret, cached for two seconds.
+func (w *Worker) secret(ctx context.Context, tenant string) (string, error) {
+	if v, ok := w.secrets.Load(tenant); ok {
+		c := v.(cachedSecret)
+		if time.Since(c.at) < 2*time.Second {
+			return c.secret, nil
+		}
+	}
+	s, err := w.q.SigningSecret(ctx, tenant)
+	if err != nil {
+		return "", err
+	}
+	w.secrets.Store(tenant, cachedSecret{secret: s, at: time.Now()})
+	return s, nil
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the configuration of `kairos serve`. Flags beat KAIROS_*
+// environment variables, which beat the defaults. Secrets come from the
+// environment only.
+type Config struct {
+	Addr         string
+	RedisURL     string
+	AuthSecret   string // env only
+	AllowPrivate bool
+	Prefix       string
+	Shards       int
+	Retention    time.Duration
+	Roles        map[string]bool
+	Grace        time.Duration
+	LockTTL      time.Duration
+	LeaseGrace   time.Duration
+	MaxPayload   int64
+	LogFormat    string
+	LogLevel     string
+}
+
+var allRoles = []string{"api", "scanner", "worker"}
+
+func parseConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("kairos serve", flag.ContinueOnError)
+	fs.SetOutput(out)
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	var roles, shards, retention, grace, lockTTL, leaseGrace, maxPayload, allow string
+	fs.StringVar(&c.Addr, "addr", env("KAIROS_ADDR", ":8080"), "listen address of the API and admin page (KAIROS_ADDR)")
+	fs.StringVar(&c.RedisURL, "redis-url", env("KAIROS_REDIS_URL", ""), "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (KAIROS_REDIS_URL)")
+	fs.StringVar(&allow, "allow-private-urls", env("KAIROS_ALLOW_PRIVATE_URLS", "0"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS)")
+	fs.StringVar(&c.Prefix, "prefix", env("KAIROS_PREFIX", "kairos"), "Redis key prefix, so deployments can share a Redis (KAIROS_PREFIX)")
+	fs.StringVar(&shards, "shards", env("KAIROS_SHARDS", "16"), "Delay Bucket shards; fixed once jobs exist (KAIROS_SHARDS)")
+	fs.StringVar(&retention, "retention", env("KAIROS_RETENTION", "24h"), "how long delivered jobs stay readable (KAIROS_RETENTION)")
+	fs.StringVar(&roles, "roles", env("KAIROS_ROLES", "api,scanner,worker"), "comma-separated roles to run: api, scanner, worker (KAIROS_ROLES)")
+	fs.StringVar(&grace, "grace", env("KAIROS_GRACE", "30s"), "how long in-flight callbacks may finish at shutdown (KAIROS_GRACE)")
+	fs.StringVar(&lockTTL, "lock-ttl", env("KAIROS_LOCK_TTL", "10s"), "scanner shard lock expiry: how fast a dead instance's shards are taken over (KAIROS_LOCK_TTL)")
+	fs.StringVar(&leaseGrace, "lease-grace", env("KAIROS_LEASE_GRACE", "5s"), "added to a callback's timeout to make its lease: a lost worker's job is re-sent after timeout+grace (KAIROS_LEASE_GRACE)")
+	fs.StringVar(&maxPayload, "max-payload", env("KAIROS_MAX_PAYLOAD", "262144"), "largest job payload in bytes (KAIROS_MAX_PAYLOAD)")
+	fs.StringVar(&c.LogFormat, "log-format", env("KAIROS_LOG_FORMAT", "text"), "text or json (KAIROS_LOG_FORMAT)")
+	fs.StringVar(&c.LogLevel, "log-level", env("KAIROS_LOG_LEVEL", "info"), "debug, info, warn or error (KAIROS_LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	c.AuthSecret = getenv("KAIROS_AUTH_SECRET")
+	var errs []error
+	var err error
+	if c.AllowPrivate, err = strconv.ParseBool(allow); err != nil {
+		errs = append(errs, fmt.Errorf("KAIROS_ALLOW_PRIVATE_URLS=%q: use 1 or 0", allow))
+	}
+	if c.Shards, err = strconv.Atoi(shards); err != nil || c.Shards < 1 || c.Shards > 4096 {
+		errs = append(errs, fmt.Errorf("shards %q: use a whole number from 1 to 4096", shards))
+	}
+	if c.MaxPayload, err = strconv.ParseInt(maxPayload, 10, 64); err != nil || c.MaxPayload < 1 || c.MaxPayload > 64<<20 {
+		errs = append(errs, fmt.Errorf("max-payload %q: use a byte count from 1 to %d", maxPayload, 64<<20))
+	}
+	durations := []struct {
+		name string
+		raw  string
+		dst  *time.Duration
+		min  time.Duration
+	}{{"retention", retention, &c.Retention, time.Second}, {"grace", grace, &c.Grace, 0}, {"lock-ttl", lockTTL, &c.LockTTL, 300 * time.Millisecond}, {"lease-grace", leaseGrace, &c.LeaseGrace, 100 * time.Millisecond}}
+	for _, d := range durations {
+		v, err := time.ParseDuration(d.raw)
+		if err != nil || v < d.min {
+			errs = append(errs, fmt.Errorf("%s %q: use a duration of at least %s such as \"30s\"", d.name, d.raw, d.min))
+		}
+		*d.dst = v
+	}
+	c.Roles = map[string]bool{}
+	for _, r := range strings.Split(roles, ",") {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			continue
+		}
+		ok := false
+		for _, a := range allRoles {
+			ok = ok || r == a
+		}
+		if !ok {
+			errs = append(errs, fmt.Errorf("role %q: use api, scanner or worker", r))
+		}
+		c.Roles[r] = true
+	}
+	if len(c.Roles) == 0 {
+		errs = append(errs, errors.New("roles: name at least one of api, scanner, worker"))
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("log-format %q: use text or json", c.LogFormat))
+	}
+	if c.RedisURL != "" && c.Roles["api"] && c.AuthSecret == "" {
+		errs = append(errs, errors.New("KAIROS_AUTH_SECRET is required with an external Redis (the API verifies tokens with it); generate one with `openssl rand -base64 32`"))
+	}
+	if c.AuthSecret != "" && len(c.AuthSecret) < 16 {
+		errs = append(errs, errors.New("KAIROS_AUTH_SECRET is too short: use at least 16 characters (32 random bytes recommended)"))
+	}
+	return c, errors.Join(errs...)
+}

@@ -1,0 +1,297 @@
+// Package scanner moves due jobs from the Delay Bucket shards onto their
+// topics' ready lists. Each shard is scanned by one instance at a time, the
+// one holding its redsync lock; instances share the shards fairly and take
+// over a dead instance's shards when its locks expire.
+package scanner
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+
+	"github.com/kairos-sh/kairos/internal/rdb"
+)
+
+// Config tunes a Scanner. Zero values take the defaults.
+type Config struct {
+	ID       string        // instance id, unique per process
+	LockTTL  time.Duration // shard lock expiry; default 10s
+	Batch    int           // jobs moved per script call; default 500
+	MaxSleep time.Duration // longest sleep with nothing due, a safety net for lost wake-ups; default 10s
+	Logger   *slog.Logger
+}
+
+// Scanner claims due jobs of the shards it holds.
+type Scanner struct {
+	store *rdb.Store
+	rs    *redsync.Redsync
+	cfg   Config
+	log   *slog.Logger
+
+	mu   sync.Mutex
+	held map[int]*shard
+}
+
+type shard struct {
+	n      int
+	mutex  *redsync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+	wake   chan time.Time
+}
+
+// New returns a Scanner over store, locking shards with rs.
+func New(store *rdb.Store, rs *redsync.Redsync, cfg Config) *Scanner {
+	if cfg.LockTTL <= 0 {
+		cfg.LockTTL = 10 * time.Second
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 500
+	}
+	if cfg.MaxSleep <= 0 {
+		cfg.MaxSleep = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ID == "" {
+		cfg.ID = randomID()
+	}
+	return &Scanner{store: store, rs: rs, cfg: cfg, log: cfg.Logger.With("component", "scanner", "instance", cfg.ID), held: map[int]*shard{}}
+}
+
+// Held returns the shards this instance holds now.
+func (s *Scanner) Held() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]int, 0, len(s.held))
+	for n := range s.held {
+		out = append(out, n)
+	}
+	return out
+}
+
+// Run scans until ctx ends, then stops claiming, releases its locks and
+// leaves the set of live instances. It returns nil on a clean stop.
+func (s *Scanner) Run(ctx context.Context) error {
+	wakes := s.store.SubscribeWake(ctx)
+	tick := time.NewTicker(s.cfg.LockTTL / 3)
+	defer tick.Stop()
+	lastSync := time.Now()
+	s.balance(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			s.stop()
+			return nil
+		case w, ok := <-wakes:
+			if !ok {
+				wakes = nil
+				continue
+			}
+			s.mu.Lock()
+			if sh := s.held[w.Shard]; sh != nil {
+				select {
+				case sh.wake <- w.At:
+				default:
+				}
+			}
+			s.mu.Unlock()
+		case <-tick.C:
+			if time.Since(lastSync) > 30*time.Second {
+				if err := s.store.SyncClock(ctx); err == nil {
+					lastSync = time.Now()
+				}
+			}
+			s.balance(ctx)
+		}
+	}
+}
+
+// balance extends the locks held, then gives up or takes shards so that
+// every live instance scans about shards/instances of them.
+func (s *Scanner) balance(ctx context.Context) {
+	live, err := s.store.Heartbeat(ctx, s.cfg.ID, s.cfg.LockTTL)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("heartbeat", "err", err)
+		}
+		live = 1
+	}
+	total := s.store.Shards()
+	share := (total + live - 1) / live
+
+	s.mu.Lock()
+	held := make([]*shard, 0, len(s.held))
+	for _, sh := range s.held {
+		held = append(held, sh)
+	}
+	s.mu.Unlock()
+	for _, sh := range held {
+		if ok, err := sh.mutex.ExtendContext(ctx); !ok || err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("lost shard lock", "shard", sh.n, "err", err)
+			s.drop(sh, false)
+		}
+	}
+	s.mu.Lock()
+	n := len(s.held)
+	s.mu.Unlock()
+	if n > share {
+		// Give one shard back per round, so that instances converge without churn.
+		s.mu.Lock()
+		var give *shard
+		for _, sh := range s.held {
+			if give == nil || sh.n > give.n {
+				give = sh
+			}
+		}
+		s.mu.Unlock()
+		s.log.Info("releasing shard for a fair share", "shard", give.n, "live", live, "share", share)
+		s.drop(give, true)
+		return
+	}
+	for _, i := range rand.Perm(total) {
+		if n >= share || ctx.Err() != nil {
+			return
+		}
+		s.mu.Lock()
+		_, mine := s.held[i]
+		s.mu.Unlock()
+		if mine {
+			continue
+		}
+		m := s.rs.NewMutex(s.store.LockName(i), redsync.WithExpiry(s.cfg.LockTTL), redsync.WithTries(1))
+		if err := m.TryLockContext(ctx); err != nil {
+			var taken *redsync.ErrTaken
+			if !errors.As(err, &taken) && !errors.Is(err, redsync.ErrFailed) && ctx.Err() == nil {
+				s.log.Warn("lock shard", "shard", i, "err", err)
+			}
+			continue
+		}
+		s.take(ctx, i, m)
+		n++
+	}
+}
+
+func (s *Scanner) take(ctx context.Context, n int, m *redsync.Mutex) {
+	sctx, cancel := context.WithCancel(ctx)
+	sh := &shard{n: n, mutex: m, cancel: cancel, done: make(chan struct{}), wake: make(chan time.Time, 1)}
+	s.mu.Lock()
+	s.held[n] = sh
+	s.mu.Unlock()
+	s.log.Debug("took shard", "shard", n)
+	go func() {
+		defer close(sh.done)
+		s.scan(sctx, sh)
+	}()
+}
+
+// drop stops scanning a shard and, when unlock is set, releases its lock.
+func (s *Scanner) drop(sh *shard, unlock bool) {
+	s.mu.Lock()
+	delete(s.held, sh.n)
+	s.mu.Unlock()
+	sh.cancel()
+	<-sh.done
+	if unlock {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if _, err := sh.mutex.UnlockContext(ctx); err != nil {
+			s.log.Debug("unlock shard", "shard", sh.n, "err", err)
+		}
+	}
+}
+
+// stop ends every shard loop and releases every lock.
+func (s *Scanner) stop() {
+	s.mu.Lock()
+	held := make([]*shard, 0, len(s.held))
+	for _, sh := range s.held {
+		held = append(held, sh)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, sh := range held {
+		wg.Go(func() { s.drop(sh, true) })
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s.store.Leave(ctx, s.cfg.ID)
+	s.log.Info("scanner stopped", "released", len(held))
+}
+
+// scan is one shard's loop: claim what is due, then sleep until the
+// earliest job left is due or a wake-up says an earlier one arrived.
+func (s *Scanner) scan(ctx context.Context, sh *shard) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var planned time.Time // on the Redis clock
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case at := <-sh.wake:
+			if planned.IsZero() || at.Before(planned) {
+				planned = at
+				timer.Reset(time.Until(s.store.Local(at)))
+			}
+			continue
+		case <-timer.C:
+		}
+		next, err := s.pass(ctx, sh.n)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("claim", "shard", sh.n, "err", err)
+			planned = time.Time{}
+			timer.Reset(250 * time.Millisecond)
+			continue
+		}
+		now := s.store.Now()
+		wait := s.cfg.MaxSleep
+		if !next.IsZero() && next.Sub(now) < wait {
+			wait = next.Sub(now)
+		}
+		planned = now.Add(wait)
+		timer.Reset(time.Until(s.store.Local(planned)))
+	}
+}
+
+// pass claims due jobs in batches until fewer than a batch are due. Claims
+// run on a context that shutdown does not cancel mid-call, so claimed jobs
+// are always pushed.
+func (s *Scanner) pass(ctx context.Context, n int) (time.Time, error) {
+	for {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		moved, next, err := s.store.ClaimDue(cctx, n, s.store.Now(), s.cfg.Batch)
+		cancel()
+		if err != nil {
+			return time.Time{}, err
+		}
+		if moved > 0 {
+			s.log.Debug("claimed", "shard", n, "jobs", moved)
+		}
+		if moved < s.cfg.Batch || ctx.Err() != nil {
+			return next, nil
+		}
+	}
+}
+
+func randomID() string {
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 10)
+	for i := range b {
+		b[i] = letters[rand.IntN(len(letters))]
+	}
+	return string(b)
+}
