@@ -54,8 +54,21 @@ func errorf(status int, detail string) error {
 
 const problemBase = "urn:kairos:problem:"
 
-// writeError writes err as problem+json: the one place errors become statuses.
+// writeError writes err as problem+json.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p := s.problem(r, err)
+	if p.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="kairos"`)
+	}
+	if p.Status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSONType(w, p.Status, "application/problem+json", p)
+}
+
+// problem maps err to a problem document: the one place errors become
+// statuses. Unknown errors become a plain 500 and one log line.
+func (s *Server) problem(r *http.Request, err error) Problem {
 	p := Problem{Status: http.StatusInternalServerError, Title: "Internal Server Error", Type: problemBase + "internal",
 		Detail: "an unexpected error occurred; it has been logged"}
 	var ve *ValidationError
@@ -76,20 +89,20 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p.Type = problemBase + strings.ToLower(strings.ReplaceAll(he.title, " ", "-"))
 	case errors.As(err, &ae):
 		p.Status, p.Type, p.Title, p.Detail = http.StatusUnauthorized, problemBase+"unauthorized", "Unauthorized", ae.Reason
-		w.Header().Set("WWW-Authenticate", `Bearer realm="kairos"`)
 	case errors.Is(err, kairos.ErrNotFound):
 		p.Status, p.Type, p.Title, p.Detail = http.StatusNotFound, problemBase+"not-found", "Not Found", err.Error()
+	case errors.Is(err, kairos.ErrInvalid):
+		p.Status, p.Type, p.Title, p.Detail = http.StatusBadRequest, problemBase+"bad-request", "Bad Request", err.Error()
 	case errors.Is(err, kairos.ErrConflict):
 		p.Status, p.Type, p.Title, p.Detail = http.StatusConflict, problemBase+"conflict", "Conflict", err.Error()
 	case isUnavailable(err):
 		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, problemBase+"unavailable", "Service Unavailable"
 		p.Detail = "the job store (Redis) is unreachable; retry shortly"
-		w.Header().Set("Retry-After", "1")
 		s.log.Warn("redis unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	writeJSONType(w, p.Status, "application/problem+json", p)
+	return p
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

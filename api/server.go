@@ -74,6 +74,8 @@ func (s *Server) routes() chi.Router {
 			r.Get("/", s.getTopic)
 			r.Delete("/", s.deleteTopic)
 			r.Post("/jobs", s.createJob)
+			r.Get("/jobs", s.listJobs)
+			r.Post("/jobs/batch", s.createJobs)
 			r.Get("/jobs/{id}", s.getJob)
 			r.Patch("/jobs/{id}", s.rescheduleJob)
 			r.Delete("/jobs/{id}", s.cancelJob)
@@ -81,6 +83,7 @@ func (s *Server) routes() chi.Router {
 		})
 		r.Get("/signing-keys", s.getSigningKeys)
 		r.Post("/signing-keys/rotate", s.rotateSigningKeys)
+		r.Get("/stats", s.stats)
 	})
 	if s.cfg.Extra != nil {
 		s.cfg.Extra(r)

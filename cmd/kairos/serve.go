@@ -81,9 +81,21 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer stopWorker()
 	var workerDone chan struct{}
 	if cfg.Roles["worker"] {
-		worker = callback.NewWorker(queue{store}, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Grace: cfg.Grace, Logger: log})
+		rec := store.NewRecorder()
+		worker = callback.NewWorker(queue{store}, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Grace: cfg.Grace, Logger: log,
+			OnAttempt: func(e callback.Event) {
+				rec.Observe(e.Job.Tenant, e.Job.Topic, e.State, e.Attempt.N, e.Lateness)
+			}})
 		workerDone = make(chan struct{})
-		go func() { defer close(workerDone); worker.Run(workerCtx) }()
+		go func() {
+			defer close(workerDone)
+			recDone := make(chan struct{})
+			rctx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
+			go func() { defer close(recDone); rec.Run(rctx) }()
+			worker.Run(workerCtx)
+			stopRec()
+			<-recDone
+		}()
 	}
 	var scannerDone chan struct{}
 	if cfg.Roles["scanner"] {

@@ -59,39 +59,113 @@ func jobFields(j kairos.Job) ([]any, error) {
 // that has not fired. A job due now goes straight onto its ready list. It
 // returns kairos.ErrConflict while the job is being delivered.
 func (s *Store) Enqueue(ctx context.Context, j kairos.Job) (kairos.Job, error) {
-	fields, err := jobFields(j)
+	keys, argv, err := s.enqueueArgs(j)
 	if err != nil {
 		return kairos.Job{}, err
 	}
-	jk := s.k.forJob(j.JobKey)
-	now := s.Now()
-	argv := make([]any, 0, 6+len(fields))
-	argv = append(argv, jk.member, j.ID, ms(now), ms(j.RunAt), newUID(), s.opts.ReadyLease.Milliseconds())
-	argv = append(argv, fields...)
-	res, err := enqueueScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.index, jk.counters, jk.dead}, argv...).Slice()
+	res, err := enqueueScript.Run(ctx, s.c, keys, argv...).Slice()
 	if err != nil {
-		return kairos.Job{}, fmt.Errorf("enqueue %s: %w", jk.member, err)
+		return kairos.Job{}, fmt.Errorf("enqueue %s: %w", j.JobKey, err)
 	}
+	j, gen, push, wake, err := s.enqueued(j, res)
+	if err != nil {
+		return kairos.Job{}, err
+	}
+	if push || wake {
+		pipe := s.c.Pipeline()
+		s.after(ctx, pipe, j, gen, push, wake)
+		// A failed push is safe: the job is stored with a lease and the
+		// scanner hands it out when the lease lapses.
+		pipe.Exec(ctx)
+	}
+	return j, nil
+}
+
+// BatchResult is one item's outcome in EnqueueBatch.
+type BatchResult struct {
+	Job kairos.Job
+	Err error
+}
+
+// EnqueueBatch enqueues jobs in one pipelined round trip; each job is still
+// its own atomic script, and each gets its own result.
+func (s *Store) EnqueueBatch(ctx context.Context, jobs []kairos.Job) []BatchResult {
+	out := make([]BatchResult, len(jobs))
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.Cmd, len(jobs))
+	for i, j := range jobs {
+		keys, argv, err := s.enqueueArgs(j)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		cmds[i] = enqueueScript.EvalSha(ctx, pipe, keys, argv...)
+	}
+	pipe.Exec(ctx)
+	after := s.c.Pipeline()
+	for i, c := range cmds {
+		if c == nil {
+			continue
+		}
+		res, err := c.Slice()
+		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			// Redis lost its script cache (a restart or failover): run it the slow way.
+			keys, argv, _ := s.enqueueArgs(jobs[i])
+			res, err = enqueueScript.Run(ctx, s.c, keys, argv...).Slice()
+		}
+		if err != nil {
+			out[i].Err = fmt.Errorf("enqueue %s: %w", jobs[i].JobKey, err)
+			continue
+		}
+		j, gen, push, wake, err := s.enqueued(jobs[i], res)
+		out[i] = BatchResult{Job: j, Err: err}
+		if err == nil {
+			s.after(ctx, after, j, gen, push, wake)
+		}
+	}
+	after.Exec(ctx)
+	return out
+}
+
+func (s *Store) enqueueArgs(j kairos.Job) ([]string, []any, error) {
+	fields, err := jobFields(j)
+	if err != nil {
+		return nil, nil, err
+	}
+	jk := s.k.forJob(j.JobKey)
+	argv := make([]any, 0, 6+len(fields))
+	argv = append(argv, jk.member, j.ID, ms(s.Now()), ms(j.RunAt), newUID(), s.opts.ReadyLease.Milliseconds())
+	argv = append(argv, fields...)
+	return []string{jk.bucket, jk.job, jk.index, jk.counters, jk.dead}, argv, nil
+}
+
+// enqueued reads the enqueue script's reply: the stored job, and whether it
+// must be pushed onto its ready list or wake a scanner.
+func (s *Store) enqueued(j kairos.Job, res []any) (job kairos.Job, gen int64, push, wake bool, err error) {
 	if toInt(res[0]) == -1 {
-		return kairos.Job{}, fmt.Errorf("%w: job %q is being delivered right now; try again when its attempt ends", kairos.ErrConflict, j.ID)
+		return kairos.Job{}, 0, false, false, fmt.Errorf("%w: job %q is being delivered right now; try again when its attempt ends", kairos.ErrConflict, j.ID)
 	}
-	gen, pushed, earliest := toInt(res[1]), toInt(res[2]) == 1, toInt(res[3]) == 1
+	gen = toInt(res[1])
+	push, wake = toInt(res[2]) == 1, toInt(res[3]) == 1
 	j.UID, _ = res[4].(string)
 	j.CreatedAt = fromMS(toInt(res[5]))
 	j.State, j.Attempts = kairos.StateScheduled, 0
 	j.RunAt = fromMS(ms(j.RunAt))
 	j.NextRunAt = j.RunAt
-	if pushed {
+	if push {
 		j.State = kairos.StateReady
-		if err := s.push(ctx, j.Tenant, j.Topic, j.ID, gen); err != nil {
-			// The job is stored with a lease: the scanner hands it out when it lapses.
-			return j, nil
-		}
 	}
-	if earliest {
-		s.wakeScanner(ctx, jk.shard, j.RunAt)
+	return j, gen, push, wake, nil
+}
+
+// after queues the ready-list push or the scanner wake-up an enqueue needs.
+func (s *Store) after(ctx context.Context, pipe redis.Pipeliner, j kairos.Job, gen int64, push, wake bool) {
+	if push {
+		pipe.LPush(ctx, s.k.ready(j.Tenant, j.Topic), readyEntry(j.ID, gen))
 	}
-	return j, nil
+	if wake {
+		pipe.Publish(ctx, s.k.wake(), strconv.Itoa(s.k.shardOf(j.JobKey))+" "+strconv.FormatInt(ms(j.RunAt), 10))
+	}
 }
 
 // push puts a claimed job onto its topic's ready list.

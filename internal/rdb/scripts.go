@@ -33,7 +33,14 @@ var (
 	startSrc    string
 	startScript = redis.NewScript(startSrc)
 
+	//go:embed lua/unindex.lua
+	unindexSrc    string
+	unindexScript = redis.NewScript(unindexSrc)
+
 	//go:embed lua/finish.lua
 	finishSrc    string
 	finishScript = redis.NewScript(finishSrc)
 )
+
+var allScripts = []*redis.Script{enqueueScript, cancelScript, rescheduleScript, replayScript,
+	claimScript, startScript, unindexScript, finishScript}

@@ -98,6 +98,11 @@ func (s *Store) Init(ctx context.Context) error {
 			"start it with KAIROS_SHARDS=%s (changing the count would strand scheduled jobs)",
 			ErrShardMismatch, s.k.prefix, got, want, got)
 	}
+	for _, sc := range allScripts {
+		if err := sc.Load(ctx, s.c).Err(); err != nil {
+			return fmt.Errorf("load scripts: %w", err)
+		}
+	}
 	return s.SyncClock(ctx)
 }
 

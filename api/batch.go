@@ -1,0 +1,141 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// maxBatch is the largest batch create.
+const maxBatch = 1000
+
+type batchRequest struct {
+	Jobs []json.RawMessage `json:"jobs"`
+}
+
+// batchItem is one job's outcome in a batch create.
+type batchItem struct {
+	Index  int          `json:"index"`
+	Status int          `json:"status"`
+	Job    *jobResponse `json:"job,omitempty"`
+	Error  *Problem     `json:"error,omitempty"`
+}
+
+type batchResponse struct {
+	Created int         `json:"created"`
+	Failed  int         `json:"failed"`
+	Results []batchItem `json:"results"`
+}
+
+// createJobs handles POST /v1/topics/{topic}/jobs/batch: every item is
+// validated and stored on its own; one bad item fails only itself.
+func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
+	tenant, topic, err := s.topicTarget(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req batchRequest
+	if err := decode(r, maxBatch*(s.cfg.MaxPayload+4<<10), &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	switch {
+	case req.Jobs == nil:
+		s.writeError(w, r, &ValidationError{Errors: []FieldError{{Field: "jobs", Message: "required: an array of 1 to 1000 jobs"}}})
+		return
+	case len(req.Jobs) == 0 || len(req.Jobs) > maxBatch:
+		s.writeError(w, r, &ValidationError{Errors: []FieldError{{Field: "jobs", Message: fmt.Sprintf("holds %d jobs; allowed 1 to %d", len(req.Jobs), maxBatch)}}})
+		return
+	}
+	t, err := s.store.GetTopic(r.Context(), tenant, topic)
+	known := err == nil
+	if err != nil && !errors.Is(err, kairos.ErrNotFound) {
+		s.writeError(w, r, err)
+		return
+	}
+	now := s.store.Now()
+	resp := batchResponse{Results: make([]batchItem, len(req.Jobs))}
+	var valid []kairos.Job
+	var at []int
+	seen := make(map[string]int, len(req.Jobs))
+	for i, raw := range req.Jobs {
+		prefix := fmt.Sprintf("jobs[%d].", i)
+		var jr jobRequest
+		err := decodeBytes(raw, &jr)
+		var j kairos.Job
+		if err == nil {
+			j, err = jr.toJob(tenant, topic, now, s.cfg.MaxPayload, prefix)
+		} else {
+			err = prefixed(err, prefix)
+		}
+		if err == nil && j.CallbackURL == "" && (!known || t.CallbackURL == "") {
+			err = &ValidationError{Errors: []FieldError{{Field: prefix + "callback_url", Message: fmt.Sprintf(
+				"topic %q has no callback URL registered and the job names none: register one with PUT /v1/topics/%s or give callback_url", topic, topic)}}}
+		}
+		if err == nil {
+			if first, dup := seen[j.ID]; dup {
+				err = &ValidationError{Errors: []FieldError{{Field: prefix + "id", Message: fmt.Sprintf("id %q is also used by jobs[%d] of this batch", j.ID, first)}}}
+			}
+			seen[j.ID] = i
+		}
+		if err != nil {
+			p := s.problem(r, err)
+			resp.Results[i] = batchItem{Index: i, Status: p.Status, Error: &p}
+			continue
+		}
+		valid = append(valid, j)
+		at = append(at, i)
+	}
+	if len(valid) > 0 && !known {
+		if err := s.store.EnsureTopic(r.Context(), tenant, topic); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	for k, res := range s.store.EnqueueBatch(r.Context(), valid) {
+		i := at[k]
+		if res.Err != nil {
+			p := s.problem(r, res.Err)
+			resp.Results[i] = batchItem{Index: i, Status: p.Status, Error: &p}
+			continue
+		}
+		v := jobView(res.Job)
+		v.Payload = nil
+		resp.Results[i] = batchItem{Index: i, Status: http.StatusCreated, Job: &v}
+	}
+	for _, it := range resp.Results {
+		if it.Status == http.StatusCreated {
+			resp.Created++
+		} else {
+			resp.Failed++
+		}
+	}
+	status := http.StatusOK
+	if resp.Failed == 0 {
+		status = http.StatusCreated
+	} else if resp.Created > 0 {
+		status = http.StatusMultiStatus
+	}
+	writeJSON(w, status, resp)
+}
+
+// prefixed puts a batch item's prefix on the field names of a decode error.
+func prefixed(err error, prefix string) error {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		out := &ValidationError{Status: ve.Status}
+		for _, f := range ve.Errors {
+			name := prefix + f.Field
+			if f.Field == "body" {
+				name = prefix[:len(prefix)-1]
+			}
+			out.Errors = append(out.Errors, FieldError{Field: name, Message: f.Message})
+		}
+		return out
+	}
+	return err
+}

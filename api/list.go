@@ -1,0 +1,62 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/rdb"
+)
+
+type listResponse struct {
+	Jobs       []jobResponse `json:"jobs"`
+	NextCursor string        `json:"next_cursor,omitempty"`
+}
+
+// listJobs handles GET /v1/topics/{topic}/jobs?state=&cursor=&limit=.
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	tenant, topic, err := s.topicTarget(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	var fe fieldErrors
+	state := kairos.State(q.Get("state"))
+	if state != "" && !state.Valid() {
+		names := make([]string, len(kairos.States))
+		for i, st := range kairos.States {
+			names[i] = string(st)
+		}
+		fe.add("state", "%q is not a state: use one of %s", state, strings.Join(names, ", "))
+	}
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			fe.add("limit", "%q is out of range: use a whole number from 1 to 500", v)
+		}
+		limit = n
+	}
+	if err := fe.err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, err := s.store.GetTopic(r.Context(), tenant, topic); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, err := s.store.ListJobs(r.Context(), rdb.ListQuery{Tenant: tenant, Topic: topic, State: state, Cursor: q.Get("cursor"), Limit: limit})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := listResponse{Jobs: make([]jobResponse, len(page.Jobs)), NextCursor: page.Next}
+	for i, j := range page.Jobs {
+		v := jobView(j)
+		v.Payload = nil
+		out.Jobs[i] = v
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,93 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// statsWindow is how far back the recent figures reach.
+const statsWindow = 5
+
+type latencyStats struct {
+	Samples int64   `json:"samples"`
+	P50     float64 `json:"p50_ms"`
+	P90     float64 `json:"p90_ms"`
+	P99     float64 `json:"p99_ms"`
+	Max     float64 `json:"max_ms"`
+}
+
+type recentStats struct {
+	Minutes     int          `json:"minutes"`
+	Delivered   int64        `json:"delivered"`
+	Failed      int64        `json:"failed_attempts"`
+	Dead        int64        `json:"dead"`
+	DeliveredPS float64      `json:"delivered_per_second"`
+	FailedPS    float64      `json:"failed_per_second"`
+	Lateness    latencyStats `json:"lateness"`
+}
+
+type topicStats struct {
+	Tenant string                 `json:"tenant"`
+	Topic  string                 `json:"topic"`
+	Counts map[kairos.State]int64 `json:"counts"`
+	Ready  int64                  `json:"ready_list_length"`
+	Recent recentStats            `json:"recent"`
+}
+
+type statsResponse struct {
+	At     string       `json:"at"`
+	Topics []topicStats `json:"topics"`
+	// DueSoon counts jobs due in each 5-minute slot of the next hour, over
+	// every tenant; shown to admins only.
+	DueSoon []int64 `json:"due_next_hour,omitempty"`
+}
+
+// stats handles GET /v1/stats: counts from the state counters and recent
+// figures from per-minute aggregates; nothing here scans jobs.
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+	tenant, err := s.tenant(r, true)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	topics, err := s.store.ListTopics(ctx, tenant)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := statsResponse{At: formatTime(s.store.Now()), Topics: make([]topicStats, 0, len(topics))}
+	for _, t := range topics {
+		counts, err := s.store.Counts(ctx, t.Tenant, t.Name)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		rec, err := s.store.RecentStats(ctx, t.Tenant, t.Name, statsWindow)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		ready, err := s.store.ReadyLen(ctx, t.Tenant, t.Name)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		secs := float64(statsWindow * time.Minute / time.Second)
+		resp.Topics = append(resp.Topics, topicStats{Tenant: t.Tenant, Topic: t.Name, Counts: counts, Ready: ready,
+			Recent: recentStats{Minutes: rec.Minutes, Delivered: rec.Delivered, Failed: rec.Failed, Dead: rec.Dead,
+				DeliveredPS: float64(rec.Delivered) / secs, FailedPS: float64(rec.Failed) / secs,
+				Lateness: latencyStats{Samples: rec.Sampled, P50: rec.P50, P90: rec.P90, P99: rec.P99, Max: rec.Worst}}})
+	}
+	if tenant == "" {
+		due, err := s.store.DueSoon(ctx, 12, 5*time.Minute)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		resp.DueSoon = due
+	}
+	writeJSON(w, http.StatusOK, resp)
+}

@@ -1,0 +1,189 @@
+package rdb
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// ListQuery selects a page of a topic's jobs, newest first.
+type ListQuery struct {
+	Tenant, Topic string
+	State         kairos.State // "" for every state
+	Cursor        string       // from the previous page; "" for the first
+	Limit         int          // page size, 1 to 500
+}
+
+// ListPage is one page of jobs; Next is "" on the last page.
+type ListPage struct {
+	Jobs []kairos.Job
+	Next string
+}
+
+// ErrBadCursor is returned for a cursor this store did not make.
+var ErrBadCursor = fmt.Errorf("%w: cursor is not one this server returned", kairos.ErrInvalid)
+
+type cursor struct {
+	score int64
+	id    string
+}
+
+func (c cursor) encode() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.score, 10) + " " + c.id))
+}
+
+func decodeCursor(s string) (cursor, error) {
+	if s == "" {
+		return cursor{score: 1<<63 - 1}, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return cursor{}, ErrBadCursor
+	}
+	a, id, ok := strings.Cut(string(b), " ")
+	n, err := strconv.ParseInt(a, 10, 64)
+	if !ok || err != nil {
+		return cursor{}, ErrBadCursor
+	}
+	return cursor{score: n, id: id}, nil
+}
+
+type entry struct {
+	shard int
+	score int64
+	id    string
+}
+
+// before orders entries newest first, ties by id descending.
+func (e entry) before(o entry) bool {
+	if e.score != o.score {
+		return e.score > o.score
+	}
+	return e.id > o.id
+}
+
+// ListJobs returns a page of a topic's jobs, newest first (dead jobs by the
+// time they died). It reads the per-shard indexes, never every job; a page
+// filtered by state may hold fewer than Limit jobs and still have a Next.
+func (s *Store) ListJobs(ctx context.Context, q ListQuery) (ListPage, error) {
+	cur, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return ListPage{}, err
+	}
+	index := func(sh int) string { return s.k.index(sh, q.Tenant, q.Topic) }
+	if q.State == kairos.StateDead {
+		index = func(sh int) string { return s.k.dead(sh, q.Tenant, q.Topic) }
+	}
+	var page ListPage
+	for round := 0; round < 8 && len(page.Jobs) < q.Limit; round++ {
+		cands, more, err := s.candidates(ctx, index, cur, q.Limit)
+		if err != nil {
+			return ListPage{}, err
+		}
+		if len(cands) == 0 {
+			return page, nil
+		}
+		jobs, err := s.loadEntries(ctx, q, cands)
+		if err != nil {
+			return ListPage{}, err
+		}
+		for i, j := range jobs {
+			cur = cursor{score: cands[i].score, id: cands[i].id}
+			if j == nil || (q.State != "" && j.State != q.State) {
+				continue
+			}
+			page.Jobs = append(page.Jobs, *j)
+			if len(page.Jobs) == q.Limit {
+				if i < len(jobs)-1 || more {
+					page.Next = cur.encode()
+				}
+				return page, nil
+			}
+		}
+		if !more {
+			return page, nil
+		}
+	}
+	if len(page.Jobs) > 0 || q.State != "" {
+		page.Next = cur.encode()
+	}
+	return page, nil
+}
+
+// candidates merges the next limit index entries after cur across shards.
+func (s *Store) candidates(ctx context.Context, index func(int) string, cur cursor, limit int) ([]entry, bool, error) {
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.ZSliceCmd, s.k.shards)
+	for sh := range s.k.shards {
+		cmds[sh] = pipe.ZRevRangeByScoreWithScores(ctx, index(sh), &redis.ZRangeBy{
+			Max: strconv.FormatInt(cur.score, 10), Min: "-inf", Count: int64(limit + 1)})
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		return nil, false, fmt.Errorf("list index: %w", err)
+	}
+	var all []entry
+	for sh, c := range cmds {
+		for _, z := range c.Val() {
+			e := entry{shard: sh, score: int64(z.Score), id: z.Member.(string)}
+			if e.score == cur.score && e.id >= cur.id && cur.id != "" {
+				continue
+			}
+			all = append(all, e)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].before(all[j]) })
+	more := len(all) > limit
+	if more {
+		all = all[:limit]
+	}
+	return all, more, nil
+}
+
+var listFields = []string{"st", "ra", "na", "a", "ca", "fa", "u", "m", "to", "ma", "uid", "log"}
+
+// loadEntries reads the listed jobs without their payloads; entries whose
+// job has expired are dropped from the index on the way.
+func (s *Store) loadEntries(ctx context.Context, q ListQuery, es []entry) ([]*kairos.Job, error) {
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(es))
+	for i, e := range es {
+		key := kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: e.id}
+		cmds[i] = pipe.HMGet(ctx, s.k.job(e.shard, key), listFields...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	out := make([]*kairos.Job, len(es))
+	var stale []entry
+	for i, c := range cmds {
+		h := make(map[string]string, len(listFields))
+		for k, v := range c.Val() {
+			if str, ok := v.(string); ok {
+				h[listFields[k]] = str
+			}
+		}
+		if h["st"] == "" {
+			stale = append(stale, es[i])
+			continue
+		}
+		j, err := decodeJob(kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: es[i].id}, h)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = &j
+	}
+	if len(stale) > 0 && q.State != kairos.StateDead {
+		for _, e := range stale {
+			key := kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: e.id}
+			unindexScript.Run(ctx, s.c, []string{s.k.index(e.shard, q.Tenant, q.Topic), s.k.job(e.shard, key)}, e.id, e.score)
+		}
+	}
+	return out, nil
+}

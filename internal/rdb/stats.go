@@ -1,0 +1,216 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// LatenessBounds are the upper bounds, in milliseconds, of the lateness
+// histogram kept per topic and minute; the last bucket is unbounded.
+var LatenessBounds = []float64{0.5, 1, 1.5, 2, 3, 4, 5, 7.5, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300,
+	500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 30000, 60000, math.Inf(1)}
+
+// statsKey holds one topic's delivery figures for one minute.
+func (k keys) stats(tenant, topic string, minute int64) string {
+	return k.prefix + ":stats:{" + tenant + "/" + topic + "}:" + strconv.FormatInt(minute, 10)
+}
+
+// statsRetention is how long per-minute figures are kept.
+const statsRetention = 2 * time.Hour
+
+type topicID struct{ tenant, topic string }
+
+type delta struct {
+	delivered, failed, dead int64
+	lateness                []int64
+}
+
+// Recorder aggregates delivery figures in memory and flushes them to Redis
+// once a second, so recording costs no Redis command per job.
+type Recorder struct {
+	s       *Store
+	mu      sync.Mutex
+	pending map[topicID]*delta
+}
+
+// NewRecorder returns a Recorder writing to s; run it with Run.
+func (s *Store) NewRecorder() *Recorder { return &Recorder{s: s, pending: map[topicID]*delta{}} }
+
+// Observe records one finished attempt: its new state and, for a first
+// attempt, how late it started.
+func (r *Recorder) Observe(tenant, topic string, state kairos.State, attempt int, lateness time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := topicID{tenant, topic}
+	d := r.pending[id]
+	if d == nil {
+		d = &delta{lateness: make([]int64, len(LatenessBounds))}
+		r.pending[id] = d
+	}
+	switch state {
+	case kairos.StateDelivered:
+		d.delivered++
+	case kairos.StateRetrying:
+		d.failed++
+	case kairos.StateDead:
+		d.failed++
+		d.dead++
+	}
+	if attempt == 1 {
+		ms := float64(lateness) / float64(time.Millisecond)
+		for i, b := range LatenessBounds {
+			if ms <= b {
+				d.lateness[i]++
+				break
+			}
+		}
+	}
+}
+
+// Run flushes every second until ctx ends, then once more.
+func (r *Recorder) Run(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			r.Flush(fctx)
+			cancel()
+			return
+		case <-t.C:
+			r.Flush(ctx)
+		}
+	}
+}
+
+// Flush writes the figures gathered since the last flush.
+func (r *Recorder) Flush(ctx context.Context) error {
+	r.mu.Lock()
+	pending := r.pending
+	r.pending = map[topicID]*delta{}
+	r.mu.Unlock()
+	if len(pending) == 0 {
+		return nil
+	}
+	minute := r.s.Now().Unix() / 60
+	pipe := r.s.c.Pipeline()
+	for id, d := range pending {
+		key := r.s.k.stats(id.tenant, id.topic, minute)
+		incr := func(f string, n int64) {
+			if n != 0 {
+				pipe.HIncrBy(ctx, key, f, n)
+			}
+		}
+		incr("d", d.delivered)
+		incr("f", d.failed)
+		incr("x", d.dead)
+		for i, n := range d.lateness {
+			incr("l"+strconv.Itoa(i), n)
+		}
+		pipe.Expire(ctx, key, statsRetention)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("flush stats: %w", err)
+	}
+	return nil
+}
+
+// Recent are a topic's delivery figures over the last minutes.
+type Recent struct {
+	Minutes              int
+	Delivered            int64
+	Failed               int64 // failed attempts, dead ones included
+	Dead                 int64
+	Sampled              int64   // first attempts whose lateness was recorded
+	P50, P90, P99, Worst float64 // lateness in ms: upper bounds of histogram buckets
+}
+
+// RecentStats sums a topic's figures over the last minutes (the current,
+// partial minute included).
+func (s *Store) RecentStats(ctx context.Context, tenant, topic string, minutes int) (Recent, error) {
+	now := s.Now().Unix() / 60
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, minutes)
+	for i := range minutes {
+		cmds[i] = pipe.HGetAll(ctx, s.k.stats(tenant, topic, now-int64(i)))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Recent{}, fmt.Errorf("read stats of %s/%s: %w", tenant, topic, err)
+	}
+	r := Recent{Minutes: minutes}
+	hist := make([]int64, len(LatenessBounds))
+	for _, c := range cmds {
+		for f, v := range c.Val() {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch {
+			case f == "d":
+				r.Delivered += n
+			case f == "f":
+				r.Failed += n
+			case f == "x":
+				r.Dead += n
+			case len(f) > 1 && f[0] == 'l':
+				if i, err := strconv.Atoi(f[1:]); err == nil && i < len(hist) {
+					hist[i] += n
+				}
+			}
+		}
+	}
+	for _, n := range hist {
+		r.Sampled += n
+	}
+	r.P50, r.P90, r.P99, r.Worst = quantile(hist, r.Sampled, 0.5), quantile(hist, r.Sampled, 0.9), quantile(hist, r.Sampled, 0.99), quantile(hist, r.Sampled, 1)
+	return r, nil
+}
+
+func quantile(hist []int64, total int64, q float64) float64 {
+	if total == 0 {
+		return 0
+	}
+	rank := int64(math.Ceil(q * float64(total)))
+	var seen int64
+	for i, n := range hist {
+		seen += n
+		if seen >= rank {
+			if math.IsInf(LatenessBounds[i], 1) {
+				return LatenessBounds[i-1]
+			}
+			return LatenessBounds[i]
+		}
+	}
+	return 0
+}
+
+// DueSoon counts pending jobs (and leases) due in each of n slots of width
+// step from now, across every shard.
+func (s *Store) DueSoon(ctx context.Context, n int, step time.Duration) ([]int64, error) {
+	now := ms(s.Now())
+	pipe := s.c.Pipeline()
+	cmds := make([][]*redis.IntCmd, s.k.shards)
+	for sh := range s.k.shards {
+		cmds[sh] = make([]*redis.IntCmd, n)
+		for i := range n {
+			lo := now + int64(i)*step.Milliseconds()
+			cmds[sh][i] = pipe.ZCount(ctx, s.k.bucket(sh), strconv.FormatInt(lo, 10), "("+strconv.FormatInt(lo+step.Milliseconds(), 10))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("due soon: %w", err)
+	}
+	out := make([]int64, n)
+	for sh := range cmds {
+		for i, c := range cmds[sh] {
+			out[i] += c.Val()
+		}
+	}
+	return out, nil
+}
