@@ -14,7 +14,6 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/auth"
-	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
@@ -178,7 +177,7 @@ func (s *Server) getSigningKeys(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	k, err := s.store.GetSigningKeys(r.Context(), tenant, callback.NewSecret)
+	k, err := s.store.GetSigningKeys(r.Context(), tenant)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -192,7 +191,7 @@ func (s *Server) rotateSigningKeys(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	k, err := s.store.RotateSigningKeys(r.Context(), tenant, callback.NewSecret)
+	k, err := s.store.RotateSigningKeys(r.Context(), tenant)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -186,8 +186,9 @@ func (s *Scanner) take(ctx context.Context, n int, m *redsync.Mutex) {
 	sh := &shard{n: n, mutex: m, cancel: cancel, done: make(chan struct{}), wake: make(chan time.Time, 1)}
 	s.mu.Lock()
 	s.held[n] = sh
+	count := len(s.held)
 	s.mu.Unlock()
-	s.log.Debug("took shard", "shard", n)
+	s.log.Info("took shard", "shard", n, "held", count)
 	go func() {
 		defer close(sh.done)
 		s.scan(sctx, sh)
@@ -198,7 +199,9 @@ func (s *Scanner) take(ctx context.Context, n int, m *redsync.Mutex) {
 func (s *Scanner) drop(sh *shard, unlock bool) {
 	s.mu.Lock()
 	delete(s.held, sh.n)
+	count := len(s.held)
 	s.mu.Unlock()
+	s.log.Debug("dropped shard", "shard", sh.n, "held", count)
 	sh.cancel()
 	<-sh.done
 	if unlock {

@@ -62,7 +62,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	blocking := redis.NewClient(&bopt)
 	defer blocking.Close()
 
-	store := rdb.New(client, rdb.Options{Prefix: cfg.Prefix, Shards: cfg.Shards, Retention: cfg.Retention, LeaseGrace: cfg.LeaseGrace, Blocking: blocking})
+	store := rdb.New(client, rdb.Options{Prefix: cfg.Prefix, Shards: cfg.Shards, Retention: cfg.Retention, LeaseGrace: cfg.LeaseGrace, Blocking: blocking, NewSecret: callback.NewSecret})
 	if err := initStore(ctx, store, log); err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	var workerDone chan struct{}
 	if cfg.Roles["worker"] {
 		rec := store.NewRecorder()
-		worker = callback.NewWorker(queue{store}, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Grace: cfg.Grace, Logger: log,
+		worker = callback.NewWorker(store, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Grace: cfg.Grace, Logger: log,
 			OnAttempt: func(e callback.Event) {
 				rec.Observe(e.Job.Tenant, e.Job.Topic, e.State, e.Attempt.N, e.Lateness)
 			}})

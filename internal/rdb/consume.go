@@ -113,5 +113,9 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 	if err != nil {
 		return "", fmt.Errorf("finish %s attempt %d: %w", jk.member, a.N, err)
 	}
+	if n == 2 {
+		// The retry may be due before the shard's scanner plans to wake.
+		s.wakeScanner(ctx, jk.shard, retryAt)
+	}
 	return [...]kairos.State{"", kairos.StateDelivered, kairos.StateRetrying, kairos.StateDead}[n], nil
 }

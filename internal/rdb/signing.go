@@ -2,7 +2,10 @@ package rdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/kairos-sh/kairos"
 )
 
 // SigningKeys are a tenant's callback signing secrets: deliveries are signed
@@ -13,8 +16,21 @@ type SigningKeys struct {
 	Next    string
 }
 
-// GetSigningKeys returns a tenant's secrets, creating them on first use with gen.
-func (s *Store) GetSigningKeys(ctx context.Context, tenant string, gen func() (string, error)) (SigningKeys, error) {
+// SigningSecret returns the tenant's current signing secret.
+func (s *Store) SigningSecret(ctx context.Context, tenant string) (string, error) {
+	k, err := s.GetSigningKeys(ctx, tenant)
+	return k.Current, err
+}
+
+// Topics returns every tenant's topics.
+func (s *Store) Topics(ctx context.Context) ([]kairos.Topic, error) { return s.ListTopics(ctx, "") }
+
+// GetSigningKeys returns a tenant's secrets, creating them on first use.
+func (s *Store) GetSigningKeys(ctx context.Context, tenant string) (SigningKeys, error) {
+	gen := s.opts.NewSecret
+	if gen == nil {
+		return SigningKeys{}, errors.New("signing keys: the store has no NewSecret option")
+	}
 	key := s.k.signingKeys(tenant)
 	h, err := s.c.HGetAll(ctx, key).Result()
 	if err != nil {
@@ -42,12 +58,12 @@ func (s *Store) GetSigningKeys(ctx context.Context, tenant string, gen func() (s
 }
 
 // RotateSigningKeys makes Next current and draws a new Next.
-func (s *Store) RotateSigningKeys(ctx context.Context, tenant string, gen func() (string, error)) (SigningKeys, error) {
-	keys, err := s.GetSigningKeys(ctx, tenant, gen)
+func (s *Store) RotateSigningKeys(ctx context.Context, tenant string) (SigningKeys, error) {
+	keys, err := s.GetSigningKeys(ctx, tenant)
 	if err != nil {
 		return SigningKeys{}, err
 	}
-	next, err := gen()
+	next, err := s.opts.NewSecret()
 	if err != nil {
 		return SigningKeys{}, err
 	}

@@ -26,6 +26,9 @@ type Options struct {
 	Blocking redis.UniversalClient
 	// Now overrides the Redis-synchronised clock (tests).
 	Now func() time.Time
+	// NewSecret draws a tenant's callback signing secret on first use
+	// (callback.NewSecret); required for signing keys.
+	NewSecret func() (string, error)
 }
 
 // Defaults for Options.

@@ -1,0 +1,30 @@
+# kairos: `make run` tries it out on an embedded Redis; `make test` runs every test.
+GO ?= go
+
+.PHONY: run test test-deps vet build fuzz
+
+run:
+	$(GO) run ./cmd/kairos serve
+
+build:
+	$(GO) build -o bin/kairos ./cmd/kairos
+
+test-deps:
+	./scripts/test-deps.sh
+
+vet:
+	$(GO) vet ./...
+
+# Installs redis-server when missing, then runs vet and the whole suite
+# (fuzz seed corpora included) with the race detector.
+test: test-deps vet
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+# Runs each fuzzer for FUZZTIME (default 30s).
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in ./callback ./api ./auth; do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done

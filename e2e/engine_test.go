@@ -1,0 +1,273 @@
+package e2e
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/kairos-sh/kairos/callback"
+)
+
+type signingKeys struct {
+	Current string `json:"current"`
+	Next    string `json:"next"`
+}
+
+func TestFiresOnceAtItsTimeSigned(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, engineOpts{allowPrivate: true})
+	rcv := newReceiver(t, nil)
+	e.mustDo("PUT", "/v1/topics/orders", map[string]any{"callback_url": rcv.URL + "/hook", "headers": map[string]string{"X-Team": "billing"}}, nil, http.StatusCreated)
+	runAt := e.store.Now().Add(1500 * time.Millisecond).Truncate(time.Millisecond)
+	var created jobView
+	e.mustDo("POST", "/v1/topics/orders/jobs", map[string]any{
+		"id": "order-1", "run_at": rfc3339ms(runAt), "payload": map[string]any{"order": 1, "action": "cancel"},
+	}, &created, http.StatusCreated)
+	if created.State != "scheduled" || created.RunAt != rfc3339ms(runAt) {
+		t.Fatalf("created %+v", created)
+	}
+	got := rcv.waitHits(t, 1, 10*time.Second)[0]
+	time.Sleep(time.Second) // a duplicate would arrive by now
+	if n := len(rcv.all()); n != 1 {
+		t.Fatalf("receiver got %d requests, want 1", n)
+	}
+	// Same machine, so the receiver's clock is the Redis clock up to the
+	// offset measurement error; allow 2ms for it.
+	late := got.At.Sub(runAt)
+	t.Logf("lateness %v", late)
+	if late < -2*time.Millisecond {
+		t.Fatalf("fired %v early", -late)
+	}
+	h := got.Header
+	for name, want := range map[string]string{
+		"Content-Type": "application/json", "Kairos-Job-Id": "order-1", "Kairos-Topic": "orders",
+		"Kairos-Attempt": "1", "Kairos-Scheduled-At": rfc3339ms(runAt), "X-Team": "billing",
+	} {
+		if h.Get(name) != want {
+			t.Errorf("header %s = %q, want %q", name, h.Get(name), want)
+		}
+	}
+	if string(got.Body) != `{"action":"cancel","order":1}` {
+		t.Errorf("body = %s", got.Body)
+	}
+	if got.URL != "/hook" {
+		t.Errorf("path = %s", got.URL)
+	}
+	var keys signingKeys
+	e.mustDo("GET", "/v1/signing-keys", nil, &keys, http.StatusOK)
+	if err := callback.Verify([]string{keys.Current, keys.Next}, h, got.Body, callback.VerifyOptions{URL: rcv.URL + "/hook"}); err != nil {
+		t.Fatalf("callback.Verify: %v", err)
+	}
+	// The Standard Webhooks project's own library accepts the signature.
+	wh, err := standardwebhooks.NewWebhook(keys.Current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Verify(got.Body, h); err != nil {
+		t.Fatalf("standard-webhooks Verify: %v", err)
+	}
+	// A tampered body fails.
+	if err := callback.Verify([]string{keys.Current}, h, []byte(`{"order":2}`), callback.VerifyOptions{}); err == nil {
+		t.Fatal("Verify accepted a tampered body")
+	}
+	v := e.waitState("orders", "order-1", "delivered", 5*time.Second)
+	if v.Attempts != 1 || len(v.AttemptLog) != 1 || v.AttemptLog[0].Status != 200 {
+		t.Fatalf("delivered job %+v", v)
+	}
+}
+
+func TestCancelBeforeDueNeverFires(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, engineOpts{allowPrivate: true})
+	rcv := newReceiver(t, nil)
+	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "c1", "delay": "800ms"}, nil, http.StatusCreated)
+	e.mustDo("DELETE", "/v1/topics/t/jobs/c1", nil, nil, http.StatusNoContent)
+	// A control job due after the cancelled one proves the engine was firing.
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "control", "delay": "1200ms"}, nil, http.StatusCreated)
+	rcv.waitHits(t, 1, 10*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	jobs := rcv.byJob()
+	if len(jobs["c1"]) != 0 || len(jobs["control"]) != 1 {
+		t.Fatalf("hits by job: c1=%d control=%d; want 0 and 1", len(jobs["c1"]), len(jobs["control"]))
+	}
+	if code := e.do("GET", "/v1/topics/t/jobs/c1", nil, nil); code != http.StatusNotFound {
+		t.Fatalf("GET cancelled job: %d, want 404", code)
+	}
+}
+
+func TestRescheduleEarlierAndLater(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, engineOpts{allowPrivate: true})
+	rcv := newReceiver(t, nil)
+	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}, nil, http.StatusCreated)
+	now := e.store.Now()
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "earlier", "delay": "1h"}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "later", "delay": "700ms"}, nil, http.StatusCreated)
+	earlierAt := now.Add(1200 * time.Millisecond).Truncate(time.Millisecond)
+	laterAt := now.Add(2500 * time.Millisecond).Truncate(time.Millisecond)
+	var v jobView
+	e.mustDo("PATCH", "/v1/topics/t/jobs/earlier", map[string]any{"run_at": rfc3339ms(earlierAt)}, &v, http.StatusOK)
+	if v.NextRunAt != rfc3339ms(earlierAt) || v.State != "scheduled" {
+		t.Fatalf("rescheduled %+v", v)
+	}
+	e.mustDo("PATCH", "/v1/topics/t/jobs/later", map[string]any{"run_at": rfc3339ms(laterAt)}, nil, http.StatusOK)
+	rcv.waitHits(t, 2, 10*time.Second)
+	time.Sleep(700 * time.Millisecond)
+	jobs := rcv.byJob()
+	for id, at := range map[string]time.Time{"earlier": earlierAt, "later": laterAt} {
+		hs := jobs[id]
+		if len(hs) != 1 {
+			t.Fatalf("job %s fired %d times, want once", id, len(hs))
+		}
+		late := hs[0].At.Sub(at)
+		t.Logf("%s: lateness %v", id, late)
+		if late < -2*time.Millisecond {
+			t.Errorf("job %s fired %v before its new time", id, -late)
+		}
+		if hs[0].Header.Get("Kairos-Scheduled-At") != rfc3339ms(at) {
+			t.Errorf("job %s Kairos-Scheduled-At = %s, want %s", id, hs[0].Header.Get("Kairos-Scheduled-At"), rfc3339ms(at))
+		}
+	}
+}
+
+func TestUpsertByIDDeliversOnce(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, engineOpts{allowPrivate: true})
+	rcv := newReceiver(t, nil)
+	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "u", "delay": "600ms", "payload": "v1"}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "u", "delay": "1s", "payload": "v2"}, nil, http.StatusCreated)
+	rcv.waitHits(t, 1, 10*time.Second)
+	time.Sleep(time.Second)
+	hs := rcv.all()
+	if len(hs) != 1 || string(hs[0].Body) != `"v2"` {
+		t.Fatalf("got %d deliveries, first body %q; want one with \"v2\"", len(hs), hs[0].Body)
+	}
+}
+
+func TestFailTwiceThenSucceed(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, engineOpts{allowPrivate: true})
+	rcv := newReceiver(t, func(n int, _ hit) int {
+		if n <= 2 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusNoContent
+	})
+	initial, maxB := 300*time.Millisecond, 2*time.Second
+	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL,
+		"backoff": map[string]string{"initial": initial.String(), "max": maxB.String()}}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "flaky", "delay": "0s"}, nil, http.StatusCreated)
+	hs := rcv.waitHits(t, 3, 15*time.Second)
+	v := e.waitState("t", "flaky", "delivered", 5*time.Second)
+	if v.Attempts != 3 || len(v.AttemptLog) != 3 || v.AttemptLog[0].Status != 500 || v.AttemptLog[2].Status != 204 {
+		t.Fatalf("job %+v", v)
+	}
+	if !strings.Contains(v.AttemptLog[0].Response, "Internal Server Error") {
+		t.Errorf("attempt 1 response snippet = %q", v.AttemptLog[0].Response)
+	}
+	id := hs[0].Header.Get("webhook-id")
+	for i, h := range hs {
+		if h.Header.Get("webhook-id") != id {
+			t.Errorf("attempt %d webhook-id %q, want %q (stable across retries)", i+1, h.Header.Get("webhook-id"), id)
+		}
+		if got := h.Header.Get("Kairos-Attempt"); got != strconv.Itoa(i+1) {
+			t.Errorf("attempt %d Kairos-Attempt = %s", i+1, got)
+		}
+	}
+	// Full jitter: gap n lies in [0, min(max, initial*2^(n-1))], plus the
+	// time to claim, pop and dial (generous, for a shared machine).
+	const slack = 500 * time.Millisecond
+	for n := 1; n <= 2; n++ {
+		gap := hs[n].At.Sub(hs[n-1].At)
+		window := min(maxB, initial<<(n-1))
+		t.Logf("gap %d: %v (window %v)", n, gap, window)
+		if gap < 0 || gap > window+slack {
+			t.Errorf("gap %d = %v, want within [0, %v]", n, gap, window+slack)
+		}
+	}
+}
+
+func TestRetryAfterHonoured(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, engineOpts{allowPrivate: true})
+	rcv := newReceiver(t, func(n int, _ hit) int {
+		if n == 1 {
+			return http.StatusTooManyRequests // with Retry-After: 1
+		}
+		return http.StatusOK
+	})
+	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL, "backoff": map[string]string{"initial": "10ms", "max": "20ms"}}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "limited", "delay": "0s"}, nil, http.StatusCreated)
+	hs := rcv.waitHits(t, 2, 10*time.Second)
+	if gap := hs[1].At.Sub(hs[0].At); gap < time.Second-2*time.Millisecond {
+		t.Fatalf("retried %v after a 429 with Retry-After: 1; want at least 1s (backoff alone is 20ms)", gap)
+	}
+}
+
+func TestDeadAfterMaxAttemptsThenReplay(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, engineOpts{allowPrivate: true})
+	healthy := make(chan struct{})
+	rcv := newReceiver(t, func(int, hit) int {
+		select {
+		case <-healthy:
+			return http.StatusOK
+		default:
+			return http.StatusBadGateway
+		}
+	})
+	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL, "max_attempts": 3,
+		"backoff": map[string]string{"initial": "50ms", "max": "100ms"}}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "doomed", "delay": "0s", "payload": map[string]int{"n": 1}}, nil, http.StatusCreated)
+	v := e.waitState("t", "doomed", "dead", 15*time.Second)
+	if v.Attempts != 3 || len(rcv.all()) != 3 {
+		t.Fatalf("dead after %d attempts and %d requests; want 3 and 3", v.Attempts, len(rcv.all()))
+	}
+	last := v.AttemptLog[len(v.AttemptLog)-1]
+	if last.Status != 502 || !strings.Contains(last.Error, "502") || !strings.Contains(last.Response, "Bad Gateway") {
+		t.Fatalf("last attempt %+v", last)
+	}
+	var page struct {
+		Jobs []jobView `json:"jobs"`
+	}
+	e.mustDo("GET", "/v1/topics/t/jobs?state=dead", nil, &page, http.StatusOK)
+	if len(page.Jobs) != 1 || page.Jobs[0].ID != "doomed" {
+		t.Fatalf("dead letters %+v", page.Jobs)
+	}
+	close(healthy)
+	e.mustDo("POST", "/v1/topics/t/jobs/doomed/retry", nil, nil, http.StatusAccepted)
+	v = e.waitState("t", "doomed", "delivered", 10*time.Second)
+	if len(rcv.all()) != 4 || string(rcv.all()[3].Body) != `{"n":1}` {
+		t.Fatalf("after replay: %d requests", len(rcv.all()))
+	}
+	t.Logf("replayed job: %+v", v)
+}
+
+func TestPrivateTargetsRefusedByDefault(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, engineOpts{allowPrivate: false})
+	rcv := newReceiver(t, nil)
+	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}, nil, http.StatusCreated)
+	localhost := strings.Replace(rcv.URL, "127.0.0.1", "localhost", 1)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "loop", "delay": "0s"}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "byname", "delay": "0s", "callback_url": localhost}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "metadata", "delay": "0s", "callback_url": "http://169.254.169.254/latest/meta-data/"}, nil, http.StatusCreated)
+	for _, id := range []string{"loop", "byname", "metadata"} {
+		v := e.waitState("t", id, "dead", 10*time.Second)
+		if v.Attempts != 1 {
+			t.Errorf("%s: %d attempts; a refused target is a permanent failure", id, v.Attempts)
+		}
+		if msg := v.AttemptLog[0].Error; !strings.Contains(msg, "refused") || !strings.Contains(msg, "KAIROS_ALLOW_PRIVATE_URLS") {
+			t.Errorf("%s: recorded error %q does not say why or how to allow it", id, msg)
+		}
+	}
+	if n := len(rcv.all()); n != 0 {
+		t.Fatalf("a private target received %d requests", n)
+	}
+}

@@ -1,0 +1,237 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+
+	"github.com/kairos-sh/kairos/api"
+	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/scanner"
+)
+
+func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
+
+const secret = "e2e-test-secret-0123456789"
+
+// engine is kairos in process: API, scanner and worker on one store.
+type engine struct {
+	t      *testing.T
+	store  *rdb.Store
+	api    *httptest.Server
+	token  string
+	prefix string
+}
+
+type engineOpts struct {
+	allowPrivate bool
+	leaseGrace   time.Duration
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func startEngine(t *testing.T, o engineOpts) *engine {
+	t.Helper()
+	client := testredis.Client(t)
+	prefix := testredis.Prefix(t)
+	store := rdb.New(client, rdb.Options{Prefix: prefix, LeaseGrace: o.leaseGrace, NewSecret: callback.NewSecret})
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := store.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	log := testLogger(t)
+	sc := scanner.New(store, redsync.New(goredis.NewPool(client)), scanner.Config{LockTTL: 2 * time.Second, Logger: log})
+	w := callback.NewWorker(store, callback.WorkerConfig{AllowPrivate: o.allowPrivate, Wait: time.Second, TopicPoll: 200 * time.Millisecond, Grace: 5 * time.Second, Logger: log})
+	authn := auth.New([]byte(secret), nil)
+	srv := httptest.NewServer(api.New(store, authn, api.Config{Logger: log, OnTopicChange: w.Refresh}))
+	var wg sync.WaitGroup
+	wg.Go(func() { sc.Run(ctx) })
+	wg.Go(func() { w.Run(ctx) })
+	tok, err := authn.Mint("acme", false, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		wg.Wait()
+	})
+	return &engine{t: t, store: store, api: srv, token: tok, prefix: prefix}
+}
+
+// do sends an API request and decodes the JSON answer into out (if not nil).
+func (e *engine) do(method, path string, body any, out any) int {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, e.api.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			e.t.Fatalf("%s %s: decode %q: %v", method, path, raw, err)
+		}
+	}
+	if resp.StatusCode >= 400 {
+		e.t.Logf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode
+}
+
+func (e *engine) mustDo(method, path string, body any, out any, want int) {
+	e.t.Helper()
+	if got := e.do(method, path, body, out); got != want {
+		e.t.Fatalf("%s %s: status %d, want %d", method, path, got, want)
+	}
+}
+
+// jobView is the part of the API's job JSON the tests read.
+type jobView struct {
+	ID         string `json:"id"`
+	State      string `json:"state"`
+	RunAt      string `json:"run_at"`
+	NextRunAt  string `json:"next_run_at"`
+	Attempts   int    `json:"attempts"`
+	AttemptLog []struct {
+		N        int    `json:"n"`
+		Status   int    `json:"status"`
+		Error    string `json:"error"`
+		Response string `json:"response"`
+	} `json:"attempt_log"`
+}
+
+func (e *engine) job(topic, id string) jobView {
+	e.t.Helper()
+	var v jobView
+	e.mustDo("GET", "/v1/topics/"+topic+"/jobs/"+id, nil, &v, http.StatusOK)
+	return v
+}
+
+// waitState polls a job until it reaches state, within a generous deadline.
+func (e *engine) waitState(topic, id, state string, within time.Duration) jobView {
+	e.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		v := e.job(topic, id)
+		if v.State == state {
+			return v
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("job %s: state %s after %v, want %s (%+v)", id, v.State, within, state, v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// hit is one request a receiver got.
+type hit struct {
+	At     time.Time
+	Header http.Header
+	Body   []byte
+	URL    string
+}
+
+// receiver is a loopback callback target whose answer the test sets.
+type receiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	hits   []hit
+	status func(n int, h hit) int // n is 1-based across all hits
+	notify chan hit
+}
+
+func newReceiver(t *testing.T, status func(n int, h hit) int) *receiver {
+	t.Helper()
+	r := &receiver{status: status, notify: make(chan hit, 1024)}
+	if r.status == nil {
+		r.status = func(int, hit) int { return http.StatusOK }
+	}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		h := hit{At: time.Now(), Header: req.Header.Clone(), Body: body, URL: req.URL.String()}
+		r.mu.Lock()
+		r.hits = append(r.hits, h)
+		n := len(r.hits)
+		r.mu.Unlock()
+		code := r.status(n, h)
+		if code == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		w.WriteHeader(code)
+		io.WriteString(w, "answer "+http.StatusText(code))
+		r.notify <- h
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) all() []hit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]hit(nil), r.hits...)
+}
+
+// byJob groups the hits by Kairos-Job-Id.
+func (r *receiver) byJob() map[string][]hit {
+	out := map[string][]hit{}
+	for _, h := range r.all() {
+		id := h.Header.Get("Kairos-Job-Id")
+		out[id] = append(out[id], h)
+	}
+	return out
+}
+
+// waitHits waits until the receiver has at least n hits.
+func (r *receiver) waitHits(t *testing.T, n int, within time.Duration) []hit {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if h := r.all(); len(h) >= n {
+			return h
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver got %d requests within %v, want %d", len(r.all()), within, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func rfc3339ms(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }

@@ -1,0 +1,287 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/testredis"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// kairosBinary builds cmd/kairos once per test run.
+func kairosBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kairos-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "kairos")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/kairos-sh/kairos/cmd/kairos").CombinedOutput()
+		if err != nil {
+			buildErr = &buildError{out: string(out), err: err}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return "go build ./cmd/kairos: " + e.err.Error() + "\n" + e.out }
+
+// syncBuffer collects a child's output safely.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// proc is a `kairos serve` child process.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+}
+
+// startKairos runs `kairos serve` with the given extra environment.
+func startKairos(t *testing.T, name, prefix string, env ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(kairosBinary(t), "serve")
+	p.cmd.Env = append(os.Environ(),
+		"KAIROS_REDIS_URL="+testredis.URL(t), "KAIROS_AUTH_SECRET="+secret, "KAIROS_PREFIX="+prefix,
+		"KAIROS_ADDR=127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS=1", "KAIROS_LOCK_TTL=1s", "KAIROS_LEASE_GRACE=1s",
+		"KAIROS_ROLES=scanner,worker", "KAIROS_GRACE=5s")
+	p.cmd.Env = append(p.cmd.Env, env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.signal(syscall.SIGKILL)
+		if t.Failed() {
+			t.Logf("--- %s output:\n%s", p.name, p.out.String())
+		}
+	})
+	return p
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// waitLog waits until the child's output contains s.
+func (p *proc) waitLog(t *testing.T, s string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !bytes.Contains([]byte(p.out.String()), []byte(s)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not log %q within %v", p.name, s, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// procStore is a store over the children's Redis and prefix, for setup and checks.
+func procStore(t *testing.T, prefix string) *rdb.Store {
+	t.Helper()
+	s := rdb.New(testredis.Client(t), rdb.Options{Prefix: prefix, NewSecret: callback.NewSecret})
+	if err := s.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func putTopic(t *testing.T, s *rdb.Store, name, url string, timeout time.Duration) {
+	t.Helper()
+	if _, _, err := s.PutTopic(context.Background(), kairos.Topic{Tenant: "acme", Name: name, CallbackURL: url, Timeout: timeout}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKilledWorkerJobRedeliveredByAnotherProcess(t *testing.T) {
+	t.Parallel()
+	prefix := testredis.Prefix(t)
+	store := procStore(t, prefix)
+	arrived := make(chan struct{}, 1)
+	rcv := newReceiver(t, func(n int, h hit) int {
+		if n == 1 {
+			arrived <- struct{}{}
+			time.Sleep(3 * time.Second) // hang: the process delivering this is killed meanwhile
+		}
+		return 200
+	})
+	putTopic(t, store, "t", rcv.URL, 2*time.Second)
+	a := startKairos(t, "A", prefix)
+	a.waitLog(t, "consuming topic", 10*time.Second)
+	if _, err := store.Enqueue(context.Background(), kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "t", ID: "k1"}, RunAt: store.Now().Add(300 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the job never reached the receiver")
+	}
+	a.signal(syscall.SIGKILL) // mid-delivery: the attempt's outcome is never recorded
+	start := time.Now()
+	startKairos(t, "B", prefix)
+	hs := rcv.waitHits(t, 2, 30*time.Second)
+	t.Logf("redelivered %v after the kill (lease: 2s timeout + 1s grace; lock TTL 1s)", time.Since(start))
+	if hs[0].Header.Get("webhook-id") != hs[1].Header.Get("webhook-id") {
+		t.Error("the redelivery has a different webhook-id: receivers could not deduplicate it")
+	}
+	if got := hs[1].Header.Get("Kairos-Attempt"); got != "2" {
+		t.Errorf("redelivery Kairos-Attempt = %s, want 2", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		j, err := store.GetJob(context.Background(), kairos.JobKey{Tenant: "acme", Topic: "t", ID: "k1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State == kairos.StateDelivered {
+			if len(j.Log) != 2 || j.Log[0].Error == "" || j.Log[1].Status != 200 {
+				t.Fatalf("attempt log %+v: want the lost attempt, then a 200", j.Log)
+			}
+			t.Logf("lost attempt recorded as: %s", j.Log[0].Error)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job state %s, want delivered", j.State)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := len(rcv.all()); n != 2 {
+		t.Fatalf("receiver got %d requests, want 2 (the killed one and its redelivery)", n)
+	}
+}
+
+func TestTwoScannerProcessesShareShardsNoDuplicates(t *testing.T) {
+	t.Parallel()
+	prefix := testredis.Prefix(t)
+	store := procStore(t, prefix)
+	rcv := newReceiver(t, nil)
+	putTopic(t, store, "t", rcv.URL, 5*time.Second)
+	a := startKairos(t, "A", prefix)
+	b := startKairos(t, "B", prefix)
+	a.waitLog(t, "took shard", 10*time.Second)
+	b.waitLog(t, "took shard", 15*time.Second) // B gets its share as A gives shards back
+	const n = 400
+	now := store.Now()
+	jobs := make([]kairos.Job, n)
+	for i := range jobs {
+		jobs[i] = kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "t", ID: "j" + strconv.Itoa(i)},
+			RunAt: now.Add(500*time.Millisecond + time.Duration(i)*3*time.Second/n)}
+	}
+	for _, r := range store.EnqueueBatch(context.Background(), jobs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	rcv.waitHits(t, n, 30*time.Second)
+	time.Sleep(time.Second)
+	byJob := rcv.byJob()
+	if len(byJob) != n {
+		t.Fatalf("%d distinct jobs delivered, want %d", len(byJob), n)
+	}
+	for id, hs := range byJob {
+		if len(hs) != 1 {
+			t.Errorf("job %s delivered %d times", id, len(hs))
+		}
+	}
+	c, err := store.Counts(context.Background(), "acme", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c[kairos.StateDelivered] != n {
+		t.Fatalf("delivered counter %d, want %d", c[kairos.StateDelivered], n)
+	}
+}
+
+func TestSigtermFinishesInFlightAndReleasesLocks(t *testing.T) {
+	t.Parallel()
+	prefix := testredis.Prefix(t)
+	store := procStore(t, prefix)
+	arrived := make(chan struct{}, 1)
+	rcv := newReceiver(t, func(n int, h hit) int {
+		arrived <- struct{}{}
+		time.Sleep(time.Second) // still in flight when SIGTERM arrives
+		return 200
+	})
+	putTopic(t, store, "t", rcv.URL, 10*time.Second)
+	a := startKairos(t, "A", prefix)
+	a.waitLog(t, "consuming topic", 10*time.Second)
+	key := kairos.JobKey{Tenant: "acme", Topic: "t", ID: "inflight"}
+	if _, err := store.Enqueue(context.Background(), kairos.Job{JobKey: key, RunAt: store.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the job never reached the receiver")
+	}
+	a.signal(syscall.SIGTERM)
+	if code := a.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0", code)
+	}
+	j, err := store.GetJob(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != kairos.StateDelivered || j.Attempts != 1 {
+		t.Fatalf("after SIGTERM the in-flight job is %s after %d attempts; want delivered after 1", j.State, j.Attempts)
+	}
+	locks := testredis.Keys(t, store.Client(), prefix+":lock")
+	if len(locks) != 0 {
+		t.Fatalf("shard locks left after a clean stop: %v", locks)
+	}
+}

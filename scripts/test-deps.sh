@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs, from Debian's packages, when missing:
+# redis-server (the tests start their own servers on free loopback ports).
+set -euo pipefail
+
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "test-deps: installing ${need[*]} with apt-get" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# The package starts a system redis on :6379; the tests do not use it.
+$SUDO systemctl stop redis-server >/dev/null 2>&1 || $SUDO service redis-server stop >/dev/null 2>&1 || true
