@@ -1,0 +1,84 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func fakeEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestParseConfig(t *testing.T) {
+	defaults := Config{Addr: ":8080", Prefix: "kairos", Shards: 16, Retention: 24 * time.Hour,
+		Roles: map[string]bool{"api": true, "scanner": true, "worker": true}, Grace: 30 * time.Second,
+		LockTTL: 10 * time.Second, LeaseGrace: 5 * time.Second, MaxPayload: 256 << 10, LogFormat: "text", LogLevel: "info"}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    func(c *Config)
+		wantErr string
+	}{
+		{name: "defaults"},
+		{name: "env", env: map[string]string{"KAIROS_ADDR": ":9000", "KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_AUTH_SECRET": "0123456789abcdef",
+			"KAIROS_ALLOW_PRIVATE_URLS": "1", "KAIROS_SHARDS": "32", "KAIROS_ROLES": "worker,scanner"},
+			want: func(c *Config) {
+				c.Addr, c.RedisURL, c.AuthSecret, c.AllowPrivate, c.Shards = ":9000", "redis://r:6379", "0123456789abcdef", true, 32
+				c.Roles = map[string]bool{"worker": true, "scanner": true}
+			}},
+		{name: "flag beats env", args: []string{"--addr", ":7000", "--retention", "1h"}, env: map[string]string{"KAIROS_ADDR": ":9000"},
+			want: func(c *Config) { c.Addr, c.Retention = ":7000", time.Hour }},
+		{name: "bad shards", args: []string{"--shards", "0"}, wantErr: "shards"},
+		{name: "bad role", args: []string{"--roles", "api,cron"}, wantErr: `role "cron"`},
+		{name: "bad duration", env: map[string]string{"KAIROS_GRACE": "soon"}, wantErr: "grace"},
+		{name: "bad bool", env: map[string]string{"KAIROS_ALLOW_PRIVATE_URLS": "yes please"}, wantErr: "KAIROS_ALLOW_PRIVATE_URLS"},
+		{name: "external redis needs a secret", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379"}, wantErr: "KAIROS_AUTH_SECRET is required"},
+		{name: "workers alone need no secret", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_ROLES": "worker"},
+			want: func(c *Config) { c.RedisURL, c.Roles = "redis://r:6379", map[string]bool{"worker": true} }},
+		{name: "short secret", env: map[string]string{"KAIROS_AUTH_SECRET": "short"}, wantErr: "too short"},
+		{name: "secret is not a flag", args: []string{"--auth-secret", "x"}, wantErr: "flag provided but not defined"},
+		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseConfig(tt.args, fakeEnv(tt.env), io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := defaults
+			want.Roles = map[string]bool{"api": true, "scanner": true, "worker": true}
+			if tt.want != nil {
+				tt.want(&want)
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("config (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestTokenCommand(t *testing.T) {
+	var out, errOut strings.Builder
+	err := token([]string{"--tenant", "acme", "--admin", "--ttl", "1h"}, fakeEnv(map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"}), &out, &errOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts := strings.Split(strings.TrimSpace(out.String()), "."); len(parts) != 3 {
+		t.Fatalf("token output %q is not a JWT", out.String())
+	}
+	if err := token([]string{"--tenant", "acme"}, fakeEnv(nil), &out, &errOut); err == nil || !strings.Contains(err.Error(), "KAIROS_AUTH_SECRET") {
+		t.Fatalf("without a secret: %v", err)
+	}
+	if err := token([]string{"--tenant", "bad/name"}, fakeEnv(map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"}), &out, &errOut); err == nil {
+		t.Fatal("a tenant with a slash was accepted")
+	}
+}
