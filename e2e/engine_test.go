@@ -17,9 +17,11 @@ type signingKeys struct {
 	Next    string `json:"next"`
 }
 
-func TestFiresOnceAtItsTimeSigned(t *testing.T) {
+func TestFiresOnceAtItsTimeSigned(t *testing.T) { testFiresOnceAtItsTimeSigned(t, startEngine) }
+
+func testFiresOnceAtItsTimeSigned(t *testing.T, start starter) {
 	t.Parallel()
-	e := startEngine(t, engineOpts{allowPrivate: true})
+	e := start(t, engineOpts{allowPrivate: true})
 	rcv := newReceiver(t, nil)
 	e.mustDo("PUT", "/v1/topics/orders", map[string]any{"callback_url": rcv.URL + "/hook", "headers": map[string]string{"X-Team": "billing"}}, nil, http.StatusCreated)
 	runAt := e.store.Now().Add(1500 * time.Millisecond).Truncate(time.Millisecond)
@@ -80,15 +82,17 @@ func TestFiresOnceAtItsTimeSigned(t *testing.T) {
 	}
 }
 
-func TestCancelBeforeDueNeverFires(t *testing.T) {
+func TestCancelBeforeDueNeverFires(t *testing.T) { testCancelBeforeDueNeverFires(t, startEngine) }
+
+func testCancelBeforeDueNeverFires(t *testing.T, start starter) {
 	t.Parallel()
-	e := startEngine(t, engineOpts{allowPrivate: true})
+	e := start(t, engineOpts{allowPrivate: true})
 	rcv := newReceiver(t, nil)
 	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}, nil, http.StatusCreated)
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "c1", "delay": "800ms"}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "c1", "delay": "2s"}, nil, http.StatusCreated)
 	e.mustDo("DELETE", "/v1/topics/t/jobs/c1", nil, nil, http.StatusNoContent)
 	// A control job due after the cancelled one proves the engine was firing.
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "control", "delay": "1200ms"}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "control", "delay": "2500ms"}, nil, http.StatusCreated)
 	rcv.waitHits(t, 1, 10*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	jobs := rcv.byJob()
@@ -100,16 +104,18 @@ func TestCancelBeforeDueNeverFires(t *testing.T) {
 	}
 }
 
-func TestRescheduleEarlierAndLater(t *testing.T) {
+func TestRescheduleEarlierAndLater(t *testing.T) { testRescheduleEarlierAndLater(t, startEngine) }
+
+func testRescheduleEarlierAndLater(t *testing.T, start starter) {
 	t.Parallel()
-	e := startEngine(t, engineOpts{allowPrivate: true})
+	e := start(t, engineOpts{allowPrivate: true})
 	rcv := newReceiver(t, nil)
 	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}, nil, http.StatusCreated)
 	now := e.store.Now()
 	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "earlier", "delay": "1h"}, nil, http.StatusCreated)
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "later", "delay": "700ms"}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "later", "delay": "2s"}, nil, http.StatusCreated)
 	earlierAt := now.Add(1200 * time.Millisecond).Truncate(time.Millisecond)
-	laterAt := now.Add(2500 * time.Millisecond).Truncate(time.Millisecond)
+	laterAt := now.Add(4 * time.Second).Truncate(time.Millisecond)
 	var v jobView
 	e.mustDo("PATCH", "/v1/topics/t/jobs/earlier", map[string]any{"run_at": rfc3339ms(earlierAt)}, &v, http.StatusOK)
 	if v.NextRunAt != rfc3339ms(earlierAt) || v.State != "scheduled" {
@@ -135,9 +141,11 @@ func TestRescheduleEarlierAndLater(t *testing.T) {
 	}
 }
 
-func TestUpsertByIDDeliversOnce(t *testing.T) {
+func TestUpsertByIDDeliversOnce(t *testing.T) { testUpsertByIDDeliversOnce(t, startEngine) }
+
+func testUpsertByIDDeliversOnce(t *testing.T, start starter) {
 	t.Parallel()
-	e := startEngine(t, engineOpts{allowPrivate: true})
+	e := start(t, engineOpts{allowPrivate: true})
 	rcv := newReceiver(t, nil)
 	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}, nil, http.StatusCreated)
 	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "u", "delay": "600ms", "payload": "v1"}, nil, http.StatusCreated)
@@ -150,9 +158,11 @@ func TestUpsertByIDDeliversOnce(t *testing.T) {
 	}
 }
 
-func TestFailTwiceThenSucceed(t *testing.T) {
+func TestFailTwiceThenSucceed(t *testing.T) { testFailTwiceThenSucceed(t, startEngine) }
+
+func testFailTwiceThenSucceed(t *testing.T, start starter) {
 	t.Parallel()
-	e := startEngine(t, engineOpts{allowPrivate: true})
+	e := start(t, engineOpts{allowPrivate: true})
 	rcv := newReceiver(t, func(n int, _ hit) int {
 		if n <= 2 {
 			return http.StatusInternalServerError
@@ -193,9 +203,11 @@ func TestFailTwiceThenSucceed(t *testing.T) {
 	}
 }
 
-func TestRetryAfterHonoured(t *testing.T) {
+func TestRetryAfterHonoured(t *testing.T) { testRetryAfterHonoured(t, startEngine) }
+
+func testRetryAfterHonoured(t *testing.T, start starter) {
 	t.Parallel()
-	e := startEngine(t, engineOpts{allowPrivate: true})
+	e := start(t, engineOpts{allowPrivate: true})
 	rcv := newReceiver(t, func(n int, _ hit) int {
 		if n == 1 {
 			return http.StatusTooManyRequests // with Retry-After: 1
@@ -210,9 +222,11 @@ func TestRetryAfterHonoured(t *testing.T) {
 	}
 }
 
-func TestDeadAfterMaxAttemptsThenReplay(t *testing.T) {
+func TestDeadAfterMaxAttemptsThenReplay(t *testing.T) { testDeadAfterMaxAttemptsThenReplay(t, startEngine) }
+
+func testDeadAfterMaxAttemptsThenReplay(t *testing.T, start starter) {
 	t.Parallel()
-	e := startEngine(t, engineOpts{allowPrivate: true})
+	e := start(t, engineOpts{allowPrivate: true})
 	healthy := make(chan struct{})
 	rcv := newReceiver(t, func(int, hit) int {
 		select {
@@ -249,9 +263,11 @@ func TestDeadAfterMaxAttemptsThenReplay(t *testing.T) {
 	t.Logf("replayed job: %+v", v)
 }
 
-func TestPrivateTargetsRefusedByDefault(t *testing.T) {
+func TestPrivateTargetsRefusedByDefault(t *testing.T) { testPrivateTargetsRefusedByDefault(t, startEngine) }
+
+func testPrivateTargetsRefusedByDefault(t *testing.T, start starter) {
 	t.Parallel()
-	e := startEngine(t, engineOpts{allowPrivate: false})
+	e := start(t, engineOpts{allowPrivate: false})
 	rcv := newReceiver(t, nil)
 	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}, nil, http.StatusCreated)
 	localhost := strings.Replace(rcv.URL, "127.0.0.1", "localhost", 1)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/auth"
@@ -24,7 +25,14 @@ import (
 	"github.com/kairos-sh/kairos/scanner"
 )
 
-func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
+func TestMain(m *testing.M) {
+	code := testredis.Main(m)
+	stopCluster()
+	os.Exit(code)
+}
+
+// starter starts an engine; tests run with a single Redis and a cluster.
+type starter func(*testing.T, engineOpts) *engine
 
 const secret = "e2e-test-secret-0123456789"
 
@@ -40,6 +48,8 @@ type engine struct {
 type engineOpts struct {
 	allowPrivate bool
 	leaseGrace   time.Duration
+	client       redis.UniversalClient // default: the package's redis-server
+	blocking     redis.UniversalClient // for BRPOP; default: a client of its own
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -51,9 +61,15 @@ func testLogger(t *testing.T) *slog.Logger {
 
 func startEngine(t *testing.T, o engineOpts) *engine {
 	t.Helper()
-	client := testredis.Client(t)
+	client := o.client
+	if client == nil {
+		client = testredis.Client(t)
+	}
+	if o.blocking == nil {
+		o.blocking = testredis.Client(t)
+	}
 	prefix := testredis.Prefix(t)
-	store := rdb.New(client, rdb.Options{Prefix: prefix, LeaseGrace: o.leaseGrace, NewSecret: callback.NewSecret})
+	store := rdb.New(client, rdb.Options{Prefix: prefix, LeaseGrace: o.leaseGrace, Blocking: o.blocking, NewSecret: callback.NewSecret})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := store.Init(ctx); err != nil {
 		t.Fatal(err)

@@ -168,7 +168,10 @@ func (s *Scanner) balance(ctx context.Context) {
 		if mine {
 			continue
 		}
-		m := s.rs.NewMutex(s.store.LockName(i), redsync.WithExpiry(s.cfg.LockTTL), redsync.WithTries(1))
+		// redsync's default per-call timeout (5% of the expiry, tuned for
+		// Redlock over many nodes) is too tight for one busy Redis or a
+		// cluster dialling a new node; a fifth of the expiry keeps the lock safe.
+		m := s.rs.NewMutex(s.store.LockName(i), redsync.WithExpiry(s.cfg.LockTTL), redsync.WithTries(1), redsync.WithTimeoutFactor(0.2))
 		if err := m.TryLockContext(ctx); err != nil {
 			var taken *redsync.ErrTaken
 			if !errors.As(err, &taken) && !errors.Is(err, redsync.ErrFailed) && ctx.Err() == nil {

@@ -16,6 +16,7 @@ import (
 type Config struct {
 	Addr         string
 	RedisURL     string
+	RedisCluster bool
 	AuthSecret   string // env only
 	AllowPrivate bool
 	Prefix       string
@@ -42,9 +43,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		}
 		return def
 	}
-	var roles, shards, retention, grace, lockTTL, leaseGrace, maxPayload, allow string
+	var roles, shards, retention, grace, lockTTL, leaseGrace, maxPayload, allow, cluster string
 	fs.StringVar(&c.Addr, "addr", env("KAIROS_ADDR", ":8080"), "listen address of the API and admin page (KAIROS_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("KAIROS_REDIS_URL", ""), "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (KAIROS_REDIS_URL)")
+	fs.StringVar(&cluster, "redis-cluster", env("KAIROS_REDIS_CLUSTER", "0"), "1: KAIROS_REDIS_URL names Redis Cluster nodes, redis://host:port?addr=host2:port (KAIROS_REDIS_CLUSTER)")
 	fs.StringVar(&allow, "allow-private-urls", env("KAIROS_ALLOW_PRIVATE_URLS", "0"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS)")
 	fs.StringVar(&c.Prefix, "prefix", env("KAIROS_PREFIX", "kairos"), "Redis key prefix, so deployments can share a Redis (KAIROS_PREFIX)")
 	fs.StringVar(&shards, "shards", env("KAIROS_SHARDS", "16"), "Delay Bucket shards; fixed once jobs exist (KAIROS_SHARDS)")
@@ -67,6 +69,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	var err error
 	if c.AllowPrivate, err = strconv.ParseBool(allow); err != nil {
 		errs = append(errs, fmt.Errorf("KAIROS_ALLOW_PRIVATE_URLS=%q: use 1 or 0", allow))
+	}
+	if c.RedisCluster, err = strconv.ParseBool(cluster); err != nil {
+		errs = append(errs, fmt.Errorf("KAIROS_REDIS_CLUSTER=%q: use 1 or 0", cluster))
+	}
+	if c.RedisCluster && c.RedisURL == "" {
+		errs = append(errs, errors.New("KAIROS_REDIS_CLUSTER needs KAIROS_REDIS_URL naming at least one cluster node"))
 	}
 	if c.Shards, err = strconv.Atoi(shards); err != nil || c.Shards < 1 || c.Shards > 4096 {
 		errs = append(errs, fmt.Errorf("shards %q: use a whole number from 1 to 4096", shards))

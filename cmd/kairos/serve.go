@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/go-chi/chi/v5"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
@@ -24,6 +25,7 @@ import (
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/scanner"
+	"github.com/kairos-sh/kairos/web"
 )
 
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
@@ -48,18 +50,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log := newLogger(cfg, stderr)
 
-	opt, closeEmbedded, err := redisOptions(cfg, log)
+	client, blocking, closeEmbedded, err := redisClients(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer closeEmbedded()
-	client := redis.NewClient(opt)
 	defer client.Close()
-	// Blocked consumers hold their connections; they get a pool of their own
-	// so that they can never take the connections API calls need.
-	bopt := *opt
-	bopt.PoolSize = 4096
-	blocking := redis.NewClient(&bopt)
 	defer blocking.Close()
 
 	store := rdb.New(client, rdb.Options{Prefix: cfg.Prefix, Shards: cfg.Shards, Retention: cfg.Retention, LeaseGrace: cfg.LeaseGrace, Blocking: blocking, NewSecret: callback.NewSecret})
@@ -110,7 +106,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		if worker != nil {
 			onTopic = worker.Refresh
 		}
-		h := api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, Logger: log, OnTopicChange: onTopic})
+		page := web.Handler()
+		h := api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, Logger: log, OnTopicChange: onTopic,
+			Extra: func(r chi.Router) { r.Handle("/", page); r.Handle("/assets/*", page) }})
 		ln, err := net.Listen("tcp", cfg.Addr)
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
@@ -157,23 +155,41 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	return nil
 }
 
-// redisOptions parses KAIROS_REDIS_URL or starts the embedded Redis.
-func redisOptions(cfg Config, log *slog.Logger) (*redis.Options, func(), error) {
-	if cfg.RedisURL != "" {
-		opt, err := redis.ParseURL(cfg.RedisURL)
+// redisClients connects to KAIROS_REDIS_URL (a Redis Cluster when
+// KAIROS_REDIS_CLUSTER is set) or starts the embedded Redis. It returns the
+// main client and the one for blocking pops: blocked consumers hold their
+// connections, so they get a pool of their own and can never take the
+// connections API calls need.
+func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.UniversalClient, closeEmbedded func(), err error) {
+	const blockingPool = 4096 // an upper bound; connections open on demand
+	if cfg.RedisCluster {
+		opt, err := redis.ParseClusterURL(cfg.RedisURL)
 		if err != nil {
-			return nil, nil, fmt.Errorf("KAIROS_REDIS_URL: %w (want redis://[user:password@]host:port[/db] or rediss://...)", err)
+			return nil, nil, nil, fmt.Errorf("KAIROS_REDIS_URL: %w (want redis://[user:password@]host:port?addr=host2:port&addr=host3:port for a cluster)", err)
 		}
-		return opt, func() {}, nil
+		bopt := *opt
+		bopt.PoolSize = blockingPool
+		return redis.NewClusterClient(opt), redis.NewClusterClient(&bopt), func() {}, nil
 	}
-	m := miniredis.NewMiniRedis()
-	m.ClockTTL(true) // key TTLs follow the wall clock, as redsync's lock expiry needs
-	if err := m.StartAddr("127.0.0.1:0"); err != nil {
-		return nil, nil, fmt.Errorf("start embedded redis: %w", err)
+	var opt *redis.Options
+	closeEmbedded = func() {}
+	if cfg.RedisURL != "" {
+		if opt, err = redis.ParseURL(cfg.RedisURL); err != nil {
+			return nil, nil, nil, fmt.Errorf("KAIROS_REDIS_URL: %w (want redis://[user:password@]host:port[/db] or rediss://...)", err)
+		}
+	} else {
+		m := miniredis.NewMiniRedis()
+		m.ClockTTL(true) // key TTLs follow the wall clock, as redsync's lock expiry needs
+		if err := m.StartAddr("127.0.0.1:0"); err != nil {
+			return nil, nil, nil, fmt.Errorf("start embedded redis: %w", err)
+		}
+		log.Warn("KAIROS_REDIS_URL is not set: using an EMBEDDED IN-MEMORY Redis for trying kairos out. " +
+			"NOTHING PERSISTS: every job is lost when this process stops. Set KAIROS_REDIS_URL for real use.")
+		opt, closeEmbedded = &redis.Options{Addr: m.Addr()}, m.Close
 	}
-	log.Warn("KAIROS_REDIS_URL is not set: using an EMBEDDED IN-MEMORY Redis for trying kairos out. " +
-		"NOTHING PERSISTS: every job is lost when this process stops. Set KAIROS_REDIS_URL for real use.")
-	return &redis.Options{Addr: m.Addr()}, m.Close, nil
+	bopt := *opt
+	bopt.PoolSize = blockingPool
+	return redis.NewClient(opt), redis.NewClient(&bopt), closeEmbedded, nil
 }
 
 // initStore checks the shard count and clock, retrying while Redis comes up.

@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -110,6 +112,21 @@ func (s *Server) Restart() error {
 	return s.start(bin)
 }
 
+// Alive reports whether the server process is running.
+func (s *Server) Alive() bool {
+	if s.done == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func mkdir(dir string) error { return os.MkdirAll(dir, 0o755) }
+
 // Kill stops the server with SIGKILL and waits for it.
 func (s *Server) Kill() {
 	if s.cmd == nil || s.cmd.Process == nil {
@@ -188,16 +205,31 @@ func Prefix(tb testing.TB) string {
 	return "t" + hex.EncodeToString(b[:])
 }
 
-// Keys returns every key under prefix, for before/after comparisons.
+// Keys returns every key under prefix, sorted, for before/after
+// comparisons; on a cluster it scans every master.
 func Keys(tb testing.TB, c redis.UniversalClient, prefix string) []string {
 	tb.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
 	var out []string
-	iter := c.Scan(context.Background(), 0, prefix+":*", 1000).Iterator()
-	for iter.Next(context.Background()) {
-		out = append(out, iter.Val())
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			out = append(out, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
 	}
-	if err := iter.Err(); err != nil {
+	var err error
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
+	} else {
+		err = scan(ctx, c)
+	}
+	if err != nil {
 		tb.Fatal(err)
 	}
+	sort.Strings(out)
 	return out
 }

@@ -1,0 +1,217 @@
+// Package bench is kairos's load tool, run as `kairos bench`. It drives a
+// kairos through its HTTP API, receives the callbacks on a loopback server
+// of its own, and measures create throughput, firing precision, burst
+// drain time, Redis commands per job and Redis memory per pending job
+// against the targets of issue 5. cmd/kairos starts the kairos under test
+// (or names a running one) and hands it over as a Target.
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"sync"
+	"time"
+)
+
+// Target is the kairos under test.
+type Target struct {
+	URL   string // API base URL, on loopback
+	Token string // bearer token of the tenant the bench acts as
+	// Redis reads figures of the Redis kairos runs on; nil when the tool
+	// has no access to it (memory and command figures are then left out).
+	Redis Redis
+	// DropJobs deletes every job the target holds, at once; set for a
+	// kairos the tool started itself on its own key prefix. When nil, the
+	// bench cancels its pending jobs through the API.
+	DropJobs func(ctx context.Context) (int, error)
+	// Sent returns the commands the kairos process has sent to Redis so
+	// far, by lowercase name, a script call counting once; nil if unknown.
+	Sent func() map[string]int64
+	// Name describes the target in the report.
+	Name string
+}
+
+// Config holds settings every scenario shares. Zero values take defaults.
+type Config struct {
+	Clients     int           // concurrent API clients; default 32
+	BatchSize   int           // jobs per batch create; default 1000
+	Concurrency int           // the bench topic's consumers; default 64
+	Lead        time.Duration // time between starting to create a run and its first due time; default: from the measured create rate
+	Grace       time.Duration // how long after the last due time missing jobs are waited for; default 5s
+	ProfileDir  string        // where CPU profiles of the measured phases go; "" for none
+	Progress    io.Writer     // progress lines; nil for none
+}
+
+func (c Config) withDefaults() Config {
+	if c.Clients <= 0 {
+		c.Clients = 32
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 1000
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 64
+	}
+	if c.Grace <= 0 {
+		c.Grace = 5 * time.Second
+	}
+	return c
+}
+
+// Bench runs scenarios against one target. Scenarios run one at a time.
+type Bench struct {
+	t      Target
+	cfg    Config
+	rec    *Receiver
+	api    *apiClient
+	topic  string
+	offset time.Duration // Redis clock minus local clock
+	rate   float64       // batch create rate measured at start, jobs/s
+	mu     sync.Mutex    // guards Progress
+}
+
+// New starts the receiver, registers the bench's topic on the target and
+// checks that a callback gets through. Close undoes it.
+func New(ctx context.Context, t Target, cfg Config) (*Bench, error) {
+	cfg = cfg.withDefaults()
+	rec, err := StartReceiver()
+	if err != nil {
+		return nil, fmt.Errorf("start receiver: %w", err)
+	}
+	b := &Bench{t: t, cfg: cfg, rec: rec, api: newAPIClient(t.URL, t.Token, cfg.Clients), topic: "bench-" + randomID()}
+	b.offset = b.clockOffset(ctx)
+	if err := b.api.putTopic(ctx, b.topic, rec.URL, cfg.Concurrency); err != nil {
+		b.Close(ctx)
+		return nil, fmt.Errorf("register topic: %w", err)
+	}
+	if err := b.warmUp(ctx); err != nil {
+		b.Close(ctx)
+		return nil, err
+	}
+	return b, nil
+}
+
+// Close deletes the bench's topic and stops the receiver.
+func (b *Bench) Close(ctx context.Context) error {
+	err := b.api.deleteTopic(ctx, b.topic)
+	b.api.close()
+	b.rec.Close()
+	return err
+}
+
+// warmUp sends a few jobs due now and waits for them, so that the topic's
+// consumers run and connections are open, then times one batch create for
+// the default lead.
+func (b *Bench) warmUp(ctx context.Context) error {
+	const n = 20
+	s := b.newSpec("warm", func(int) int64 { return b.now().UnixMilli() })
+	run := b.rec.Expect(s.run, n)
+	if _, err := b.load(ctx, s, n, 1, time.Time{}, nil); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for run.Arrived() < n {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("warm-up: %d of %d callbacks arrived within 15s: can kairos reach %s (KAIROS_ALLOW_PRIVATE_URLS=1)?", run.Arrived(), n, b.rec.URL)
+		}
+		sleep(ctx, 10*time.Millisecond)
+	}
+	far := b.now().Add(24 * time.Hour).UnixMilli()
+	probe := b.newSpec("probe", func(int) int64 { return far })
+	size := b.cfg.BatchSize
+	l, err := b.load(ctx, probe, size, size, time.Time{}, nil)
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	b.rate = l.rate()
+	return b.drop(ctx, probe, size, nil)
+}
+
+// now is the current time on the Redis clock.
+func (b *Bench) now() time.Time { return time.Now().Add(b.offset) }
+
+// local converts a time on the Redis clock to the local clock.
+func (b *Bench) local(t time.Time) time.Time { return t.Add(-b.offset) }
+
+// newSpec names a run after its scenario.
+func (b *Bench) newSpec(scenario string, due func(i int) int64) spec {
+	return spec{run: scenario + "-" + randomID()[:6], due: due}
+}
+
+// lead is how far ahead of its first due time a run of n jobs is created.
+func (b *Bench) lead(n int) time.Duration {
+	if b.cfg.Lead > 0 {
+		return b.cfg.Lead
+	}
+	rate := max(b.rate, 1000)
+	d := 1500*time.Millisecond + time.Duration(2*float64(n)/rate*float64(time.Second))
+	return min(max(d, 2*time.Second), time.Minute)
+}
+
+// await waits until every job of run arrived and settle has passed since
+// the last arrival, or until grace after the last due time.
+func (b *Bench) await(ctx context.Context, run *Run, n int, lastDue time.Time, settle time.Duration) {
+	deadline := b.local(lastDue).Add(b.cfg.Grace)
+	for ctx.Err() == nil {
+		now := time.Now()
+		if run.Arrived() >= n && now.Sub(run.Last()) >= settle && now.After(b.local(lastDue)) {
+			return
+		}
+		if now.After(deadline) {
+			return
+		}
+		sleep(ctx, 10*time.Millisecond)
+	}
+}
+
+// profile starts a CPU profile of this process to ProfileDir/name.pprof
+// and returns its stop function.
+func (b *Bench) profile(name string) func() {
+	if b.cfg.ProfileDir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(b.cfg.ProfileDir, name+".pprof"))
+	if err != nil {
+		b.progressf("cpu profile %s: %v", name, err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.progressf("cpu profile %s: %v", name, err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
+func (b *Bench) progressf(format string, args ...any) {
+	if b.cfg.Progress == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	fmt.Fprintf(b.cfg.Progress, "bench: "+format+"\n", args...)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func randomID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,165 @@
+package bench
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// spec describes the jobs of one run: job i has id "<run>-<i>" and is due
+// at due(i), unix ms on the Redis clock.
+type spec struct {
+	run string
+	due func(i int) int64
+}
+
+func (s spec) id(i int) string { return s.run + "-" + strconv.Itoa(i) }
+
+// appendJob writes job i as a create request.
+func appendJob(b []byte, s spec, i int) []byte {
+	due := s.due(i)
+	b = append(b, `{"id":"`...)
+	b = append(b, s.run...)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, int64(i), 10)
+	b = append(b, `","run_at":"`...)
+	b = time.UnixMilli(due).UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	b = append(b, `","payload":`...)
+	b = appendPayload(b, s.run, i, due)
+	return append(b, '}')
+}
+
+// loadResult is what creating a run's jobs took.
+type loadResult struct {
+	Created int
+	Elapsed time.Duration
+	Lat     []time.Duration // per call
+	Stopped bool            // stopAt came before every job was created
+}
+
+func (l loadResult) rate() float64 {
+	if l.Elapsed <= 0 {
+		return 0
+	}
+	return float64(l.Created) / l.Elapsed.Seconds()
+}
+
+// load creates jobs 0..n-1 of s with the configured number of concurrent
+// clients, size jobs per call (1: single creates, else batch creates). It
+// stops taking new calls at stopAt (if set) and returns at the first error.
+// progress, if set, is called every 10 seconds with the jobs created so far.
+func (b *Bench) load(ctx context.Context, s spec, n, size int, stopAt time.Time, progress func(created int, elapsed time.Duration)) (loadResult, error) {
+	size = max(size, 1)
+	chunks := (n + size - 1) / size
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next, created atomic.Int64
+	var stopped atomic.Bool
+	lats := make([][]time.Duration, b.cfg.Clients)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range b.cfg.Clients {
+		wg.Go(func() {
+			var buf []byte
+			for ctx.Err() == nil {
+				k := int(next.Add(1) - 1)
+				if k >= chunks {
+					return
+				}
+				if !stopAt.IsZero() && time.Now().After(stopAt) {
+					stopped.Store(true)
+					return
+				}
+				lo, hi := k*size, min(n, (k+1)*size)
+				buf = buf[:0]
+				if size == 1 {
+					buf = appendJob(buf, s, lo)
+				} else {
+					buf = append(buf, `{"jobs":[`...)
+					for i := lo; i < hi; i++ {
+						if i > lo {
+							buf = append(buf, ',')
+						}
+						buf = appendJob(buf, s, i)
+					}
+					buf = append(buf, "]}"...)
+				}
+				t0 := time.Now()
+				err := b.api.create(ctx, b.topic, buf, size > 1)
+				lats[w] = append(lats[w], time.Since(t0))
+				if err != nil {
+					cancel(err)
+					return
+				}
+				created.Add(int64(hi - lo))
+			}
+		})
+	}
+	if progress != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			t := time.NewTicker(10 * time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					progress(int(created.Load()), time.Since(start))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	res := loadResult{Created: int(created.Load()), Elapsed: time.Since(start), Stopped: stopped.Load()}
+	for _, l := range lats {
+		res.Lat = append(res.Lat, l...)
+	}
+	if err := context.Cause(ctx); err != nil && res.Created < n && !res.Stopped {
+		return res, err
+	}
+	return res, nil
+}
+
+// drop removes the jobs of a run that may still be pending: at once when
+// the target can (a self-started kairos), else by cancelling jobs 0..n-1
+// through the API, skipping those for which skip(i) holds.
+func (b *Bench) drop(ctx context.Context, s spec, n int, skip func(i int) bool) error {
+	if b.t.DropJobs != nil {
+		if _, err := b.t.DropJobs(ctx); err != nil {
+			return err
+		}
+		b.settleMemory(ctx)
+		return nil
+	}
+	var next atomic.Int64
+	var first error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range b.cfg.Clients {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if skip != nil && skip(i) {
+					continue
+				}
+				if err := b.api.cancel(ctx, b.topic, s.id(i)); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	b.settleMemory(ctx)
+	return first
+}

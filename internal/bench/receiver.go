@@ -1,0 +1,224 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Receiver is the bench's callback target: a plain net/http server on
+// loopback that notes when each job of the current run arrives. It answers
+// 204 at once and does no verification, so that it costs little next to
+// the kairos under test.
+type Receiver struct {
+	URL   string // the callback URL: http://127.0.0.1:port/cb
+	ln    net.Listener
+	srv   *http.Server
+	cur   atomic.Pointer[Run]
+	stray atomic.Int64 // hits that belong to no job of the current run
+	done  chan struct{}
+}
+
+// StartReceiver listens on a free loopback port and serves until Close.
+func StartReceiver() (*Receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &Receiver{URL: "http://" + ln.Addr().String() + "/cb", ln: ln, done: make(chan struct{})}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	go func() { defer close(r.done); r.srv.Serve(ln) }()
+	return r, nil
+}
+
+// Close stops the server and waits for it.
+func (r *Receiver) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := r.srv.Shutdown(ctx)
+	<-r.done
+	return err
+}
+
+// Stray returns how many hits so far belonged to no job of the run that
+// was current when they arrived.
+func (r *Receiver) Stray() int64 { return r.stray.Load() }
+
+// Expect makes run id, of n jobs numbered 0..n-1, the current run.
+func (r *Receiver) Expect(id string, n int) *Run {
+	run := &Run{ID: id, n: n, first: make([]atomic.Int64, n), due: make([]atomic.Int64, n), count: make([]atomic.Int32, n)}
+	r.cur.Store(run)
+	return run
+}
+
+// ServeHTTP records one callback. Arrival is the moment the handler runs.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	at := time.Now().UnixNano()
+	var buf [256]byte
+	n, err := io.ReadFull(req.Body, buf[:])
+	if err == nil {
+		io.Copy(io.Discard, req.Body)
+	}
+	run, seq, due, ok := parsePayload(buf[:n])
+	cur := r.cur.Load()
+	if !ok || cur == nil || string(run) != cur.ID || seq < 0 || seq >= cur.n {
+		r.stray.Add(1)
+	} else {
+		cur.record(seq, at, due)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Run tracks the deliveries of one scenario run.
+type Run struct {
+	ID      string
+	n       int
+	first   []atomic.Int64 // arrival of each job's first delivery, unix ns on the local clock; 0: none
+	due     []atomic.Int64 // each job's due time from its payload, unix ms on the Redis clock
+	count   []atomic.Int32 // deliveries per job
+	arrived atomic.Int64   // jobs delivered at least once
+	hits    atomic.Int64   // deliveries in all
+	last    atomic.Int64   // latest arrival, unix ns
+}
+
+func (r *Run) record(seq int, at, dueMS int64) {
+	r.hits.Add(1)
+	if r.count[seq].Add(1) == 1 {
+		r.due[seq].Store(dueMS)
+		r.first[seq].Store(at)
+		r.arrived.Add(1)
+	}
+	for {
+		l := r.last.Load()
+		if at <= l || r.last.CompareAndSwap(l, at) {
+			return
+		}
+	}
+}
+
+// Arrived returns how many jobs were delivered at least once.
+func (r *Run) Arrived() int { return int(r.arrived.Load()) }
+
+// Last returns the latest arrival (zero before any).
+func (r *Run) Last() time.Time {
+	if l := r.last.Load(); l != 0 {
+		return time.Unix(0, l)
+	}
+	return time.Time{}
+}
+
+// Delivery sums up a run's deliveries. Lateness is arrival minus due time.
+type Delivery struct {
+	Jobs       int     `json:"jobs"`
+	Delivered  int     `json:"delivered"`  // distinct jobs that arrived
+	Missing    int     `json:"missing"`    // jobs that never arrived
+	Duplicated int     `json:"duplicated"` // jobs that arrived more than once
+	Early      int     `json:"early"`      // jobs that arrived before their due time
+	Stray      int64   `json:"stray"`      // hits of no job of this run
+	MinMS      float64 `json:"lateness_min_ms"`
+	P50MS      float64 `json:"lateness_p50_ms"`
+	P90MS      float64 `json:"lateness_p90_ms"`
+	P99MS      float64 `json:"lateness_p99_ms"`
+	MaxMS      float64 `json:"lateness_max_ms"`
+	// FirstMS and LastMS are the first and the last arrival after the
+	// earliest due time of the run.
+	FirstMS float64 `json:"first_arrival_ms"`
+	LastMS  float64 `json:"last_arrival_ms"`
+}
+
+// Delivery computes the figures; offset is the Redis clock minus the local
+// clock, so that arrivals and due times are compared on one clock.
+func (r *Run) Delivery(offset time.Duration, stray int64) Delivery {
+	d := Delivery{Jobs: r.n, Stray: stray}
+	late := make([]int64, 0, r.n)
+	var minDue, first, last int64
+	for i := range r.n {
+		due := r.due[i].Load() * int64(time.Millisecond)
+		c := r.count[i].Load()
+		if c == 0 {
+			d.Missing++
+			continue
+		}
+		if c > 1 {
+			d.Duplicated++
+		}
+		at := r.first[i].Load() + int64(offset)
+		l := at - due
+		if l < 0 {
+			d.Early++
+		}
+		late = append(late, l)
+		if minDue == 0 || due < minDue {
+			minDue = due
+		}
+		if first == 0 || at < first {
+			first = at
+		}
+		last = max(last, at)
+	}
+	d.Delivered = len(late)
+	if len(late) == 0 {
+		return d
+	}
+	q := quantiles(late, 0, 0.5, 0.9, 0.99, 1)
+	d.MinMS, d.P50MS, d.P90MS, d.P99MS, d.MaxMS = nsToMS(q[0]), nsToMS(q[1]), nsToMS(q[2]), nsToMS(q[3]), nsToMS(q[4])
+	d.FirstMS, d.LastMS = nsToMS(first-minDue), nsToMS(last-minDue)
+	return d
+}
+
+// appendPayload writes a job's callback body: its run, its number and its
+// due time (unix ms on the Redis clock), padded to 60 bytes.
+func appendPayload(b []byte, run string, seq int, dueMS int64) []byte {
+	const size = 60
+	start := len(b)
+	b = append(b, `{"run":"`...)
+	b = append(b, run...)
+	b = append(b, `","seq":`...)
+	b = strconv.AppendInt(b, int64(seq), 10)
+	b = append(b, `,"due":`...)
+	b = strconv.AppendInt(b, dueMS, 10)
+	if pad := size - (len(b) - start) - len(`,"pad":""}`); pad >= 0 {
+		b = append(b, `,"pad":"`...)
+		for range pad {
+			b = append(b, '.')
+		}
+		b = append(b, '"')
+	}
+	return append(b, '}')
+}
+
+var errPayload = errors.New("not a bench payload")
+
+// parsePayload reads what appendPayload wrote.
+func parsePayload(p []byte) (run []byte, seq int, dueMS int64, ok bool) {
+	field := func(name string) ([]byte, error) {
+		i := bytes.Index(p, []byte(name))
+		if i < 0 {
+			return nil, errPayload
+		}
+		rest := p[i+len(name):]
+		j := bytes.IndexAny(rest, `",}`)
+		if j < 0 {
+			return nil, errPayload
+		}
+		return rest[:j], nil
+	}
+	run, err1 := field(`"run":"`)
+	s, err2 := field(`"seq":`)
+	d, err3 := field(`"due":`)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return nil, 0, 0, false
+	}
+	n, err1 := strconv.Atoi(string(s))
+	due, err2 := strconv.ParseInt(string(d), 10, 64)
+	if err1 != nil || err2 != nil {
+		return nil, 0, 0, false
+	}
+	return run, n, due, true
+}

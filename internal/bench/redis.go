@@ -1,0 +1,206 @@
+package bench
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Redis reads the figures of the Redis that kairos runs on. cmd/kairos
+// fills it with a go-redis client kept apart from kairos's own, so that the
+// bench's reads are not counted as kairos's commands.
+type Redis interface {
+	// Info returns the text of INFO section.
+	Info(ctx context.Context, section string) (string, error)
+	// ResetStat runs CONFIG RESETSTAT.
+	ResetStat(ctx context.Context) error
+	// Time returns Redis's clock (TIME).
+	Time(ctx context.Context) (time.Time, error)
+}
+
+// parseInfo reads INFO's "name:value" lines.
+func parseInfo(s string) map[string]string {
+	out := map[string]string{}
+	for line := range strings.Lines(s) {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// parseCommandStats reads INFO commandstats into calls per command, such as
+// "evalsha" or "config|resetstat". Redis counts the commands that scripts
+// run with redis.call too, under their own names.
+func parseCommandStats(s string) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range parseInfo(s) {
+		name, ok := strings.CutPrefix(k, "cmdstat_")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Split(v, ",") {
+			if n, ok := strings.CutPrefix(f, "calls="); ok {
+				c, _ := strconv.ParseInt(n, 10, 64)
+				out[name] = c
+			}
+		}
+	}
+	return out
+}
+
+// ownCommands are the bench's own reads, left out of kairos's counts.
+var ownCommands = map[string]bool{"info": true, "config|resetstat": true, "time": true}
+
+// CommandCount is one command's share.
+type CommandCount struct {
+	Command  string  `json:"command"`
+	Executed float64 `json:"executed"`       // as Redis counts: inside scripts included
+	Sent     float64 `json:"sent,omitempty"` // sent by the kairos process (a script call counts once)
+}
+
+// commandTable merges executed and sent counts, each divided by div,
+// largest first, leaving out the bench's own commands.
+func commandTable(executed, sent map[string]int64, div float64) (rows []CommandCount, exTotal, sentTotal float64) {
+	names := map[string]bool{}
+	for n := range executed {
+		names[n] = true
+	}
+	for n := range sent {
+		names[n] = true
+	}
+	for n := range names {
+		if ownCommands[n] {
+			continue
+		}
+		c := CommandCount{Command: n, Executed: float64(executed[n]) / div, Sent: float64(sent[n]) / div}
+		exTotal += c.Executed
+		sentTotal += c.Sent
+		rows = append(rows, c)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Executed != rows[j].Executed {
+			return rows[i].Executed > rows[j].Executed
+		}
+		return rows[i].Command < rows[j].Command
+	})
+	return rows, exTotal, sentTotal
+}
+
+func (b *Bench) info(ctx context.Context, section string) (map[string]string, bool) {
+	if b.t.Redis == nil {
+		return nil, false
+	}
+	s, err := b.t.Redis.Info(ctx, section)
+	if err != nil {
+		b.progressf("redis INFO %s: %v", section, err)
+		return nil, false
+	}
+	return parseInfo(s), true
+}
+
+// usedMemory returns INFO memory's used_memory.
+func (b *Bench) usedMemory(ctx context.Context) (int64, bool) {
+	m, ok := b.info(ctx, "memory")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(m["used_memory"], 10, 64)
+	return n, err == nil
+}
+
+// settleMemory waits (up to 30s) until Redis has freed what UNLINK handed
+// to its background thread, so that the next memory baseline is true.
+func (b *Bench) settleMemory(ctx context.Context) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		m, ok := b.info(ctx, "memory")
+		if !ok || m["lazyfree_pending_objects"] == "0" || m["lazyfree_pending_objects"] == "" {
+			return
+		}
+		sleep(ctx, 50*time.Millisecond)
+	}
+}
+
+// commandStats returns INFO commandstats as calls per command.
+func (b *Bench) commandStats(ctx context.Context) (map[string]int64, bool) {
+	if b.t.Redis == nil {
+		return nil, false
+	}
+	s, err := b.t.Redis.Info(ctx, "commandstats")
+	if err != nil {
+		return nil, false
+	}
+	return parseCommandStats(s), true
+}
+
+// clockOffset measures Redis's clock minus the local one (best of three).
+func (b *Bench) clockOffset(ctx context.Context) time.Duration {
+	if b.t.Redis == nil {
+		return 0
+	}
+	best, off := time.Duration(1<<62), time.Duration(0)
+	for range 5 {
+		t0 := time.Now()
+		rt, err := b.t.Redis.Time(ctx)
+		if err != nil {
+			return 0
+		}
+		if rtt := time.Since(t0); rtt < best {
+			best, off = rtt, rt.Sub(t0.Add(rtt/2))
+		}
+	}
+	return off
+}
+
+// Usage is CPU use over a phase, in percent of one core.
+type Usage struct {
+	ProcessPct float64 `json:"process_cpu_pct"` // this process: kairos and the tool when self-started
+	RedisPct   float64 `json:"redis_cpu_pct,omitempty"`
+	Redis      bool    `json:"-"`
+}
+
+type cpuMark struct {
+	wall  time.Time
+	proc  time.Duration
+	redis float64
+	ok    bool
+}
+
+func (b *Bench) mark(ctx context.Context) cpuMark {
+	m := cpuMark{wall: time.Now(), proc: processCPU()}
+	if in, ok := b.info(ctx, "cpu"); ok {
+		u, err1 := strconv.ParseFloat(in["used_cpu_user"], 64)
+		s, err2 := strconv.ParseFloat(in["used_cpu_sys"], 64)
+		m.redis, m.ok = u+s, err1 == nil && err2 == nil
+	}
+	return m
+}
+
+func (b *Bench) usage(ctx context.Context, m cpuMark) Usage {
+	now := b.mark(ctx)
+	wall := now.wall.Sub(m.wall).Seconds()
+	if wall <= 0 {
+		return Usage{}
+	}
+	u := Usage{ProcessPct: 100 * (now.proc - m.proc).Seconds() / wall}
+	if m.ok && now.ok {
+		u.Redis, u.RedisPct = true, 100*(now.redis-m.redis)/wall
+	}
+	return u
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,145 @@
+package testredis
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cluster is a real Redis Cluster of redis-server child processes on
+// loopback ports: masters with one replica each.
+type Cluster struct {
+	Nodes []*Server
+}
+
+// StartCluster starts 2*masters nodes in dir, joins them with
+// `redis-cli --cluster create --cluster-replicas 1` and waits until every
+// node reports cluster_state:ok. extra is appended to every node's arguments.
+func StartCluster(dir string, masters int, extra ...string) (*Cluster, error) {
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		return nil, fmt.Errorf("redis-cli not found on PATH: run `make test`, which installs redis-tools")
+	}
+	c := &Cluster{}
+	for i := range 2 * masters {
+		ndir := filepath.Join(dir, "node"+strconv.Itoa(i))
+		if err := mkdir(ndir); err != nil {
+			return nil, err
+		}
+		args := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(ndir, "nodes.conf"),
+			"--cluster-node-timeout", "2000"}, extra...)
+		s, err := Start(ndir, args...)
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, s)
+	}
+	args := []string{"--cluster", "create"}
+	for _, n := range c.Nodes {
+		args = append(args, n.Addr)
+	}
+	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	if err := c.WaitOK(30 * time.Second); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// WaitOK waits until every live node says cluster_state:ok and knows the
+// expected number of masters with slots.
+func (c *Cluster) WaitOK(within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		ok := true
+		for _, n := range c.Nodes {
+			if !n.Alive() {
+				continue
+			}
+			cl := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+			info, err := cl.ClusterInfo(context.Background()).Result()
+			cl.Close()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redis cluster not ok within %v", within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Addrs returns every node's address.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Addr
+	}
+	return out
+}
+
+// URL returns the cluster in the form KAIROS_REDIS_URL takes with
+// KAIROS_REDIS_CLUSTER=1: redis://first?addr=second&addr=...
+func (c *Cluster) URL() string {
+	u := "redis://" + c.Nodes[0].Addr
+	for i, n := range c.Nodes[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		u += sep + "addr=" + n.Addr
+	}
+	return u
+}
+
+// Client returns a cluster client over every node.
+func (c *Cluster) Client() *redis.ClusterClient {
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+}
+
+// Master returns the node serving key's slot as master.
+func (c *Cluster) Master(ctx context.Context, key string) (*Server, error) {
+	cl := c.Client()
+	defer cl.Close()
+	slot, err := cl.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		return nil, err
+	}
+	slots, err := cl.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range slots {
+		if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
+			for _, n := range c.Nodes {
+				if n.Addr == s.Nodes[0].Addr {
+					return n, nil
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("no master for slot %d", slot)
+}
+
+// Stop stops every node.
+func (c *Cluster) Stop() {
+	for _, n := range c.Nodes {
+		n.Stop()
+	}
+}
