@@ -79,8 +79,9 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			if first, dup := seen[j.ID]; dup {
 				err = &ValidationError{Errors: []FieldError{{Field: prefix + "id", Message: fmt.Sprintf("id %q is also used by jobs[%d] of this batch", j.ID, first)}}}
+			} else {
+				seen[j.ID] = i
 			}
-			seen[j.ID] = i
 		}
 		if err != nil {
 			p := s.problem(r, err)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -48,6 +49,9 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page, err := s.store.ListJobs(r.Context(), rdb.ListQuery{Tenant: tenant, Topic: topic, State: state, Cursor: q.Get("cursor"), Limit: limit})
+	if errors.Is(err, rdb.ErrBadCursor) {
+		err = &ValidationError{Errors: []FieldError{{Field: "cursor", Message: "not a cursor this server returned: pass next_cursor from the previous page"}}}
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -65,6 +65,10 @@ func (s *Server) routes() chi.Router {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/readyz", s.readyz)
+	r.Get("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		w.Write(kairos.OpenAPI)
+	})
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
 		r.Get("/topics", s.listTopics)

@@ -38,9 +38,10 @@ type topicResponse struct {
 	UpdatedAt   string            `json:"updated_at"`
 }
 
+// backoffResponse shows backoff durations; a job shows only the ones it sets.
 type backoffResponse struct {
-	Initial string `json:"initial"`
-	Max     string `json:"max"`
+	Initial string `json:"initial,omitempty"`
+	Max     string `json:"max,omitempty"`
 }
 
 func topicView(t kairos.Topic) topicResponse {

@@ -222,7 +222,9 @@ func testRetryAfterHonoured(t *testing.T, start starter) {
 	}
 }
 
-func TestDeadAfterMaxAttemptsThenReplay(t *testing.T) { testDeadAfterMaxAttemptsThenReplay(t, startEngine) }
+func TestDeadAfterMaxAttemptsThenReplay(t *testing.T) {
+	testDeadAfterMaxAttemptsThenReplay(t, startEngine)
+}
 
 func testDeadAfterMaxAttemptsThenReplay(t *testing.T, start starter) {
 	t.Parallel()
@@ -263,7 +265,9 @@ func testDeadAfterMaxAttemptsThenReplay(t *testing.T, start starter) {
 	t.Logf("replayed job: %+v", v)
 }
 
-func TestPrivateTargetsRefusedByDefault(t *testing.T) { testPrivateTargetsRefusedByDefault(t, startEngine) }
+func TestPrivateTargetsRefusedByDefault(t *testing.T) {
+	testPrivateTargetsRefusedByDefault(t, startEngine)
+}
 
 func testPrivateTargetsRefusedByDefault(t *testing.T, start starter) {
 	t.Parallel()
