@@ -214,3 +214,20 @@ func (s *Store) DueSoon(ctx context.Context, n int, step time.Duration) ([]int64
 	}
 	return out, nil
 }
+
+// BucketDepths returns the number of members of each Delay Bucket shard.
+func (s *Store) BucketDepths(ctx context.Context) ([]int64, error) {
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.IntCmd, s.k.shards)
+	for sh := range s.k.shards {
+		cmds[sh] = pipe.ZCard(ctx, s.k.bucket(sh))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("bucket depths: %w", err)
+	}
+	out := make([]int64, len(cmds))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
+}

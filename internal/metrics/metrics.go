@@ -1,0 +1,189 @@
+// Package metrics exposes kairos's Prometheus metrics: job outcomes and
+// timings from the workers, and Redis-side gauges read at scrape time.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/rdb"
+)
+
+// Metrics holds kairos's collectors on a registry of its own.
+type Metrics struct {
+	reg       *prometheus.Registry
+	created   *prometheus.CounterVec
+	delivered *prometheus.CounterVec
+	failed    *prometheus.CounterVec
+	dead      *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	lateness  *prometheus.HistogramVec
+	redisErrs prometheus.Counter
+}
+
+// Gauges are read from Redis and the process at scrape time.
+type Gauges struct {
+	Store      *rdb.Store
+	LocksHeld  func() int // nil when this process runs no scanner
+	InFlight   func() int64
+}
+
+// New registers the metrics; g's gauges are read on every scrape.
+func New(g Gauges) *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		reg: reg,
+		created: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_jobs_created_total",
+			Help: "Jobs created or replaced through the API."}, []string{"topic"}),
+		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_jobs_delivered_total",
+			Help: "Jobs whose callback answered 2xx."}, []string{"topic"}),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_attempts_failed_total",
+			Help: "Callback attempts that failed (non-2xx, timeout, connection error, refused target)."}, []string{"topic"}),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_jobs_dead_total",
+			Help: "Jobs that failed their last attempt and went to the dead letters."}, []string{"topic"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kairos_attempt_duration_seconds",
+			Help:    "Time from sending a callback to its response headers or error.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"topic"}),
+		lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kairos_lateness_seconds",
+			Help:    "First attempt start minus the scheduled time.",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 5, 30}}, []string{"topic"}),
+		redisErrs: prometheus.NewCounter(prometheus.CounterOpts{Name: "kairos_redis_errors_total",
+			Help: "Redis commands that failed (not counting empty replies)."}),
+	}
+	reg.MustRegister(m.created, m.delivered, m.failed, m.dead, m.duration, m.lateness, m.redisErrs,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if g.Store != nil {
+		reg.MustRegister(&redisCollector{g: g})
+	}
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Created counts n jobs created in a topic.
+func (m *Metrics) Created(tenant, topic string, n int) {
+	m.created.WithLabelValues(tenant + "/" + topic).Add(float64(n))
+}
+
+// Attempt records a finished callback attempt.
+func (m *Metrics) Attempt(e callback.Event) {
+	topic := e.Job.Tenant + "/" + e.Job.Topic
+	m.duration.WithLabelValues(topic).Observe(e.Attempt.Duration.Seconds())
+	if e.Attempt.N == 1 {
+		m.lateness.WithLabelValues(topic).Observe(max(e.Lateness, 0).Seconds())
+	}
+	switch e.State {
+	case kairos.StateDelivered:
+		m.delivered.WithLabelValues(topic).Inc()
+	case kairos.StateRetrying:
+		m.failed.WithLabelValues(topic).Inc()
+	case kairos.StateDead:
+		m.failed.WithLabelValues(topic).Inc()
+		m.dead.WithLabelValues(topic).Inc()
+	}
+}
+
+// Hook returns a go-redis hook that counts failed commands.
+func (m *Metrics) Hook() redis.Hook { return errorHook{m.redisErrs} }
+
+type errorHook struct{ c prometheus.Counter }
+
+func (h errorHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			h.c.Inc()
+		}
+		return conn, err
+	}
+}
+
+func (h errorHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && !errors.Is(err, redis.Nil) && !isNoScript(err) {
+			h.c.Inc()
+		}
+		return err
+	}
+}
+
+func (h errorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) && !isNoScript(e) {
+				h.c.Inc()
+			}
+		}
+		return err
+	}
+}
+
+// isNoScript matches the NOSCRIPT reply that Script.Run answers with EVAL.
+func isNoScript(err error) bool { return len(err.Error()) >= 8 && err.Error()[:8] == "NOSCRIPT" }
+
+// redisCollector reads bucket depths, ready list lengths and process gauges at scrape time.
+type redisCollector struct{ g Gauges }
+
+var (
+	bucketDesc   = prometheus.NewDesc("kairos_bucket_depth", "Members of a Delay Bucket shard: pending jobs and leases.", []string{"shard"}, nil)
+	readyDesc    = prometheus.NewDesc("kairos_ready_list_length", "Jobs waiting on a topic's ready list.", []string{"topic"}, nil)
+	locksDesc    = prometheus.NewDesc("kairos_scanner_locks_held", "Delay Bucket shard locks this process holds.", nil, nil)
+	inflightDesc = prometheus.NewDesc("kairos_callbacks_in_flight", "Callbacks this process is firing now.", nil, nil)
+	upDesc       = prometheus.NewDesc("kairos_redis_up", "1 when the last scrape could read Redis.", nil, nil)
+)
+
+func (c *redisCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- bucketDesc
+	ch <- readyDesc
+	ch <- locksDesc
+	ch <- inflightDesc
+	ch <- upDesc
+}
+
+func (c *redisCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.g.LocksHeld != nil {
+		ch <- prometheus.MustNewConstMetric(locksDesc, prometheus.GaugeValue, float64(c.g.LocksHeld()))
+	}
+	if c.g.InFlight != nil {
+		ch <- prometheus.MustNewConstMetric(inflightDesc, prometheus.GaugeValue, float64(c.g.InFlight()))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	up := 1.0
+	depths, err := c.g.Store.BucketDepths(ctx)
+	if err != nil {
+		up = 0
+	}
+	for sh, d := range depths {
+		ch <- prometheus.MustNewConstMetric(bucketDesc, prometheus.GaugeValue, float64(d), strconv.Itoa(sh))
+	}
+	topics, err := c.g.Store.Topics(ctx)
+	if err != nil {
+		up = 0
+	}
+	for _, t := range topics {
+		n, err := c.g.Store.ReadyLen(ctx, t.Tenant, t.Name)
+		if err != nil {
+			up = 0
+			break
+		}
+		ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, float64(n), t.Tenant+"/"+t.Name)
+	}
+	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, up)
+}

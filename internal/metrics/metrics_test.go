@@ -1,0 +1,88 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/testredis"
+)
+
+func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
+
+func TestMetricsExposition(t *testing.T) {
+	ctx := context.Background()
+	client := testredis.Client(t)
+	store := rdb.New(client, rdb.Options{Prefix: testredis.Prefix(t), Shards: 4, NewSecret: callback.NewSecret})
+	if err := store.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.PutTopic(ctx, kairos.Topic{Tenant: "acme", Name: "orders", CallbackURL: "https://example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := store.Enqueue(ctx, kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "orders", ID: id}, RunAt: store.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := store.Enqueue(ctx, kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "orders", ID: "now"}, RunAt: store.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	m := New(Gauges{Store: store, LocksHeld: func() int { return 3 }, InFlight: func() int64 { return 2 }})
+	client.AddHook(m.Hook())
+	m.Created("acme", "orders", 4)
+	job := kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "orders", ID: "a"}}
+	m.Attempt(callback.Event{Job: job, Attempt: kairos.Attempt{N: 1, Duration: 30 * time.Millisecond}, State: kairos.StateRetrying, Lateness: 2 * time.Millisecond})
+	m.Attempt(callback.Event{Job: job, Attempt: kairos.Attempt{N: 2, Duration: 10 * time.Millisecond}, State: kairos.StateDead})
+	m.Attempt(callback.Event{Job: job, Attempt: kairos.Attempt{N: 1, Duration: 5 * time.Millisecond}, State: kairos.StateDelivered, Lateness: time.Millisecond})
+	client.Do(ctx, "NOSUCHCOMMAND") // one Redis error
+
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	text := string(body)
+	for _, want := range []string{
+		`kairos_jobs_created_total{topic="acme/orders"} 4`,
+		`kairos_jobs_delivered_total{topic="acme/orders"} 1`,
+		`kairos_attempts_failed_total{topic="acme/orders"} 2`,
+		`kairos_jobs_dead_total{topic="acme/orders"} 1`,
+		`kairos_attempt_duration_seconds_count{topic="acme/orders"} 3`,
+		`kairos_lateness_seconds_count{topic="acme/orders"} 2`,
+		`kairos_ready_list_length{topic="acme/orders"} 1`,
+		`kairos_scanner_locks_held 3`,
+		`kairos_callbacks_in_flight 2`,
+		`kairos_redis_up 1`,
+		`kairos_redis_errors_total 1`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	var depth int
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "kairos_bucket_depth{") {
+			var n int
+			fields := strings.Fields(line)
+			if _, err := fmt.Sscan(fields[len(fields)-1], &n); err == nil {
+				depth += n
+			}
+		}
+	}
+	if depth != 4 { // three scheduled jobs and the due one's ready lease
+		t.Errorf("bucket depths sum to %d, want 4\n%s", depth, text)
+	}
+}
