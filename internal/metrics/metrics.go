@@ -34,9 +34,9 @@ type Metrics struct {
 
 // Gauges are read from Redis and the process at scrape time.
 type Gauges struct {
-	Store      *rdb.Store
-	LocksHeld  func() int // nil when this process runs no scanner
-	InFlight   func() int64
+	Store     *rdb.Store
+	LocksHeld func() int // nil when this process runs no scanner
+	InFlight  func() int64
 }
 
 // New registers the metrics; g's gauges are read on every scrape.
