@@ -146,10 +146,21 @@ type jobView struct {
 	Attempts   int    `json:"attempts"`
 	AttemptLog []struct {
 		N        int    `json:"n"`
+		At       string `json:"at"`
 		Status   int    `json:"status"`
 		Error    string `json:"error"`
 		Response string `json:"response"`
 	} `json:"attempt_log"`
+}
+
+// AttemptLogGap is the time between the first two recorded attempts.
+func (v jobView) AttemptLogGap() time.Duration {
+	if len(v.AttemptLog) < 2 {
+		return 0
+	}
+	a, _ := time.Parse(time.RFC3339Nano, v.AttemptLog[0].At)
+	b, _ := time.Parse(time.RFC3339Nano, v.AttemptLog[1].At)
+	return b.Sub(a)
 }
 
 func (e *engine) job(topic, id string) jobView {
