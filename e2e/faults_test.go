@@ -155,4 +155,3 @@ func TestHostileReceivers(t *testing.T) {
 	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "after", "delay": "0s"}, nil, http.StatusCreated)
 	e.waitState("t", "after", "delivered", 10*time.Second)
 }
-
