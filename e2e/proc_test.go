@@ -3,10 +3,13 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -283,5 +286,121 @@ func TestSigtermFinishesInFlightAndReleasesLocks(t *testing.T) {
 	locks := testredis.Keys(t, store.Client(), prefix+":lock")
 	if len(locks) != 0 {
 		t.Fatalf("shard locks left after a clean stop: %v", locks)
+	}
+}
+
+// url waits for the child's "kairos listening" line and returns its URL.
+func (p *proc) url(t *testing.T) string {
+	t.Helper()
+	p.waitLog(t, "kairos listening", 15*time.Second)
+	out := p.out.String()
+	rest := out[strings.Index(out, "kairos listening"):]
+	rest = rest[strings.Index(rest, "url=")+len("url="):]
+	return strings.Fields(rest)[0]
+}
+
+// locksHeld reads kairos_scanner_locks_held from the child's /metrics; -1
+// when it cannot be read.
+func locksHeld(url string) int {
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "kairos_scanner_locks_held "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
+func TestKillBusiestOfThreeUnderLoad(t *testing.T) {
+	t.Parallel()
+	prefix := testredis.Prefix(t)
+	store := procStore(t, prefix)
+	rcv := newReceiver(t, nil)
+	putTopic(t, store, "t", rcv.URL, 2*time.Second)
+	procs := []*proc{startKairos(t, "A", prefix), startKairos(t, "B", prefix), startKairos(t, "C", prefix)}
+	urls := make([]string, len(procs))
+	for i, p := range procs {
+		urls[i] = p.url(t)
+	}
+	// Wait for a fair split: 16 shards over 3 instances is 6+5+5.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		held, sum, low := make([]int, 3), 0, 16
+		for i, u := range urls {
+			held[i] = locksHeld(u)
+			sum += held[i]
+			low = min(low, held[i])
+		}
+		if sum == 16 && low >= 5 {
+			t.Logf("shards held: %v", held)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shards never balanced: %v", held)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	const n = 600
+	now := store.Now()
+	jobs := make([]kairos.Job, n)
+	for i := range jobs {
+		jobs[i] = kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "t", ID: "s" + strconv.Itoa(i)},
+			RunAt: now.Add(time.Second + time.Duration(i)*6*time.Second/n)}
+	}
+	for _, r := range store.EnqueueBatch(context.Background(), jobs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	time.Sleep(2500 * time.Millisecond) // mid-load
+	busiest := 0
+	for i, u := range urls {
+		if locksHeld(u) > locksHeld(urls[busiest]) {
+			busiest = i
+		}
+	}
+	killed := locksHeld(urls[busiest])
+	procs[busiest].signal(syscall.SIGKILL)
+	killedAt := time.Now()
+	var takeover time.Duration
+	for {
+		sum := 0
+		for i, u := range urls {
+			if i != busiest {
+				sum += locksHeld(u)
+			}
+		}
+		if sum == 16 {
+			takeover = time.Since(killedAt)
+			break
+		}
+		if time.Since(killedAt) > 20*time.Second {
+			t.Fatalf("survivors hold %d of 16 shards 20s after the kill", sum)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("killed %s holding %d shards; survivors held all 16 after %v (lock TTL 1s)", procs[busiest].name, killed, takeover)
+	rcv.waitHits(t, n, 40*time.Second)
+	time.Sleep(time.Second)
+	byJob := rcv.byJob()
+	dups, lost := 0, 0
+	for i := range n {
+		hs := byJob["s"+strconv.Itoa(i)]
+		if len(hs) == 0 {
+			lost++
+		}
+		dups += max(len(hs)-1, 0)
+	}
+	t.Logf("created %d, delivered %d, duplicates %d, lost %d", n, len(byJob), dups, lost)
+	if lost != 0 {
+		t.Fatalf("%d jobs lost", lost)
 	}
 }

@@ -114,18 +114,10 @@ func (s *Scanner) Run(ctx context.Context) error {
 }
 
 // balance extends the locks held, then gives up or takes shards so that
-// every live instance scans about shards/instances of them.
+// the live instances hold about shards/instances each: an instance above
+// its share, or two or more above the least loaded one, gives one shard
+// back per round; one below its share takes free shards.
 func (s *Scanner) balance(ctx context.Context) {
-	live, err := s.store.Heartbeat(ctx, s.cfg.ID, s.cfg.LockTTL)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("heartbeat", "err", err)
-		}
-		live = 1
-	}
-	total := s.store.Shards()
-	share := (total + live - 1) / live
-
 	s.mu.Lock()
 	held := make([]*shard, 0, len(s.held))
 	for _, sh := range s.held {
@@ -144,7 +136,24 @@ func (s *Scanner) balance(ctx context.Context) {
 	s.mu.Lock()
 	n := len(s.held)
 	s.mu.Unlock()
-	if n > share {
+
+	counts, err := s.store.Heartbeat(ctx, s.cfg.ID, n, s.cfg.LockTTL)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("heartbeat", "err", err)
+		}
+		counts = map[string]int{s.cfg.ID: n}
+	}
+	live := max(len(counts), 1)
+	total := s.store.Shards()
+	share := (total + live - 1) / live
+	least := n
+	for id, c := range counts {
+		if id != s.cfg.ID {
+			least = min(least, c)
+		}
+	}
+	if n > share || (n >= 2 && n-least >= 2 && n >= total/live+1) {
 		// Give one shard back per round, so that instances converge without churn.
 		s.mu.Lock()
 		var give *shard
@@ -154,7 +163,7 @@ func (s *Scanner) balance(ctx context.Context) {
 			}
 		}
 		s.mu.Unlock()
-		s.log.Info("releasing shard for a fair share", "shard", give.n, "live", live, "share", share)
+		s.log.Info("releasing shard for a fair share", "shard", give.n, "held", n, "live", live, "share", share)
 		s.drop(give, true)
 		return
 	}

@@ -18,6 +18,7 @@ type Config struct {
 	RedisURL     string
 	RedisCluster bool
 	AuthSecret   string // env only
+	MetricsToken string // env only; when set, /metrics needs it as a bearer token
 	AllowPrivate bool
 	Prefix       string
 	Shards       int
@@ -65,6 +66,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		return Config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	c.AuthSecret = getenv("KAIROS_AUTH_SECRET")
+	c.MetricsToken = getenv("KAIROS_METRICS_TOKEN")
 	var errs []error
 	var err error
 	if c.AllowPrivate, err = strconv.ParseBool(allow); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/metrics"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/scanner"
 	"github.com/kairos-sh/kairos/web"
@@ -58,7 +59,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	defer client.Close()
 	defer blocking.Close()
 
-	store := rdb.New(client, rdb.Options{Prefix: cfg.Prefix, Shards: cfg.Shards, Retention: cfg.Retention, LeaseGrace: cfg.LeaseGrace, Blocking: blocking, NewSecret: callback.NewSecret})
+	m := metrics.New()
+	client.AddHook(m.Hook())
+	blocking.AddHook(m.Hook())
+	store := rdb.New(client, rdb.Options{Prefix: cfg.Prefix, Shards: cfg.Shards, Retention: cfg.Retention, LeaseGrace: cfg.LeaseGrace,
+		Blocking: blocking, NewSecret: callback.NewSecret, OnEnqueued: m.Created})
 	if err := initStore(ctx, store, log); err != nil {
 		return err
 	}
@@ -81,6 +86,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		worker = callback.NewWorker(store, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Grace: cfg.Grace, Logger: log,
 			OnAttempt: func(e callback.Event) {
 				rec.Observe(e.Job.Tenant, e.Job.Topic, e.State, e.Attempt.N, e.Lateness)
+				m.Attempt(e)
 			}})
 		workerDone = make(chan struct{})
 		go func() {
@@ -94,45 +100,56 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}()
 	}
 	var scannerDone chan struct{}
+	gauges := metrics.Gauges{Store: store}
+	if worker != nil {
+		gauges.InFlight = worker.InFlight
+	}
 	if cfg.Roles["scanner"] {
 		rs := redsync.New(goredis.NewPool(client))
 		sc := scanner.New(store, rs, scanner.Config{LockTTL: cfg.LockTTL, Logger: log})
+		gauges.LocksHeld = func() int { return len(sc.Held()) }
 		scannerDone = make(chan struct{})
 		go func() { defer close(scannerDone); sc.Run(ctx) }()
 	}
-	var srv *http.Server
+	m.Watch(gauges)
+	metricsHandler := protect(m.Handler(), cfg.MetricsToken)
+	var h http.Handler
 	if cfg.Roles["api"] {
 		onTopic := func() {}
 		if worker != nil {
 			onTopic = worker.Refresh
 		}
 		page := web.Handler()
-		h := api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, Logger: log, OnTopicChange: onTopic,
-			Extra: func(r chi.Router) { r.Handle("/", page); r.Handle("/assets/*", page) }})
-		ln, err := net.Listen("tcp", cfg.Addr)
-		if err != nil {
-			return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-		}
-		srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-			BaseContext: func(net.Listener) context.Context { return ctx }}
-		wg.Go(func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("http server", "err", err)
-			}
-		})
-		url := "http://" + displayAddr(ln.Addr())
-		log.Info("kairos API listening", "url", url, "roles", roleList(cfg))
-		if cfg.AuthSecret == "" {
-			tok, err := authn.Mint("admin", true, 0)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "\nkairos is running at %s (embedded Redis: nothing persists)\n\n"+
-				"Admin token (valid until this process stops; its secret was generated at start):\n\n  %s\n\n"+
-				"Try:\n  curl -H 'Authorization: Bearer %s' %s/v1/topics\n\n", url, tok, tok, url)
-		}
+		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, Logger: log, OnTopicChange: onTopic,
+			Extra: func(r chi.Router) {
+				r.Handle("/", page)
+				r.Handle("/assets/*", page)
+				r.Handle("/metrics", metricsHandler)
+			}})
 	} else {
-		log.Info("kairos running", "roles", roleList(cfg))
+		h = opsHandler(store, metricsHandler)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	wg.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "err", err)
+		}
+	})
+	url := "http://" + displayAddr(ln.Addr())
+	log.Info("kairos listening", "url", url, "roles", roleList(cfg))
+	if cfg.Roles["api"] && cfg.AuthSecret == "" {
+		tok, err := authn.Mint("admin", true, 0)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nkairos is running at %s (embedded Redis: nothing persists)\n\n"+
+			"Admin token (valid until this process stops; its secret was generated at start):\n\n  %s\n\n"+
+			"Open %s/ and paste the token, or try:\n  curl -H 'Authorization: Bearer %s' %s/v1/topics\n\n", url, tok, url, tok, url)
 	}
 
 	<-ctx.Done()
@@ -145,7 +162,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		blocking.Close() // wakes consumers blocked in BRPOP
 		<-workerDone     // in-flight callbacks finish within the grace period
 	}
-	if srv != nil {
+	{
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)

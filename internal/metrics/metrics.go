@@ -39,8 +39,8 @@ type Gauges struct {
 	InFlight  func() int64
 }
 
-// New registers the metrics; g's gauges are read on every scrape.
-func New(g Gauges) *Metrics {
+// New registers the metrics. Call Watch to add the Redis-side gauges.
+func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
 		reg: reg,
@@ -63,20 +63,20 @@ func New(g Gauges) *Metrics {
 	}
 	reg.MustRegister(m.created, m.delivered, m.failed, m.dead, m.duration, m.lateness, m.redisErrs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if g.Store != nil {
-		reg.MustRegister(&redisCollector{g: g})
-	}
 	return m
 }
+
+// Watch adds gauges read from g at every scrape. Call it once.
+func (m *Metrics) Watch(g Gauges) { m.reg.MustRegister(&redisCollector{g: g}) }
 
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// Created counts n jobs created in a topic.
-func (m *Metrics) Created(tenant, topic string, n int) {
-	m.created.WithLabelValues(tenant + "/" + topic).Add(float64(n))
+// Created counts a job created or replaced in a topic.
+func (m *Metrics) Created(tenant, topic string) {
+	m.created.WithLabelValues(tenant + "/" + topic).Inc()
 }
 
 // Attempt records a finished callback attempt.

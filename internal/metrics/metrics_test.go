@@ -36,9 +36,12 @@ func TestMetricsExposition(t *testing.T) {
 	if _, err := store.Enqueue(ctx, kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "orders", ID: "now"}, RunAt: store.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	m := New(Gauges{Store: store, LocksHeld: func() int { return 3 }, InFlight: func() int64 { return 2 }})
+	m := New()
+	m.Watch(Gauges{Store: store, LocksHeld: func() int { return 3 }, InFlight: func() int64 { return 2 }})
 	client.AddHook(m.Hook())
-	m.Created("acme", "orders", 4)
+	for range 4 {
+		m.Created("acme", "orders")
+	}
 	job := kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "orders", ID: "a"}}
 	m.Attempt(callback.Event{Job: job, Attempt: kairos.Attempt{N: 1, Duration: 30 * time.Millisecond}, State: kairos.StateRetrying, Lateness: 2 * time.Millisecond})
 	m.Attempt(callback.Event{Job: job, Attempt: kairos.Attempt{N: 2, Duration: 10 * time.Millisecond}, State: kairos.StateDead})

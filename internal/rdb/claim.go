@@ -90,21 +90,42 @@ func (s *Store) SubscribeWake(ctx context.Context) <-chan Wake {
 	return out
 }
 
-// Heartbeat records that scanner instance id is alive and returns how many
-// instances have beaten within ttl, itself included.
-func (s *Store) Heartbeat(ctx context.Context, id string, ttl time.Duration) (int, error) {
+// Heartbeat records that scanner instance id is alive and holds held
+// shards. It returns how many shards each live instance (one that beat
+// within ttl, itself included) said it holds.
+func (s *Store) Heartbeat(ctx context.Context, id string, held int, ttl time.Duration) (map[string]int, error) {
 	now := s.Now()
 	pipe := s.c.TxPipeline()
 	pipe.ZAdd(ctx, s.k.scanners(), redisZ(float64(ms(now)), id))
 	pipe.ZRemRangeByScore(ctx, s.k.scanners(), "-inf", strconv.FormatInt(ms(now.Add(-ttl)), 10))
-	card := pipe.ZCard(ctx, s.k.scanners())
+	pipe.HSet(ctx, s.k.scannersHeld(), id, held)
+	live := pipe.ZRange(ctx, s.k.scanners(), 0, -1)
+	counts := pipe.HGetAll(ctx, s.k.scannersHeld())
 	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, fmt.Errorf("scanner heartbeat: %w", err)
+		return nil, fmt.Errorf("scanner heartbeat: %w", err)
 	}
-	return int(card.Val()), nil
+	out := make(map[string]int, len(live.Val()))
+	for _, m := range live.Val() {
+		n, _ := strconv.Atoi(counts.Val()[m])
+		out[m] = n
+	}
+	if len(counts.Val()) > len(out) {
+		var gone []string
+		for m := range counts.Val() {
+			if _, ok := out[m]; !ok {
+				gone = append(gone, m)
+			}
+		}
+		s.c.HDel(ctx, s.k.scannersHeld(), gone...)
+	}
+	return out, nil
 }
 
 // Leave removes scanner instance id from the live set.
 func (s *Store) Leave(ctx context.Context, id string) error {
-	return s.c.ZRem(ctx, s.k.scanners(), id).Err()
+	pipe := s.c.TxPipeline()
+	pipe.ZRem(ctx, s.k.scanners(), id)
+	pipe.HDel(ctx, s.k.scannersHeld(), id)
+	_, err := pipe.Exec(ctx)
+	return err
 }

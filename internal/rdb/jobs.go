@@ -71,6 +71,9 @@ func (s *Store) Enqueue(ctx context.Context, j kairos.Job) (kairos.Job, error) {
 	if err != nil {
 		return kairos.Job{}, err
 	}
+	if s.opts.OnEnqueued != nil {
+		s.opts.OnEnqueued(j.Tenant, j.Topic)
+	}
 	if push || wake {
 		pipe := s.c.Pipeline()
 		s.after(ctx, pipe, j, gen, push, wake)
@@ -121,6 +124,9 @@ func (s *Store) EnqueueBatch(ctx context.Context, jobs []kairos.Job) []BatchResu
 		out[i] = BatchResult{Job: j, Err: err}
 		if err == nil {
 			s.after(ctx, after, j, gen, push, wake)
+			if s.opts.OnEnqueued != nil {
+				s.opts.OnEnqueued(j.Tenant, j.Topic)
+			}
 		}
 	}
 	after.Exec(ctx)

@@ -37,8 +37,12 @@ func (k keys) topics() string { return k.prefix + ":topics" }
 // signingKeys holds a tenant's current and next callback secrets.
 func (k keys) signingKeys(tenant string) string { return k.prefix + ":signing:{" + tenant + "}" }
 
-// scanners is a ZSET of live scanner instances scored by their last heartbeat.
-func (k keys) scanners() string { return k.prefix + ":scanners" }
+// scanners is a ZSET of live scanner instances scored by their last
+// heartbeat; scannersHeld maps each to the number of shards it holds. Both
+// carry one hash tag, as the heartbeat updates them in one transaction.
+func (k keys) scanners() string { return k.prefix + ":{scanners}:live" }
+
+func (k keys) scannersHeld() string { return k.prefix + ":{scanners}:held" }
 
 // wake is the pub/sub channel that tells scanners an earlier job arrived.
 func (k keys) wake() string { return k.prefix + ":wake" }

@@ -29,6 +29,8 @@ type Options struct {
 	// NewSecret draws a tenant's callback signing secret on first use
 	// (callback.NewSecret); required for signing keys.
 	NewSecret func() (string, error)
+	// OnEnqueued, if set, is told of every job stored by Enqueue or EnqueueBatch (metrics).
+	OnEnqueued func(tenant, topic string)
 }
 
 // Defaults for Options.
