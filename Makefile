@@ -1,7 +1,7 @@
 # kairos: `make run` tries it out on an embedded Redis; `make test` runs every test.
 GO ?= go
 
-.PHONY: run test test-deps vet build fuzz
+.PHONY: run test test-deps vet build fuzz soak
 
 run:
 	$(GO) run ./cmd/kairos serve
@@ -28,3 +28,10 @@ fuzz:
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
+
+# The long soak: 10 minutes at a steady rate with 1% failing receivers,
+# reporting jobs created/delivered/dead/duplicated/lost, RSS, Redis memory
+# and goroutines. `make test` runs a 30-second version.
+SOAK ?= 10m
+soak: test-deps
+	KAIROS_SOAK_DURATION=$(SOAK) $(GO) test -count=1 -run '^TestSoak$$' -timeout 30m -v ./e2e

@@ -200,12 +200,11 @@ type receiver struct {
 	mu     sync.Mutex
 	hits   []hit
 	status func(n int, h hit) int // n is 1-based across all hits
-	notify chan hit
 }
 
 func newReceiver(t *testing.T, status func(n int, h hit) int) *receiver {
 	t.Helper()
-	r := &receiver{status: status, notify: make(chan hit, 1024)}
+	r := &receiver{status: status}
 	if r.status == nil {
 		r.status = func(int, hit) int { return http.StatusOK }
 	}
@@ -222,7 +221,6 @@ func newReceiver(t *testing.T, status func(n int, h hit) int) *receiver {
 		}
 		w.WriteHeader(code)
 		io.WriteString(w, "answer "+http.StatusText(code))
-		r.notify <- h
 	}))
 	t.Cleanup(r.Close)
 	return r
