@@ -56,10 +56,14 @@ func New(secret []byte, now func() time.Time) *Authenticator {
 	}
 }
 
-// Mint returns a token for tenant; ttl 0 means it never expires.
+// Mint returns a token for tenant; ttl 0 means it never expires, and a
+// negative ttl is an error (it would otherwise mint a token without exp).
 func (a *Authenticator) Mint(tenant string, admin bool, ttl time.Duration) (string, error) {
 	if !TenantPattern.MatchString(tenant) {
 		return "", fmt.Errorf("tenant %q: use 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit", tenant)
+	}
+	if ttl < 0 {
+		return "", fmt.Errorf("ttl %s is negative", ttl)
 	}
 	now := a.now()
 	c := Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: tenant, IssuedAt: jwt.NewNumericDate(now)}, Admin: admin}

@@ -1,0 +1,183 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestTopicLifecycle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	acme := e.token(t, "acme", false)
+
+	full := obj{
+		"callback_url": hook, "method": "put", "headers": obj{"x-shop": "eu-1"},
+		"timeout": "10s", "max_attempts": 5, "backoff": obj{"initial": "2s", "max": "30m"}, "concurrency": 20,
+	}
+	res := e.do(t, "PUT", "/v1/topics/orders", acme, full)
+	got := want[topicResponse](t, res, http.StatusCreated)
+	wantTopic := topicResponse{
+		Name: "orders", Tenant: "acme", CallbackURL: hook, Method: "PUT", Headers: map[string]string{"X-Shop": "eu-1"},
+		Timeout: "10s", MaxAttempts: 5, Backoff: backoffResponse{Initial: "2s", Max: "30m0s"}, Concurrency: 20,
+		CreatedAt: ms(t0), UpdatedAt: ms(t0),
+	}
+	if d := cmp.Diff(wantTopic, got); d != "" {
+		t.Errorf("created topic (-want +got):\n%s", d)
+	}
+
+	// A second PUT replaces every setting and keeps created_at.
+	e.clock.Add(time.Minute)
+	got = want[topicResponse](t, e.do(t, "PUT", "/v1/topics/orders", acme, obj{"callback_url": hook + "/v2"}), http.StatusOK)
+	wantTopic = topicResponse{
+		Name: "orders", Tenant: "acme", CallbackURL: hook + "/v2", Method: "POST",
+		Timeout: "30s", MaxAttempts: 10, Backoff: backoffResponse{Initial: "1s", Max: "1h0m0s"}, Concurrency: 10,
+		CreatedAt: ms(t0), UpdatedAt: ms(t0.Add(time.Minute)),
+	}
+	if d := cmp.Diff(wantTopic, got); d != "" {
+		t.Errorf("replaced topic (-want +got):\n%s", d)
+	}
+	got = want[topicResponse](t, e.do(t, "GET", "/v1/topics/orders", acme, nil), http.StatusOK)
+	if d := cmp.Diff(wantTopic, got); d != "" {
+		t.Errorf("GET topic (-want +got):\n%s", d)
+	}
+
+	e.putTopic(t, acme, "billing", obj{"callback_url": hook})
+	list := want[struct{ Topics []topicResponse }](t, e.do(t, "GET", "/v1/topics", acme, nil), http.StatusOK)
+	var names []string
+	for _, tp := range list.Topics {
+		names = append(names, tp.Name)
+	}
+	if d := cmp.Diff([]string{"billing", "orders"}, names); d != "" {
+		t.Errorf("listed topics (-want +got):\n%s", d)
+	}
+
+	// A topic with a pending job cannot be deleted; once it is empty it can.
+	e.createJob(t, acme, "orders", obj{"id": "j1", "delay": "1h"})
+	p := wantProblem(t, e.do(t, "DELETE", "/v1/topics/orders", acme, nil), http.StatusConflict)
+	if !strings.Contains(p.Detail, "1 pending or dead jobs") {
+		t.Errorf("409 detail %q does not say how many jobs remain", p.Detail)
+	}
+	if res := e.do(t, "DELETE", "/v1/topics/orders/jobs/j1", acme, nil); res.Status != http.StatusNoContent {
+		t.Fatalf("cancel: %d %s", res.Status, res.Body)
+	}
+	if res := e.do(t, "DELETE", "/v1/topics/orders", acme, nil); res.Status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", res.Status, res.Body)
+	}
+	wantProblem(t, e.do(t, "GET", "/v1/topics/orders", acme, nil), http.StatusNotFound)
+	wantProblem(t, e.do(t, "DELETE", "/v1/topics/orders", acme, nil), http.StatusNotFound)
+	wantProblem(t, e.do(t, "GET", "/v1/topics/orders/jobs", acme, nil), http.StatusNotFound)
+}
+
+func TestTopicDeleteWithDeadJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	acme := e.token(t, "acme", false)
+	e.putTopic(t, acme, "orders", obj{"callback_url": hook})
+	e.createJob(t, acme, "orders", obj{"id": "j1", "delay": "0s"})
+	e.deadJob(t, "acme", "orders", "j1")
+	wantProblem(t, e.do(t, "DELETE", "/v1/topics/orders", acme, nil), http.StatusConflict)
+	// Cancelling discards the dead job, and then the topic can go.
+	if res := e.do(t, "DELETE", "/v1/topics/orders/jobs/j1", acme, nil); res.Status != http.StatusNoContent {
+		t.Fatalf("cancel dead job: %d %s", res.Status, res.Body)
+	}
+	if res := e.do(t, "DELETE", "/v1/topics/orders", acme, nil); res.Status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", res.Status, res.Body)
+	}
+}
+
+// TestTopicValidation sends one broken PUT per rule: each is refused with
+// the field named, and Redis is left as it was.
+func TestTopicValidation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	acme := e.token(t, "acme", false)
+	e.putTopic(t, acme, "orders", obj{"callback_url": hook, "max_attempts": 3})
+
+	tests := []struct {
+		name   string
+		topic  string
+		body   any
+		opts   []reqOption
+		status int
+		fields []string
+		spec   bool // the spec refuses the request too
+	}{
+		{"topic name bad character", "bad!name", obj{"callback_url": hook}, nil, 400, []string{"topic"}, true},
+		{"topic name too long", strings.Repeat("t", 65), obj{"callback_url": hook}, nil, 400, []string{"topic"}, true},
+		{"topic name starts with dot", ".hidden", obj{"callback_url": hook}, nil, 400, []string{"topic"}, true},
+		{"callback_url missing", "orders", obj{"method": "POST"}, nil, 400, []string{"callback_url"}, true},
+		{"callback_url empty", "orders", obj{"callback_url": ""}, nil, 400, []string{"callback_url"}, true},
+		{"callback_url ftp", "orders", obj{"callback_url": "ftp://example.com/x"}, nil, 400, []string{"callback_url"}, true},
+		{"callback_url relative", "orders", obj{"callback_url": "/hook"}, nil, 400, []string{"callback_url"}, true},
+		{"callback_url bad escape", "orders", obj{"callback_url": "https://example.com/%zz"}, nil, 400, []string{"callback_url"}, false},
+		{"callback_url user info", "orders", obj{"callback_url": "https://user:pw@example.com/"}, nil, 400, []string{"callback_url"}, false},
+		{"callback_url too long", "orders", obj{"callback_url": "https://example.com/" + strings.Repeat("a", 2048)}, nil, 400, []string{"callback_url"}, true},
+		{"method", "orders", obj{"callback_url": hook, "method": "TRACE"}, nil, 400, []string{"method"}, true},
+		{"header name", "orders", obj{"callback_url": hook, "headers": obj{"Bad Header": "x"}}, nil, 400, []string{"headers.Bad Header"}, false},
+		{"header value", "orders", obj{"callback_url": hook, "headers": obj{"X-Foo": "a\r\nb"}}, nil, 400, []string{"headers.X-Foo"}, false},
+		{"header Kairos-Signature", "orders", obj{"callback_url": hook, "headers": obj{"Kairos-Signature": "x"}}, nil, 400, []string{"headers.Kairos-Signature"}, false},
+		{"header kairos-anything", "orders", obj{"callback_url": hook, "headers": obj{"kairos-topic": "x"}}, nil, 400, []string{"headers.kairos-topic"}, false},
+		{"header webhook-id", "orders", obj{"callback_url": hook, "headers": obj{"webhook-id": "x"}}, nil, 400, []string{"headers.webhook-id"}, false},
+		{"header hop-by-hop", "orders", obj{"callback_url": hook, "headers": obj{"Connection": "close"}}, nil, 400, []string{"headers.Connection"}, false},
+		{"header twice", "orders", obj{"callback_url": hook, "headers": obj{"X-A": "1", "x-a": "2"}}, nil, 400, nil, false},
+		{"too many headers", "orders", obj{"callback_url": hook, "headers": manyHeaders(51)}, nil, 400, []string{"headers"}, true},
+		{"header value too long", "orders", obj{"callback_url": hook, "headers": obj{"X-Big": strings.Repeat("v", 4097)}}, nil, 400, []string{"headers.X-Big"}, true},
+		{"timeout syntax", "orders", obj{"callback_url": hook, "timeout": "ten seconds"}, nil, 400, []string{"timeout"}, true},
+		{"timeout too short", "orders", obj{"callback_url": hook, "timeout": "99ms"}, nil, 400, []string{"timeout"}, false},
+		{"timeout too long", "orders", obj{"callback_url": hook, "timeout": "15m1s"}, nil, 400, []string{"timeout"}, false},
+		{"max_attempts 0", "orders", obj{"callback_url": hook, "max_attempts": 0}, nil, 400, []string{"max_attempts"}, true},
+		{"max_attempts 101", "orders", obj{"callback_url": hook, "max_attempts": 101}, nil, 400, []string{"max_attempts"}, true},
+		{"max_attempts fraction", "orders", obj{"callback_url": hook, "max_attempts": 1.5}, nil, 400, []string{"max_attempts"}, true},
+		{"backoff initial too short", "orders", obj{"callback_url": hook, "backoff": obj{"initial": "9ms"}}, nil, 400, []string{"backoff.initial"}, false},
+		{"backoff max too long", "orders", obj{"callback_url": hook, "backoff": obj{"max": "169h"}}, nil, 400, []string{"backoff.max"}, false},
+		{"backoff max below initial", "orders", obj{"callback_url": hook, "backoff": obj{"initial": "10s", "max": "5s"}}, nil, 400, []string{"backoff.max"}, false},
+		{"backoff max below default initial", "orders", obj{"callback_url": hook, "backoff": obj{"max": "500ms"}}, nil, 400, []string{"backoff.max"}, false},
+		{"backoff syntax", "orders", obj{"callback_url": hook, "backoff": obj{"initial": "1 s"}}, nil, 400, []string{"backoff.initial"}, true},
+		{"concurrency 0", "orders", obj{"callback_url": hook, "concurrency": 0}, nil, 400, []string{"concurrency"}, true},
+		{"concurrency 1001", "orders", obj{"callback_url": hook, "concurrency": 1001}, nil, 400, []string{"concurrency"}, true},
+		{"unknown field", "orders", obj{"callback_url": hook, "url": hook}, nil, 400, []string{"url"}, true},
+		{"malformed JSON", "orders", `{"callback_url": "` + hook, nil, 400, []string{"body"}, true},
+		{"not an object", "orders", `["callback_url"]`, nil, 400, []string{"body"}, true},
+		{"trailing data", "orders", `{"callback_url": "` + hook + `"} {}`, nil, 400, []string{"body"}, false},
+		{"empty body", "orders", "", nil, 400, []string{"body"}, true},
+		{"wrong type", "orders", obj{"callback_url": 42}, nil, 400, []string{"callback_url"}, true},
+		{"content type", "orders", `{"callback_url": "` + hook + `"}`, []reqOption{contentType("text/plain")}, 415, nil, true},
+		{"content type form", "orders", `callback_url=x`, []reqOption{contentType("application/x-www-form-urlencoded")}, 415, nil, true},
+		{"body over 64 KiB", "orders", obj{"callback_url": hook, "headers": obj{"X-Pad": strings.Repeat(" ", 64<<10)}}, nil, 413, []string{"body"}, true},
+		{"tenant param by non-admin", "orders?tenant=other", obj{"callback_url": hook}, nil, 403, nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := e.snapshot(t)
+			res := e.do(t, "PUT", "/v1/topics/"+tc.topic, acme, tc.body, tc.opts...)
+			p := wantProblem(t, res, tc.status)
+			if tc.fields != nil {
+				wantFields(t, p, tc.fields...)
+			}
+			if tc.status == 400 && len(p.Errors) == 0 {
+				t.Errorf("400 without field errors: %+v", p)
+			}
+			if tc.spec && res.Spec.RequestErr == nil {
+				t.Errorf("openapi.yaml accepts this request; it should refuse it too")
+			}
+			e.unchanged(t, before)
+		})
+	}
+	// The topic kept its settings through all of it.
+	got := want[topicResponse](t, e.do(t, "GET", "/v1/topics/orders", acme, nil), http.StatusOK)
+	if got.MaxAttempts != 3 || got.CallbackURL != hook {
+		t.Errorf("topic changed: %+v", got)
+	}
+}
+
+func manyHeaders(n int) obj {
+	h := obj{}
+	for i := range n {
+		h["X-H"+strings.Repeat("a", i%5)+string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
+	}
+	return h
+}
