@@ -9,8 +9,12 @@ import (
 	"github.com/kairos-sh/kairos"
 )
 
-// maxBatch is the largest batch create.
-const maxBatch = 1000
+// maxBatch is the largest batch create; maxBatchBody bounds its body, so
+// that one request cannot make the server hold a thousand maximal payloads.
+const (
+	maxBatch     = 1000
+	maxBatchBody = 32 << 20
+)
 
 type batchRequest struct {
 	Jobs []json.RawMessage `json:"jobs"`
@@ -39,7 +43,7 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req batchRequest
-	if err := decode(r, maxBatch*(s.cfg.MaxPayload+4<<10), &req); err != nil {
+	if err := decode(r, min(maxBatch*(s.cfg.MaxPayload+4<<10), maxBatchBody), &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

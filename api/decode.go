@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 )
 
@@ -37,6 +38,11 @@ func decodeBytes(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return &ValidationError{Errors: []FieldError{{Field: "body", Message: "request body is empty: send a JSON object"}}}
 	}
+	if json.Valid(body) {
+		if fe := strictKeys(body, reflect.TypeOf(dst), ""); fe != nil {
+			return &ValidationError{Errors: []FieldError{*fe}}
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -63,7 +69,7 @@ func jsonError(err error) error {
 		if field == "" {
 			field = "body"
 		}
-		return &ValidationError{Errors: []FieldError{{Field: field, Message: fmt.Sprintf("must be a %s, not a JSON %s", jsonKind(te.Type.Kind().String()), te.Value)}}}
+		return &ValidationError{Errors: []FieldError{{Field: field, Message: fmt.Sprintf("must be %s (got %s)", jsonKind(te.Type.Kind().String()), te.Value)}}}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return &ValidationError{Errors: []FieldError{{Field: name, Message: "unknown field"}}}
@@ -83,14 +89,20 @@ func (e *fieldDecodeError) Error() string { return e.field + ": " + e.msg }
 
 func jsonKind(k string) string {
 	switch k {
-	case "int", "int64", "int32", "uint", "uint64", "float64":
-		return "number"
+	case "int", "int64", "int32", "uint", "uint64":
+		return "a whole number"
+	case "float64":
+		return "a number"
 	case "map", "struct":
-		return "object"
+		return "an object"
 	case "slice":
-		return "array"
+		return "an array"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
 	}
-	return k
+	return "a " + k
 }
 
 // fieldErrors collects validation failures of one request.

@@ -55,7 +55,7 @@ func checkURL(fe *fieldErrors, field, raw string) {
 
 // checkMethod validates and normalises an HTTP method.
 func checkMethod(fe *fieldErrors, field, m string) string {
-	up := strings.ToUpper(m)
+	up := asciiUpper(m)
 	for _, a := range allowedMethods {
 		if up == a {
 			return up
@@ -103,6 +103,18 @@ func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string
 	return out
 }
 
+// asciiUpper upper-cases ASCII letters only: strings.ToUpper would turn
+// "poſt" into "POST".
+func asciiUpper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
 // parseDuration parses a Go duration string within [lo, hi].
 func parseDuration(fe *fieldErrors, field, s string, lo, hi time.Duration) time.Duration {
 	d, err := time.ParseDuration(s)
@@ -121,7 +133,7 @@ func parseDuration(fe *fieldErrors, field, s string, lo, hi time.Duration) time.
 // to millisecond precision.
 func parseRunAt(fe *fieldErrors, field, s string, now time.Time) time.Time {
 	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
+	if err != nil || strings.ContainsRune(s, ',') { // Go also takes ISO 8601's decimal comma; RFC 3339 does not
 		fe.add(field, "%q is not an RFC 3339 time such as \"2026-11-21T10:30:00.250Z\"", s)
 		return time.Time{}
 	}

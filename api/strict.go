@@ -1,0 +1,62 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+)
+
+// strictKeys refuses object keys that are not exactly a field's JSON name.
+// encoding/json matches keys case-insensitively ({"DELAY": "1m"} would set
+// delay) and reports a nested unknown field without its path; this walks
+// the body against dst's type first, so that every unknown key is refused
+// and named in full (backoff.bogus).
+func strictKeys(body []byte, typ reflect.Type, prefix string) *FieldError {
+	for typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	if typ.Kind() != reflect.Struct {
+		return nil
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil // not an object: the decoder reports the type error
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &obj); err != nil {
+		return nil // the decoder reports it
+	}
+	fields := make(map[string]reflect.Type, typ.NumField())
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			fields[name] = f.Type
+		}
+	}
+	for key, raw := range obj {
+		ft, ok := fields[key]
+		if !ok {
+			field := prefix + key
+			if key == "" {
+				field = strings.TrimSuffix(prefix, ".")
+				if field == "" {
+					field = "body"
+				}
+				return &FieldError{Field: field, Message: "unknown field \"\" (an empty key)"}
+			}
+			msg := "unknown field"
+			for name := range fields {
+				if strings.EqualFold(name, key) {
+					msg = "unknown field: names are case-sensitive; did you mean " + name + "?"
+				}
+			}
+			return &FieldError{Field: field, Message: msg}
+		}
+		if fe := strictKeys(raw, ft, prefix+key+"."); fe != nil {
+			return fe
+		}
+	}
+	return nil
+}
