@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs, from Debian's packages, when missing:
-# redis-server (the tests start their own servers on free loopback ports).
+# redis-server (the tests start their own servers on free loopback ports) and
+# chromium (web's browser test drives it headless; it looks for /usr/bin/chromium).
 set -euo pipefail
 
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+[ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1 || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
@@ -18,5 +20,5 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-# The package starts a system redis on :6379; the tests do not use it.
+# The redis package starts a system redis on :6379; the tests do not use it.
 $SUDO systemctl stop redis-server >/dev/null 2>&1 || $SUDO service redis-server stop >/dev/null 2>&1 || true

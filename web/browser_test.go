@@ -1,0 +1,334 @@
+package web
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/kairos-sh/kairos/auth"
+)
+
+var updateScreenshots = flag.Bool("update-screenshots", false, "copy the overview and job-detail screenshots to docs/screenshots")
+
+func TestAdminPageInBrowser(t *testing.T) {
+	start := time.Now()
+	if _, err := kairosBinary(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built cmd/kairos in %v", time.Since(start).Round(time.Millisecond))
+	base := startKairos(t)
+	rcv := newReceiver(t)
+	authn := auth.New([]byte(testSecret), nil)
+	admin, err := authn.Mint("ops", true, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acme, err := authn.Mint("acme", false, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Another tenant's topic, with jobs due over the next hour, straight
+	// through the API: the acme token must never see it.
+	apiCall(t, base, admin, "PUT", "/v1/topics/reports?tenant=globex", map[string]any{"callback_url": rcv.URL + "/ok"})
+	var batch []map[string]any
+	for i := range 30 { // all due within the hour, denser soon
+		batch = append(batch, map[string]any{"id": fmt.Sprintf("report-%02d", i), "delay": fmt.Sprintf("%ds", 60+i*i*4), "payload": map[string]int{"n": i}})
+	}
+	apiCall(t, base, admin, "POST", "/v1/topics/reports/jobs/batch?tenant=globex", map[string]any{"jobs": batch})
+	apiCall(t, base, admin, "PUT", "/v1/topics/invoices?tenant=globex", map[string]any{"callback_url": rcv.URL + "/down", "max_attempts": 1})
+	for _, id := range []string{"inv-1", "inv-2"} {
+		apiCall(t, base, admin, "POST", "/v1/topics/invoices/jobs?tenant=globex", map[string]any{"id": id, "delay": "0s"})
+	}
+
+	b := newBrowser(t, base)
+	t.Logf("kairos and chromium up after %v", time.Since(start).Round(time.Millisecond))
+	b.do("open the page", chromedp.Navigate(base+"/"))
+	b.signIn(admin)
+	b.waitText("#identity", "every tenant", 5*time.Second)
+	leaked, _ := run(b, chromedp.Evaluate[bool](fmt.Sprintf(`location.href.includes(%s) || document.cookie.includes(%[1]s) || localStorage.length > 0`, js(admin[len(admin)-20:]))))
+	if leaked {
+		t.Fatal("the token is in the URL, a cookie or localStorage; it belongs in sessionStorage only")
+	}
+
+	unlabelled, err := run(b, chromedp.Evaluate[[]string](`[...document.querySelectorAll('input, select, textarea')].filter((e) => !e.labels.length).map((e) => e.id)`))
+	if err != nil || len(unlabelled) > 0 {
+		t.Errorf("form controls without a label: %v (%v)", unlabelled, err)
+	}
+
+	t.Run("register topics", func(t *testing.T) {
+		b := b.on(t)
+		b.nav("topics")
+		b.click("topic-add")
+		b.do("topic dialog", chromedp.WaitVisible(chromedp.ID("topic-name")))
+		b.fill(map[string]string{"topic-tenant": "acme", "topic-name": "orders", "topic-url": "not a url", "topic-backoff-initial": "100ms"})
+		b.click("topic-save")
+		b.waitText(`[data-testid="topic-error"]`, "callback_url:", 10*time.Second) // the API's field error, shown readably
+		b.shot("topic-dialog-error")
+		b.fill(map[string]string{"topic-url": rcv.URL + "/ok", "topic-headers": "X-Team: billing\nX-Api-Key: k-123456789"})
+		b.click("topic-save")
+		b.do("orders listed", chromedp.WaitVisible(chromedp.CSS(`[data-testid="topic-orders"]`)))
+
+		b.click("topic-add")
+		b.do("topic dialog", chromedp.WaitVisible(chromedp.ID("topic-name")))
+		b.fill(map[string]string{"topic-tenant": "acme", "topic-name": "flaky", "topic-url": rcv.URL + "/flaky",
+			"topic-attempts": "2", "topic-backoff-initial": "100ms", "topic-backoff-max": "200ms", "topic-timeout": "2s"})
+		b.click("topic-save")
+		b.do("flaky listed", chromedp.WaitVisible(chromedp.CSS(`[data-testid="topic-flaky"]`)))
+		b.waitText("#topics-table", "2 attempts", 5*time.Second)
+
+		b.click("topic-edit-orders")
+		b.do("edit dialog", chromedp.WaitVisible(chromedp.ID("topic-timeout")))
+		if v, _ := run(b, chromedp.Value(chromedp.ID("topic-headers"))); !strings.Contains(v, "X-Team: billing") {
+			t.Errorf("edit dialog headers %q, want the topic's", v)
+		}
+		b.fill(map[string]string{"topic-timeout": "5s"})
+		b.click("topic-save")
+		b.waitText("#topics-table", "timeout 5s", 10*time.Second)
+	})
+
+	t.Run("create a job and watch it delivered", func(t *testing.T) {
+		b := b.on(t)
+		b.nav("new")
+		b.fill(map[string]string{"new-topic": "acme / orders", "new-id": "order-1001", "new-delay": "1s",
+			"new-payload": `{"order": 1001, "action": "cancel-if-unpaid"}`})
+		b.shot("create-job")
+		b.click("new-submit")
+		b.do("job detail", chromedp.WaitVisible(chromedp.CSS(`[data-testid="job"]`)))
+		b.waitText(`[data-testid="job-id"]`, "order-1001", 5*time.Second)
+		b.waitJS("the job delivered", `document.querySelector('[data-testid="job-state"] [data-state="delivered"]')`, 20*time.Second)
+		b.waitText(`[data-testid="attempt-log"]`, "200", 5*time.Second)
+		if p := b.text(`[data-testid="job-payload"]`); !strings.Contains(p, `"cancel-if-unpaid"`) {
+			t.Errorf("payload shown as %q", p)
+		}
+	})
+
+	t.Run("job detail masks secret headers", func(t *testing.T) {
+		b := b.on(t)
+		apiCall(t, base, acme, "POST", "/v1/topics/orders/jobs", map[string]any{"id": "order-1002", "delay": "2h",
+			"headers": map[string]string{"Authorization": "Bearer sk_live_abcdef123456", "X-Signature-Extra": "sig-zzz", "X-Trace": "trace-42"},
+			"payload": map[string]any{"order": 1002, "items": []string{"tea", "scones"}}})
+		b.eval("open order-1002", `location.hash = '#/job?tenant=acme&topic=orders&id=order-1002'`)
+		b.waitText(`[data-testid="job-headers"]`, "trace-42", 10*time.Second)
+		h := b.text(`[data-testid="job-headers"]`)
+		if strings.Contains(h, "sk_live") || strings.Contains(h, "sig-zzz") {
+			t.Errorf("secret header values shown: %q", h)
+		}
+		b.waitText(`[data-testid="job-state"]`, "scheduled", 5*time.Second)
+	})
+
+	t.Run("delete refused while the topic holds jobs", func(t *testing.T) {
+		b := b.on(t)
+		b.nav("topics")
+		b.click("topic-delete-orders")
+		b.do("confirm dialog", chromedp.WaitVisible(chromedp.ID("confirm-ok")))
+		b.click("confirm-ok")
+		b.waitText(`[data-testid="confirm-error"]`, "409 Conflict", 10*time.Second)
+		b.waitText(`[data-testid="confirm-error"]`, "still holds 1 pending or dead", time.Second)
+		b.do("close with Escape", chromedp.KeyEvent(kb.Escape), chromedp.WaitNotVisible(chromedp.ID("confirm-dialog")))
+	})
+
+	t.Run("dead letters and replay", func(t *testing.T) {
+		b := b.on(t)
+		b.nav("new")
+		b.fill(map[string]string{"new-topic": "acme / flaky", "new-id": "flaky-1", "new-delay": "0s", "new-payload": `{"ping": 1}`})
+		b.click("new-submit")
+		b.waitText(`[data-testid="job-id"]`, "flaky-1", 5*time.Second)
+		for _, id := range []string{"flaky-2", "flaky-3"} {
+			apiCall(t, base, acme, "POST", "/v1/topics/flaky/jobs", map[string]any{"id": id, "delay": "0s", "payload": map[string]string{"id": id}})
+		}
+		b.waitJS("flaky-1 dead", `document.querySelector('[data-testid="job-state"] [data-state="dead"]')`, 20*time.Second)
+		b.waitJS("two attempts logged", `document.querySelectorAll('[data-testid="attempt-log"] tbody tr').length === 2`, 5*time.Second)
+		b.shot("job-detail-dead")
+
+		b.nav("dead")
+		b.fill(map[string]string{"dead-topic": "acme / flaky"})
+		b.waitJS("three dead jobs listed", `document.querySelectorAll('[data-testid="dead-table"] tbody tr').length === 3`, 20*time.Second)
+		b.waitText(`[data-testid="dead-table"]`, "HTTP 500", 5*time.Second)
+		b.shot("dead-letters")
+
+		rcv.healthy.Store(true)
+		b.click("replay-flaky-1")
+		b.waitJS("flaky-1 gone from the dead list", `!document.querySelector('[data-testid="replay-flaky-1"]')`, 10*time.Second)
+		b.eval("open flaky-1", `location.hash = '#/job?tenant=acme&topic=flaky&id=flaky-1'`)
+		b.waitJS("flaky-1 delivered after replay", `document.querySelector('[data-testid="job-state"] [data-state="delivered"]')`, 20*time.Second)
+
+		b.nav("dead")
+		b.fill(map[string]string{"dead-topic": "acme / flaky"})
+		b.waitJS("two dead jobs left", `document.querySelectorAll('[data-testid="dead-table"] tbody tr').length === 2`, 10*time.Second)
+		b.click("replay-all")
+		b.do("confirm dialog", chromedp.WaitVisible(chromedp.ID("confirm-ok")))
+		b.click("confirm-ok")
+		b.waitText(`[data-testid="replay-result"]`, "Replayed 2 of 2 dead jobs of flaky", 20*time.Second)
+		b.waitJS("dead list empty", `!document.querySelector('[data-testid="dead-table"] tbody tr')`, 10*time.Second)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			var j struct{ State string }
+			json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics/flaky/jobs/flaky-3", nil), &j)
+			if j.State == "delivered" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("flaky-3 is %s after replay-all, want delivered", j.State)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+
+	t.Run("overview", func(t *testing.T) {
+		b := b.on(t)
+		b.nav("overview")
+		b.waitJS("orders delivered counted", `Number(document.querySelector('[data-testid="count-acme-orders-delivered"]')?.textContent) >= 1`, 15*time.Second)
+		b.waitJS("flaky delivered counted", `Number(document.querySelector('[data-testid="count-acme-flaky-delivered"]')?.textContent) >= 3`, 15*time.Second)
+		b.waitText(`[data-testid="count-acme-orders-scheduled"]`, "1", 5*time.Second)
+		b.waitText(`[data-testid="count-globex-reports-scheduled"]`, "30", 5*time.Second)
+		b.waitText(`[data-testid="ov-dead-invoices"]`, "2", 10*time.Second)
+		b.waitJS("due-soon histogram", `[...document.querySelectorAll('[data-testid="due-histogram"] rect')].reduce((n, r) => n + Number(r.dataset.count), 0) === 30`, 10*time.Second)
+		before := b.text(`[data-testid="updated"]`)
+		b.waitJS("a live refresh", fmt.Sprintf(`document.querySelector('[data-testid="updated"]').textContent !== %s`, js(before)), 6*time.Second)
+		b.shot("overview")
+	})
+
+	t.Run("job detail screenshot", func(t *testing.T) {
+		b := b.on(t)
+		// flaky-1: two failed attempts, then delivered after its replay.
+		b.eval("open flaky-1", `location.hash = '#/job?tenant=acme&topic=flaky&id=flaky-1'`)
+		b.waitJS("three attempts", `document.querySelectorAll('[data-testid="attempt-log"] tbody tr').length === 3`, 10*time.Second)
+		b.shot("job-detail")
+	})
+
+	t.Run("phone width", func(t *testing.T) {
+		b := b.on(t)
+		b.do("390px viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+		b.nav("overview")
+		b.waitText(`[data-testid="count-globex-reports-scheduled"]`, "30", 5*time.Second)
+		w, err := run(b, chromedp.Evaluate[float64](`document.documentElement.scrollWidth`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w > 390 {
+			t.Errorf("the overview is %vpx wide at a 390px viewport: it scrolls sideways", w)
+		}
+		b.shot("overview-phone")
+		b.eval("open order-1002", `location.hash = '#/job?tenant=acme&topic=orders&id=order-1002'`)
+		b.waitText(`[data-testid="job-headers"]`, "trace-42", 10*time.Second)
+		b.shot("job-detail-phone")
+		b.do("desktop viewport", chromedp.EmulateViewport(1280, 900))
+	})
+
+	t.Run("fire now, reschedule, cancel", func(t *testing.T) {
+		b := b.on(t)
+		b.eval("open order-1002", `location.hash = '#/job?tenant=acme&topic=orders&id=order-1002'`)
+		b.waitText(`[data-testid="job-state"]`, "scheduled", 10*time.Second)
+		b.click("job-fire")
+		b.waitJS("order-1002 delivered after fire now", `document.querySelector('[data-testid="job-state"] [data-state="delivered"]')`, 15*time.Second)
+
+		apiCall(t, base, acme, "POST", "/v1/topics/orders/jobs", map[string]any{"id": "order-1003", "delay": "1h"})
+		b.eval("open order-1003", `location.hash = '#/job?tenant=acme&topic=orders&id=order-1003'`)
+		b.waitText(`[data-testid="job-next-run-at"]`, "(in 60m)", 10*time.Second)
+		b.eval("pick a time in 3 hours", `(() => {
+			const d = new Date(Date.now() + 3 * 3600e3), p = (n) => String(n).padStart(2, '0');
+			document.getElementById('job-resched-at').value = d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds());
+		})()`)
+		b.click("job-reschedule")
+		b.waitText(`[data-testid="job-next-run-at"]`, "(in 3h)", 10*time.Second)
+		b.click("job-cancel")
+		b.do("confirm dialog", chromedp.WaitVisible(chromedp.ID("confirm-ok")))
+		b.click("confirm-ok")
+		b.do("back to the jobs list", chromedp.WaitVisible(chromedp.CSS(`[data-testid="jobs"]`)))
+		b.waitText(`[data-testid="notice"]`, "order-1003 cancelled", 5*time.Second)
+		if strings.Contains(b.text(`[data-testid="jobs-table"]`), "order-1003") {
+			t.Error("the cancelled job is still listed")
+		}
+	})
+
+	t.Run("jobs list pages and filters", func(t *testing.T) {
+		b := b.on(t)
+		b.nav("jobs")
+		b.fill(map[string]string{"jobs-topic": "globex / reports"})
+		b.waitJS("a full first page", `document.querySelectorAll('[data-testid="jobs-table"] tbody tr').length === 25`, 10*time.Second)
+		b.click("jobs-next")
+		b.waitJS("the last 5 on page two", `document.querySelectorAll('[data-testid="jobs-table"] tbody tr').length === 5`, 10*time.Second)
+		b.fill(map[string]string{"jobs-topic": "acme / orders", "jobs-state": "delivered"})
+		b.waitJS("delivered orders only", `(() => {
+			const rows = [...document.querySelectorAll('[data-testid="jobs-table"] tbody tr')];
+			return rows.length === 2 && rows.every((r) => r.querySelector('[data-state="delivered"]'));
+		})()`, 10*time.Second)
+		b.fill(map[string]string{"tenant-filter": "globex"})
+		b.nav("topics")
+		b.do("reports listed", chromedp.WaitVisible(chromedp.CSS(`[data-testid="topic-reports"]`)))
+		if strings.Contains(b.text(`[data-testid="topics-table"]`), "orders") {
+			t.Error("the tenant filter globex still lists acme's topics")
+		}
+		b.fill(map[string]string{"tenant-filter": ""})
+	})
+
+	t.Run("tenant token sees its own tenant only", func(t *testing.T) {
+		b := b.on(t)
+		b.load("sign out", chromedp.Click(chromedp.ID("signout")))
+		b.signIn(acme)
+		b.waitText("#identity", "tenant acme", 5*time.Second)
+		b.nav("overview")
+		b.waitJS("acme's topics", `document.querySelector('[data-testid="ov-topic-orders"]') && document.querySelector('[data-testid="ov-topic-flaky"]')`, 10*time.Second)
+		if txt := b.text(`[data-testid="overview-table"]`); strings.Contains(txt, "reports") || strings.Contains(txt, "globex") {
+			t.Errorf("tenant acme sees another tenant: %q", txt)
+		}
+		vis, _ := run(b, chromedp.Evaluate[bool](`!document.getElementById('due-card').hidden || !document.getElementById('tenant-scope').hidden`))
+		if vis {
+			t.Error("a tenant sees admin-only controls (due-soon histogram or tenant filter)")
+		}
+		b.nav("topics")
+		b.do("orders listed", chromedp.WaitVisible(chromedp.CSS(`[data-testid="topic-orders"]`)))
+		if txt := b.text(`[data-testid="topics-table"]`); strings.Contains(txt, "reports") {
+			t.Errorf("tenant acme lists another tenant's topic: %q", txt)
+		}
+		b.nav("keys")
+		b.waitText(`[data-testid="key-current"]`, "whsec_", 10*time.Second)
+		if k := b.text(`[data-testid="key-current"]`); !strings.Contains(k, "••••") {
+			t.Errorf("signing key shown unmasked before reveal: %q", k)
+		}
+		b.click("key-next-reveal")
+		b.waitJS("next revealed", `!document.querySelector('[data-testid="key-next"]').textContent.includes('•')`, 5*time.Second)
+		next := b.text(`[data-testid="key-next"]`)
+		b.click("keys-rotate")
+		b.do("confirm dialog", chromedp.WaitVisible(chromedp.ID("confirm-ok")))
+		b.click("confirm-ok")
+		b.waitText(`[data-testid="notice"]`, "rotated", 5*time.Second)
+		b.click("key-current-reveal")
+		if got := b.text(`[data-testid="key-current"]`); got != next {
+			t.Errorf("after rotation the current key is %q, want the former next %q", got, next)
+		}
+		b.shot("signing-keys")
+	})
+
+	if testing.Verbose() {
+		t.Logf("browser console:\n%s", b.logs.String())
+	}
+	for _, line := range strings.Split(b.logs.String(), "\n") {
+		if strings.HasPrefix(line, "exception") || strings.Contains(line, "Content Security Policy") {
+			t.Errorf("browser console: %s", line)
+		}
+	}
+	if *updateScreenshots {
+		for _, name := range []string{"overview", "job-detail"} {
+			src, err := os.ReadFile(filepath.Join(b.dir, name+".png"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := filepath.Join("..", "docs", "screenshots", name+".png")
+			if err := os.WriteFile(dst, src, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("updated %s", dst)
+		}
+	}
+	t.Logf("browser test took %v", time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,129 @@
+// kairos admin page: sign-in, hash routing (#/view?params, never the token)
+// and the 2-second polling of the view on screen.
+import { call, session, whenUnauthorized } from './api.js';
+import { $, showError, reportError } from './dom.js';
+import { state } from './store.js';
+import * as overview from './overview.js';
+import * as topics from './topics.js';
+import { jobsView, jobView, newView } from './jobs.js';
+import { deadView } from './dead.js';
+import { keysView } from './keys.js';
+
+const views = { overview, topics, jobs: jobsView, job: jobView, new: newView, dead: deadView, keys: keysView };
+const POLL_MS = 2000;
+let current = null; // the view on screen
+
+function parseHash() {
+  const [path, query] = location.hash.replace(/^#\/?/, '').split('?');
+  return { name: views[path] ? path : 'overview', params: new URLSearchParams(query || '') };
+}
+
+function showSection(name) {
+  for (const s of document.querySelectorAll('main > section')) s.hidden = s.id !== 'view-' + name;
+  for (const a of document.querySelectorAll('#nav a')) {
+    const on = a.dataset.view === name || (name === 'job' && a.dataset.view === 'jobs');
+    on ? a.setAttribute('aria-current', 'page') : a.removeAttribute('aria-current');
+  }
+}
+
+function signedIn() {
+  const on = !!session.token;
+  $('nav').hidden = $('session').hidden = !on;
+  if (!on) return false;
+  const c = session.claims;
+  document.body.classList.toggle('admin', c.admin);
+  $('identity').textContent = c.admin ? `admin ${c.tenant} · every tenant` : `tenant ${c.tenant}`;
+  $('tenant-scope').hidden = !c.admin;
+  return true;
+}
+
+// Routes and refreshes run one at a time, in order, so a slow load can never
+// paint over the view that a later one showed.
+let queue = Promise.resolve();
+function serial(f) {
+  queue = queue.then(f, f);
+  return queue;
+}
+
+const route = () => serial(async () => {
+  if (!signedIn()) {
+    current = null;
+    showSection('signin');
+    $('token-input').focus();
+    return;
+  }
+  const { name, params } = parseHash();
+  current = views[name];
+  showSection(name);
+  reportError(null);
+  try {
+    await current.show(params);
+  } catch (e) {
+    reportError(e);
+  }
+});
+
+// Polling: refresh the view on screen every 2 s while the tab is visible
+// and no dialog is open, never two refreshes at once. A failed refresh shows
+// in the error banner and clears itself when a later one succeeds.
+let polling = false;
+let pollFailed = false;
+setInterval(() => {
+  if (polling || document.hidden || !session.token || document.querySelector('dialog[open]')) return;
+  polling = true;
+  serial(async () => {
+    if (!current?.refresh) return;
+    try {
+      await current.refresh();
+      if (pollFailed) reportError(null);
+      pollFailed = false;
+    } catch (e) {
+      if (e.status !== 401) { reportError(e); pollFailed = true; }
+    }
+  }).finally(() => { polling = false; });
+}, POLL_MS);
+
+whenUnauthorized((err) => {
+  session.token = '';
+  showError($('signin-error'), err);
+  route();
+});
+
+// Signing in or out reloads the page, so that nothing one token showed is
+// left in the page for the next.
+$('signin-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const tok = $('token-input').value.trim().replace(/^Bearer\s+/i, '');
+  showError($('signin-error'), null);
+  if (!tok) return;
+  session.token = tok;
+  try {
+    await call('GET', '/v1/topics');
+  } catch (err) {
+    session.token = '';
+    showError($('signin-error'), err);
+    return;
+  }
+  location.reload();
+});
+
+$('signout').addEventListener('click', () => {
+  session.token = '';
+  history.replaceState(null, '', location.pathname);
+  location.reload();
+});
+
+$('tenant-filter').addEventListener('change', () => {
+  state.filter = $('tenant-filter').value.trim();
+  route();
+});
+
+$('error-close').addEventListener('click', () => reportError(null));
+$('nav').addEventListener('click', () => { $('notice').textContent = ''; });
+window.addEventListener('hashchange', () => {
+  // After following a link, start reading at the new view; a filter that
+  // changed the route keeps its focus.
+  if (document.activeElement?.tagName === 'A') $('main').focus({ preventScroll: true });
+  route();
+});
+route();

@@ -1,0 +1,159 @@
+// Small DOM helpers: building elements (text only, never HTML strings),
+// showing API errors, the confirm dialog, and formatting.
+import { ApiError } from './api.js';
+
+export const $ = (id) => document.getElementById(id);
+
+// h builds an element. attrs: "text" sets textContent, "on<event>" adds a
+// listener, false/null leave the attribute out, anything else is set as is.
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === false || v === null || v === undefined) continue;
+    if (k === 'text') el.textContent = v;
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c !== null && c !== undefined && c !== false) el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+// rows replaces a table body's rows; each cell is [label, content, class?]
+// so that phone-width tables can show the column name beside the value.
+export function rows(table, list, cells) {
+  const tbody = table.tBodies[0];
+  tbody.replaceChildren(...list.map((item) => {
+    const tr = h('tr');
+    for (const [label, content, cls] of cells(item)) {
+      tr.append(h('td', { 'data-label': label, class: cls || null }, content));
+    }
+    return tr;
+  }));
+}
+
+// showError renders err into el (a .problem box): the problem's detail and
+// one line per invalid field. A null err hides the box.
+export function showError(el, err) {
+  if (!err) { el.hidden = true; el.replaceChildren(); return; }
+  let head = err.message || String(err);
+  let fields = [];
+  if (err instanceof ApiError && err.problem) {
+    const p = err.problem;
+    fields = (p.errors || []).map((f) => `${f.field}: ${f.message}`);
+    head = fields.length ? (p.title || 'Invalid request') : [p.title, p.detail].filter(Boolean).join(': ');
+    if (err.status) head = `${err.status} ${head}`;
+  } else if (err instanceof ApiError && err.status) {
+    head = `${err.status}: ${head}`;
+  }
+  el.replaceChildren(h('strong', { text: head }), fields.length ? h('ul', {}, fields.map((f) => h('li', { text: f }))) : '');
+  el.hidden = false;
+}
+
+const banner = () => $('error');
+export function reportError(err) {
+  if (err) console.warn(err);
+  showError($('error-body'), err);
+  banner().hidden = !err;
+}
+
+let noticeTimer;
+export function notice(text) {
+  $('notice').textContent = text;
+  clearTimeout(noticeTimer);
+  noticeTimer = setTimeout(() => { $('notice').textContent = ''; }, 6000);
+}
+
+// busy disables a button while f runs.
+export async function busy(button, f) {
+  button.disabled = true;
+  try { return await f(); } finally { button.disabled = false; }
+}
+
+// confirmAction opens the confirm dialog; Confirm runs action, whose error
+// is shown inside the dialog (which stays open). Escape or Cancel close it.
+// It resolves to the action's result, or undefined when cancelled.
+export function confirmAction({ title, message, ok = 'Confirm', action }) {
+  const dlg = $('confirm-dialog');
+  const opener = document.activeElement;
+  $('confirm-title').textContent = title;
+  $('confirm-message').textContent = message;
+  $('confirm-ok').textContent = ok;
+  showError($('confirm-error'), null);
+  return new Promise((resolve) => {
+    let result;
+    const form = $('confirm-form');
+    const done = () => {
+      form.removeEventListener('submit', submit);
+      $('confirm-cancel').removeEventListener('click', cancel);
+      dlg.removeEventListener('close', done);
+      if (opener && opener.isConnected) opener.focus();
+      resolve(result);
+    };
+    const cancel = () => dlg.close();
+    const submit = async (e) => {
+      e.preventDefault();
+      try {
+        result = await busy($('confirm-ok'), action);
+        dlg.close();
+      } catch (err) {
+        showError($('confirm-error'), err);
+      }
+    };
+    form.addEventListener('submit', submit);
+    $('confirm-cancel').addEventListener('click', cancel);
+    dlg.addEventListener('close', done);
+    dlg.showModal();
+    $('confirm-cancel').focus();
+  });
+}
+
+// Formatting.
+export function when(s) {
+  if (!s) return '—';
+  const d = new Date(s);
+  if (isNaN(d)) return s;
+  return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+}
+export function timeEl(s) {
+  return s ? h('time', { datetime: s, title: s, text: when(s) + relative(s) }) : '—';
+}
+function relative(s) {
+  const sec = Math.round((new Date(s) - Date.now()) / 1000);
+  if (!isFinite(sec) || Math.abs(sec) > 86400) return '';
+  const abs = Math.abs(sec);
+  const span = abs < 90 ? `${abs}s` : abs < 5400 ? `${Math.round(abs / 60)}m` : `${Math.round(abs / 3600)}h`;
+  return sec >= 0 ? ` (in ${span})` : ` (${span} ago)`;
+}
+export const num = (n) => (n ?? 0).toLocaleString();
+export const ms = (n) => (n >= 1000 ? (n / 1000).toFixed(2) + ' s' : n >= 10 ? Math.round(n) + ' ms' : (n || 0).toFixed(1) + ' ms');
+
+// toLocalInput formats a Date for a datetime-local input (local time).
+export function toLocalInput(d) {
+  const p = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+// fromLocalInput turns a datetime-local value into RFC 3339 (UTC, ms).
+export function fromLocalInput(v) {
+  const d = new Date(v);
+  if (!v || isNaN(d)) throw new Error('Choose a valid date and time.');
+  return d.toISOString();
+}
+
+// Header values whose names look secret are masked.
+const SECRET = /^(authorization|proxy-authorization|cookie|set-cookie)$|token|secret|key|signature|password/i;
+export const isSecretHeader = (name) => SECRET.test(name);
+export const maskSecret = () => '•'.repeat(10);
+
+export function stateBadge(state) {
+  return h('span', { class: `state ${state}`, 'data-state': state, text: state === 'active' ? 'in flight' : state });
+}
+
+export function lastAttempt(j) {
+  const a = j.last_attempt;
+  if (!a) return '—';
+  const status = a.status ? `HTTP ${a.status}` : 'no response';
+  const good = a.status >= 200 && a.status < 300;
+  return h('span', { class: good ? 'good' : 'bad', title: a.error || '' }, status + (a.error ? ` · ${a.error}` : ''));
+}

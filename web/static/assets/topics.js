@@ -1,0 +1,108 @@
+// Topics: list, register, edit, delete (PUT/DELETE /v1/topics/{topic}).
+import { call, session, tenantQuery, topicPath } from './api.js';
+import { $, h, rows, showError, confirmAction, notice, busy } from './dom.js';
+import { state, loadTopics, link } from './store.js';
+
+let editing = null; // the topic being edited, or null when registering
+
+export async function show() {
+  await loadTopics();
+  render();
+}
+
+function render() {
+  rows($('topics-table'), state.topics, (t) => {
+    const at = { tenant: t.tenant, topic: t.name };
+    const hdrs = Object.keys(t.headers || {});
+    return [
+      ['Topic', h('a', { href: link('jobs', at), text: t.name, 'data-testid': `topic-${t.name}` })],
+      ['Tenant', t.tenant, 'admin-only'],
+      ['Callback', h('span', {}, h('code', { text: t.method }), ' ', t.callback_url || '(none)'), 'wrap'],
+      ['Defaults', `timeout ${t.timeout} · ${t.max_attempts} attempts · backoff ${t.backoff.initial}–${t.backoff.max} · concurrency ${t.concurrency}` +
+        (hdrs.length ? ` · headers: ${hdrs.join(', ')}` : ''), 'wrap'],
+      ['Actions', h('div', { class: 'actions' },
+        h('a', { class: 'button', href: link('jobs', at), text: 'Jobs' }),
+        h('button', { type: 'button', 'data-testid': `topic-edit-${t.name}`, 'aria-label': `Edit topic ${t.name}`, text: 'Edit', onclick: () => open(t) }),
+        h('button', { type: 'button', class: 'danger', 'data-testid': `topic-delete-${t.name}`, 'aria-label': `Delete topic ${t.name}`, text: 'Delete', onclick: () => remove(t) }))],
+    ];
+  });
+  $('topics-empty').hidden = state.topics.length > 0;
+}
+
+// open shows the topic dialog, empty to register or filled to edit.
+function open(t) {
+  editing = t || null;
+  $('topic-title').textContent = t ? `Edit topic ${t.name}` : 'Register a topic';
+  $('topic-tenant-row').hidden = !session.admin;
+  $('topic-tenant').value = t ? t.tenant : state.filter;
+  $('topic-tenant').placeholder = session.claims.tenant;
+  $('topic-tenant').disabled = $('topic-name').disabled = !!t;
+  $('topic-name').value = t ? t.name : '';
+  $('topic-url').value = t ? t.callback_url || '' : '';
+  $('topic-method').value = t ? t.method : 'POST';
+  $('topic-timeout').value = t ? t.timeout : '30s';
+  $('topic-attempts').value = t ? t.max_attempts : 10;
+  $('topic-backoff-initial').value = t ? t.backoff.initial : '1s';
+  $('topic-backoff-max').value = t ? t.backoff.max : '1h0m0s';
+  $('topic-concurrency').value = t ? t.concurrency : 10;
+  $('topic-headers').value = Object.entries(t?.headers || {}).map(([k, v]) => `${k}: ${v}`).join('\n');
+  showError($('topic-error'), null);
+  $('topic-dialog').showModal();
+  (t ? $('topic-url') : session.admin ? $('topic-tenant') : $('topic-name')).focus();
+}
+
+function parseHeaders(text) {
+  const out = {};
+  text.split('\n').forEach((line, i) => {
+    if (!line.trim()) return;
+    const at = line.indexOf(':');
+    if (at < 1) throw new Error(`headers: line ${i + 1} is not "Name: value"`);
+    out[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  });
+  return out;
+}
+
+async function save(e) {
+  e.preventDefault();
+  const err = $('topic-error');
+  try {
+    const int = (id) => ($(id).value.trim() === '' ? undefined : Number($(id).value));
+    const str = (id) => $(id).value.trim() || undefined;
+    const body = {
+      callback_url: $('topic-url').value.trim(),
+      method: $('topic-method').value,
+      timeout: str('topic-timeout'),
+      max_attempts: int('topic-attempts'),
+      backoff: { initial: str('topic-backoff-initial'), max: str('topic-backoff-max') },
+      concurrency: int('topic-concurrency'),
+      headers: parseHeaders($('topic-headers').value),
+    };
+    const name = editing ? editing.name : $('topic-name').value.trim();
+    if (!name) throw new Error('name: required');
+    const tenant = editing ? editing.tenant : $('topic-tenant').value.trim();
+    const t = await busy($('topic-save'), () => call('PUT', topicPath({ name }), { query: tenantQuery(tenant), body }));
+    $('topic-dialog').close();
+    notice(`Topic ${t.name} ${editing ? 'saved' : 'registered'}.`);
+    await show();
+  } catch (x) {
+    showError(err, x);
+  }
+}
+
+function remove(t) {
+  return confirmAction({
+    title: `Delete topic ${t.name}?`,
+    message: `This removes the topic ${t.name}${session.admin ? ` of tenant ${t.tenant}` : ''} and its counters. ` +
+      'A topic that still holds pending or dead jobs cannot be deleted: cancel or replay them first.',
+    ok: 'Delete topic',
+    action: async () => {
+      await call('DELETE', topicPath(t), { query: tenantQuery(t.tenant) });
+      notice(`Topic ${t.name} deleted.`);
+      await show();
+    },
+  });
+}
+
+$('topic-add').addEventListener('click', () => open(null));
+$('topic-form').addEventListener('submit', save);
+$('topic-cancel').addEventListener('click', () => $('topic-dialog').close());
