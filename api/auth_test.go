@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/kairos-sh/kairos/web"
 )
 
 // signed returns a token for claims signed with method and key.
@@ -117,12 +119,16 @@ func tamper(tb testing.TB, tok string) string {
 // request without a token, so no route is left open by mistake.
 func TestAuthEveryRoute(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, Config{})
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("mounted\n"))
+	})
+	e := newEnv(t, Config{Page: web.Handler(), Metrics: ok})
 	s := mustSpec(t)
 	n := 0
 	for path, item := range s.doc.Paths.Map() {
 		for method := range item.Operations() {
-			concrete := strings.NewReplacer("{topic}", "orders", "{id}", "o1").Replace(path)
+			concrete := strings.NewReplacer("{topic}", "orders", "{id}", "o1", "{path}", "app.js").Replace(path)
 			res := e.do(t, method, concrete, "", nil)
 			if !strings.HasPrefix(path, "/v1/") {
 				if res.Status != http.StatusOK {

@@ -24,8 +24,10 @@ type Config struct {
 	// OnTopicChange is called after a topic is registered, changed or
 	// deleted, so that a worker in the same process picks it up at once.
 	OnTopicChange func()
-	// Extra mounts more handlers at the root (the admin page, metrics).
-	Extra func(chi.Router)
+	// Page serves the admin page at / and /assets/*; Metrics serves
+	// GET /metrics. Either may be nil, and its routes then answer 404.
+	Page    http.Handler
+	Metrics http.Handler
 }
 
 // DefaultMaxPayload is the default payload limit.
@@ -88,10 +90,21 @@ func (s *Server) routes() chi.Router {
 		r.Post("/signing-keys/rotate", s.rotateSigningKeys)
 		r.Get("/stats", s.stats)
 	})
-	if s.cfg.Extra != nil {
-		s.cfg.Extra(r)
-	}
+	r.Get("/metrics", s.mounted(s.cfg.Metrics, "metrics"))
+	page := s.mounted(s.cfg.Page, "the admin page")
+	r.Get("/", page)
+	r.Get("/assets/*", page)
 	return r
+}
+
+// mounted returns h, or a 404 problem when this process does not serve it.
+func (s *Server) mounted(h http.Handler, what string) http.HandlerFunc {
+	if h != nil {
+		return h.ServeHTTP
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errorf(http.StatusNotFound, what+" is not served by this process"))
+	}
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/go-chi/chi/v5"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
@@ -121,11 +120,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		page := web.Handler()
 		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, Logger: log, OnTopicChange: onTopic,
-			Extra: func(r chi.Router) {
-				r.Handle("/", page)
-				r.Handle("/assets/*", page)
-				r.Handle("/metrics", metricsHandler)
-			}})
+			Page: page, Metrics: metricsHandler})
 	} else {
 		h = opsHandler(store, metricsHandler)
 	}
