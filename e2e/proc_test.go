@@ -1,16 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,120 +13,27 @@ import (
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/testproc"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// kairosBinary builds cmd/kairos once per test run.
-func kairosBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kairos-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "kairos")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/kairos-sh/kairos/cmd/kairos").CombinedOutput()
-		if err != nil {
-			buildErr = &buildError{out: string(out), err: err}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return "go build ./cmd/kairos: " + e.err.Error() + "\n" + e.out }
-
-// syncBuffer collects a child's output safely.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // proc is a `kairos serve` child process.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-}
+type proc struct{ *testproc.Proc }
 
-// startKairos runs `kairos serve` with the given extra environment.
+// startKairos runs `kairos serve` (scanner and worker) on the package's
+// Redis with fast lock and lease timings, plus the given environment.
 func startKairos(t *testing.T, name, prefix string, env ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, out: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(kairosBinary(t), "serve")
-	p.cmd.Env = append(os.Environ(),
-		"KAIROS_REDIS_URL="+testredis.URL(t), "KAIROS_AUTH_SECRET="+secret, "KAIROS_PREFIX="+prefix,
+	base := []string{"KAIROS_REDIS_URL=" + testredis.URL(t), "KAIROS_AUTH_SECRET=" + secret, "KAIROS_PREFIX=" + prefix,
 		"KAIROS_ADDR=127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS=1", "KAIROS_LOCK_TTL=1s", "KAIROS_LEASE_GRACE=1s",
-		"KAIROS_ROLES=scanner,worker", "KAIROS_GRACE=5s")
-	p.cmd.Env = append(p.cmd.Env, env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.signal(syscall.SIGKILL)
-		if t.Failed() {
-			t.Logf("--- %s output:\n%s", p.name, p.out.String())
-		}
-	})
-	return p
+		"KAIROS_ROLES=scanner,worker", "KAIROS_GRACE=5s"}
+	return &proc{testproc.Start(t, name, append(base, env...)...)}
 }
 
-func (p *proc) signal(sig syscall.Signal) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// waitLog waits until the child's output contains s.
-func (p *proc) waitLog(t *testing.T, s string, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !bytes.Contains([]byte(p.out.String()), []byte(s)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not log %q within %v", p.name, s, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+func (p *proc) signal(sig syscall.Signal)                            { p.Signal(sig) }
+func (p *proc) waitLog(t *testing.T, s string, within time.Duration) { p.WaitLog(t, s, within) }
+func (p *proc) url(t *testing.T) string                              { return p.URL(t) }
+func (p *proc) name() string                                         { return p.Name }
 
 // procStore is a store over the children's Redis and prefix, for setup and checks.
 func procStore(t *testing.T, prefix string) *rdb.Store {
@@ -273,7 +175,7 @@ func TestSigtermFinishesInFlightAndReleasesLocks(t *testing.T) {
 		t.Fatal("the job never reached the receiver")
 	}
 	a.signal(syscall.SIGTERM)
-	if code := a.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := a.ExitCode(); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM, want 0", code)
 	}
 	j, err := store.GetJob(context.Background(), key)
@@ -287,16 +189,6 @@ func TestSigtermFinishesInFlightAndReleasesLocks(t *testing.T) {
 	if len(locks) != 0 {
 		t.Fatalf("shard locks left after a clean stop: %v", locks)
 	}
-}
-
-// url waits for the child's "kairos listening" line and returns its URL.
-func (p *proc) url(t *testing.T) string {
-	t.Helper()
-	p.waitLog(t, "kairos listening", 15*time.Second)
-	out := p.out.String()
-	rest := out[strings.Index(out, "kairos listening"):]
-	rest = rest[strings.Index(rest, "url=")+len("url="):]
-	return strings.Fields(rest)[0]
 }
 
 // locksHeld reads kairos_scanner_locks_held from the child's /metrics; -1
@@ -387,7 +279,7 @@ func TestKillBusiestOfThreeUnderLoad(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("killed %s holding %d shards; survivors held all 16 after %v (lock TTL 1s)", procs[busiest].name, killed, takeover)
+	t.Logf("killed %s holding %d shards; survivors held all 16 after %v (lock TTL 1s)", procs[busiest].name(), killed, takeover)
 	rcv.waitHits(t, n, 40*time.Second)
 	time.Sleep(time.Second)
 	byJob := rcv.byJob()

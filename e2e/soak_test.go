@@ -164,7 +164,7 @@ func metric(t *testing.T, url, name string) float64 {
 // rss reads a child's resident set size from /proc.
 func rss(t *testing.T, p *proc) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/status")
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.Cmd.Process.Pid) + "/status")
 	if err != nil {
 		t.Fatal(err)
 	}

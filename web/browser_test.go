@@ -14,13 +14,14 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/internal/testproc"
 )
 
 var updateScreenshots = flag.Bool("update-screenshots", false, "copy the overview and job-detail screenshots to docs/screenshots")
 
 func TestAdminPageInBrowser(t *testing.T) {
 	start := time.Now()
-	if _, err := kairosBinary(); err != nil {
+	if _, err := testproc.Binary(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("built cmd/kairos in %v", time.Since(start).Round(time.Millisecond))

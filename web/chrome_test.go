@@ -4,12 +4,14 @@ package web
 // chromedp, one tab, steps that fail the test with a screenshot.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,4 +213,22 @@ func (b *browser) signIn(token string) {
 	b.do("the sign-in form", chromedp.WaitVisible(chromedp.ID("token-input")), chromedp.SetValue(chromedp.ID("token-input"), token))
 	b.load("sign in", chromedp.Click(chromedp.ID("signin-submit")))
 	b.do("see the overview", chromedp.WaitVisible(chromedp.CSS(`[data-testid="overview"]`)))
+}
+
+// lockedBuffer collects console messages from the browser's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

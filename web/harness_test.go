@@ -11,124 +11,36 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kairos-sh/kairos/internal/testproc"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
 const testSecret = "web-browser-test-secret-0123456789"
 
-// kairosBinary builds cmd/kairos once.
-var kairosBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "kairos-web-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "kairos")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/kairos-sh/kairos/cmd/kairos").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build ./cmd/kairos: %w\n%s", err, out)
-	}
-	return bin, nil
-})
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startKairos runs `kairos serve` against the package's redis-server on a
 // free loopback port and waits for /healthz. It returns the base URL.
 func startKairos(t *testing.T) string {
 	t.Helper()
-	bin, err := kairosBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := testredis.Prefix(t)
-	for range 3 { // a free port can be taken before kairos listens on it
-		port, err := testredis.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		out := &lockedBuffer{}
-		cmd := exec.Command(bin, "serve")
-		cmd.Env = append(os.Environ(), "KAIROS_REDIS_URL="+testredis.URL(t), "KAIROS_AUTH_SECRET="+testSecret,
-			"KAIROS_PREFIX="+prefix, "KAIROS_ADDR="+addr, "KAIROS_ALLOW_PRIVATE_URLS=1",
-			"KAIROS_LOCK_TTL=1s", "KAIROS_LEASE_GRACE=1s", "KAIROS_GRACE=2s")
-		cmd.Stdout, cmd.Stderr = out, out
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		t.Cleanup(func() {
-			select {
-			case <-done:
-			default:
-				cmd.Process.Signal(syscall.SIGTERM)
-				select {
-				case <-done:
-				case <-time.After(10 * time.Second):
-					cmd.Process.Kill()
-					<-done
-				}
-			}
-			if t.Failed() {
-				t.Logf("--- kairos serve output:\n%s", out.String())
-			}
-		})
-		if waitHealthy(t, "http://"+addr, done, out) {
-			return "http://" + addr
-		}
-	}
-	t.Fatal("kairos serve found no free port in 3 tries")
-	return ""
-}
-
-// waitHealthy waits for /healthz; false means the port was taken.
-func waitHealthy(t *testing.T, base string, done <-chan struct{}, out *lockedBuffer) bool {
-	t.Helper()
+	p := testproc.Start(t, "kairos serve", "KAIROS_REDIS_URL="+testredis.URL(t), "KAIROS_AUTH_SECRET="+testSecret,
+		"KAIROS_PREFIX="+testredis.Prefix(t), "KAIROS_ADDR=127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS=1",
+		"KAIROS_LOCK_TTL=1s", "KAIROS_LEASE_GRACE=1s", "KAIROS_GRACE=2s")
+	base := p.URL(t)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if res, err := http.Get(base + "/healthz"); err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
-				return true
+				return base
 			}
-		}
-		select {
-		case <-done:
-			if strings.Contains(out.String(), "address already in use") {
-				return false
-			}
-			t.Fatalf("kairos serve exited at start:\n%s", out.String())
-		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("kairos serve did not answer /healthz within 20s:\n%s", out.String())
+			t.Fatalf("kairos serve did not answer /healthz within 20s")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -1,0 +1,136 @@
+// Package testproc runs `kairos serve` as a child process for tests:
+// built once per test binary, started in its own process group, stopped
+// by PID, its output kept and shown when the test fails.
+package testproc
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Binary builds cmd/kairos once per test binary and returns its path.
+var Binary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "kairos-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "kairos")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/kairos-sh/kairos/cmd/kairos").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build ./cmd/kairos: %w\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// buffer collects a child's output safely.
+type buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Proc is a `kairos serve` child process.
+type Proc struct {
+	Name string
+	Cmd  *exec.Cmd
+	out  *buffer
+	done chan struct{}
+}
+
+// Start runs `kairos serve` with env appended to this process's
+// environment. The child is killed at cleanup if still running.
+func Start(tb testing.TB, name string, env ...string) *Proc {
+	tb.Helper()
+	bin, err := Binary()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &Proc{Name: name, out: &buffer{}, done: make(chan struct{})}
+	p.Cmd = exec.Command(bin, "serve")
+	p.Cmd.Env = append(os.Environ(), env...)
+	p.Cmd.Stdout, p.Cmd.Stderr = p.out, p.out
+	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.Cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() { p.Cmd.Wait(); close(p.done) }()
+	tb.Cleanup(func() {
+		p.Signal(syscall.SIGKILL)
+		if tb.Failed() {
+			tb.Logf("--- %s output:\n%s", p.Name, p.Output())
+		}
+	})
+	return p
+}
+
+// Output returns what the child printed so far.
+func (p *Proc) Output() string { return p.out.String() }
+
+// Done is closed when the child has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// ExitCode returns the child's exit code once it has exited.
+func (p *Proc) ExitCode() int { return p.Cmd.ProcessState.ExitCode() }
+
+// Signal sends sig and waits for the child to exit (SIGKILL after 15s).
+func (p *Proc) Signal(sig syscall.Signal) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.Cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		p.Cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// WaitLog waits until the child's output contains s.
+func (p *Proc) WaitLog(tb testing.TB, s string, within time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for !strings.Contains(p.Output(), s) {
+		select {
+		case <-p.done:
+			tb.Fatalf("%s exited before logging %q", p.Name, s)
+		default:
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s did not log %q within %v", p.Name, s, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// URL waits for the child's "kairos listening" line and returns its URL
+// (start it with KAIROS_ADDR=127.0.0.1:0 to get a free port).
+func (p *Proc) URL(tb testing.TB) string {
+	tb.Helper()
+	p.WaitLog(tb, "kairos listening", 20*time.Second)
+	out := p.Output()
+	rest := out[strings.Index(out, "kairos listening"):]
+	rest = rest[strings.Index(rest, "url=")+len("url="):]
+	return strings.Fields(rest)[0]
+}
