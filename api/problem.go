@@ -8,6 +8,7 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // Problem is an RFC 9457 problem document.
@@ -95,6 +96,9 @@ func (s *Server) problem(r *http.Request, err error) Problem {
 		p.Status, p.Type, p.Title, p.Detail = http.StatusBadRequest, problemBase+"bad-request", "Bad Request", err.Error()
 	case errors.Is(err, kairos.ErrConflict):
 		p.Status, p.Type, p.Title, p.Detail = http.StatusConflict, problemBase+"conflict", "Conflict", err.Error()
+	case errors.Is(err, rdb.ErrNotReplicated):
+		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, problemBase+"unavailable", "Service Unavailable"
+		p.Detail = "the job was stored but its Redis replicas did not confirm it in time, so a failover now could lose it; retry the request (with the same job id it replaces the job)"
 	case isUnavailable(err):
 		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, problemBase+"unavailable", "Service Unavailable"
 		p.Detail = "the job store (Redis) is unreachable; retry shortly"

@@ -50,6 +50,7 @@ type engineOpts struct {
 	leaseGrace   time.Duration
 	client       redis.UniversalClient // default: the package's redis-server
 	blocking     redis.UniversalClient // for BRPOP; default: a client of its own
+	waitReplicas int
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -69,7 +70,8 @@ func startEngine(t *testing.T, o engineOpts) *engine {
 		o.blocking = testredis.Client(t)
 	}
 	prefix := testredis.Prefix(t)
-	store := rdb.New(client, rdb.Options{Prefix: prefix, LeaseGrace: o.leaseGrace, Blocking: o.blocking, NewSecret: callback.NewSecret})
+	store := rdb.New(client, rdb.Options{Prefix: prefix, LeaseGrace: o.leaseGrace, Blocking: o.blocking,
+		NewSecret: callback.NewSecret, WaitReplicas: o.waitReplicas})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := store.Init(ctx); err != nil {
 		t.Fatal(err)

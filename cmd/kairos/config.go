@@ -17,6 +17,7 @@ type Config struct {
 	Addr         string
 	RedisURL     string
 	RedisCluster bool
+	WaitReplicas int
 	AuthSecret   string // env only
 	MetricsToken string // env only; when set, /metrics needs it as a bearer token
 	AllowPrivate bool
@@ -44,10 +45,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		}
 		return def
 	}
-	var roles, shards, retention, grace, lockTTL, leaseGrace, maxPayload, allow, cluster string
+	var roles, shards, retention, grace, lockTTL, leaseGrace, maxPayload, allow, cluster, waitReplicas string
 	fs.StringVar(&c.Addr, "addr", env("KAIROS_ADDR", ":8080"), "listen address of the API and admin page (KAIROS_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("KAIROS_REDIS_URL", ""), "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (KAIROS_REDIS_URL)")
 	fs.StringVar(&cluster, "redis-cluster", env("KAIROS_REDIS_CLUSTER", "0"), "1: KAIROS_REDIS_URL names Redis Cluster nodes, redis://host:port?addr=host2:port (KAIROS_REDIS_CLUSTER)")
+	fs.StringVar(&waitReplicas, "wait-replicas", env("KAIROS_WAIT_REPLICAS", "0"), "acknowledge a create only once this many replicas have it (Redis WAIT), so a failover cannot lose it (KAIROS_WAIT_REPLICAS)")
 	fs.StringVar(&allow, "allow-private-urls", env("KAIROS_ALLOW_PRIVATE_URLS", "0"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS)")
 	fs.StringVar(&c.Prefix, "prefix", env("KAIROS_PREFIX", "kairos"), "Redis key prefix, so deployments can share a Redis (KAIROS_PREFIX)")
 	fs.StringVar(&shards, "shards", env("KAIROS_SHARDS", "16"), "Delay Bucket shards; fixed once jobs exist (KAIROS_SHARDS)")
@@ -77,6 +79,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	}
 	if c.RedisCluster && c.RedisURL == "" {
 		errs = append(errs, errors.New("KAIROS_REDIS_CLUSTER needs KAIROS_REDIS_URL naming at least one cluster node"))
+	}
+	if c.WaitReplicas, err = strconv.Atoi(waitReplicas); err != nil || c.WaitReplicas < 0 || c.WaitReplicas > 16 {
+		errs = append(errs, fmt.Errorf("wait-replicas %q: use a whole number from 0 to 16", waitReplicas))
 	}
 	if c.Shards, err = strconv.Atoi(shards); err != nil || c.Shards < 1 || c.Shards > 4096 {
 		errs = append(errs, fmt.Errorf("shards %q: use a whole number from 1 to 4096", shards))

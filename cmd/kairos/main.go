@@ -16,6 +16,7 @@ const usage = `kairos: a webhook scheduler on Redis
 usage:
   kairos serve [flags]                       run the API, scanner and workers (kairos serve -h for flags)
   kairos token --tenant NAME [--admin] [--ttl D]  print an API token signed with KAIROS_AUTH_SECRET
+  kairos bench --redis-url URL [flags]       measure throughput, precision and Redis cost (kairos bench -h)
 `
 
 func main() {
@@ -37,6 +38,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args[1:], getenv, stdout, stderr)
 	case "token":
 		return token(args[1:], getenv, stdout, stderr)
+	case "bench":
+		return runBench(ctx, args[1:], getenv, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -62,7 +62,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	client.AddHook(m.Hook())
 	blocking.AddHook(m.Hook())
 	store := rdb.New(client, rdb.Options{Prefix: cfg.Prefix, Shards: cfg.Shards, Retention: cfg.Retention, LeaseGrace: cfg.LeaseGrace,
-		Blocking: blocking, NewSecret: callback.NewSecret, OnEnqueued: m.Created})
+		Blocking: blocking, NewSecret: callback.NewSecret, OnEnqueued: m.Created, WaitReplicas: cfg.WaitReplicas})
 	if err := initStore(ctx, store, log); err != nil {
 		return err
 	}

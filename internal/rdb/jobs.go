@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,8 +58,13 @@ func jobFields(j kairos.Job) ([]any, error) {
 
 // Enqueue creates the job, or replaces and reschedules a job of the same id
 // that has not fired. A job due now goes straight onto its ready list. It
-// returns kairos.ErrConflict while the job is being delivered.
+// returns kairos.ErrConflict while the job is being delivered, and
+// ErrNotReplicated when Options.WaitReplicas replicas did not confirm it.
 func (s *Store) Enqueue(ctx context.Context, j kairos.Job) (kairos.Job, error) {
+	if s.opts.WaitReplicas > 0 {
+		r := s.EnqueueBatch(ctx, []kairos.Job{j})[0]
+		return r.Job, r.Err
+	}
 	keys, argv, err := s.enqueueArgs(j)
 	if err != nil {
 		return kairos.Job{}, err
@@ -90,37 +96,108 @@ type BatchResult struct {
 	Err error
 }
 
-// EnqueueBatch enqueues jobs in one pipelined round trip; each job is still
-// its own atomic script, and each gets its own result.
+// EnqueueBatch enqueues jobs in one pipelined round trip per Redis node;
+// each job is still its own atomic script, and each gets its own result.
 func (s *Store) EnqueueBatch(ctx context.Context, jobs []kairos.Job) []BatchResult {
 	out := make([]BatchResult, len(jobs))
-	pipe := s.c.Pipeline()
-	cmds := make([]*redis.Cmd, len(jobs))
+	after := s.c.Pipeline()
+	for _, g := range s.writeGroups(ctx, jobs, out) {
+		s.enqueueGroup(ctx, g, jobs, out, after, false)
+	}
+	after.Exec(ctx)
+	return out
+}
+
+// writeGroup is a set of jobs written through one pipeline.
+type writeGroup struct {
+	target redis.Cmdable
+	idx    []int
+}
+
+// writeGroups splits jobs by the pipeline that writes them. Waiting for
+// replicas (WAIT) counts only the writes of its own connection, so with
+// WaitReplicas on a cluster each master gets a pipeline of its own.
+func (s *Store) writeGroups(ctx context.Context, jobs []kairos.Job, out []BatchResult) []writeGroup {
+	cc, cluster := s.c.(*redis.ClusterClient)
+	if !cluster || s.opts.WaitReplicas <= 0 {
+		g := writeGroup{target: s.c, idx: make([]int, len(jobs))}
+		for i := range jobs {
+			g.idx[i] = i
+		}
+		return []writeGroup{g}
+	}
+	byMaster := map[*redis.Client]*writeGroup{}
+	var order []*redis.Client
 	for i, j := range jobs {
-		keys, argv, err := s.enqueueArgs(j)
+		m, err := cc.MasterForKey(ctx, s.k.bucket(s.k.shardOf(j.JobKey)))
+		if err != nil {
+			out[i].Err = fmt.Errorf("enqueue %s: find its master: %w", j.JobKey, err)
+			continue
+		}
+		if byMaster[m] == nil {
+			byMaster[m] = &writeGroup{target: m}
+			order = append(order, m)
+		}
+		byMaster[m].idx = append(byMaster[m].idx, i)
+	}
+	groups := make([]writeGroup, len(order))
+	for i, m := range order {
+		groups[i] = *byMaster[m]
+	}
+	return groups
+}
+
+// enqueueGroup runs one pipeline of enqueue scripts, followed by WAIT when
+// replicas must confirm, and records each job's result.
+func (s *Store) enqueueGroup(ctx context.Context, g writeGroup, jobs []kairos.Job, out []BatchResult, after redis.Pipeliner, retried bool) {
+	pipe := g.target.Pipeline()
+	cmds := make(map[int]*redis.Cmd, len(g.idx))
+	for _, i := range g.idx {
+		keys, argv, err := s.enqueueArgs(jobs[i])
 		if err != nil {
 			out[i].Err = err
 			continue
 		}
 		cmds[i] = enqueueScript.EvalSha(ctx, pipe, keys, argv...)
 	}
+	var wait *redis.Cmd
+	if s.opts.WaitReplicas > 0 {
+		wait = pipe.Do(ctx, "WAIT", s.opts.WaitReplicas, s.opts.WaitTimeout.Milliseconds())
+	}
 	pipe.Exec(ctx)
-	after := s.c.Pipeline()
+	var missing []int
 	for i, c := range cmds {
-		if c == nil {
+		if err := c.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") && !retried {
+			missing = append(missing, i) // a restarted or promoted node lost its script cache
+		}
+	}
+	if len(missing) > 0 {
+		enqueueScript.Load(ctx, g.target)
+		s.enqueueGroup(ctx, writeGroup{target: g.target, idx: missing}, jobs, out, after, true)
+	}
+	var replicaErr error
+	if wait != nil {
+		n, err := wait.Int64()
+		switch {
+		case err != nil:
+			replicaErr = fmt.Errorf("%w: %v", ErrNotReplicated, err)
+		case n < int64(s.opts.WaitReplicas):
+			replicaErr = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, n, s.opts.WaitReplicas, s.opts.WaitTimeout)
+		}
+	}
+	for i, c := range cmds {
+		if slices.Contains(missing, i) {
 			continue
 		}
 		res, err := c.Slice()
-		if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			// Redis lost its script cache (a restart or failover): run it the slow way.
-			keys, argv, _ := s.enqueueArgs(jobs[i])
-			res, err = enqueueScript.Run(ctx, s.c, keys, argv...).Slice()
-		}
 		if err != nil {
 			out[i].Err = fmt.Errorf("enqueue %s: %w", jobs[i].JobKey, err)
 			continue
 		}
 		j, gen, push, wake, err := s.enqueued(jobs[i], res)
+		if err == nil && replicaErr != nil {
+			err = replicaErr // stored on the master; its lease still hands it out if it survives
+		}
 		out[i] = BatchResult{Job: j, Err: err}
 		if err == nil {
 			s.after(ctx, after, j, gen, push, wake)
@@ -129,8 +206,6 @@ func (s *Store) EnqueueBatch(ctx context.Context, jobs []kairos.Job) []BatchResu
 			}
 		}
 	}
-	after.Exec(ctx)
-	return out
 }
 
 func (s *Store) enqueueArgs(j kairos.Job) ([]string, []any, error) {

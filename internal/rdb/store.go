@@ -29,6 +29,11 @@ type Options struct {
 	// NewSecret draws a tenant's callback signing secret on first use
 	// (callback.NewSecret); required for signing keys.
 	NewSecret func() (string, error)
+	// WaitReplicas, when above 0, makes every create wait (Redis WAIT)
+	// until that many replicas of its master have it, up to WaitTimeout
+	// (default 500ms), before it is acknowledged.
+	WaitReplicas int
+	WaitTimeout  time.Duration
 	// OnEnqueued, if set, is told of every job stored by Enqueue or EnqueueBatch (metrics).
 	OnEnqueued func(tenant, topic string)
 }
@@ -67,6 +72,9 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	}
 	if opts.LeaseGrace <= 0 {
 		opts.LeaseGrace = DefaultLeaseGrace
+	}
+	if opts.WaitTimeout <= 0 {
+		opts.WaitTimeout = 500 * time.Millisecond
 	}
 	if opts.Blocking == nil {
 		opts.Blocking = c

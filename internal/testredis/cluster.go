@@ -57,8 +57,9 @@ func StartCluster(dir string, masters int, extra ...string) (*Cluster, error) {
 	return c, nil
 }
 
-// WaitOK waits until every live node says cluster_state:ok and knows the
-// expected number of masters with slots.
+// WaitOK waits until every live node says cluster_state:ok and every
+// replication link is up (a master's replica online, a replica's link to
+// its master up): until then a WAIT for one replica answers 0.
 func (c *Cluster) WaitOK(within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
@@ -69,8 +70,9 @@ func (c *Cluster) WaitOK(within time.Duration) error {
 			}
 			cl := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
 			info, err := cl.ClusterInfo(context.Background()).Result()
+			repl, rerr := cl.Info(context.Background(), "replication").Result()
 			cl.Close()
-			if err != nil || !strings.Contains(info, "cluster_state:ok") {
+			if err != nil || rerr != nil || !strings.Contains(info, "cluster_state:ok") || !replicationUp(repl) {
 				ok = false
 				break
 			}
@@ -142,4 +144,13 @@ func (c *Cluster) Stop() {
 	for _, n := range c.Nodes {
 		n.Stop()
 	}
+}
+
+// replicationUp reads INFO replication: a master needs an online replica,
+// a replica an up link to its master.
+func replicationUp(info string) bool {
+	if strings.Contains(info, "role:slave") {
+		return strings.Contains(info, "master_link_status:up")
+	}
+	return strings.Contains(info, "state=online")
 }

@@ -1,0 +1,381 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos/api"
+	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/bench"
+	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/scanner"
+)
+
+const benchUsage = `usage:
+  kairos bench --redis-url redis://HOST:PORT [flags]
+      start a kairos in this process on that Redis, under a fresh key prefix
+      that is removed afterwards, and measure it
+  kairos bench --url http://127.0.0.1:PORT --token TOKEN [--redis-url URL] [flags]
+      measure a running kairos; it must allow private URLs
+      (KAIROS_ALLOW_PRIVATE_URLS=1), since callbacks go to this tool on
+      loopback; --redis-url then names its Redis, read for memory and
+      command figures only (cost needs it). TOKEN may come from KAIROS_TOKEN.
+
+Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,cost):
+  enqueue    --jobs jobs due in an hour, created by --clients clients with single
+             and batch creates: jobs/s, latency, Redis memory per pending job
+  precision  --precision-jobs jobs due uniformly over --precision-over: lateness
+             at the receiver, and jobs fired early, missing or duplicated
+  burst      --burst-jobs jobs due at one instant: time to the last delivery
+  cost       --cost-jobs jobs through their life: Redis commands per job; then
+             --idle-jobs pending far ahead: Redis commands per second idle
+  scale      --scale-jobs jobs pending (about 3 GiB at 10M), then precision again
+
+flags:
+`
+
+// runBench runs the load tool (internal/bench) against a kairos it starts in
+// this process or a running one.
+func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kairos bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
+	var (
+		o                         bench.Options
+		redisURL, apiURL, token   string
+		scenarios, prefix, logLvl string
+		idleJobs, shards          int
+		timeout                   time.Duration
+		quiet                     bool
+	)
+	fs.StringVar(&redisURL, "redis-url", "", "Redis to start kairos on (or, with --url, the Redis of that kairos)")
+	fs.StringVar(&apiURL, "url", "", "API URL of a running kairos on loopback, instead of starting one")
+	fs.StringVar(&token, "token", "", "API token for --url (default $KAIROS_TOKEN)")
+	fs.StringVar(&scenarios, "scenario", bench.DefaultScenarios, "scenarios: enqueue, precision, burst, cost, scale, comma-separated, or all")
+	fs.IntVar(&o.EnqueueJobs, "jobs", 100_000, "enqueue: jobs created each way")
+	fs.IntVar(&o.Clients, "clients", 32, "concurrent API clients")
+	fs.IntVar(&o.BatchSize, "batch-size", 1000, "jobs per batch create (the API allows 1000)")
+	fs.IntVar(&o.Concurrency, "concurrency", 64, "consumers of the bench topic (its concurrency)")
+	fs.IntVar(&o.PrecisionJobs, "precision-jobs", 20000, "precision: jobs")
+	fs.DurationVar(&o.PrecisionOver, "precision-over", 10*time.Second, "precision: window the due times spread over")
+	fs.IntVar(&o.BurstJobs, "burst-jobs", 20000, "burst: jobs due at one instant")
+	fs.IntVar(&o.Cost.Jobs, "cost-jobs", 10000, "cost: jobs run through their life")
+	fs.IntVar(&idleJobs, "idle-jobs", 1_000_000, "cost: jobs pending far ahead while idle commands are counted; 0 skips the idle count")
+	fs.DurationVar(&o.Cost.IdleSettle, "idle-settle", 15*time.Second, "cost: wait after loading the idle jobs")
+	fs.DurationVar(&o.Cost.IdleWindow, "idle-window", 10*time.Second, "cost: idle window measured")
+	fs.IntVar(&o.Scale.Jobs, "scale-jobs", 10_000_000, "scale: jobs loaded")
+	fs.DurationVar(&o.Scale.MaxLoad, "scale-max-load", 10*time.Minute, "scale: loading stops after this long")
+	fs.DurationVar(&o.Lead, "lead", 0, "how long before the first due time a run starts being created (default: from the measured create rate)")
+	fs.DurationVar(&o.Grace, "grace", 5*time.Second, "how long after the last due time missing callbacks are waited for")
+	fs.IntVar(&shards, "shards", rdb.DefaultShards, "Delay Bucket shards of the kairos started here")
+	fs.StringVar(&prefix, "prefix", "", "Redis key prefix of the kairos started here; must be unused (default: a fresh kbench-* prefix)")
+	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "stop every scenario after this long (clean-up still runs)")
+	fs.BoolVar(&o.JSON, "json", false, "write one JSON document instead of tables")
+	fs.StringVar(&o.ProfileDir, "cpuprofile", "", "directory for CPU profiles of each measured phase (<phase>.pprof)")
+	fs.StringVar(&logLvl, "log-level", "warn", "log level of the kairos started here")
+	fs.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	var err error
+	if o.Scenarios, err = bench.ParseScenarios(scenarios); err != nil {
+		return err
+	}
+	if o.BatchSize < 1 || o.BatchSize > 1000 {
+		return errors.New("--batch-size: use 1 to 1000")
+	}
+	if o.Concurrency < 1 || o.Concurrency > 1000 {
+		return errors.New("--concurrency: use 1 to 1000")
+	}
+	if idleJobs <= 0 {
+		idleJobs = -1
+	}
+	o.Cost.IdleJobs = idleJobs
+	o.Scale.PrecisionJobs, o.Scale.PrecisionOver = o.PrecisionJobs, o.PrecisionOver
+	if !quiet {
+		o.Progress = stderr
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var t bench.Target
+	switch {
+	case apiURL != "":
+		if token == "" {
+			token = getenv("KAIROS_TOKEN")
+		}
+		if token == "" {
+			return errors.New("--url needs --token or KAIROS_TOKEN")
+		}
+		if err := loopbackURL(apiURL); err != nil {
+			return err
+		}
+		t = bench.Target{URL: apiURL, Token: token, Name: apiURL}
+		if redisURL != "" {
+			probe, err := benchRedisClient(redisURL)
+			if err != nil {
+				return err
+			}
+			defer probe.Close()
+			t.Redis = benchRedis{probe}
+		}
+	case redisURL != "":
+		if prefix == "" {
+			prefix = "kbench-" + randomHex(4)
+		}
+		level := slog.LevelWarn
+		if err := level.UnmarshalText([]byte(logLvl)); err != nil {
+			return fmt.Errorf("--log-level %q: use debug, info, warn or error", logLvl)
+		}
+		k, err := startBenchKairos(ctx, redisURL, prefix, shards, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if serr := k.stop(); serr != nil {
+				fmt.Fprintln(stderr, "kairos bench: clean up:", serr)
+			}
+		}()
+		t = k.target
+	default:
+		fs.Usage()
+		return errors.New("give --redis-url to start kairos here, or --url and --token to measure a running one")
+	}
+	return bench.Run(ctx, t, o, stdout)
+}
+
+// loopbackURL refuses an API URL off this machine: the bench's callbacks
+// go to a loopback receiver, which only a kairos on this machine reaches.
+func loopbackURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--url %q: want http://127.0.0.1:PORT", raw)
+	}
+	if h := u.Hostname(); h != "localhost" {
+		if ip := net.ParseIP(h); ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("--url %q: the bench runs on loopback only (its receiver must be reachable from kairos)", raw)
+		}
+	}
+	return nil
+}
+
+// benchKairos is a kairos in this process: API on 127.0.0.1:0, scanner and
+// worker, on its own key prefix, with private callback URLs allowed.
+type benchKairos struct {
+	target bench.Target
+	stop   func() error
+}
+
+func benchRedisClient(redisURL string) (*redis.Client, error) {
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		return nil, fmt.Errorf("--redis-url: %w (want redis://host:port)", err)
+	}
+	return redis.NewClient(opt), nil
+}
+
+// startBenchKairos wires kairos as serve does, plus a hook counting the
+// commands it sends. stop shuts it down in serve's order and deletes every
+// key under prefix.
+func startBenchKairos(ctx context.Context, redisURL, prefix string, shards int, log *slog.Logger) (*benchKairos, error) {
+	probe, err := benchRedisClient(redisURL)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := probe.Exists(ctx, prefix+":meta").Result(); err != nil || n > 0 {
+		probe.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reach Redis: %w", err)
+		}
+		return nil, fmt.Errorf("--prefix %q is in use on this Redis; the bench deletes its prefix afterwards, so it needs an unused one", prefix)
+	}
+	sent := &bench.Counter{}
+	opt, _ := redis.ParseURL(redisURL)
+	bopt := *opt
+	bopt.PoolSize = 4096 // as serve: blocked consumers get a pool of their own
+	client, blocking := redis.NewClient(opt), redis.NewClient(&bopt)
+	client.AddHook(countHook{sent})
+	blocking.AddHook(countHook{sent})
+	closeAll := func() { blocking.Close(); client.Close(); probe.Close() }
+
+	store := rdb.New(client, rdb.Options{Prefix: prefix, Shards: shards, Blocking: blocking, NewSecret: callback.NewSecret})
+	if err := initStore(ctx, store, log); err != nil {
+		closeAll()
+		return nil, err
+	}
+	drop := func(ctx context.Context, patterns ...string) (int, error) {
+		n := 0
+		for _, p := range patterns {
+			m, err := unlinkMatching(ctx, probe, p)
+			n += m
+			if err != nil {
+				return n, err
+			}
+		}
+		return n, nil
+	}
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	authn := auth.New([]byte(base64.StdEncoding.EncodeToString(secret)), nil)
+	token, err := authn.Mint("bench", false, 0)
+	if err != nil {
+		closeAll()
+		drop(context.WithoutCancel(ctx), globEscape(prefix)+":*")
+		return nil, err
+	}
+
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	rec := store.NewRecorder()
+	worker := callback.NewWorker(store, callback.WorkerConfig{AllowPrivate: true, Grace: 5 * time.Second, Logger: log,
+		OnAttempt: func(e callback.Event) { rec.Observe(e.Job.Tenant, e.Job.Topic, e.State, e.Attempt.N, e.Lateness) }})
+	sc := scanner.New(store, redsync.New(goredis.NewPool(client)), scanner.Config{Logger: log})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		stopRun()
+		closeAll()
+		return nil, err
+	}
+	srv := &http.Server{Handler: api.New(store, authn, api.Config{Logger: log, OnTopicChange: worker.Refresh}),
+		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return runCtx }}
+
+	scannerCtx, stopScanner := context.WithCancel(runCtx)
+	workerCtx, stopWorker := context.WithCancel(runCtx)
+	recCtx, stopRec := context.WithCancel(runCtx)
+	var scanWG, workWG, recWG, srvWG sync.WaitGroup
+	scanWG.Go(func() { sc.Run(scannerCtx) })
+	workWG.Go(func() { worker.Run(workerCtx) })
+	recWG.Go(func() { rec.Run(recCtx) })
+	srvWG.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "err", err)
+		}
+	})
+
+	stop := func() error {
+		stopScanner()
+		scanWG.Wait() // stops claiming, releases its shard locks
+		stopWorker()
+		blocking.Close() // wakes consumers blocked in BRPOP
+		workWG.Wait()
+		stopRec()
+		recWG.Wait()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		srv.Shutdown(sctx)
+		cancel()
+		srvWG.Wait()
+		stopRun()
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		_, err := drop(dctx, globEscape(prefix)+":*")
+		client.Close()
+		probe.Close()
+		return err
+	}
+	return &benchKairos{stop: stop, target: bench.Target{
+		URL: "http://" + ln.Addr().String(), Token: token, Redis: benchRedis{probe},
+		// Every job key carries a shard hash tag; ready lists are per topic.
+		DropJobs: func(ctx context.Context) (int, error) {
+			p := globEscape(prefix)
+			return drop(ctx, p+":{*", p+":ready:*")
+		},
+		Sent: sent.Snapshot,
+		Counters: func() map[string]int64 {
+			st := client.PoolStats()
+			return map[string]int64{"pool_waits": int64(st.WaitCount), "pool_wait_ms": st.WaitDurationNs / 1e6, "pool_timeouts": int64(st.Timeouts)}
+		},
+		Name: fmt.Sprintf("a kairos started in this process (Redis %s, prefix %s, %d shards)", client.Options().Addr, prefix, shards),
+	}}, nil
+}
+
+// unlinkMatching deletes every key matching pattern with SCAN and UNLINK.
+func unlinkMatching(ctx context.Context, c *redis.Client, pattern string) (int, error) {
+	var cursor uint64
+	n := 0
+	for {
+		keys, next, err := c.Scan(ctx, cursor, pattern, 10000).Result()
+		if err != nil {
+			return n, fmt.Errorf("scan %s: %w", pattern, err)
+		}
+		if len(keys) > 0 {
+			if err := c.Unlink(ctx, keys...).Err(); err != nil {
+				return n, fmt.Errorf("unlink: %w", err)
+			}
+			n += len(keys)
+		}
+		if cursor = next; cursor == 0 {
+			return n, nil
+		}
+	}
+}
+
+// globEscape quotes the characters SCAN's MATCH treats as special.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// benchRedis gives the bench its reads of Redis, on a client of its own.
+type benchRedis struct{ c *redis.Client }
+
+func (r benchRedis) Info(ctx context.Context, section string) (string, error) {
+	return r.c.Info(ctx, section).Result()
+}
+func (r benchRedis) ResetStat(ctx context.Context) error { return r.c.ConfigResetStat(ctx).Err() }
+func (r benchRedis) Time(ctx context.Context) (time.Time, error) {
+	return r.c.Time(ctx).Result()
+}
+
+// countHook counts the commands a client sends, pipelined ones each.
+type countHook struct{ c *bench.Counter }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.c.Add(cmd.Name())
+		return next(ctx, cmd)
+	}
+}
+
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			h.c.Add(c.Name())
+		}
+		return next(ctx, cmds)
+	}
+}

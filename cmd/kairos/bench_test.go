@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos/internal/bench"
+	"github.com/kairos-sh/kairos/internal/testredis"
+)
+
+// TestBenchEndToEnd runs every scenario at a tiny size against a kairos
+// started in process on a real redis-server, and checks the counts the
+// tool reports and that it leaves no key behind.
+func TestBenchEndToEnd(t *testing.T) {
+	srv, err := testredis.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	var out, errOut strings.Builder
+	args := []string{"bench", "--redis-url", srv.URL(), "--scenario", "all", "--json", "--prefix", "kb-test",
+		"--jobs", "200", "--clients", "4", "--batch-size", "50", "--concurrency", "8",
+		"--precision-jobs", "200", "--precision-over", "500ms", "--burst-jobs", "200",
+		"--cost-jobs", "200", "--idle-jobs", "500", "--idle-settle", "200ms", "--idle-window", "1s",
+		"--scale-jobs", "2000", "--lead", "1s", "--grace", "3s", "--timeout", "50s"}
+	if err := run(ctx, args, fakeEnv(nil), &out, &errOut); err != nil {
+		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatalf("decode report: %v\n%s", err, out.String())
+	}
+	if len(rep.Errors) > 0 {
+		t.Fatalf("errors: %v", rep.Errors)
+	}
+
+	if e := rep.Enqueue; e == nil || e.Single.Created != 200 || e.Batch.Created != 200 || e.Batch.Calls != 4 || e.Batch.MemoryPerJob <= 0 {
+		t.Errorf("enqueue: %+v", e)
+	}
+	checkDelivery := func(name string, d bench.Delivery, n int) {
+		t.Helper()
+		want := bench.Delivery{Jobs: n, Delivered: n}
+		got := bench.Delivery{Jobs: d.Jobs, Delivered: d.Delivered, Missing: d.Missing, Duplicated: d.Duplicated, Early: d.Early, Stray: d.Stray}
+		if got != want {
+			t.Errorf("%s: delivery %+v, want every job once, none early", name, d)
+		}
+		if d.MinMS < 0 || d.MaxMS < d.P50MS || d.P50MS <= 0 {
+			t.Errorf("%s: lateness figures out of order: %+v", name, d)
+		}
+	}
+	if p := rep.Precision; p == nil {
+		t.Error("no precision result")
+	} else {
+		checkDelivery("precision", p.Delivery, 200)
+		if p.Delivery.LastMS < 400 {
+			t.Errorf("precision: last arrival %vms after the first due time, want the jobs spread over 500ms", p.Delivery.LastMS)
+		}
+	}
+	if b := rep.Burst; b == nil {
+		t.Error("no burst result")
+	} else {
+		checkDelivery("burst", b.Delivery, 200)
+		if b.DrainSeconds <= 0 || b.PerSec <= 0 {
+			t.Errorf("burst: %+v", b)
+		}
+	}
+	if c := rep.Cost; c == nil {
+		t.Error("no cost result")
+	} else {
+		checkDelivery("cost", c.Delivery, 200)
+		// Each job runs at least the enqueue, start and finish scripts and a BRPOP.
+		if c.ExecutedPerJob < 4 || c.SentPerJob < 4 || c.ExecutedPerJob < c.SentPerJob {
+			t.Errorf("cost: executed %v, sent %v per job", c.ExecutedPerJob, c.SentPerJob)
+		}
+		if c.Idle == nil || c.Idle.ExecutedPerSec <= 0 {
+			t.Errorf("cost: idle %+v", c.Idle)
+		}
+	}
+	if s := rep.Scale; s == nil || s.Loaded != 2000 || s.Precision == nil {
+		t.Errorf("scale: %+v", s)
+	} else {
+		checkDelivery("scale precision", s.Precision.Delivery, 200)
+		if s.Precision.Pending != 2000 || s.MemoryPerJob <= 0 {
+			t.Errorf("scale: %+v", s)
+		}
+	}
+
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
+	if keys := testredis.Keys(t, c, "kb-test"); len(keys) > 0 {
+		t.Errorf("keys left behind: %v", keys)
+	}
+}
+
+func TestBenchTables(t *testing.T) {
+	srv, err := testredis.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	var out strings.Builder
+	args := []string{"bench", "--redis-url", srv.URL(), "--scenario", "precision", "--quiet",
+		"--precision-jobs", "50", "--precision-over", "500ms", "--lead", "1s", "--concurrency", "4"}
+	if err := run(context.Background(), args, fakeEnv(nil), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"precision: 50 jobs due uniformly over 0.5s", "lateness p99", "<= 5 ms", "missing", "duplicated"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestBenchFlags(t *testing.T) {
+	srv, err := testredis.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
+	if err := c.Set(context.Background(), "taken:meta", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{"no target", nil, nil, "give --redis-url"},
+		{"url without token", []string{"--url", "http://127.0.0.1:8080"}, nil, "--token"},
+		{"url off loopback", []string{"--url", "http://10.0.0.1:8080"}, map[string]string{"KAIROS_TOKEN": "t"}, "loopback only"},
+		{"bad scenario", []string{"--redis-url", srv.URL(), "--scenario", "speed"}, nil, `scenario "speed"`},
+		{"prefix in use", []string{"--redis-url", srv.URL(), "--prefix", "taken"}, nil, "in use"},
+		{"batch too big", []string{"--redis-url", srv.URL(), "--batch-size", "5000"}, nil, "--batch-size"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := run(context.Background(), append([]string{"bench"}, tt.args...), fakeEnv(tt.env), io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestBenchExternal measures a kairos the test starts apart, through --url:
+// the bench then cleans up by cancelling through the API, and deleting its
+// topic at the end succeeds only if no job of it is left pending.
+func TestBenchExternal(t *testing.T) {
+	srv, err := testredis.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	ctx := context.Background()
+	k, err := startBenchKairos(ctx, srv.URL(), "kb-ext", 4, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.stop()
+	var out, errOut strings.Builder
+	args := []string{"bench", "--url", k.target.URL, "--redis-url", srv.URL(), "--scenario", "enqueue,precision", "--json",
+		"--jobs", "100", "--clients", "4", "--batch-size", "25", "--concurrency", "4",
+		"--precision-jobs", "100", "--precision-over", "300ms", "--lead", "1s"}
+	if err := run(ctx, args, fakeEnv(map[string]string{"KAIROS_TOKEN": k.target.Token}), &out, &errOut); err != nil {
+		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
+	}
+	var rep bench.Report
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if e := rep.Enqueue; e == nil || e.Single.Created != 100 || e.Batch.Created != 100 || e.Batch.MemoryPerJob <= 0 {
+		t.Errorf("enqueue: %+v", e)
+	}
+	if p := rep.Precision; p == nil || p.Delivery.Delivered != 100 || p.Delivery.Missing+p.Delivery.Duplicated+p.Delivery.Early != 0 {
+		t.Errorf("precision: %+v", p)
+	}
+}

@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kairos-sh/kairos/internal/testredis"
+)
+
+// TestClusterMasterFailover kills a Redis Cluster master with SIGKILL
+// during a steady load of creates. Its replica is promoted; kairos
+// reconnects by itself; every job the API acknowledged (201) before,
+// during or after the kill is delivered. Creates wait for one replica
+// (KAIROS_WAIT_REPLICAS=1), which is what makes an acknowledgement
+// survive the failover; while the promoted master has no replica, creates
+// to its slots answer 503 and the client retries.
+func TestClusterMasterFailover(t *testing.T) {
+	t.Parallel()
+	c, err := testredis.StartCluster(t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	client, blocking := c.Client(), c.Client()
+	t.Cleanup(func() { client.Close(); blocking.Close() })
+	e := startEngine(t, engineOpts{allowPrivate: true, client: client, blocking: blocking, waitReplicas: 1})
+	rcv := newReceiver(t, nil)
+	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}, nil, http.StatusCreated)
+
+	victim, err := c.Master(context.Background(), e.prefix+":{0}:bucket")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	acked, refused := map[string]bool{}, 0
+	stop := time.Now().Add(9 * time.Second)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stop); i++ {
+				id := "w" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
+				code := e.do("POST", "/v1/topics/t/jobs", map[string]any{"id": id, "delay": "2s"}, nil)
+				mu.Lock()
+				if code == http.StatusCreated {
+					acked[id] = true
+				} else {
+					refused++
+				}
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(2 * time.Second)
+	victim.Kill()
+	killedAt := time.Now()
+	time.Sleep(4 * time.Second)
+	if err := victim.Restart(); err != nil { // it rejoins as a replica of its promoted one
+		t.Fatal(err)
+	}
+	wg.Wait()
+	mu.Lock()
+	n := len(acked)
+	mu.Unlock()
+	t.Logf("killed master %s at %s; %d creates acknowledged, %d refused (503) while its slots failed over", victim.Addr, killedAt.Format("15:04:05.000"), n, refused)
+	if n == 0 {
+		t.Fatal("no create was acknowledged")
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		byJob := rcv.byJob()
+		lost, dups := 0, 0
+		for id := range acked {
+			switch k := len(byJob[id]); {
+			case k == 0:
+				lost++
+			case k > 1:
+				dups += k - 1
+			}
+		}
+		if lost == 0 {
+			t.Logf("acknowledged %d, delivered %d, duplicates %d, lost 0", n, n, dups)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d acknowledged jobs never delivered after the failover", lost, n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
