@@ -49,8 +49,8 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 	checkDelivery := func(name string, d bench.Delivery, n int) {
 		t.Helper()
-		want := bench.Delivery{Jobs: n, Delivered: n}
-		got := bench.Delivery{Jobs: d.Jobs, Delivered: d.Delivered, Missing: d.Missing, Duplicated: d.Duplicated, Early: d.Early, Stray: d.Stray}
+		want := [...]int64{int64(n), int64(n), 0, 0, 0, 0}
+		got := [...]int64{int64(d.Jobs), int64(d.Delivered), int64(d.Missing), int64(d.Duplicated), int64(d.Early), d.Stray}
 		if got != want {
 			t.Errorf("%s: delivery %+v, want every job once, none early", name, d)
 		}

@@ -33,6 +33,9 @@ type Target struct {
 	// Sent returns the commands the kairos process has sent to Redis so
 	// far, by lowercase name, a script call counting once; nil if unknown.
 	Sent func() map[string]int64
+	// Counters returns monotonic counters of the kairos process worth
+	// reading next to the figures, such as its Redis pool's waits; nil if none.
+	Counters func() map[string]int64
 	// Name describes the target in the report.
 	Name string
 }
@@ -80,6 +83,11 @@ type Bench struct {
 // checks that a callback gets through. Close undoes it.
 func New(ctx context.Context, t Target, cfg Config) (*Bench, error) {
 	cfg = cfg.withDefaults()
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return nil, fmt.Errorf("profile directory: %w", err)
+		}
+	}
 	rec, err := StartReceiver()
 	if err != nil {
 		return nil, fmt.Errorf("start receiver: %w", err)
@@ -156,7 +164,7 @@ func (b *Bench) lead(n int) time.Duration {
 
 // await waits until every job of run arrived and settle has passed since
 // the last arrival, or until grace after the last due time.
-func (b *Bench) await(ctx context.Context, run *Run, n int, lastDue time.Time, settle time.Duration) {
+func (b *Bench) await(ctx context.Context, run *Arrivals, n int, lastDue time.Time, settle time.Duration) {
 	deadline := b.local(lastDue).Add(b.cfg.Grace)
 	for ctx.Err() == nil {
 		now := time.Now()

@@ -20,7 +20,7 @@ type Receiver struct {
 	URL   string // the callback URL: http://127.0.0.1:port/cb
 	ln    net.Listener
 	srv   *http.Server
-	cur   atomic.Pointer[Run]
+	cur   atomic.Pointer[Arrivals]
 	stray atomic.Int64 // hits that belong to no job of the current run
 	done  chan struct{}
 }
@@ -51,8 +51,8 @@ func (r *Receiver) Close() error {
 func (r *Receiver) Stray() int64 { return r.stray.Load() }
 
 // Expect makes run id, of n jobs numbered 0..n-1, the current run.
-func (r *Receiver) Expect(id string, n int) *Run {
-	run := &Run{ID: id, n: n, first: make([]atomic.Int64, n), due: make([]atomic.Int64, n), count: make([]atomic.Int32, n)}
+func (r *Receiver) Expect(id string, n int) *Arrivals {
+	run := &Arrivals{ID: id, n: n, first: make([]atomic.Int64, n), due: make([]atomic.Int64, n), count: make([]atomic.Int32, n)}
 	r.cur.Store(run)
 	return run
 }
@@ -75,8 +75,8 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// Run tracks the deliveries of one scenario run.
-type Run struct {
+// Arrivals tracks the deliveries of one scenario run.
+type Arrivals struct {
 	ID      string
 	n       int
 	first   []atomic.Int64 // arrival of each job's first delivery, unix ns on the local clock; 0: none
@@ -87,7 +87,7 @@ type Run struct {
 	last    atomic.Int64   // latest arrival, unix ns
 }
 
-func (r *Run) record(seq int, at, dueMS int64) {
+func (r *Arrivals) record(seq int, at, dueMS int64) {
 	r.hits.Add(1)
 	if r.count[seq].Add(1) == 1 {
 		r.due[seq].Store(dueMS)
@@ -103,10 +103,10 @@ func (r *Run) record(seq int, at, dueMS int64) {
 }
 
 // Arrived returns how many jobs were delivered at least once.
-func (r *Run) Arrived() int { return int(r.arrived.Load()) }
+func (r *Arrivals) Arrived() int { return int(r.arrived.Load()) }
 
 // Last returns the latest arrival (zero before any).
-func (r *Run) Last() time.Time {
+func (r *Arrivals) Last() time.Time {
 	if l := r.last.Load(); l != 0 {
 		return time.Unix(0, l)
 	}
@@ -130,14 +130,26 @@ type Delivery struct {
 	// earliest due time of the run.
 	FirstMS float64 `json:"first_arrival_ms"`
 	LastMS  float64 `json:"last_arrival_ms"`
+	// Slices are the p50 and max lateness of the jobs due in each tenth of
+	// the span of due times, earliest first: a clock offset shows as a shift
+	// of whole slices, a stall as one bad slice.
+	Slices []Slice `json:"slices,omitempty"`
+}
+
+// Slice is the lateness of the jobs due in one part of a run's span.
+type Slice struct {
+	Jobs  int     `json:"jobs"`
+	P50MS float64 `json:"p50_ms"`
+	MaxMS float64 `json:"max_ms"`
 }
 
 // Delivery computes the figures; offset is the Redis clock minus the local
 // clock, so that arrivals and due times are compared on one clock.
-func (r *Run) Delivery(offset time.Duration, stray int64) Delivery {
+func (r *Arrivals) Delivery(offset time.Duration, stray int64) Delivery {
 	d := Delivery{Jobs: r.n, Stray: stray}
 	late := make([]int64, 0, r.n)
-	var minDue, first, last int64
+	var minDue, maxDue, first, last int64
+	dues := make([]int64, 0, r.n)
 	for i := range r.n {
 		due := r.due[i].Load() * int64(time.Millisecond)
 		c := r.count[i].Load()
@@ -154,9 +166,11 @@ func (r *Run) Delivery(offset time.Duration, stray int64) Delivery {
 			d.Early++
 		}
 		late = append(late, l)
+		dues = append(dues, due)
 		if minDue == 0 || due < minDue {
 			minDue = due
 		}
+		maxDue = max(maxDue, due)
 		if first == 0 || at < first {
 			first = at
 		}
@@ -165,6 +179,22 @@ func (r *Run) Delivery(offset time.Duration, stray int64) Delivery {
 	d.Delivered = len(late)
 	if len(late) == 0 {
 		return d
+	}
+	if span := maxDue - minDue; span > 0 {
+		const n = 10
+		parts := make([][]int64, n)
+		for i, due := range dues {
+			k := min(int((due-minDue)*n/span), n-1)
+			parts[k] = append(parts[k], late[i])
+		}
+		for _, p := range parts {
+			sl := Slice{Jobs: len(p)}
+			if len(p) > 0 {
+				q := quantiles(p, 0.5, 1)
+				sl.P50MS, sl.MaxMS = nsToMS(q[0]), nsToMS(q[1])
+			}
+			d.Slices = append(d.Slices, sl)
+		}
 	}
 	q := quantiles(late, 0, 0.5, 0.9, 0.99, 1)
 	d.MinMS, d.P50MS, d.P90MS, d.P99MS, d.MaxMS = nsToMS(q[0]), nsToMS(q[1]), nsToMS(q[2]), nsToMS(q[3]), nsToMS(q[4])

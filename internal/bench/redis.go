@@ -2,6 +2,9 @@ package bench
 
 import (
 	"context"
+	"maps"
+	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,6 +59,25 @@ func parseCommandStats(s string) map[string]int64 {
 	return out
 }
 
+// parseCommandUsec reads INFO commandstats into the microseconds Redis spent
+// per command. A script call's time includes the commands it runs.
+func parseCommandUsec(s string) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range parseInfo(s) {
+		name, ok := strings.CutPrefix(k, "cmdstat_")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Split(v, ",") {
+			if n, ok := strings.CutPrefix(f, "usec="); ok {
+				c, _ := strconv.ParseInt(n, 10, 64)
+				out[name] = c
+			}
+		}
+	}
+	return out
+}
+
 // ownCommands are the bench's own reads, left out of kairos's counts.
 var ownCommands = map[string]bool{"info": true, "config|resetstat": true, "time": true}
 
@@ -64,11 +86,12 @@ type CommandCount struct {
 	Command  string  `json:"command"`
 	Executed float64 `json:"executed"`       // as Redis counts: inside scripts included
 	Sent     float64 `json:"sent,omitempty"` // sent by the kairos process (a script call counts once)
+	USec     float64 `json:"redis_usec"`     // Redis's time in the command (a script's includes its commands)
 }
 
 // commandTable merges executed and sent counts, each divided by div,
 // largest first, leaving out the bench's own commands.
-func commandTable(executed, sent map[string]int64, div float64) (rows []CommandCount, exTotal, sentTotal float64) {
+func commandTable(executed, sent, usec map[string]int64, div float64) (rows []CommandCount, exTotal, sentTotal float64) {
 	names := map[string]bool{}
 	for n := range executed {
 		names[n] = true
@@ -80,7 +103,7 @@ func commandTable(executed, sent map[string]int64, div float64) (rows []CommandC
 		if ownCommands[n] {
 			continue
 		}
-		c := CommandCount{Command: n, Executed: float64(executed[n]) / div, Sent: float64(sent[n]) / div}
+		c := CommandCount{Command: n, Executed: float64(executed[n]) / div, Sent: float64(sent[n]) / div, USec: float64(usec[n]) / div}
 		exTotal += c.Executed
 		sentTotal += c.Sent
 		rows = append(rows, c)
@@ -129,16 +152,16 @@ func (b *Bench) settleMemory(ctx context.Context) {
 	}
 }
 
-// commandStats returns INFO commandstats as calls per command.
-func (b *Bench) commandStats(ctx context.Context) (map[string]int64, bool) {
+// commandStats returns INFO commandstats as calls and microseconds per command.
+func (b *Bench) commandStats(ctx context.Context) (calls, usec map[string]int64, ok bool) {
 	if b.t.Redis == nil {
-		return nil, false
+		return nil, nil, false
 	}
 	s, err := b.t.Redis.Info(ctx, "commandstats")
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
-	return parseCommandStats(s), true
+	return parseCommandStats(s), parseCommandUsec(s), true
 }
 
 // clockOffset measures Redis's clock minus the local one (best of three).
@@ -165,17 +188,26 @@ type Usage struct {
 	ProcessPct float64 `json:"process_cpu_pct"` // this process: kairos and the tool when self-started
 	RedisPct   float64 `json:"redis_cpu_pct,omitempty"`
 	Redis      bool    `json:"-"`
+	// StallPct is the share of the phase in which some task on this machine
+	// (any process's) was runnable but waited for a CPU (Linux PSI).
+	StallPct float64 `json:"cpu_stall_pct,omitempty"`
+	Seconds  float64 `json:"seconds"` // the phase measured
+	// Counters are the growth of the target's counters and of this
+	// process's GC figures over the phase.
+	Counters map[string]int64 `json:"counters,omitempty"`
 }
 
 type cpuMark struct {
-	wall  time.Time
-	proc  time.Duration
-	redis float64
-	ok    bool
+	wall     time.Time
+	proc     time.Duration
+	redis    float64
+	ok       bool
+	counters map[string]int64
+	stall    time.Duration // machine-wide CPU pressure: time some task waited for a CPU
 }
 
 func (b *Bench) mark(ctx context.Context) cpuMark {
-	m := cpuMark{wall: time.Now(), proc: processCPU()}
+	m := cpuMark{wall: time.Now(), proc: processCPU(), counters: b.counters(), stall: cpuStall()}
 	if in, ok := b.info(ctx, "cpu"); ok {
 		u, err1 := strconv.ParseFloat(in["used_cpu_user"], 64)
 		s, err2 := strconv.ParseFloat(in["used_cpu_sys"], 64)
@@ -190,11 +222,49 @@ func (b *Bench) usage(ctx context.Context, m cpuMark) Usage {
 	if wall <= 0 {
 		return Usage{}
 	}
-	u := Usage{ProcessPct: 100 * (now.proc - m.proc).Seconds() / wall}
+	u := Usage{ProcessPct: 100 * (now.proc - m.proc).Seconds() / wall, Seconds: wall, Counters: map[string]int64{}}
+	for k, v := range now.counters {
+		u.Counters[k] = v - m.counters[k]
+	}
 	if m.ok && now.ok {
 		u.Redis, u.RedisPct = true, 100*(now.redis-m.redis)/wall
 	}
+	if m.stall > 0 && now.stall > 0 {
+		u.StallPct = 100 * (now.stall - m.stall).Seconds() / wall
+	}
 	return u
+}
+
+// cpuStall returns the machine's CPU pressure so far: the time during which
+// at least one runnable task waited for a CPU (Linux PSI, "some"); 0 if unknown.
+func cpuStall() time.Duration {
+	raw, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	_, total, ok := strings.Cut(line, "total=")
+	if !ok {
+		return 0
+	}
+	us, err := strconv.ParseInt(strings.TrimSpace(total), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(us) * time.Microsecond
+}
+
+// counters are the target's counters plus this process's garbage collector's.
+func (b *Bench) counters() map[string]int64 {
+	out := map[string]int64{}
+	if b.t.Counters != nil {
+		maps.Copy(out, b.t.Counters())
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	out["gc_cycles"] = int64(ms.NumGC)
+	out["gc_pause_us"] = int64(ms.PauseTotalNs / 1e3)
+	return out
 }
 
 func processCPU() time.Duration {

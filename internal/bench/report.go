@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -99,7 +100,9 @@ func (c Check) verdict() string {
 }
 
 // checkRow is a metric row: name, value, target, verdict.
-func checkRow(name, value string, c Check) []string { return []string{name, value, c.Target, c.verdict()} }
+func checkRow(name, value string, c Check) []string {
+	return []string{name, value, c.Target, c.verdict()}
+}
 
 func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) + "%" }
 
@@ -186,7 +189,23 @@ func fmtCPU(u Usage) string {
 	if u.Redis {
 		s += ", " + strconv.FormatFloat(u.RedisPct, 'f', 0, 64) + "% redis"
 	}
+	if u.StallPct > 0 {
+		s += "; CPU waited for " + strconv.FormatFloat(u.StallPct, 'f', 0, 64) + "% of the time"
+	}
 	return s
+}
+
+// countersNote prints a phase's counters, such as "pool_waits=12 gc_cycles=3".
+func countersNote(u Usage) string {
+	if len(u.Counters) == 0 {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(u.Counters))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + fmtInt(u.Counters[n])
+	}
+	return fmt.Sprintf("over the %.1fs measured: %s", u.Seconds, strings.Join(parts, " "))
 }
 
 // deliveryRows are the rows every firing scenario shows.

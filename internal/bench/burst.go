@@ -1,0 +1,72 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// BurstResult is the burst scenario: every job due at one instant.
+type BurstResult struct {
+	Jobs int `json:"jobs"`
+	// DrainSeconds is the time from the due instant to the last delivery.
+	DrainSeconds float64  `json:"drain_seconds"`
+	PerSec       float64  `json:"deliveries_per_sec"`
+	AheadSeconds float64  `json:"created_ahead_seconds"`
+	Delivery     Delivery `json:"delivery"`
+	CPU          Usage    `json:"cpu"`
+	Checks       []Check  `json:"checks"`
+}
+
+// Burst runs the burst scenario with n jobs due at one instant.
+func (b *Bench) Burst(ctx context.Context, n int) (*BurstResult, error) {
+	f, err := b.fire(ctx, "burst", n, func(int) time.Duration { return 0 }, 0, 500*time.Millisecond, "burst", nil)
+	r := &BurstResult{Jobs: n, AheadSeconds: f.ahead.Round(time.Millisecond).Seconds(), Delivery: f.delivery, CPU: f.cpu}
+	if err != nil {
+		return r, fmt.Errorf("burst: %w", err)
+	}
+	r.DrainSeconds = f.delivery.LastMS / 1000
+	if r.DrainSeconds > 0 {
+		r.PerSec = float64(f.delivery.Delivered) / r.DrainSeconds
+	}
+	drain := atMost("drain time", r.DrainSeconds, 1.5, " s")
+	if f.delivery.Missing > 0 {
+		drain.Met, drain.Miss = false, fmt.Sprintf("%d jobs never arrived", f.delivery.Missing)
+	}
+	r.Checks = []Check{drain}
+	_, cs := deliveryRows(f.delivery)
+	r.Checks = append(r.Checks, cs...)
+	return r, nil
+}
+
+// Tables prints the result.
+func (r *BurstResult) Tables() []Table { return []Table{r.table()} }
+
+func (r *BurstResult) table() Table {
+	t := Table{Title: fmt.Sprintf("burst: %s jobs due at one instant", fmtInt(int64(r.Jobs))),
+		Head: []string{"metric", "value", "target", "verdict"}, Left: []int{2, 3}}
+	d := r.Delivery
+	var drain Check
+	if len(r.Checks) > 0 {
+		drain = r.Checks[0]
+	}
+	t.Rows = [][]string{
+		{"first delivery after the due instant", fmtMS(d.FirstMS), "", ""},
+		{"lateness p50", fmtMS(d.P50MS), "", ""},
+		{"lateness p99", fmtMS(d.P99MS), "", ""},
+		checkRow("due instant to last delivery", fmtSeconds(r.DrainSeconds), drain),
+		{"deliveries per second", fmtRate(r.PerSec, "/s"), "", ""},
+	}
+	rows, _ := deliveryRows(d)
+	t.Rows = append(t.Rows, rows...)
+	t.Rows = append(t.Rows,
+		[]string{"created ahead of the due instant", fmtSeconds(r.AheadSeconds), "", ""},
+		[]string{"CPU while firing (% of one core)", fmtCPU(r.CPU), "", ""})
+	if n := countersNote(r.CPU); n != "" {
+		t.Notes = append(t.Notes, n)
+	}
+	if r.Jobs != 20000 {
+		t.Notes = append(t.Notes, "the target of issue 5 is 20,000 jobs within 1.5 s; it is shown unscaled")
+	}
+	return t
+}
