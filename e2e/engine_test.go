@@ -291,3 +291,32 @@ func testPrivateTargetsRefusedByDefault(t *testing.T, start starter) {
 		t.Fatalf("a private target received %d requests", n)
 	}
 }
+
+// TestSkewedClockNeverFiresEarly runs the engine on a machine whose idea
+// of Redis's clock is 300ms fast (a clock sync taken while Redis was busy
+// once made it 44ms fast). What is due is decided by Redis's TIME inside
+// the claim script, so the skew may cost a wake-up, never an early fire.
+func TestSkewedClockNeverFiresEarly(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, engineOpts{allowPrivate: true, clockSkew: 300 * time.Millisecond})
+	rcv := newReceiver(t, nil)
+	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}, nil, http.StatusCreated)
+	real := time.Now()
+	due := map[string]time.Time{}
+	for i := range 20 {
+		at := real.Add(time.Second + time.Duration(i)*50*time.Millisecond).Truncate(time.Millisecond)
+		id := "s" + strconv.Itoa(i)
+		due[id] = at
+		e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": id, "run_at": rfc3339ms(at)}, nil, http.StatusCreated)
+	}
+	rcv.waitHits(t, len(due), 15*time.Second)
+	worst := time.Hour
+	for id, hs := range rcv.byJob() {
+		late := hs[0].At.Sub(due[id])
+		worst = min(worst, late)
+		if late < -2*time.Millisecond {
+			t.Errorf("job %s fired %v early with a clock 300ms fast", id, -late)
+		}
+	}
+	t.Logf("earliest arrival relative to due: %v", worst)
+}

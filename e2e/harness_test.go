@@ -51,6 +51,7 @@ type engineOpts struct {
 	client       redis.UniversalClient // default: the package's redis-server
 	blocking     redis.UniversalClient // for BRPOP; default: a client of its own
 	waitReplicas int
+	clockSkew    time.Duration
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -71,7 +72,7 @@ func startEngine(t *testing.T, o engineOpts) *engine {
 	}
 	prefix := testredis.Prefix(t)
 	store := rdb.New(client, rdb.Options{Prefix: prefix, LeaseGrace: o.leaseGrace, Blocking: o.blocking,
-		NewSecret: callback.NewSecret, WaitReplicas: o.waitReplicas})
+		NewSecret: callback.NewSecret, WaitReplicas: o.waitReplicas, ClockSkew: o.clockSkew})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := store.Init(ctx); err != nil {
 		t.Fatal(err)

@@ -262,7 +262,7 @@ func (s *Scanner) scan(ctx context.Context, sh *shard) {
 			continue
 		case <-timer.C:
 		}
-		next, err := s.pass(ctx, sh.n)
+		c, err := s.pass(ctx, sh.n)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -272,32 +272,33 @@ func (s *Scanner) scan(ctx context.Context, sh *shard) {
 			timer.Reset(250 * time.Millisecond)
 			continue
 		}
-		now := s.store.Now()
+		// Sleep until the earliest job left is due, measured on the Redis
+		// clock the claim itself used: no clock offset enters the timer.
 		wait := s.cfg.MaxSleep
-		if !next.IsZero() && next.Sub(now) < wait {
-			wait = next.Sub(now)
+		if !c.Next.IsZero() && c.Next.Sub(c.Now) < wait {
+			wait = max(c.Next.Sub(c.Now), 0)
 		}
-		planned = now.Add(wait)
-		timer.Reset(time.Until(s.store.Local(planned)))
+		planned = s.store.Now().Add(wait)
+		timer.Reset(wait)
 	}
 }
 
 // pass claims due jobs in batches until fewer than a batch are due. Claims
 // run on a context that shutdown does not cancel mid-call, so claimed jobs
 // are always pushed.
-func (s *Scanner) pass(ctx context.Context, n int) (time.Time, error) {
+func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
 	for {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		moved, next, err := s.store.ClaimDue(cctx, n, s.store.Now(), s.cfg.Batch)
+		c, err := s.store.ClaimDue(cctx, n, s.cfg.Batch)
 		cancel()
 		if err != nil {
-			return time.Time{}, err
+			return rdb.Claim{}, err
 		}
-		if moved > 0 {
-			s.log.Debug("claimed", "shard", n, "jobs", moved)
+		if c.Moved > 0 {
+			s.log.Debug("claimed", "shard", n, "jobs", c.Moved)
 		}
-		if moved < s.cfg.Batch || ctx.Err() != nil {
-			return next, nil
+		if c.Moved < s.cfg.Batch || ctx.Err() != nil {
+			return c, nil
 		}
 	}
 }

@@ -14,28 +14,36 @@ type Claimed struct {
 	Gen               int64
 }
 
+// Claim is the result of one ClaimDue call.
+type Claim struct {
+	Moved int       // jobs handed out
+	Next  time.Time // when the shard's earliest remaining member is due; zero when empty
+	Now   time.Time // the Redis time the claim was decided at
+}
+
 // ClaimDue moves up to limit due jobs of shard to a ready lease and pushes
-// them onto their topics' ready lists. It returns how many it moved and when
-// the shard's earliest remaining job is due (zero when the shard is empty).
+// them onto their topics' ready lists. What is due is decided on Redis's
+// own clock (TIME, inside the script), never on this machine's estimate of
+// it, so a bad clock sync can delay a wake-up but never fire a job early.
 // Two scanners claiming the same shard at once cannot hand a job out twice:
 // the claim is one script and re-scores what it takes.
-func (s *Store) ClaimDue(ctx context.Context, shard int, now time.Time, limit int) (int, time.Time, error) {
+func (s *Store) ClaimDue(ctx context.Context, shard int, limit int) (Claim, error) {
 	res, err := claimScript.Run(ctx, s.c, []string{s.k.bucket(shard)},
-		ms(now), limit, s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(shard), s.k.counterPrefix(shard)).Slice()
+		s.scriptNow(), limit, s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(shard), s.k.counterPrefix(shard)).Slice()
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("claim shard %d: %w", shard, err)
+		return Claim{}, fmt.Errorf("claim shard %d: %w", shard, err)
 	}
-	var next time.Time
-	if len(res) > 1 {
-		if sc, ok := res[1].(string); ok {
-			f, _ := strconv.ParseFloat(sc, 64)
-			next = fromMS(int64(f))
-		}
+	var c Claim
+	if sc, ok := res[1].(string); ok {
+		f, _ := strconv.ParseFloat(sc, 64)
+		c.Next = fromMS(int64(f))
 	}
+	c.Now = fromMS(toInt(res[2]))
 	flat, _ := res[0].([]any)
 	if len(flat) == 0 {
-		return 0, next, nil
+		return c, nil
 	}
+	c.Moved = len(flat) / 2
 	pipe := s.c.Pipeline()
 	for i := 0; i+1 < len(flat); i += 2 {
 		member, _ := flat[i].(string)
@@ -47,9 +55,18 @@ func (s *Store) ClaimDue(ctx context.Context, shard int, now time.Time, limit in
 	if _, err := pipe.Exec(ctx); err != nil {
 		// The claimed jobs keep their lease in the bucket: they are handed
 		// out again when it lapses, so nothing is lost.
-		return len(flat) / 2, next, fmt.Errorf("push claimed jobs of shard %d: %w", shard, err)
+		return c, fmt.Errorf("push claimed jobs of shard %d: %w", shard, err)
 	}
-	return len(flat) / 2, next, nil
+	return c, nil
+}
+
+// scriptNow is the "now" argument of scripts that decide what is due: ""
+// makes them read Redis's TIME; a pinned test clock is passed as is.
+func (s *Store) scriptNow() any {
+	if s.opts.Now != nil {
+		return ms(s.opts.Now())
+	}
+	return ""
 }
 
 // Wake is a scanner wake-up: shard has a job due at At.

@@ -215,7 +215,7 @@ func (s *Store) enqueueArgs(j kairos.Job) ([]string, []any, error) {
 	}
 	jk := s.k.forJob(j.JobKey)
 	argv := make([]any, 0, 6+len(fields))
-	argv = append(argv, jk.member, j.ID, ms(s.Now()), ms(j.RunAt), newUID(), s.opts.ReadyLease.Milliseconds())
+	argv = append(argv, jk.member, j.ID, s.scriptNow(), ms(j.RunAt), newUID(), s.opts.ReadyLease.Milliseconds())
 	argv = append(argv, fields...)
 	return []string{jk.bucket, jk.job, jk.index, jk.counters, jk.dead}, argv, nil
 }

@@ -24,8 +24,12 @@ type Options struct {
 	// Blocking is the client used for BRPOP, kept apart so that blocked
 	// consumers cannot take the connections API calls need. Default: the main client.
 	Blocking redis.UniversalClient
-	// Now overrides the Redis-synchronised clock (tests).
+	// Now overrides the Redis-synchronised clock (tests); scripts then use
+	// it too instead of Redis's TIME.
 	Now func() time.Time
+	// ClockSkew is added to the measured offset from Redis's clock. Tests
+	// use it to play a machine whose clock sync went wrong.
+	ClockSkew time.Duration
 	// NewSecret draws a tenant's callback signing secret on first use
 	// (callback.NewSecret); required for signing keys.
 	NewSecret func() (string, error)
@@ -146,12 +150,12 @@ func (s *Store) Now() time.Time {
 	if s.opts.Now != nil {
 		return s.opts.Now()
 	}
-	return time.Now().Add(time.Duration(s.offset.Load()))
+	return time.Now().Add(time.Duration(s.offset.Load()) + s.opts.ClockSkew)
 }
 
 // Local converts a time on the Redis clock to this machine's clock, for timers.
 func (s *Store) Local(t time.Time) time.Time {
-	return t.Add(-time.Duration(s.offset.Load()))
+	return t.Add(-time.Duration(s.offset.Load()) - s.opts.ClockSkew)
 }
 
 // Ping checks that Redis answers.

@@ -74,15 +74,19 @@ func wantCounts(t *testing.T, s *Store, want map[kairos.State]int64) {
 	}
 }
 
+// claimAll claims every shard as a scanner would at now.
 func claimAll(t *testing.T, s *Store, now time.Time) int {
 	t.Helper()
+	o := s.opts
+	o.Now = func() time.Time { return now }
+	at := New(s.c, o)
 	n := 0
 	for sh := range s.Shards() {
-		c, _, err := s.ClaimDue(context.Background(), sh, now, 500)
+		c, err := at.ClaimDue(context.Background(), sh, 500)
 		if err != nil {
 			t.Fatal(err)
 		}
-		n += c
+		n += c.Moved
 	}
 	return n
 }
@@ -325,10 +329,11 @@ func TestClaimBatchesAndReportsNext(t *testing.T) {
 	enqueue(t, s, "far", far)
 	total := 0
 	for {
-		n, next, err := s.ClaimDue(ctx, 0, clk.Now(), 500)
+		c, err := s.ClaimDue(ctx, 0, 500)
 		if err != nil {
 			t.Fatal(err)
 		}
+		n, next := c.Moved, c.Next
 		if n > 500 {
 			t.Fatalf("claimed %d in one batch, limit 500", n)
 		}

@@ -1,14 +1,19 @@
 -- claim.lua: hand out a shard's due jobs.
 -- KEYS[1] bucket
--- ARGV[1] now (ms), ARGV[2] batch limit, ARGV[3] ready lease (ms),
+-- ARGV[1] now (ms), or "" to read Redis's TIME (production: a claim must
+-- never trust another machine's clock), ARGV[2] batch limit, ARGV[3] ready lease (ms),
 -- ARGV[4] job key prefix ("<prefix>:{shard}:job:"),
 -- ARGV[5] counter key prefix ("<prefix>:{shard}:count:")
 -- Each due member is re-scored at now + lease and marked ready: it stays in
 -- the bucket until a worker acknowledges it, so a lost hand-out is retried.
--- Reply: {members_and_gens, next}: a flat list member1, gen1, member2, ...
--- for the caller to push onto ready lists, and the score of the earliest
--- member left in the bucket (false when it is empty).
+-- Reply: {members_and_gens, next, now}: a flat list member1, gen1, member2,
+-- ... for the caller to push onto ready lists, the score of the earliest
+-- member left in the bucket (false when it is empty), and the now used.
 local now, lease = tonumber(ARGV[1]), tonumber(ARGV[3])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
 for _, m in ipairs(due) do
@@ -30,4 +35,4 @@ for _, m in ipairs(due) do
   end
 end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return {out, first[2] or false}
+return {out, first[2] or false, now}

@@ -1,7 +1,8 @@
 -- enqueue.lua: create a job, or replace one that has not fired yet.
 -- KEYS[1] bucket (ZSET), KEYS[2] job (HASH), KEYS[3] topic index (ZSET),
 -- KEYS[4] topic counters (HASH), KEYS[5] topic dead letters (ZSET)
--- ARGV[1] bucket member "tenant/topic/id", ARGV[2] id, ARGV[3] now (ms),
+-- ARGV[1] bucket member "tenant/topic/id", ARGV[2] id, ARGV[3] now (ms), or
+-- "" to read Redis's TIME (whether a job is due is decided on Redis's clock),
 -- ARGV[4] run_at (ms), ARGV[5] uid for a new job, ARGV[6] ready lease (ms),
 -- ARGV[7..] job fields as field, value pairs
 -- Reply: {-1} when the job is being delivered right now, else
@@ -10,6 +11,10 @@
 -- the shard's earliest member, so a sleeping scanner must be woken.
 local member, id = ARGV[1], ARGV[2]
 local now, runAt = tonumber(ARGV[3]), tonumber(ARGV[4])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local old = redis.call('HMGET', KEYS[2], 'st', 'g', 'uid', 'ca')
 local st, gen, uid, created = old[1], tonumber(old[2] or '0') + 1, ARGV[5], now
 if st == 'active' then
