@@ -7,7 +7,7 @@ set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
-[ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1 || need+=(chromium)
+[ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1 || need+=(chromium fonts-liberation)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
