@@ -28,8 +28,8 @@ type Claim struct {
 // Two scanners claiming the same shard at once cannot hand a job out twice:
 // the claim is one script and re-scores what it takes.
 func (s *Store) ClaimDue(ctx context.Context, shard int, limit int) (Claim, error) {
-	res, err := claimScript.Run(ctx, s.c, []string{s.k.bucket(shard)},
-		s.scriptNow(), limit, s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(shard), s.k.counterPrefix(shard)).Slice()
+	res, err := claimScript.Run(ctx, s.c, []string{s.k.bucket(shard), s.k.expiring(shard)},
+		s.scriptNow(), limit, s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(shard), s.k.counterPrefix(shard), s.k.indexPrefix(shard)).Slice()
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim shard %d: %w", shard, err)
 	}

@@ -107,7 +107,7 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 	case dead:
 		outcome = "dead"
 	}
-	n, err := finishScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.counters, jk.dead},
+	n, err := finishScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.counters, jk.dead, jk.expiring},
 		jk.member, key.ID, strconv.Itoa(a.N), ms(s.Now()), outcome, rec, ms(retryAt),
 		int64(s.opts.Retention/time.Second)).Int()
 	if err != nil {

@@ -57,6 +57,13 @@ func (k keys) ready(tenant, topic string) string {
 
 func (k keys) bucket(shard int) string { return k.tag(shard) + "bucket" }
 
+// expiring is a shard's ZSET of delivered jobs ("tenant/topic/id") scored
+// by when their record expires, so that their listing index entries go
+// with them without any sweep over all jobs.
+func (k keys) expiring(shard int) string { return k.tag(shard) + "expiring" }
+
+func (k keys) indexPrefix(shard int) string { return k.tag(shard) + "idx:" }
+
 func (k keys) jobPrefix(shard int) string { return k.tag(shard) + "job:" }
 
 func (k keys) job(shard int, jk kairos.JobKey) string { return k.jobPrefix(shard) + jk.String() }
@@ -68,7 +75,7 @@ func (k keys) counters(shard int, tenant, topic string) string {
 }
 
 func (k keys) index(shard int, tenant, topic string) string {
-	return k.tag(shard) + "idx:" + tenant + "/" + topic
+	return k.indexPrefix(shard) + tenant + "/" + topic
 }
 
 func (k keys) dead(shard int, tenant, topic string) string {
@@ -84,6 +91,7 @@ type jobKeys struct {
 	index    string
 	counters string
 	dead     string
+	expiring string
 }
 
 func (k keys) forJob(jk kairos.JobKey) jobKeys {
@@ -96,5 +104,6 @@ func (k keys) forJob(jk kairos.JobKey) jobKeys {
 		index:    k.index(s, jk.Tenant, jk.Topic),
 		counters: k.counters(s, jk.Tenant, jk.Topic),
 		dead:     k.dead(s, jk.Tenant, jk.Topic),
+		expiring: k.expiring(s),
 	}
 }

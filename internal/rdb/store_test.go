@@ -353,3 +353,45 @@ func TestClaimBatchesAndReportsNext(t *testing.T) {
 		t.Fatalf("ready list holds %d, want 1200", l)
 	}
 }
+
+// TestDeliveredJobsLeaveTheListingIndex: once a delivered job's record
+// expires, the scanner's next claim drops its listing entry, so the index
+// does not grow with every job ever delivered; an id created again keeps its entry.
+func TestDeliveredJobsLeaveTheListingIndex(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Shards: 1, Retention: time.Second})
+	for _, id := range []string{"gone", "again"} {
+		enqueue(t, s, id, clk.Now())
+		j, ok, err := s.Start(ctx, pop(t, s), time.Second)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if _, err := s.Finish(ctx, key(id), kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 200}, true, false, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx := s.k.index(0, "acme", "orders")
+	if n := s.c.ZCard(ctx, idx).Val(); n != 2 {
+		t.Fatalf("index holds %d entries after two deliveries, want 2", n)
+	}
+	// The records expire (Redis's own TTL, 1s); "again" is created anew meanwhile.
+	deadline := time.Now().Add(10 * time.Second)
+	for s.c.Exists(ctx, s.k.job(0, key("gone"))).Val() == 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the delivered record never expired")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for s.c.Exists(ctx, s.k.job(0, key("again"))).Val() == 1 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	enqueue(t, s, "again", clk.Now().Add(time.Hour))
+	claimAll(t, s, clk.Now().Add(7*time.Second)) // past the expiry plus its 5s margin
+	got := s.c.ZRange(ctx, idx, 0, -1).Val()
+	if len(got) != 1 || got[0] != "again" {
+		t.Fatalf("index = %v, want only the re-created job", got)
+	}
+	if n := s.c.ZCard(ctx, s.k.expiring(0)).Val(); n != 0 {
+		t.Fatalf("expiring set still holds %d entries", n)
+	}
+}

@@ -1,9 +1,12 @@
 -- claim.lua: hand out a shard's due jobs.
--- KEYS[1] bucket
+-- KEYS[1] bucket, KEYS[2] the shard's expiring set
 -- ARGV[1] now (ms), or "" to read Redis's TIME (production: a claim must
 -- never trust another machine's clock), ARGV[2] batch limit, ARGV[3] ready lease (ms),
 -- ARGV[4] job key prefix ("<prefix>:{shard}:job:"),
--- ARGV[5] counter key prefix ("<prefix>:{shard}:count:")
+-- ARGV[5] counter key prefix ("<prefix>:{shard}:count:"),
+-- ARGV[6] listing index key prefix ("<prefix>:{shard}:idx:")
+-- It also drops the listing entries of up to 100 delivered jobs whose
+-- records have expired (unless the id was created again since).
 -- Each due member is re-scored at now + lease and marked ready: it stays in
 -- the bucket until a worker acknowledges it, so a lost hand-out is retried.
 -- Reply: {members_and_gens, next, now}: a flat list member1, gen1, member2,
@@ -33,6 +36,14 @@ for _, m in ipairs(due) do
     out[#out + 1] = m
     out[#out + 1] = v[2]
   end
+end
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 100)
+for _, m in ipairs(gone) do
+  if redis.call('EXISTS', ARGV[4] .. m) == 0 then
+    local topic, id = string.match(m, '^(.*)/([^/]*)$')
+    redis.call('ZREM', ARGV[6] .. topic, id)
+  end
+  redis.call('ZREM', KEYS[2], m)
 end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return {out, first[2] or false, now}

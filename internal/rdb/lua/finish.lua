@@ -1,5 +1,6 @@
 -- finish.lua: record an attempt's outcome.
--- KEYS[1] bucket, KEYS[2] job, KEYS[3] topic counters, KEYS[4] dead letters
+-- KEYS[1] bucket, KEYS[2] job, KEYS[3] topic counters, KEYS[4] dead letters,
+-- KEYS[5] the shard's expiring set (delivered jobs by record expiry)
 -- ARGV[1] bucket member, ARGV[2] id, ARGV[3] attempt number, ARGV[4] now (ms),
 -- ARGV[5] outcome: "ok", "retry" or "dead", ARGV[6] attempt record (JSON),
 -- ARGV[7] next run (ms, for retry), ARGV[8] delivered retention (seconds)
@@ -23,6 +24,8 @@ if outcome == 'ok' then
   redis.call('HSET', KEYS[2], 'st', 'delivered', 'ao', 1, 'fa', now, 'log', cjson.encode(log))
   redis.call('HDEL', KEYS[2], 'na')
   redis.call('EXPIRE', KEYS[2], tonumber(ARGV[8]))
+  -- its listing entry goes when the record has expired (5s margin)
+  redis.call('ZADD', KEYS[5], now + (tonumber(ARGV[8]) + 5) * 1000, ARGV[1])
   redis.call('HINCRBY', KEYS[3], 'delivered', 1)
   reply = 1
 elseif outcome == 'retry' then
