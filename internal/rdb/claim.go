@@ -38,7 +38,10 @@ func (s *Store) ClaimDue(ctx context.Context, shard int, limit int) (Claim, erro
 		f, _ := strconv.ParseFloat(sc, 64)
 		c.Next = fromMS(int64(f))
 	}
-	c.Now = fromMS(toInt(res[2]))
+	if v, ok := res[2].(string); ok {
+		f, _ := strconv.ParseFloat(v, 64)
+		c.Now = time.UnixMicro(int64(f * 1000)).UTC()
+	}
 	flat, _ := res[0].([]any)
 	if len(flat) == 0 {
 		return c, nil

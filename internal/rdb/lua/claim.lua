@@ -11,11 +11,12 @@
 -- the bucket until a worker acknowledges it, so a lost hand-out is retried.
 -- Reply: {members_and_gens, next, now}: a flat list member1, gen1, member2,
 -- ... for the caller to push onto ready lists, the score of the earliest
--- member left in the bucket (false when it is empty), and the now used.
+-- member left in the bucket (false when it is empty), and the now used
+-- (ms, as a string with microseconds).
 local now, lease = tonumber(ARGV[1]), tonumber(ARGV[3])
 if not now then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000 -- ms, with its microseconds
 end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 local out = {}
@@ -46,4 +47,4 @@ for _, m in ipairs(gone) do
   redis.call('ZREM', KEYS[2], m)
 end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return {out, first[2] or false, now}
+return {out, first[2] or false, string.format('%.3f', now)}
