@@ -44,7 +44,7 @@ type Event struct {
 type WorkerConfig struct {
 	AllowPrivate bool          // permit loopback, private and link-local targets
 	TopicPoll    time.Duration // how often the topic list is re-read; default 1s
-	Wait         time.Duration // longest blocking pop; default 5s
+	Wait         time.Duration // longest blocking pop; default 30s (shutdown closes the pool to end it)
 	Grace        time.Duration // how long in-flight callbacks may finish at shutdown; default 30s
 	Logger       *slog.Logger
 	OnAttempt    func(Event) // called after each attempt, if set
@@ -82,7 +82,7 @@ func NewWorker(q Queue, cfg WorkerConfig) *Worker {
 		cfg.TopicPoll = time.Second
 	}
 	if cfg.Wait <= 0 {
-		cfg.Wait = 5 * time.Second
+		cfg.Wait = 30 * time.Second
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = 30 * time.Second

@@ -80,7 +80,10 @@ func (s *Scanner) Held() []int {
 // leaves the set of live instances. It returns nil on a clean stop.
 func (s *Scanner) Run(ctx context.Context) error {
 	wakes := s.store.SubscribeWake(ctx)
-	tick := time.NewTicker(s.cfg.LockTTL / 3)
+	// Extend and rebalance twice per lock TTL: an extend that is late by
+	// half the TTL still keeps the lock, and an idle process costs Redis
+	// few commands.
+	tick := time.NewTicker(s.cfg.LockTTL / 2)
 	defer tick.Stop()
 	lastSync := time.Now()
 	s.balance(ctx)
