@@ -322,6 +322,7 @@ func TestJobPayloadLimit(t *testing.T) {
 	if p.Type != problemBase+"too-large" {
 		t.Errorf("type %q", p.Type)
 	}
+	e.unchanged(t, before)
 	// A non-JSON body is measured as sent: the text of the JSON string.
 	e.createJob(t, acme, "orders", obj{"delay": "1m", "payload": strings.Repeat("é", 50), "headers": obj{"Content-Type": "text/plain"}})
 	before = e.snapshot(t)

@@ -260,6 +260,4 @@ func (r *receiver) waitHits(t *testing.T, n int, within time.Duration) []hit {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func rfc3339ms(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }

@@ -123,20 +123,16 @@ func (c *Cluster) Master(ctx context.Context, key string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	slots, err := cl.ClusterSlots(ctx).Result()
+	m, err := cl.MasterForKey(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("no master for slot %d: %w", slot, err)
 	}
-	for _, s := range slots {
-		if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
-			for _, n := range c.Nodes {
-				if n.Addr == s.Nodes[0].Addr {
-					return n, nil
-				}
-			}
+	for _, n := range c.Nodes {
+		if n.Addr == m.Options().Addr {
+			return n, nil
 		}
 	}
-	return nil, fmt.Errorf("no master for slot %d", slot)
+	return nil, fmt.Errorf("master %s of slot %d is not a node of this cluster", m.Options().Addr, slot)
 }
 
 // Stop stops every node.
