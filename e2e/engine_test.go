@@ -192,7 +192,7 @@ func testFailTwiceThenSucceed(t *testing.T, start starter) {
 	}
 	// Full jitter: gap n lies in [0, min(max, initial*2^(n-1))], plus the
 	// time to claim, pop and dial (generous, for a shared machine).
-	const slack = 500 * time.Millisecond
+	const slack = time.Second
 	for n := 1; n <= 2; n++ {
 		gap := hs[n].At.Sub(hs[n-1].At)
 		window := min(maxB, initial<<(n-1))

@@ -148,7 +148,9 @@ func TestHostileReceivers(t *testing.T) {
 		t.Errorf("429 retried after %v; Retry-After said 1s", gap)
 	}
 	t.Logf("peak heap in use while a receiver streamed 100 MB: %d MiB", peakHeap.Load()>>20)
-	if peakHeap.Load() > 64<<20 {
+	// The heap is the whole test process's, other parallel tests included;
+	// a client that read the 100 MB body would pass 96 MiB on its own.
+	if peakHeap.Load() > 96<<20 {
 		t.Errorf("heap grew to %d MiB while a receiver streamed a 100 MB body", peakHeap.Load()>>20)
 	}
 	// The workers are free: a plain job still goes through at once.
