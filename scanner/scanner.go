@@ -42,7 +42,33 @@ type shard struct {
 	mutex  *redsync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
-	wake   chan time.Time
+	wake   chan struct{} // signals that wakeAt holds a wake-up
+
+	wakeMu sync.Mutex
+	wakeAt time.Time // the earliest wake-up not yet taken by the loop
+}
+
+// notify records a wake-up for at. Wake-ups coalesce to the earliest, so
+// a burst of them can never hide an earlier one behind a later one.
+func (sh *shard) notify(at time.Time) {
+	sh.wakeMu.Lock()
+	if sh.wakeAt.IsZero() || at.Before(sh.wakeAt) {
+		sh.wakeAt = at
+	}
+	sh.wakeMu.Unlock()
+	select {
+	case sh.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeWake returns and clears the earliest pending wake-up.
+func (sh *shard) takeWake() time.Time {
+	sh.wakeMu.Lock()
+	defer sh.wakeMu.Unlock()
+	at := sh.wakeAt
+	sh.wakeAt = time.Time{}
+	return at
 }
 
 // New returns a Scanner over store, locking shards with rs.
@@ -99,10 +125,7 @@ func (s *Scanner) Run(ctx context.Context) error {
 			}
 			s.mu.Lock()
 			if sh := s.held[w.Shard]; sh != nil {
-				select {
-				case sh.wake <- w.At:
-				default:
-				}
+				sh.notify(w.At)
 			}
 			s.mu.Unlock()
 		case <-tick.C:
@@ -198,7 +221,7 @@ func (s *Scanner) balance(ctx context.Context) {
 
 func (s *Scanner) take(ctx context.Context, n int, m *redsync.Mutex) {
 	sctx, cancel := context.WithCancel(ctx)
-	sh := &shard{n: n, mutex: m, cancel: cancel, done: make(chan struct{}), wake: make(chan time.Time, 1)}
+	sh := &shard{n: n, mutex: m, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	s.held[n] = sh
 	count := len(s.held)
@@ -257,8 +280,9 @@ func (s *Scanner) scan(ctx context.Context, sh *shard) {
 		select {
 		case <-ctx.Done():
 			return
-		case at := <-sh.wake:
-			if planned.IsZero() || at.Before(planned) {
+		case <-sh.wake:
+			at := sh.takeWake()
+			if !at.IsZero() && (planned.IsZero() || at.Before(planned)) {
 				planned = at
 				timer.Reset(time.Until(s.store.Local(at)))
 			}

@@ -102,7 +102,8 @@ func (s *Store) SubscribeWake(ctx context.Context) <-chan Wake {
 				}
 				select {
 				case out <- Wake{Shard: shard, At: fromMS(at)}:
-				default: // the scanner is behind; it will scan anyway
+				case <-ctx.Done():
+					return
 				}
 			}
 		}
