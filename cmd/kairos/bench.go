@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -11,22 +10,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/go-redsync/redsync/v4"
-	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/kairos-sh/kairos/api"
-	"github.com/kairos-sh/kairos/auth"
-	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/bench"
 	"github.com/kairos-sh/kairos/internal/rdb"
-	"github.com/kairos-sh/kairos/scanner"
 )
 
 const benchUsage = `usage:
@@ -195,9 +187,10 @@ func benchRedisClient(redisURL string) (*redis.Client, error) {
 	return redis.NewClient(opt), nil
 }
 
-// startBenchKairos wires kairos as serve does, plus a hook counting the
-// commands it sends. stop shuts it down in serve's order and deletes every
-// key under prefix.
+// startBenchKairos starts kairos as serve does (all roles, on its own key
+// prefix, private callback URLs allowed, API on 127.0.0.1:0), plus a hook
+// counting the commands it sends. stop shuts it down in serve's order and
+// deletes every key under prefix.
 func startBenchKairos(ctx context.Context, redisURL, prefix string, shards int, log *slog.Logger) (*benchKairos, error) {
 	probe, err := benchRedisClient(redisURL)
 	if err != nil {
@@ -210,20 +203,6 @@ func startBenchKairos(ctx context.Context, redisURL, prefix string, shards int, 
 		}
 		return nil, fmt.Errorf("--prefix %q is in use on this Redis; the bench deletes its prefix afterwards, so it needs an unused one", prefix)
 	}
-	sent := &bench.Counter{}
-	opt, _ := redis.ParseURL(redisURL)
-	bopt := *opt
-	bopt.PoolSize = 4096 // as serve: blocked consumers get a pool of their own
-	client, blocking := redis.NewClient(opt), redis.NewClient(&bopt)
-	client.AddHook(countHook{sent})
-	blocking.AddHook(countHook{sent})
-	closeAll := func() { blocking.Close(); client.Close(); probe.Close() }
-
-	store := rdb.New(client, rdb.Options{Prefix: prefix, Shards: shards, Blocking: blocking, NewSecret: callback.NewSecret})
-	if err := initStore(ctx, store, log); err != nil {
-		closeAll()
-		return nil, err
-	}
 	drop := func(ctx context.Context, patterns ...string) (int, error) {
 		n := 0
 		for _, p := range patterns {
@@ -235,66 +214,38 @@ func startBenchKairos(ctx context.Context, redisURL, prefix string, shards int, 
 		}
 		return n, nil
 	}
-	secret := make([]byte, 32)
-	rand.Read(secret)
-	authn := auth.New([]byte(base64.StdEncoding.EncodeToString(secret)), nil)
-	token, err := authn.Mint("bench", false, 0)
+	env := map[string]string{"KAIROS_REDIS_URL": redisURL, "KAIROS_PREFIX": prefix, "KAIROS_SHARDS": strconv.Itoa(shards),
+		"KAIROS_ADDR": "127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS": "1", "KAIROS_GRACE": "5s",
+		"KAIROS_AUTH_SECRET": randomHex(32)}
+	cfg, err := parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
-		closeAll()
+		probe.Close()
+		return nil, err
+	}
+	sent := &bench.Counter{}
+	in, err := start(ctx, cfg, log, countHook{sent})
+	if err != nil {
+		probe.Close()
+		return nil, err
+	}
+	client := in.client
+	token, err := in.authn.Mint("bench", false, 0)
+	if err != nil {
+		in.stop()
 		drop(context.WithoutCancel(ctx), globEscape(prefix)+":*")
+		probe.Close()
 		return nil, err
 	}
-
-	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
-	rec := store.NewRecorder()
-	worker := callback.NewWorker(store, callback.WorkerConfig{AllowPrivate: true, Grace: 5 * time.Second, Logger: log,
-		OnAttempt: func(e callback.Event) { rec.Observe(e.Job.Tenant, e.Job.Topic, e.State, e.Attempt.N, e.Lateness) }})
-	sc := scanner.New(store, redsync.New(goredis.NewPool(client)), scanner.Config{Logger: log})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		stopRun()
-		closeAll()
-		return nil, err
-	}
-	srv := &http.Server{Handler: api.New(store, authn, api.Config{Logger: log, OnTopicChange: worker.Refresh}),
-		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return runCtx }}
-
-	scannerCtx, stopScanner := context.WithCancel(runCtx)
-	workerCtx, stopWorker := context.WithCancel(runCtx)
-	recCtx, stopRec := context.WithCancel(runCtx)
-	var scanWG, workWG, recWG, srvWG sync.WaitGroup
-	scanWG.Go(func() { sc.Run(scannerCtx) })
-	workWG.Go(func() { worker.Run(workerCtx) })
-	recWG.Go(func() { rec.Run(recCtx) })
-	srvWG.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "err", err)
-		}
-	})
-
 	stop := func() error {
-		stopScanner()
-		scanWG.Wait() // stops claiming, releases its shard locks
-		stopWorker()
-		blocking.Close() // wakes consumers blocked in BRPOP
-		workWG.Wait()
-		stopRec()
-		recWG.Wait()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		srv.Shutdown(sctx)
-		cancel()
-		srvWG.Wait()
-		stopRun()
+		in.stop()
 		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		_, err := drop(dctx, globEscape(prefix)+":*")
-		client.Close()
 		probe.Close()
 		return err
 	}
 	return &benchKairos{stop: stop, target: bench.Target{
-		URL: "http://" + ln.Addr().String(), Token: token, Redis: benchRedis{probe},
+		URL: in.url, Token: token, Redis: benchRedis{probe},
 		// Every job key carries a shard hash tag; ready lists are per topic.
 		DropJobs: func(ctx context.Context) (int, error) {
 			p := globEscape(prefix)
@@ -305,7 +256,7 @@ func startBenchKairos(ctx context.Context, redisURL, prefix string, shards int, 
 			st := client.PoolStats()
 			return map[string]int64{"pool_waits": int64(st.WaitCount), "pool_wait_ms": st.WaitDurationNs / 1e6, "pool_timeouts": int64(st.Timeouts)}
 		},
-		Name: fmt.Sprintf("a kairos started in this process (Redis %s, prefix %s, %d shards)", client.Options().Addr, prefix, shards),
+		Name: fmt.Sprintf("a kairos started in this process (Redis %s, prefix %s, %d shards)", probe.Options().Addr, prefix, shards),
 	}}, nil
 }
 

@@ -2,30 +2,18 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/go-redsync/redsync/v4"
-	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/kairos-sh/kairos/api"
-	"github.com/kairos-sh/kairos/auth"
-	"github.com/kairos-sh/kairos/callback"
-	"github.com/kairos-sh/kairos/internal/metrics"
 	"github.com/kairos-sh/kairos/internal/rdb"
-	"github.com/kairos-sh/kairos/scanner"
-	"github.com/kairos-sh/kairos/web"
 )
 
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
@@ -49,120 +37,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	log := newLogger(cfg, stderr)
-
-	client, blocking, closeEmbedded, err := redisClients(cfg, log)
+	in, err := start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer closeEmbedded()
-	defer client.Close()
-	defer blocking.Close()
-
-	m := metrics.New()
-	client.AddHook(m.Hook())
-	blocking.AddHook(m.Hook())
-	store := rdb.New(client, rdb.Options{Prefix: cfg.Prefix, Shards: cfg.Shards, Retention: cfg.Retention, LeaseGrace: cfg.LeaseGrace,
-		Blocking: blocking, NewSecret: callback.NewSecret, OnEnqueued: m.Created, WaitReplicas: cfg.WaitReplicas})
-	if err := initStore(ctx, store, log); err != nil {
-		return err
-	}
-
-	secret := cfg.AuthSecret
-	if secret == "" {
-		b := make([]byte, 32)
-		rand.Read(b)
-		secret = base64.StdEncoding.EncodeToString(b)
-	}
-	authn := auth.New([]byte(secret), nil)
-
-	var wg sync.WaitGroup
-	var worker *callback.Worker
-	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWorker()
-	var workerDone chan struct{}
-	if cfg.Roles["worker"] {
-		rec := store.NewRecorder()
-		worker = callback.NewWorker(store, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Grace: cfg.Grace, Logger: log,
-			OnAttempt: func(e callback.Event) {
-				rec.Observe(e.Job.Tenant, e.Job.Topic, e.State, e.Attempt.N, e.Lateness)
-				m.Attempt(e)
-			}})
-		workerDone = make(chan struct{})
-		go func() {
-			defer close(workerDone)
-			recDone := make(chan struct{})
-			rctx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
-			go func() { defer close(recDone); rec.Run(rctx) }()
-			worker.Run(workerCtx)
-			stopRec()
-			<-recDone
-		}()
-	}
-	var scannerDone chan struct{}
-	gauges := metrics.Gauges{Store: store}
-	if worker != nil {
-		gauges.InFlight = worker.InFlight
-	}
-	if cfg.Roles["scanner"] {
-		rs := redsync.New(goredis.NewPool(client))
-		sc := scanner.New(store, rs, scanner.Config{LockTTL: cfg.LockTTL, Logger: log})
-		gauges.LocksHeld = func() int { return len(sc.Held()) }
-		scannerDone = make(chan struct{})
-		go func() { defer close(scannerDone); sc.Run(ctx) }()
-	}
-	m.Watch(gauges)
-	metricsHandler := protect(m.Handler(), cfg.MetricsToken)
-	var h http.Handler
-	if cfg.Roles["api"] {
-		onTopic := func() {}
-		if worker != nil {
-			onTopic = worker.Refresh
-		}
-		page := web.Handler()
-		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, Logger: log, OnTopicChange: onTopic,
-			Page: page, Metrics: metricsHandler})
-	} else {
-		h = opsHandler(store, metricsHandler)
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
-	wg.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "err", err)
-		}
-	})
-	url := "http://" + displayAddr(ln.Addr())
-	log.Info("kairos listening", "url", url, "roles", roleList(cfg))
+	log.Info("kairos listening", "url", in.url, "roles", roleList(cfg))
 	if cfg.Roles["api"] && cfg.AuthSecret == "" {
-		tok, err := authn.Mint("admin", true, 0)
+		tok, err := in.authn.Mint("admin", true, 0)
 		if err != nil {
+			in.stop()
 			return err
 		}
 		fmt.Fprintf(stdout, "\nkairos is running at %s (embedded Redis: nothing persists)\n\n"+
 			"Admin token (valid until this process stops; its secret was generated at start):\n\n  %s\n\n"+
-			"Open %s/ and paste the token, or try:\n  curl -H 'Authorization: Bearer %s' %s/v1/topics\n\n", url, tok, url, tok, url)
+			"Open %s/ and paste the token, or try:\n  curl -H 'Authorization: Bearer %s' %s/v1/topics\n\n", in.url, tok, in.url, tok, in.url)
 	}
-
 	<-ctx.Done()
 	log.Info("shutting down", "grace", cfg.Grace)
-	if scannerDone != nil {
-		<-scannerDone // stops claiming, releases its shard locks
-	}
-	if worker != nil {
-		stopWorker()
-		blocking.Close() // wakes consumers blocked in BRPOP
-		<-workerDone     // in-flight callbacks finish within the grace period
-	}
-	{
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}
-	wg.Wait()
+	in.stop()
 	log.Info("kairos stopped")
 	return nil
 }

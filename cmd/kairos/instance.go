@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos/api"
+	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/metrics"
+	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/scanner"
+	"github.com/kairos-sh/kairos/web"
+)
+
+// instance is kairos running in this process: the roles its config asks
+// for, wired to one store and one HTTP listener. `serve` and `bench` both
+// start one.
+type instance struct {
+	client redis.UniversalClient
+	store  *rdb.Store
+	authn  *auth.Authenticator
+	url    string // where the HTTP listener answers
+	stop   func() // stops everything in order; call once
+}
+
+// start connects to Redis (adding hooks to both clients), checks the store
+// and starts the roles of cfg and the HTTP listener.
+func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hook) (*instance, error) {
+	client, blocking, closeEmbedded, err := redisClients(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	closeRedis := func() { blocking.Close(); client.Close(); closeEmbedded() }
+	m := metrics.New()
+	for _, h := range append([]redis.Hook{m.Hook()}, hooks...) {
+		client.AddHook(h)
+		blocking.AddHook(h)
+	}
+	store := rdb.New(client, rdb.Options{Prefix: cfg.Prefix, Shards: cfg.Shards, Retention: cfg.Retention, LeaseGrace: cfg.LeaseGrace,
+		Blocking: blocking, NewSecret: callback.NewSecret, OnEnqueued: m.Created, WaitReplicas: cfg.WaitReplicas})
+	if err := initStore(ctx, store, log); err != nil {
+		closeRedis()
+		return nil, err
+	}
+	secret := cfg.AuthSecret
+	if secret == "" {
+		b := make([]byte, 32)
+		rand.Read(b)
+		secret = base64.StdEncoding.EncodeToString(b)
+	}
+	authn := auth.New([]byte(secret), nil)
+
+	// Every part runs on a context of its own, so that stop can end them in order.
+	run, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	scanCtx, stopScanner := context.WithCancel(run)
+	workCtx, stopWorker := context.WithCancel(run)
+	var scanWG, workWG, srvWG sync.WaitGroup
+	gauges := metrics.Gauges{Store: store}
+	var worker *callback.Worker
+	if cfg.Roles["worker"] {
+		rec := store.NewRecorder()
+		worker = callback.NewWorker(store, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Grace: cfg.Grace, Logger: log,
+			OnAttempt: func(e callback.Event) {
+				rec.Observe(e.Job.Tenant, e.Job.Topic, e.State, e.Attempt.N, e.Lateness)
+				m.Attempt(e)
+			}})
+		gauges.InFlight = worker.InFlight
+		workWG.Go(func() {
+			recCtx, stopRec := context.WithCancel(run)
+			var recWG sync.WaitGroup
+			recWG.Go(func() { rec.Run(recCtx) })
+			worker.Run(workCtx)
+			stopRec() // a last flush of the figures
+			recWG.Wait()
+		})
+	}
+	if cfg.Roles["scanner"] {
+		sc := scanner.New(store, redsync.New(goredis.NewPool(client)), scanner.Config{LockTTL: cfg.LockTTL, Logger: log})
+		gauges.LocksHeld = func() int { return len(sc.Held()) }
+		scanWG.Go(func() { sc.Run(scanCtx) })
+	}
+	m.Watch(gauges)
+	metricsHandler := protect(m.Handler(), cfg.MetricsToken)
+	var h http.Handler
+	if cfg.Roles["api"] {
+		onTopic := func() {}
+		if worker != nil {
+			onTopic = worker.Refresh
+		}
+		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, Logger: log, OnTopicChange: onTopic,
+			Page: web.Handler(), Metrics: metricsHandler})
+	} else {
+		h = opsHandler(store, metricsHandler)
+	}
+
+	stop := func() {
+		stopScanner()
+		scanWG.Wait() // stops claiming, releases its shard locks
+		stopWorker()
+		blocking.Close() // wakes consumers blocked in BRPOP
+		workWG.Wait()    // in-flight callbacks finish within the grace period
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		stop()
+		stopRun()
+		closeRedis()
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return run }}
+	srvWG.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "err", err)
+		}
+	})
+	return &instance{client: client, store: store, authn: authn, url: "http://" + displayAddr(ln.Addr()),
+		stop: func() {
+			stop()
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx)
+			srvWG.Wait()
+			stopRun()
+			closeRedis() // last
+		}}, nil
+}
