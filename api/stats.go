@@ -58,8 +58,13 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	ready, err := s.store.ReadyLens(ctx, topics)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	resp := statsResponse{At: formatTime(s.store.Now()), Topics: make([]topicStats, 0, len(topics))}
-	for _, t := range topics {
+	for i, t := range topics {
 		counts, err := s.store.Counts(ctx, t.Tenant, t.Name)
 		if err != nil {
 			s.writeError(w, r, err)
@@ -70,13 +75,8 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		ready, err := s.store.ReadyLen(ctx, t.Tenant, t.Name)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
 		secs := float64(statsWindow * time.Minute / time.Second)
-		resp.Topics = append(resp.Topics, topicStats{Tenant: t.Tenant, Topic: t.Name, Counts: counts, Ready: ready,
+		resp.Topics = append(resp.Topics, topicStats{Tenant: t.Tenant, Topic: t.Name, Counts: counts, Ready: ready[i],
 			Recent: recentStats{Minutes: rec.Minutes, Delivered: rec.Delivered, Failed: rec.Failed, Dead: rec.Dead,
 				DeliveredPS: float64(rec.Delivered) / secs, FailedPS: float64(rec.Failed) / secs,
 				Lateness: latencyStats{Samples: rec.Sampled, P50: rec.P50, P90: rec.P90, P99: rec.P99, Max: rec.Worst}}})

@@ -17,23 +17,15 @@ import (
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
-// proc is a `kairos serve` child process.
-type proc struct{ *testproc.Proc }
-
 // startKairos runs `kairos serve` (scanner and worker) on the package's
 // Redis with fast lock and lease timings, plus the given environment.
-func startKairos(t *testing.T, name, prefix string, env ...string) *proc {
+func startKairos(t *testing.T, name, prefix string, env ...string) *testproc.Proc {
 	t.Helper()
 	base := []string{"KAIROS_REDIS_URL=" + testredis.URL(t), "KAIROS_AUTH_SECRET=" + secret, "KAIROS_PREFIX=" + prefix,
 		"KAIROS_ADDR=127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS=1", "KAIROS_LOCK_TTL=1s", "KAIROS_LEASE_GRACE=1s",
 		"KAIROS_ROLES=scanner,worker", "KAIROS_GRACE=5s"}
-	return &proc{testproc.Start(t, name, append(base, env...)...)}
+	return testproc.Start(t, name, append(base, env...)...)
 }
-
-func (p *proc) signal(sig syscall.Signal)                            { p.Signal(sig) }
-func (p *proc) waitLog(t *testing.T, s string, within time.Duration) { p.WaitLog(t, s, within) }
-func (p *proc) url(t *testing.T) string                              { return p.URL(t) }
-func (p *proc) name() string                                         { return p.Name }
 
 // procStore is a store over the children's Redis and prefix, for setup and checks.
 func procStore(t *testing.T, prefix string) *rdb.Store {
@@ -66,7 +58,7 @@ func TestKilledWorkerJobRedeliveredByAnotherProcess(t *testing.T) {
 	})
 	putTopic(t, store, "t", rcv.URL, 2*time.Second)
 	a := startKairos(t, "A", prefix)
-	a.waitLog(t, "consuming topic", 10*time.Second)
+	a.WaitLog(t, "consuming topic", 10*time.Second)
 	if _, err := store.Enqueue(context.Background(), kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "t", ID: "k1"}, RunAt: store.Now().Add(300 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +67,7 @@ func TestKilledWorkerJobRedeliveredByAnotherProcess(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the job never reached the receiver")
 	}
-	a.signal(syscall.SIGKILL) // mid-delivery: the attempt's outcome is never recorded
+	a.Signal(syscall.SIGKILL) // mid-delivery: the attempt's outcome is never recorded
 	start := time.Now()
 	startKairos(t, "B", prefix)
 	hs := rcv.waitHits(t, 2, 30*time.Second)
@@ -118,8 +110,8 @@ func TestTwoScannerProcessesShareShardsNoDuplicates(t *testing.T) {
 	putTopic(t, store, "t", rcv.URL, 5*time.Second)
 	a := startKairos(t, "A", prefix)
 	b := startKairos(t, "B", prefix)
-	a.waitLog(t, "took shard", 10*time.Second)
-	b.waitLog(t, "took shard", 15*time.Second) // B gets its share as A gives shards back
+	a.WaitLog(t, "took shard", 10*time.Second)
+	b.WaitLog(t, "took shard", 15*time.Second) // B gets its share as A gives shards back
 	const n = 400
 	now := store.Now()
 	jobs := make([]kairos.Job, n)
@@ -164,7 +156,7 @@ func TestSigtermFinishesInFlightAndReleasesLocks(t *testing.T) {
 	})
 	putTopic(t, store, "t", rcv.URL, 10*time.Second)
 	a := startKairos(t, "A", prefix)
-	a.waitLog(t, "consuming topic", 10*time.Second)
+	a.WaitLog(t, "consuming topic", 10*time.Second)
 	key := kairos.JobKey{Tenant: "acme", Topic: "t", ID: "inflight"}
 	if _, err := store.Enqueue(context.Background(), kairos.Job{JobKey: key, RunAt: store.Now()}); err != nil {
 		t.Fatal(err)
@@ -174,7 +166,7 @@ func TestSigtermFinishesInFlightAndReleasesLocks(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the job never reached the receiver")
 	}
-	a.signal(syscall.SIGTERM)
+	a.Signal(syscall.SIGTERM)
 	if code := a.ExitCode(); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM, want 0", code)
 	}
@@ -217,10 +209,10 @@ func TestKillBusiestOfThreeUnderLoad(t *testing.T) {
 	store := procStore(t, prefix)
 	rcv := newReceiver(t, nil)
 	putTopic(t, store, "t", rcv.URL, 2*time.Second)
-	procs := []*proc{startKairos(t, "A", prefix), startKairos(t, "B", prefix), startKairos(t, "C", prefix)}
+	procs := []*testproc.Proc{startKairos(t, "A", prefix), startKairos(t, "B", prefix), startKairos(t, "C", prefix)}
 	urls := make([]string, len(procs))
 	for i, p := range procs {
-		urls[i] = p.url(t)
+		urls[i] = p.URL(t)
 	}
 	// Wait for a fair split: 16 shards over 3 instances is 6+5+5.
 	deadline := time.Now().Add(30 * time.Second)
@@ -260,7 +252,7 @@ func TestKillBusiestOfThreeUnderLoad(t *testing.T) {
 		}
 	}
 	killed := locksHeld(urls[busiest])
-	procs[busiest].signal(syscall.SIGKILL)
+	procs[busiest].Signal(syscall.SIGKILL)
 	killedAt := time.Now()
 	var takeover time.Duration
 	for {
@@ -279,7 +271,7 @@ func TestKillBusiestOfThreeUnderLoad(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("killed %s holding %d shards; survivors held all 16 after %v (lock TTL 1s)", procs[busiest].name(), killed, takeover)
+	t.Logf("killed %s holding %d shards; survivors held all 16 after %v (lock TTL 1s)", procs[busiest].Name, killed, takeover)
 	rcv.waitHits(t, n, 40*time.Second)
 	time.Sleep(time.Second)
 	byJob := rcv.byJob()

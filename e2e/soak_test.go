@@ -12,6 +12,7 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/testproc"
 )
 
 // TestSoak runs kairos serve under a steady load with 1% of jobs aimed at a
@@ -42,8 +43,8 @@ func TestSoak(t *testing.T) {
 	// Delivered jobs are kept for a minute rather than a day, so that
 	// Redis memory reaches its steady state within the run.
 	p := startKairos(t, "soak", prefix, "KAIROS_RETENTION=1m")
-	url := p.url(t)
-	p.waitLog(t, "consuming topic", 10*time.Second)
+	url := p.URL(t)
+	p.WaitLog(t, "consuming topic", 10*time.Second)
 	// Warm up, so that connection pools are full before the baseline: an
 	// idle keep-alive connection holds two goroutines, which is no leak.
 	warm := make([]kairos.Job, 200)
@@ -164,7 +165,7 @@ func metric(t *testing.T, url, name string) float64 {
 }
 
 // rss reads a child's resident set size from /proc.
-func rss(t *testing.T, p *proc) int64 {
+func rss(t *testing.T, p *testproc.Proc) int64 {
 	t.Helper()
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.Cmd.Process.Pid) + "/status")
 	if err != nil {

@@ -42,26 +42,14 @@ func parseInfo(s string) map[string]string {
 // parseCommandStats reads INFO commandstats into calls per command, such as
 // "evalsha" or "config|resetstat". Redis counts the commands that scripts
 // run with redis.call too, under their own names.
-func parseCommandStats(s string) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range parseInfo(s) {
-		name, ok := strings.CutPrefix(k, "cmdstat_")
-		if !ok {
-			continue
-		}
-		for _, f := range strings.Split(v, ",") {
-			if n, ok := strings.CutPrefix(f, "calls="); ok {
-				c, _ := strconv.ParseInt(n, 10, 64)
-				out[name] = c
-			}
-		}
-	}
-	return out
-}
+func parseCommandStats(s string) map[string]int64 { return commandStat(s, "calls=") }
 
 // parseCommandUsec reads INFO commandstats into the microseconds Redis spent
 // per command. A script call's time includes the commands it runs.
-func parseCommandUsec(s string) map[string]int64 {
+func parseCommandUsec(s string) map[string]int64 { return commandStat(s, "usec=") }
+
+// commandStat reads one "field=" of every cmdstat_ line of INFO commandstats.
+func commandStat(s, field string) map[string]int64 {
 	out := map[string]int64{}
 	for k, v := range parseInfo(s) {
 		name, ok := strings.CutPrefix(k, "cmdstat_")
@@ -69,7 +57,7 @@ func parseCommandUsec(s string) map[string]int64 {
 			continue
 		}
 		for _, f := range strings.Split(v, ",") {
-			if n, ok := strings.CutPrefix(f, "usec="); ok {
+			if n, ok := strings.CutPrefix(f, field); ok {
 				c, _ := strconv.ParseInt(n, 10, 64)
 				out[name] = c
 			}

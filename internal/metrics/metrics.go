@@ -135,7 +135,7 @@ func (h errorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 }
 
 // isNoScript matches the NOSCRIPT reply that Script.Run answers with EVAL.
-func isNoScript(err error) bool { return len(err.Error()) >= 8 && err.Error()[:8] == "NOSCRIPT" }
+func isNoScript(err error) bool { return redis.HasErrorPrefix(err, "NOSCRIPT") }
 
 // redisCollector reads bucket depths, ready list lengths and process gauges at scrape time.
 type redisCollector struct{ g Gauges }
@@ -177,12 +177,12 @@ func (c *redisCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		up = 0
 	}
-	for _, t := range topics {
-		n, err := c.g.Store.ReadyLen(ctx, t.Tenant, t.Name)
-		if err != nil {
-			up = 0
-			break
-		}
+	lens, err := c.g.Store.ReadyLens(ctx, topics)
+	if err != nil {
+		up = 0
+	}
+	for i, n := range lens {
+		t := topics[i]
 		ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, float64(n), t.Tenant+"/"+t.Name)
 	}
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, up)

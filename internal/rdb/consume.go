@@ -56,6 +56,23 @@ func (s *Store) Next(ctx context.Context, tenant, topic string, wait, topicTimeo
 	return s.Start(ctx, p, topicTimeout)
 }
 
+// ReadyLens returns the ready list length of each topic, in one round trip.
+func (s *Store) ReadyLens(ctx context.Context, topics []kairos.Topic) ([]int64, error) {
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.IntCmd, len(topics))
+	for i, t := range topics {
+		cmds[i] = pipe.LLen(ctx, s.k.ready(t.Tenant, t.Name))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("ready list lengths: %w", err)
+	}
+	out := make([]int64, len(cmds))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
+}
+
 // ReadyLen returns the length of a topic's ready list.
 func (s *Store) ReadyLen(ctx context.Context, tenant, topic string) (int64, error) {
 	return s.c.LLen(ctx, s.k.ready(tenant, topic)).Result()

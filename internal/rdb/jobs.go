@@ -167,7 +167,7 @@ func (s *Store) enqueueGroup(ctx context.Context, g writeGroup, jobs []kairos.Jo
 	pipe.Exec(ctx)
 	var missing []int
 	for i, c := range cmds {
-		if err := c.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") && !retried {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && !retried {
 			missing = append(missing, i) // a restarted or promoted node lost its script cache
 		}
 	}
