@@ -21,12 +21,7 @@ import (
 // reconnects by itself, and every pending job is delivered.
 func TestRedisRestartWithAOF(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	srv, err := testredis.Start(dir, "--appendonly", "yes", "--appendfsync", "everysec")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := testredis.New(t, "--appendonly", "yes", "--appendfsync", "everysec")
 	opt := &redis.Options{Addr: srv.Addr, DialTimeout: time.Second, MaxRetries: 2}
 	client, blocking := redis.NewClient(opt), redis.NewClient(opt)
 	t.Cleanup(func() { client.Close(); blocking.Close() })

@@ -19,11 +19,7 @@ import (
 // started in process on a real redis-server, and checks the counts the
 // tool reports and that it leaves no key behind.
 func TestBenchEndToEnd(t *testing.T) {
-	srv, err := testredis.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := testredis.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -103,11 +99,7 @@ func TestBenchEndToEnd(t *testing.T) {
 }
 
 func TestBenchTables(t *testing.T) {
-	srv, err := testredis.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := testredis.New(t)
 	var out strings.Builder
 	args := []string{"bench", "--redis-url", srv.URL(), "--scenario", "precision", "--quiet",
 		"--precision-jobs", "50", "--precision-over", "500ms", "--lead", "1s", "--concurrency", "4"}
@@ -122,11 +114,7 @@ func TestBenchTables(t *testing.T) {
 }
 
 func TestBenchFlags(t *testing.T) {
-	srv, err := testredis.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := testredis.New(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
 	if err := c.Set(context.Background(), "taken:meta", "x", 0).Err(); err != nil {
@@ -159,11 +147,7 @@ func TestBenchFlags(t *testing.T) {
 // the bench then cleans up by cancelling through the API, and deleting its
 // topic at the end succeeds only if no job of it is left pending.
 func TestBenchExternal(t *testing.T) {
-	srv, err := testredis.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := testredis.New(t)
 	ctx := context.Background()
 	k, err := startBenchKairos(ctx, srv.URL(), "kb-ext", 4, slog.New(slog.DiscardHandler))
 	if err != nil {

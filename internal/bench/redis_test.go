@@ -14,11 +14,7 @@ import (
 // scenario relies on: INFO commandstats counts each redis.call a script
 // makes under its own name, besides the EVAL itself (Redis 7).
 func TestCommandStatsCountScriptCommands(t *testing.T) {
-	srv, err := testredis.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := testredis.New(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
 	ctx := context.Background()

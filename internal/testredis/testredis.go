@@ -103,6 +103,18 @@ func (s *Server) start(bin string) error {
 	return fmt.Errorf("redis-server on %s did not answer within 10s", s.Addr)
 }
 
+// New starts a redis-server of the test's own in a temporary directory and
+// stops it at cleanup.
+func New(tb testing.TB, extra ...string) *Server {
+	tb.Helper()
+	s, err := Start(tb.TempDir(), extra...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
 // Restart starts the server again on the same port and directory.
 func (s *Server) Restart() error {
 	bin, err := Binary()
