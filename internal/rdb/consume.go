@@ -94,13 +94,7 @@ func (s *Store) Start(ctx context.Context, p Popped, topicTimeout time.Duration)
 	if len(res) == 0 {
 		return kairos.Job{}, false, nil
 	}
-	h := make(map[string]string, len(res)/2)
-	for i := 1; i+1 < len(res); i += 2 {
-		k, _ := res[i].(string)
-		v, _ := res[i+1].(string)
-		h[k] = v
-	}
-	job, err = decodeJob(p.JobKey, h)
+	job, err = decodeJob(p.JobKey, fieldMap(res[1:]))
 	if err != nil {
 		return kairos.Job{}, false, err
 	}
@@ -135,4 +129,15 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 		s.wakeScanner(ctx, jk.shard, retryAt)
 	}
 	return [...]kairos.State{"", kairos.StateDelivered, kairos.StateRetrying, kairos.StateDead}[n], nil
+}
+
+// fieldMap turns a script's flat field, value, ... reply into a map.
+func fieldMap(flat []any) map[string]string {
+	h := make(map[string]string, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		k, _ := flat[i].(string)
+		v, _ := flat[i+1].(string)
+		h[k] = v
+	}
+	return h
 }

@@ -313,7 +313,7 @@ func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Ti
 	if toInt(res[2]) == 1 {
 		s.wakeScanner(ctx, jk.shard, runAt)
 	}
-	return s.GetJob(ctx, key)
+	return decodeJob(key, fieldMap(res[3:]))
 }
 
 // Replay gives a dead job a fresh set of attempts and hands it out now.
@@ -332,7 +332,7 @@ func (s *Store) Replay(ctx context.Context, key kairos.JobKey) (kairos.Job, erro
 	}
 	// If the push fails, the lease lapses and the scanner hands the job out.
 	_ = s.push(ctx, key.Tenant, key.Topic, key.ID, toInt(res[1]))
-	return s.GetJob(ctx, key)
+	return decodeJob(key, fieldMap(res[2:]))
 }
 
 // storedAttempt is an attempt as kept in a job's log.

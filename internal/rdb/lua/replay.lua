@@ -1,8 +1,8 @@
 -- replay.lua: give a dead job a fresh set of attempts, due now.
 -- KEYS[1] bucket, KEYS[2] job, KEYS[3] topic counters, KEYS[4] dead letters
 -- ARGV[1] bucket member, ARGV[2] id, ARGV[3] now (ms), ARGV[4] ready lease (ms)
--- Reply: {0} no such job, {-1} not dead, else {1, gen}: the caller pushes
--- "id|gen" onto the topic's ready list.
+-- Reply: {0} no such job, {-1} not dead, else {1, gen, field1, value1, ...}
+-- (the job as now stored): the caller pushes "id|gen" onto the ready list.
 local v = redis.call('HMGET', KEYS[2], 'st', 'g')
 if not v[1] then
   return {0}
@@ -18,4 +18,7 @@ redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[2])
 redis.call('HINCRBY', KEYS[3], 'dead', -1)
 redis.call('HINCRBY', KEYS[3], 'ready', 1)
-return {1, gen}
+local out = redis.call('HGETALL', KEYS[2])
+table.insert(out, 1, gen)
+table.insert(out, 1, 1)
+return out

@@ -2,7 +2,8 @@
 -- KEYS[1] bucket, KEYS[2] job, KEYS[3] topic counters
 -- ARGV[1] bucket member, ARGV[2] run_at (ms)
 -- Reply: {0} no such job, {-1} being delivered now, {-2} already delivered,
--- {-3} dead (replay it instead), else {1, gen, earliest}.
+-- {-3} dead (replay it instead), else {1, gen, earliest, field1, value1, ...}
+-- (the job as now stored).
 local v = redis.call('HMGET', KEYS[2], 'st', 'g')
 local st = v[1]
 if not st then
@@ -30,4 +31,8 @@ local first = redis.call('ZRANGE', KEYS[1], 0, 0)
 if first[1] == ARGV[1] then
   earliest = 1
 end
-return {1, gen, earliest}
+local out = redis.call('HGETALL', KEYS[2])
+table.insert(out, 1, earliest)
+table.insert(out, 1, gen)
+table.insert(out, 1, 1)
+return out
