@@ -19,10 +19,12 @@ import (
 
 // Config tunes a Scanner. Zero values take the defaults.
 type Config struct {
-	ID       string        // instance id, unique per process
-	LockTTL  time.Duration // shard lock expiry; default 10s
-	Batch    int           // jobs moved per script call; default 500
-	MaxSleep time.Duration // longest sleep with nothing due, a safety net for lost wake-ups; default 10s
+	ID      string        // instance id, unique per process
+	LockTTL time.Duration // shard lock expiry; default 10s
+	Batch   int           // jobs moved per script call; default 500
+	// MaxSleep is the longest sleep with nothing due; default and at most
+	// rdb.WakeHorizon, since jobs due later than that wake no scanner.
+	MaxSleep time.Duration
 	Logger   *slog.Logger
 }
 
@@ -79,8 +81,8 @@ func New(store *rdb.Store, rs *redsync.Redsync, cfg Config) *Scanner {
 	if cfg.Batch <= 0 {
 		cfg.Batch = 500
 	}
-	if cfg.MaxSleep <= 0 {
-		cfg.MaxSleep = 10 * time.Second
+	if cfg.MaxSleep <= 0 || cfg.MaxSleep > rdb.WakeHorizon {
+		cfg.MaxSleep = rdb.WakeHorizon
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -21,6 +21,10 @@ type Claim struct {
 	Now   time.Time // the Redis time the claim was decided at
 }
 
+// maxClaim bounds a claim's batch: the script passes each batch to one
+// ZADD, and Lua limits how many values one call can take.
+const maxClaim = 2000
+
 // ClaimDue moves up to limit due jobs of shard to a ready lease and pushes
 // them onto their topics' ready lists. What is due is decided on Redis's
 // own clock (TIME, inside the script), never on this machine's estimate of
@@ -28,6 +32,7 @@ type Claim struct {
 // Two scanners claiming the same shard at once cannot hand a job out twice:
 // the claim is one script and re-scores what it takes.
 func (s *Store) ClaimDue(ctx context.Context, shard int, limit int) (Claim, error) {
+	limit = min(limit, maxClaim)
 	res, err := claimScript.Run(ctx, s.c, []string{s.k.bucket(shard), s.k.expiring(shard)},
 		s.scriptNow(), limit, s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(shard), s.k.counterPrefix(shard), s.k.indexPrefix(shard)).Slice()
 	if err != nil {
@@ -47,13 +52,23 @@ func (s *Store) ClaimDue(ctx context.Context, shard int, limit int) (Claim, erro
 		return c, nil
 	}
 	c.Moved = len(flat) / 2
-	pipe := s.c.Pipeline()
+	// One LPUSH per topic, in the order claimed (oldest due first out).
+	type topicKey struct{ tenant, topic string }
+	entries := map[topicKey][]any{}
+	var order []topicKey
 	for i := 0; i+1 < len(flat); i += 2 {
 		member, _ := flat[i].(string)
-		gen := toInt(flat[i+1])
 		tenant, rest, _ := strings.Cut(member, "/")
 		topic, id, _ := strings.Cut(rest, "/")
-		pipe.LPush(ctx, s.k.ready(tenant, topic), readyEntry(id, gen))
+		k := topicKey{tenant, topic}
+		if _, ok := entries[k]; !ok {
+			order = append(order, k)
+		}
+		entries[k] = append(entries[k], readyEntry(id, toInt(flat[i+1])))
+	}
+	pipe := s.c.Pipeline()
+	for _, k := range order {
+		pipe.LPush(ctx, s.k.ready(k.tenant, k.topic), entries[k]...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		// The claimed jobs keep their lease in the bucket: they are handed

@@ -56,6 +56,14 @@ func jobFields(j kairos.Job) ([]any, error) {
 	return f, nil
 }
 
+// WakeHorizon is the longest a scanner sleeps, even with nothing due. A job
+// due later than that needs no wake-up: the scanner looks again before then.
+const WakeHorizon = 10 * time.Second
+
+// maxPerCall bounds the jobs of one enqueue script call, so that a call
+// holds Redis for about a millisecond at most.
+const maxPerCall = 200
+
 // Enqueue creates the job, or replaces and reschedules a job of the same id
 // that has not fired. A job due now goes straight onto its ready list. It
 // returns kairos.ErrConflict while the job is being delivered, and
@@ -65,29 +73,25 @@ func (s *Store) Enqueue(ctx context.Context, j kairos.Job) (kairos.Job, error) {
 		r := s.EnqueueBatch(ctx, []kairos.Job{j})[0]
 		return r.Job, r.Err
 	}
-	keys, argv, err := s.enqueueArgs(j)
-	if err != nil {
-		return kairos.Job{}, err
+	jobs := []kairos.Job{j}
+	out := make([]BatchResult, 1)
+	calls := s.enqueueCalls(jobs, []int{0}, out)
+	if len(calls) == 0 {
+		return kairos.Job{}, out[0].Err
 	}
-	res, err := enqueueScript.Run(ctx, s.c, keys, argv...).Slice()
+	c := calls[0]
+	res, err := enqueueScript.Run(ctx, s.c, c.keys, c.argv...).Slice()
 	if err != nil {
 		return kairos.Job{}, fmt.Errorf("enqueue %s: %w", j.JobKey, err)
 	}
-	j, gen, push, wake, err := s.enqueued(j, res)
-	if err != nil {
-		return kairos.Job{}, err
-	}
-	if s.opts.OnEnqueued != nil {
-		s.opts.OnEnqueued(j.Tenant, j.Topic)
-	}
-	if push || wake {
-		pipe := s.c.Pipeline()
-		s.after(ctx, pipe, j, gen, push, wake)
+	pipe := s.c.Pipeline()
+	s.enqueued(ctx, c, res, jobs, out, nil, pipe)
+	if pipe.Len() > 0 {
 		// A failed push is safe: the job is stored with a lease and the
 		// scanner hands it out when the lease lapses.
 		pipe.Exec(ctx)
 	}
-	return j, nil
+	return out[0].Job, out[0].Err
 }
 
 // BatchResult is one item's outcome in EnqueueBatch.
@@ -96,15 +100,17 @@ type BatchResult struct {
 	Err error
 }
 
-// EnqueueBatch enqueues jobs in one pipelined round trip per Redis node;
-// each job is still its own atomic script, and each gets its own result.
+// EnqueueBatch enqueues jobs in one pipelined round trip per Redis node, one
+// script call per shard and topic; each job gets its own result.
 func (s *Store) EnqueueBatch(ctx context.Context, jobs []kairos.Job) []BatchResult {
 	out := make([]BatchResult, len(jobs))
 	after := s.c.Pipeline()
 	for _, g := range s.writeGroups(ctx, jobs, out) {
-		s.enqueueGroup(ctx, g, jobs, out, after, false)
+		s.enqueueGroup(ctx, g.target, s.enqueueCalls(jobs, g.idx, out), jobs, out, after, false)
 	}
-	after.Exec(ctx)
+	if after.Len() > 0 {
+		after.Exec(ctx)
+	}
 	return out
 }
 
@@ -147,33 +153,76 @@ func (s *Store) writeGroups(ctx context.Context, jobs []kairos.Job, out []BatchR
 	return groups
 }
 
-// enqueueGroup runs one pipeline of enqueue scripts, followed by WAIT when
-// replicas must confirm, and records each job's result.
-func (s *Store) enqueueGroup(ctx context.Context, g writeGroup, jobs []kairos.Job, out []BatchResult, after redis.Pipeliner, retried bool) {
-	pipe := g.target.Pipeline()
-	cmds := make(map[int]*redis.Cmd, len(g.idx))
-	for _, i := range g.idx {
-		keys, argv, err := s.enqueueArgs(jobs[i])
+// enqueueCall is one enqueue script call: jobs of one shard and topic.
+type enqueueCall struct {
+	shard int
+	idx   []int // the jobs, as indexes into the caller's slice
+	keys  []string
+	argv  []any
+}
+
+// enqueueCalls groups jobs idx by shard and topic into script calls of at
+// most maxPerCall jobs. A job whose fields cannot be encoded gets its error
+// in out and is left out.
+func (s *Store) enqueueCalls(jobs []kairos.Job, idx []int, out []BatchResult) []*enqueueCall {
+	type group struct {
+		shard         int
+		tenant, topic string
+	}
+	open := map[group]*enqueueCall{}
+	var calls []*enqueueCall
+	for _, i := range idx {
+		j := jobs[i]
+		fields, err := jobFields(j)
 		if err != nil {
 			out[i].Err = err
 			continue
 		}
-		cmds[i] = enqueueScript.EvalSha(ctx, pipe, keys, argv...)
+		g := group{s.k.shardOf(j.JobKey), j.Tenant, j.Topic}
+		c := open[g]
+		if c == nil || len(c.idx) == maxPerCall {
+			c = &enqueueCall{
+				shard: g.shard,
+				keys: []string{s.k.bucket(g.shard), s.k.index(g.shard, j.Tenant, j.Topic),
+					s.k.counters(g.shard, j.Tenant, j.Topic), s.k.dead(g.shard, j.Tenant, j.Topic)},
+				argv: []any{s.scriptNow(), s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(g.shard),
+					j.Tenant + "/" + j.Topic + "/", WakeHorizon.Milliseconds()},
+			}
+			open[g] = c
+			calls = append(calls, c)
+		}
+		c.idx = append(c.idx, i)
+		c.argv = append(c.argv, j.ID, ms(j.RunAt), newUID(), len(fields)/2)
+		c.argv = append(c.argv, fields...)
+	}
+	return calls
+}
+
+// enqueueGroup runs the calls in one pipeline, followed by WAIT when
+// replicas must confirm, and records each job's result.
+func (s *Store) enqueueGroup(ctx context.Context, target redis.Cmdable, calls []*enqueueCall, jobs []kairos.Job, out []BatchResult, after redis.Pipeliner, retried bool) {
+	if len(calls) == 0 {
+		return
+	}
+	pipe := target.Pipeline()
+	cmds := make([]*redis.Cmd, len(calls))
+	for n, c := range calls {
+		cmds[n] = enqueueScript.EvalSha(ctx, pipe, c.keys, c.argv...)
 	}
 	var wait *redis.Cmd
 	if s.opts.WaitReplicas > 0 {
 		wait = pipe.Do(ctx, "WAIT", s.opts.WaitReplicas, s.opts.WaitTimeout.Milliseconds())
 	}
 	pipe.Exec(ctx)
-	var missing []int
-	for i, c := range cmds {
+	var missing []*enqueueCall
+	for n, c := range cmds {
 		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && !retried {
-			missing = append(missing, i) // a restarted or promoted node lost its script cache
+			missing = append(missing, calls[n]) // a restarted or promoted node lost its script cache
 		}
 	}
 	if len(missing) > 0 {
-		enqueueScript.Load(ctx, g.target)
-		s.enqueueGroup(ctx, writeGroup{target: g.target, idx: missing}, jobs, out, after, true)
+		enqueueScript.Load(ctx, target)
+		s.enqueueGroup(ctx, target, missing, jobs, out, after, true)
 	}
 	var replicaErr error
 	if wait != nil {
@@ -185,67 +234,60 @@ func (s *Store) enqueueGroup(ctx context.Context, g writeGroup, jobs []kairos.Jo
 			replicaErr = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, n, s.opts.WaitReplicas, s.opts.WaitTimeout)
 		}
 	}
-	for i, c := range cmds {
-		if slices.Contains(missing, i) {
+	for n, c := range cmds {
+		if slices.Contains(missing, calls[n]) {
 			continue
 		}
 		res, err := c.Slice()
 		if err != nil {
-			out[i].Err = fmt.Errorf("enqueue %s: %w", jobs[i].JobKey, err)
+			for _, i := range calls[n].idx {
+				out[i].Err = fmt.Errorf("enqueue %s: %w", jobs[i].JobKey, err)
+			}
 			continue
 		}
-		j, gen, push, wake, err := s.enqueued(jobs[i], res)
-		if err == nil && replicaErr != nil {
-			err = replicaErr // stored on the master; its lease still hands it out if it survives
+		s.enqueued(ctx, calls[n], res, jobs, out, replicaErr, after)
+	}
+}
+
+// enqueued reads an enqueue call's reply into out, and queues on after the
+// ready-list push of jobs due now and the scanner wake-up the call needs.
+// replicaErr, when set, is every stored job's error: it is on the master,
+// and its lease still hands it out if the master survives.
+func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []kairos.Job, out []BatchResult, replicaErr error, after redis.Pipeliner) {
+	flat, _ := res[0].([]any)
+	var push []any
+	for n, i := range c.idx {
+		if len(flat) < 5*(n+1) {
+			out[i].Err = fmt.Errorf("enqueue %s: short reply from Redis", jobs[i].JobKey)
+			continue
 		}
-		out[i] = BatchResult{Job: j, Err: err}
-		if err == nil {
-			s.after(ctx, after, j, gen, push, wake)
-			if s.opts.OnEnqueued != nil {
-				s.opts.OnEnqueued(j.Tenant, j.Topic)
-			}
+		r := flat[5*n : 5*n+5]
+		j := jobs[i]
+		if toInt(r[0]) == -1 {
+			out[i].Err = fmt.Errorf("%w: job %q is being delivered right now; try again when its attempt ends", kairos.ErrConflict, j.ID)
+			continue
+		}
+		gen := toInt(r[1])
+		j.UID, _ = r[3].(string)
+		j.CreatedAt = fromMS(toInt(r[4]))
+		j.State, j.Attempts = kairos.StateScheduled, 0
+		j.RunAt = fromMS(ms(j.RunAt))
+		j.NextRunAt = j.RunAt
+		if toInt(r[2]) == 1 {
+			j.State = kairos.StateReady
+			push = append(push, readyEntry(j.ID, gen))
+		}
+		out[i] = BatchResult{Job: j, Err: replicaErr}
+		if replicaErr == nil && s.opts.OnEnqueued != nil {
+			s.opts.OnEnqueued(j.Tenant, j.Topic)
 		}
 	}
-}
-
-func (s *Store) enqueueArgs(j kairos.Job) ([]string, []any, error) {
-	fields, err := jobFields(j)
-	if err != nil {
-		return nil, nil, err
+	if len(push) > 0 {
+		j := jobs[c.idx[0]]
+		after.LPush(ctx, s.k.ready(j.Tenant, j.Topic), push...)
 	}
-	jk := s.k.forJob(j.JobKey)
-	argv := make([]any, 0, 6+len(fields))
-	argv = append(argv, jk.member, j.ID, s.scriptNow(), ms(j.RunAt), newUID(), s.opts.ReadyLease.Milliseconds())
-	argv = append(argv, fields...)
-	return []string{jk.bucket, jk.job, jk.index, jk.counters, jk.dead}, argv, nil
-}
-
-// enqueued reads the enqueue script's reply: the stored job, and whether it
-// must be pushed onto its ready list or wake a scanner.
-func (s *Store) enqueued(j kairos.Job, res []any) (job kairos.Job, gen int64, push, wake bool, err error) {
-	if toInt(res[0]) == -1 {
-		return kairos.Job{}, 0, false, false, fmt.Errorf("%w: job %q is being delivered right now; try again when its attempt ends", kairos.ErrConflict, j.ID)
-	}
-	gen = toInt(res[1])
-	push, wake = toInt(res[2]) == 1, toInt(res[3]) == 1
-	j.UID, _ = res[4].(string)
-	j.CreatedAt = fromMS(toInt(res[5]))
-	j.State, j.Attempts = kairos.StateScheduled, 0
-	j.RunAt = fromMS(ms(j.RunAt))
-	j.NextRunAt = j.RunAt
-	if push {
-		j.State = kairos.StateReady
-	}
-	return j, gen, push, wake, nil
-}
-
-// after queues the ready-list push or the scanner wake-up an enqueue needs.
-func (s *Store) after(ctx context.Context, pipe redis.Pipeliner, j kairos.Job, gen int64, push, wake bool) {
-	if push {
-		pipe.LPush(ctx, s.k.ready(j.Tenant, j.Topic), readyEntry(j.ID, gen))
-	}
-	if wake {
-		pipe.Publish(ctx, s.k.wake(), strconv.Itoa(s.k.shardOf(j.JobKey))+" "+strconv.FormatInt(ms(j.RunAt), 10))
+	if len(res) > 1 && res[1] != nil {
+		after.Publish(ctx, s.k.wake(), strconv.Itoa(c.shard)+" "+strconv.FormatInt(toInt(res[1]), 10))
 	}
 }
 

@@ -19,32 +19,63 @@ if not now then
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000 -- ms, with its microseconds
 end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
-local out = {}
+local out, leased, orphans, delta = {}, {}, {}, {}
 for _, m in ipairs(due) do
   local jk = ARGV[4] .. m
   local v = redis.call('HMGET', jk, 'st', 'g')
   local st = v[1]
   if not st or st == 'delivered' or st == 'dead' then
-    redis.call('ZREM', KEYS[1], m) -- orphan: nothing left to deliver
+    orphans[#orphans + 1] = m -- nothing left to deliver
   else
     if st ~= 'ready' then
-      local ck = ARGV[5] .. string.match(m, '^(.*)/[^/]*$')
-      redis.call('HINCRBY', ck, st, -1)
-      redis.call('HINCRBY', ck, 'ready', 1)
+      local topic = string.match(m, '^(.*)/[^/]*$')
+      local d = delta[topic]
+      if not d then
+        d = {}
+        delta[topic] = d
+      end
+      d[st] = (d[st] or 0) + 1
       redis.call('HSET', jk, 'st', 'ready')
     end
-    redis.call('ZADD', KEYS[1], now + lease, m)
+    leased[#leased + 1] = now + lease
+    leased[#leased + 1] = m
     out[#out + 1] = m
     out[#out + 1] = v[2]
   end
 end
-local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 100)
-for _, m in ipairs(gone) do
-  if redis.call('EXISTS', ARGV[4] .. m) == 0 then
-    local topic, id = string.match(m, '^(.*)/([^/]*)$')
-    redis.call('ZREM', ARGV[6] .. topic, id)
+-- one ZADD, one ZREM and one pair of counter updates per topic, not per job
+if #leased > 0 then
+  redis.call('ZADD', KEYS[1], unpack(leased))
+end
+if #orphans > 0 then
+  redis.call('ZREM', KEYS[1], unpack(orphans))
+end
+for topic, d in pairs(delta) do
+  local ck, n = ARGV[5] .. topic, 0
+  for st, k in pairs(d) do
+    redis.call('HINCRBY', ck, st, -k)
+    n = n + k
   end
-  redis.call('ZREM', KEYS[2], m)
+  redis.call('HINCRBY', ck, 'ready', n)
+end
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 100)
+if #gone > 0 then
+  local unindex = {}
+  for _, m in ipairs(gone) do
+    if redis.call('EXISTS', ARGV[4] .. m) == 0 then
+      local topic, id = string.match(m, '^(.*)/([^/]*)$')
+      local ids = unindex[topic]
+      if not ids then
+        ids = {}
+        unindex[topic] = ids
+      end
+      ids[#ids + 1] = id
+    end
+  end
+  for topic, ids in pairs(unindex) do
+    redis.call('ZREM', ARGV[6] .. topic, unpack(ids))
+  end
+  redis.call('ZREM', KEYS[2], unpack(gone))
 end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return {out, first[2] or false, string.format('%.3f', now)}

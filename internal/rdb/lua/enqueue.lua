@@ -1,54 +1,89 @@
--- enqueue.lua: create a job, or replace one that has not fired yet.
--- KEYS[1] bucket (ZSET), KEYS[2] job (HASH), KEYS[3] topic index (ZSET),
--- KEYS[4] topic counters (HASH), KEYS[5] topic dead letters (ZSET)
--- ARGV[1] bucket member "tenant/topic/id", ARGV[2] id, ARGV[3] now (ms), or
--- "" to read Redis's TIME (whether a job is due is decided on Redis's clock),
--- ARGV[4] run_at (ms), ARGV[5] uid for a new job, ARGV[6] ready lease (ms),
--- ARGV[7..] job fields as field, value pairs
--- Reply: {-1} when the job is being delivered right now, else
--- {1, gen, pushed, earliest, uid, created}: pushed=1 when the job is due now and the
--- caller must push "id|gen" onto the ready list; earliest=1 when it became
--- the shard's earliest member, so a sleeping scanner must be woken.
-local member, id = ARGV[1], ARGV[2]
-local now, runAt = tonumber(ARGV[3]), tonumber(ARGV[4])
+-- enqueue.lua: create jobs of one topic and one shard, or replace ones that
+-- have not fired yet. One call takes one job (a single create) or many (a
+-- batch), so that the script call, the counter updates and the wake-up check
+-- are paid once per call rather than once per job.
+-- KEYS[1] bucket (ZSET), KEYS[2] topic index (ZSET), KEYS[3] topic counters
+-- (HASH), KEYS[4] topic dead letters (ZSET)
+-- ARGV[1] now (ms), or "" to read Redis's TIME (whether a job is due is
+-- decided on Redis's clock), ARGV[2] ready lease (ms), ARGV[3] job key
+-- prefix ("<prefix>:{shard}:job:"), ARGV[4] member prefix ("tenant/topic/"),
+-- ARGV[5] wake horizon (ms): scanners never sleep longer, so a job due later
+-- than now + horizon needs no wake-up check,
+-- then per job: id, run_at (ms), uid for a new job, n, and n field, value pairs.
+-- Reply: {results, earliest}: results holds five values per job: status (1,
+-- or -1 when the job is being delivered right now and nothing changed), gen,
+-- pushed (1 when the job is due now and the caller must push "id|gen" onto
+-- the ready list), uid, created (ms); earliest is the run_at of this call's
+-- job that became the shard's earliest member, so a sleeping scanner must be
+-- woken, or false.
+local now = tonumber(ARGV[1])
 if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local old = redis.call('HMGET', KEYS[2], 'st', 'g', 'uid', 'ca')
-local st, gen, uid, created = old[1], tonumber(old[2] or '0') + 1, ARGV[5], now
-if st == 'active' then
-  return {-1}
+local lease, jobPrefix, memberPrefix = tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local horizon = now + tonumber(ARGV[5])
+local out, delta, soonest = {}, {}, nil
+local function count(state, n)
+  delta[state] = (delta[state] or 0) + n
 end
-if st then
-  if st ~= 'delivered' then
-    redis.call('HINCRBY', KEYS[4], st, -1)
+local function put(status, gen, pushed, uid, created)
+  out[#out + 1] = status
+  out[#out + 1] = gen
+  out[#out + 1] = pushed
+  out[#out + 1] = uid
+  out[#out + 1] = created
+end
+local i = 6
+while i <= #ARGV do
+  local id, runAt, uid, n = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], tonumber(ARGV[i + 3])
+  local member = memberPrefix .. id
+  local key = jobPrefix .. member
+  local old = redis.call('HMGET', key, 'st', 'g', 'uid', 'ca')
+  local st, gen, created = old[1], tonumber(old[2] or '0') + 1, now
+  if st == 'active' then
+    put(-1, 0, 0, '', 0)
+  else
+    if st then
+      if st ~= 'delivered' then
+        count(st, -1)
+      end
+      if st == 'dead' then
+        redis.call('ZREM', KEYS[4], id)
+      elseif st ~= 'delivered' then
+        -- not fired yet: the same job, rescheduled; it keeps its identity
+        uid, created = old[3], tonumber(old[4])
+      end
+      redis.call('DEL', key)
+    end
+    local state, score, pushed = 'scheduled', runAt, 0
+    if runAt <= now then
+      state, score, pushed = 'ready', now + lease, 1
+    elseif runAt <= horizon and (not soonest or runAt < soonest) then
+      soonest = runAt
+    end
+    local fields = {'st', state, 'g', gen, 'a', 0, 'ra', runAt, 'na', runAt, 'ca', created, 'uid', uid}
+    for f = i + 4, i + 3 + 2 * n do
+      fields[#fields + 1] = ARGV[f]
+    end
+    redis.call('HSET', key, unpack(fields))
+    redis.call('ZADD', KEYS[1], score, member)
+    redis.call('ZADD', KEYS[2], created, id)
+    count(state, 1)
+    put(1, gen, pushed, uid, created)
   end
-  if st == 'dead' then
-    redis.call('ZREM', KEYS[5], id)
-  elseif st ~= 'delivered' then
-    -- not fired yet: the same job, rescheduled; it keeps its identity
-    uid, created = old[3], tonumber(old[4])
-  end
-  redis.call('DEL', KEYS[2])
+  i = i + 4 + 2 * n
 end
-local state, score, pushed = 'scheduled', runAt, 0
-if runAt <= now then
-  state, score, pushed = 'ready', now + tonumber(ARGV[6]), 1
-end
-local fields = {'st', state, 'g', gen, 'a', 0, 'ra', runAt, 'na', runAt, 'ca', created, 'uid', uid}
-for i = 7, #ARGV do
-  fields[#fields + 1] = ARGV[i]
-end
-redis.call('HSET', KEYS[2], unpack(fields))
-redis.call('ZADD', KEYS[1], score, member)
-redis.call('ZADD', KEYS[3], created, id)
-redis.call('HINCRBY', KEYS[4], state, 1)
-local earliest = 0
-if pushed == 0 then
-  local first = redis.call('ZRANGE', KEYS[1], 0, 0)
-  if first[1] == member then
-    earliest = 1
+for state, n in pairs(delta) do
+  if n ~= 0 then
+    redis.call('HINCRBY', KEYS[3], state, n)
   end
 end
-return {1, gen, pushed, earliest, uid, created}
+local earliest = false
+if soonest then
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if tonumber(first[2]) == soonest then
+    earliest = soonest
+  end
+end
+return {out, earliest}

@@ -7,28 +7,41 @@
 -- dropped. An attempt that was started but never finished (its worker was
 -- lost) is logged as such before the new one starts.
 -- Reply: {} to drop, else {attempt, field1, value1, ...} (the whole job).
-local v = redis.call('HMGET', KEYS[2], 'st', 'g', 'a', 'to', 'ao', 'log')
-if v[1] ~= 'ready' or v[2] ~= ARGV[2] then
+local flat = redis.call('HGETALL', KEYS[2])
+local h = {}
+for i = 1, #flat, 2 do
+  h[flat[i]] = flat[i + 1]
+end
+if h.st ~= 'ready' or h.g ~= ARGV[2] then
   return {}
 end
 local now = tonumber(ARGV[3])
-local n = tonumber(v[3]) + 1
-if v[5] == '0' and n > 1 then
-  local log = cjson.decode(v[6] or '[]')
+local n = tonumber(h.a) + 1
+local fields = {'st', 'active', 'a', tostring(n), 'ao', '0'}
+if h.ao == '0' and n > 1 then
+  local log = cjson.decode(h.log or '[]')
   log[#log + 1] = {n = n - 1, at = ARGV[6], error = 'worker lost: its lease expired before the attempt finished'}
   while #log > 10 do
     table.remove(log, 1)
   end
-  redis.call('HSET', KEYS[2], 'log', cjson.encode(log))
+  fields[#fields + 1] = 'log'
+  fields[#fields + 1] = cjson.encode(log)
 end
-local timeout = tonumber(v[4] or '0')
+local timeout = tonumber(h.to or '0')
 if timeout == 0 then
   timeout = tonumber(ARGV[4])
 end
-redis.call('HSET', KEYS[2], 'st', 'active', 'a', n, 'ao', 0)
+redis.call('HSET', KEYS[2], unpack(fields))
 redis.call('ZADD', KEYS[1], now + timeout + tonumber(ARGV[5]), ARGV[1])
 redis.call('HINCRBY', KEYS[3], 'ready', -1)
 redis.call('HINCRBY', KEYS[3], 'active', 1)
-local out = redis.call('HGETALL', KEYS[2])
-table.insert(out, 1, n)
+-- the job as now stored
+for i = 1, #fields, 2 do
+  h[fields[i]] = fields[i + 1]
+end
+local out = {n}
+for k, v in pairs(h) do
+  out[#out + 1] = k
+  out[#out + 1] = v
+end
 return out
