@@ -3,6 +3,7 @@ package rdb
 import (
 	"hash/fnv"
 	"strconv"
+	"strings"
 
 	"github.com/kairos-sh/kairos"
 )
@@ -70,6 +71,10 @@ func (k keys) job(shard int, jk kairos.JobKey) string { return k.jobPrefix(shard
 
 func (k keys) counterPrefix(shard int) string { return k.tag(shard) + "count:" }
 
+// counters is a topic's hash of job counts by state in one shard. A field
+// "from>to" counts jobs moved from one state to another, so that a state
+// change costs one HINCRBY; a plain field "state" counts jobs that entered
+// (or, negative, left) that state from no state. countState adds a field up.
 func (k keys) counters(shard int, tenant, topic string) string {
 	return k.counterPrefix(shard) + tenant + "/" + topic
 }
@@ -106,4 +111,15 @@ func (k keys) forJob(jk kairos.JobKey) jobKeys {
 		dead:     k.dead(s, jk.Tenant, jk.Topic),
 		expiring: k.expiring(s),
 	}
+}
+
+// countState adds counter field f, holding n, to counts by state.
+func countState(counts map[kairos.State]int64, f string, n int64) {
+	from, to, moved := strings.Cut(f, ">")
+	if !moved {
+		counts[kairos.State(f)] += n
+		return
+	}
+	counts[kairos.State(from)] -= n
+	counts[kairos.State(to)] += n
 }

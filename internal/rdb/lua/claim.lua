@@ -43,7 +43,7 @@ for _, m in ipairs(due) do
     out[#out + 1] = v[2]
   end
 end
--- one ZADD, one ZREM and one pair of counter updates per topic, not per job
+-- one ZADD, one ZREM and one counter update per topic and former state, not per job
 if #leased > 0 then
   redis.call('ZADD', KEYS[1], unpack(leased))
 end
@@ -51,12 +51,9 @@ if #orphans > 0 then
   redis.call('ZREM', KEYS[1], unpack(orphans))
 end
 for topic, d in pairs(delta) do
-  local ck, n = ARGV[5] .. topic, 0
   for st, k in pairs(d) do
-    redis.call('HINCRBY', ck, st, -k)
-    n = n + k
+    redis.call('HINCRBY', ARGV[5] .. topic, st .. '>ready', k)
   end
-  redis.call('HINCRBY', ck, 'ready', n)
 end
 local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 100)
 if #gone > 0 then

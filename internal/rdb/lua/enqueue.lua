@@ -24,8 +24,8 @@ end
 local lease, jobPrefix, memberPrefix = tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local horizon = now + tonumber(ARGV[5])
 local out, delta, soonest = {}, {}, nil
-local function count(state, n)
-  delta[state] = (delta[state] or 0) + n
+local function count(field)
+  delta[field] = (delta[field] or 0) + 1
 end
 local function put(status, gen, pushed, uid, created)
   out[#out + 1] = status
@@ -45,9 +45,6 @@ while i <= #ARGV do
     put(-1, 0, 0, '', 0)
   else
     if st then
-      if st ~= 'delivered' then
-        count(st, -1)
-      end
       if st == 'dead' then
         redis.call('ZREM', KEYS[4], id)
       elseif st ~= 'delivered' then
@@ -69,7 +66,11 @@ while i <= #ARGV do
     redis.call('HSET', key, unpack(fields))
     redis.call('ZADD', KEYS[1], score, member)
     redis.call('ZADD', KEYS[2], created, id)
-    count(state, 1)
+    if st and st ~= 'delivered' then
+      count(st .. '>' .. state)
+    else
+      count(state)
+    end
     put(1, gen, pushed, uid, created)
   end
   i = i + 4 + 2 * n

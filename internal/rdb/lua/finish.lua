@@ -18,25 +18,24 @@ while #log > 10 do
   table.remove(log, 1)
 end
 local outcome, reply = ARGV[5], 0
-redis.call('HINCRBY', KEYS[3], 'active', -1)
 if outcome == 'ok' then
   redis.call('ZREM', KEYS[1], ARGV[1])
   redis.call('HSET', KEYS[2], 'st', 'delivered', 'ao', 1, 'fa', now, 'na', '', 'log', cjson.encode(log))
   redis.call('EXPIRE', KEYS[2], tonumber(ARGV[8]))
   -- its listing entry goes when the record has expired (5s margin)
   redis.call('ZADD', KEYS[5], now + (tonumber(ARGV[8]) + 5) * 1000, ARGV[1])
-  redis.call('HINCRBY', KEYS[3], 'delivered', 1)
+  redis.call('HINCRBY', KEYS[3], 'active>delivered', 1)
   reply = 1
 elseif outcome == 'retry' then
   redis.call('ZADD', KEYS[1], ARGV[7], ARGV[1])
   redis.call('HSET', KEYS[2], 'st', 'retrying', 'ao', 1, 'na', ARGV[7], 'log', cjson.encode(log))
-  redis.call('HINCRBY', KEYS[3], 'retrying', 1)
+  redis.call('HINCRBY', KEYS[3], 'active>retrying', 1)
   reply = 2
 else
   redis.call('ZREM', KEYS[1], ARGV[1])
   redis.call('ZADD', KEYS[4], now, ARGV[2])
   redis.call('HSET', KEYS[2], 'st', 'dead', 'ao', 1, 'fa', now, 'na', '', 'log', cjson.encode(log))
-  redis.call('HINCRBY', KEYS[3], 'dead', 1)
+  redis.call('HINCRBY', KEYS[3], 'active>dead', 1)
   reply = 3
 end
 return reply

@@ -23,8 +23,7 @@ local runAt = ARGV[2]
 redis.call('HSET', KEYS[2], 'st', 'scheduled', 'g', gen, 'ra', runAt, 'na', runAt, 'a', 0)
 redis.call('ZADD', KEYS[1], runAt, ARGV[1])
 if st ~= 'scheduled' then
-  redis.call('HINCRBY', KEYS[3], st, -1)
-  redis.call('HINCRBY', KEYS[3], 'scheduled', 1)
+  redis.call('HINCRBY', KEYS[3], st .. '>scheduled', 1)
 end
 local earliest = 0
 local first = redis.call('ZRANGE', KEYS[1], 0, 0)

@@ -33,8 +33,7 @@ if timeout == 0 then
 end
 redis.call('HSET', KEYS[2], unpack(fields))
 redis.call('ZADD', KEYS[1], now + timeout + tonumber(ARGV[5]), ARGV[1])
-redis.call('HINCRBY', KEYS[3], 'ready', -1)
-redis.call('HINCRBY', KEYS[3], 'active', 1)
+redis.call('HINCRBY', KEYS[3], 'ready>active', 1)
 -- the job as now stored
 for i = 1, #fields, 2 do
   h[fields[i]] = fields[i + 1]
