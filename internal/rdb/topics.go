@@ -183,7 +183,7 @@ func (s *Store) Counts(ctx context.Context, tenant, topic string) (map[kairos.St
 		for f, v := range c.Val() {
 			var n int64
 			fmt.Sscan(v, &n)
-			out[kairos.State(f)] += n
+			countState(out, f, n)
 		}
 	}
 	return out, nil
