@@ -296,14 +296,21 @@ type obj = map[string]any
 // hook is a callback URL for tests; nothing is ever called.
 const hook = "https://hooks.example.com/kairos"
 
+// next pops and starts a topic's next ready job, as a worker does.
+func (e *env) next(tb testing.TB, tenant, topic string) kairos.Job {
+	tb.Helper()
+	jobs, err := e.store.Next(context.Background(), tenant, topic, 1, time.Second, time.Second)
+	if err != nil || len(jobs) != 1 {
+		tb.Fatalf("next job of %s/%s: %d jobs, err %v", tenant, topic, len(jobs), err)
+	}
+	return jobs[0]
+}
+
 // deadJob drives a due job through one failed last attempt, so that it dies.
 func (e *env) deadJob(tb testing.TB, tenant, topic, id string) {
 	tb.Helper()
 	ctx := context.Background()
-	j, ok, err := e.store.Next(ctx, tenant, topic, time.Second, time.Second)
-	if err != nil || !ok {
-		tb.Fatalf("next job: ok=%v err=%v", ok, err)
-	}
+	j := e.next(tb, tenant, topic)
 	if j.ID != id {
 		tb.Fatalf("popped %s, want %s", j.ID, id)
 	}
@@ -318,9 +325,9 @@ func (e *env) deadJob(tb testing.TB, tenant, topic, id string) {
 func (e *env) deliveredJob(tb testing.TB, tenant, topic, id string) {
 	tb.Helper()
 	ctx := context.Background()
-	j, ok, err := e.store.Next(ctx, tenant, topic, time.Second, time.Second)
-	if err != nil || !ok || j.ID != id {
-		tb.Fatalf("next job: %q ok=%v err=%v, want %s", j.ID, ok, err, id)
+	j := e.next(tb, tenant, topic)
+	if j.ID != id {
+		tb.Fatalf("popped %s, want %s", j.ID, id)
 	}
 	a := kairos.Attempt{N: 1, At: e.clock.Now(), Duration: 2 * time.Millisecond, Status: 204}
 	st, err := e.store.Finish(ctx, j.JobKey, a, true, false, time.Time{})

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -407,9 +406,7 @@ func TestJobActiveConflict(t *testing.T) {
 	acme := e.token(t, "acme", false)
 	e.putTopic(t, acme, "orders", obj{"callback_url": hook})
 	e.createJob(t, acme, "orders", obj{"id": "o1", "delay": "0s"})
-	if _, ok, err := e.store.Next(context.Background(), "acme", "orders", time.Second, time.Second); !ok || err != nil {
-		t.Fatalf("start the job: ok=%v err=%v", ok, err)
-	}
+	e.next(t, "acme", "orders")
 	before := e.snapshot(t)
 	for _, c := range []struct {
 		method, path string

@@ -22,9 +22,10 @@ type Queue interface {
 	Now() time.Time
 	// Topics returns every tenant's topics.
 	Topics(ctx context.Context) ([]kairos.Topic, error)
-	// Next pops a topic's next ready job and starts an attempt on it,
-	// waiting up to wait; ok is false when there was nothing to start.
-	Next(ctx context.Context, tenant, topic string, wait, topicTimeout time.Duration) (job kairos.Job, ok bool, err error)
+	// Next pops up to n of a topic's ready jobs in one call, waiting up to
+	// wait, and starts an attempt on each; stale entries are left out, so it
+	// may return fewer, or none.
+	Next(ctx context.Context, tenant, topic string, n int, wait, topicTimeout time.Duration) ([]kairos.Job, error)
 	// Finish records an attempt and returns the job's new state, or "" when
 	// the attempt was stale (its lease lapsed and another worker has the job).
 	Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time) (kairos.State, error)
@@ -50,9 +51,10 @@ type WorkerConfig struct {
 	OnAttempt    func(Event) // called after each attempt, if set
 }
 
-// Worker runs each topic's consumers: `concurrency` of them per topic pop
-// the topic's ready list and fire its callbacks. Topics registered while it
-// runs get consumers within TopicPoll.
+// Worker runs each topic's consumer: it pops the topic's ready list, taking
+// as many jobs at once as the topic has free callback slots (its
+// concurrency), and fires each in a goroutine of its own. Topics registered
+// while it runs get a consumer within TopicPoll.
 type Worker struct {
 	q      Queue
 	client *Client
@@ -67,8 +69,10 @@ type Worker struct {
 }
 
 type topicRun struct {
-	topic   atomic.Pointer[kairos.Topic]
-	cancels []context.CancelFunc
+	topic  atomic.Pointer[kairos.Topic]
+	cancel context.CancelFunc
+	busy   atomic.Int64  // callbacks in flight
+	freed  chan struct{} // a nudge when one ends
 }
 
 type cachedSecret struct {
@@ -162,39 +166,55 @@ func (w *Worker) sync(ctx context.Context, wg *sync.WaitGroup) {
 			w.log.Info("consuming topic", "tenant", t.Tenant, "topic", t.Name, "concurrency", t.Concurrency)
 		}
 		run.topic.Store(&t)
-		for len(run.cancels) < t.Concurrency {
+		if run.cancel == nil {
 			cctx, cancel := context.WithCancel(ctx)
-			run.cancels = append(run.cancels, cancel)
-			wg.Go(func() { w.consume(cctx, run) })
-		}
-		for len(run.cancels) > t.Concurrency {
-			last := len(run.cancels) - 1
-			run.cancels[last]()
-			run.cancels = run.cancels[:last]
+			run.cancel, run.freed = cancel, make(chan struct{}, 1)
+			wg.Go(func() { w.consume(cctx, run, wg) })
 		}
 	}
 	for name, run := range w.topics {
 		if !seen[name] {
-			for _, c := range run.cancels {
-				c()
-			}
+			run.cancel()
 			delete(w.topics, name)
-			w.log.Info("topic gone; consumers stopped", "topic", name)
+			w.log.Info("topic gone; consumer stopped", "topic", name)
 		}
 	}
 }
 
-// consume is one consumer: pop, fire, record, until ctx ends.
-func (w *Worker) consume(ctx context.Context, run *topicRun) {
+// consume is a topic's consumer: it pops as many jobs as the topic has
+// free slots, fires each in its own goroutine (tracked by wg), and records
+// the outcomes, until ctx ends.
+func (w *Worker) consume(ctx context.Context, run *topicRun, wg *sync.WaitGroup) {
 	errDelay := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		t := run.topic.Load()
-		job, ok, err := w.q.Next(ctx, t.Tenant, t.Name, w.cfg.Wait, t.Timeout)
+		free := int64(t.Concurrency) - run.busy.Load()
+		if free <= 0 {
+			select {
+			case <-ctx.Done():
+			case <-run.freed:
+			}
+			continue
+		}
+		jobs, err := w.q.Next(ctx, t.Tenant, t.Name, int(free), w.cfg.Wait, t.Timeout)
+		for _, job := range jobs {
+			run.busy.Add(1)
+			w.inflight.Add(1)
+			wg.Go(func() {
+				w.fire(w.deliver, job, *run.topic.Load())
+				w.inflight.Add(-1)
+				run.busy.Add(-1)
+				select {
+				case run.freed <- struct{}{}:
+				default:
+				}
+			})
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			w.log.Warn("take job", "tenant", t.Tenant, "topic", t.Name, "err", err)
+			w.log.Warn("take jobs", "tenant", t.Tenant, "topic", t.Name, "err", err)
 			select {
 			case <-ctx.Done():
 			case <-time.After(errDelay):
@@ -203,11 +223,6 @@ func (w *Worker) consume(ctx context.Context, run *topicRun) {
 			continue
 		}
 		errDelay = 100 * time.Millisecond
-		if ok {
-			w.inflight.Add(1)
-			w.fire(w.deliver, job, *run.topic.Load())
-			w.inflight.Add(-1)
-		}
 	}
 }
 

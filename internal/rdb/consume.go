@@ -25,35 +25,53 @@ type Popped struct {
 // ErrNoJob is returned by Pop when nothing arrived within the timeout.
 var ErrNoJob = errors.New("no job ready")
 
-// Pop blocks up to timeout for the next ready job of a topic, on the
-// blocking client.
+// Pop blocks up to timeout for a topic's next ready job, on the blocking
+// client.
 func (s *Store) Pop(ctx context.Context, tenant, topic string, timeout time.Duration) (Popped, error) {
-	res, err := s.blocking.BRPop(ctx, timeout, s.k.ready(tenant, topic)).Result()
-	if isNil(err) {
-		return Popped{}, ErrNoJob
-	}
+	ps, err := s.PopN(ctx, tenant, topic, 1, timeout)
 	if err != nil {
-		return Popped{}, fmt.Errorf("pop %s/%s: %w", tenant, topic, err)
+		return Popped{}, err
 	}
-	entry := res[1]
-	i := strings.LastIndexByte(entry, '|')
-	if i < 0 {
-		return Popped{}, ErrNoJob
-	}
-	return Popped{JobKey: kairos.JobKey{Tenant: tenant, Topic: topic, ID: entry[:i]}, Gen: entry[i+1:]}, nil
+	return ps[0], nil
 }
 
-// Next pops a topic's next ready job and starts an attempt on it, waiting
-// up to wait. ok is false when nothing arrived or the entry was stale.
-func (s *Store) Next(ctx context.Context, tenant, topic string, wait, topicTimeout time.Duration) (kairos.Job, bool, error) {
-	p, err := s.Pop(ctx, tenant, topic, wait)
-	if errors.Is(err, ErrNoJob) {
-		return kairos.Job{}, false, nil
+// PopN blocks up to timeout for a topic's ready jobs and takes up to n of
+// them in one call (BLMPOP), on the blocking client. It returns ErrNoJob
+// when nothing arrived.
+func (s *Store) PopN(ctx context.Context, tenant, topic string, n int, timeout time.Duration) ([]Popped, error) {
+	_, entries, err := s.blocking.BLMPop(ctx, timeout, "RIGHT", int64(max(n, 1)), s.k.ready(tenant, topic)).Result()
+	if isNil(err) {
+		return nil, ErrNoJob
 	}
 	if err != nil {
-		return kairos.Job{}, false, err
+		return nil, fmt.Errorf("pop %s/%s: %w", tenant, topic, err)
 	}
-	return s.Start(ctx, p, topicTimeout)
+	out := make([]Popped, 0, len(entries))
+	for _, e := range entries {
+		i := strings.LastIndexByte(e, '|')
+		if i < 0 {
+			continue // not an entry kairos wrote
+		}
+		out = append(out, Popped{JobKey: kairos.JobKey{Tenant: tenant, Topic: topic, ID: e[:i]}, Gen: e[i+1:]})
+	}
+	if len(out) == 0 {
+		return nil, ErrNoJob
+	}
+	return out, nil
+}
+
+// Next pops up to n of a topic's ready jobs, waiting up to wait, and
+// starts an attempt on each in one pipelined round trip. Stale entries are
+// dropped, so it may return fewer jobs than it popped, or none.
+func (s *Store) Next(ctx context.Context, tenant, topic string, n int, wait, topicTimeout time.Duration) ([]kairos.Job, error) {
+	ps, err := s.PopN(ctx, tenant, topic, n, wait)
+	if errors.Is(err, ErrNoJob) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.StartAll(ctx, ps, topicTimeout)
 }
 
 // ReadyLens returns the ready list length of each topic, in one round trip.
@@ -83,22 +101,65 @@ func (s *Store) ReadyLen(ctx context.Context, tenant, topic string) (int64, erro
 // timeout plus the lease grace. ok is false when the entry is stale (the job
 // was cancelled, rescheduled, or already taken): drop it.
 func (s *Store) Start(ctx context.Context, p Popped, topicTimeout time.Duration) (job kairos.Job, ok bool, err error) {
-	jk := s.k.forJob(p.JobKey)
-	now := s.Now()
-	res, err := startScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.counters},
-		jk.member, p.Gen, ms(now), topicTimeout.Milliseconds(), s.opts.LeaseGrace.Milliseconds(),
-		now.UTC().Format(time.RFC3339Nano)).Slice()
-	if err != nil {
-		return kairos.Job{}, false, fmt.Errorf("start %s: %w", jk.member, err)
-	}
-	if len(res) == 0 {
-		return kairos.Job{}, false, nil
-	}
-	job, err = decodeJob(p.JobKey, fieldMap(res[1:]))
-	if err != nil {
+	jobs, err := s.StartAll(ctx, []Popped{p}, topicTimeout)
+	if err != nil || len(jobs) == 0 {
 		return kairos.Job{}, false, err
 	}
-	return job, true, nil
+	return jobs[0], true, nil
+}
+
+// StartAll starts attempts on popped jobs in one pipelined round trip and
+// returns the jobs started; stale entries are left out. A job whose start
+// failed is left to its lease, which hands it out again; the first error is
+// returned with the jobs that did start.
+func (s *Store) StartAll(ctx context.Context, ps []Popped, topicTimeout time.Duration) ([]kairos.Job, error) {
+	now := s.Now()
+	nowMS, nowText := ms(now), now.UTC().Format(time.RFC3339Nano)
+	run := func(pipe redis.Pipeliner, p Popped) *redis.Cmd {
+		jk := s.k.forJob(p.JobKey)
+		return startScript.EvalSha(ctx, pipe, []string{jk.bucket, jk.job, jk.counters},
+			jk.member, p.Gen, nowMS, topicTimeout.Milliseconds(), s.opts.LeaseGrace.Milliseconds(), nowText)
+	}
+	cmds := make([]*redis.Cmd, len(ps))
+	pipe := s.c.Pipeline()
+	for i, p := range ps {
+		cmds[i] = run(pipe, p)
+	}
+	pipe.Exec(ctx)
+	var retry []int
+	for i, c := range cmds {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			retry = append(retry, i) // a restarted or promoted node lost its script cache
+		}
+	}
+	if len(retry) > 0 {
+		startScript.Load(ctx, s.c)
+		pipe := s.c.Pipeline()
+		for _, i := range retry {
+			cmds[i] = run(pipe, ps[i])
+		}
+		pipe.Exec(ctx)
+	}
+	jobs := make([]kairos.Job, 0, len(ps))
+	var first error
+	for i, c := range cmds {
+		res, err := c.Slice()
+		if err == nil && len(res) == 0 {
+			continue // stale
+		}
+		var job kairos.Job
+		if err == nil {
+			job, err = decodeJob(ps[i].JobKey, fieldMap(res[1:]))
+		}
+		if err != nil {
+			if first == nil {
+				first = fmt.Errorf("start %s: %w", ps[i].JobKey, err)
+			}
+			continue
+		}
+		jobs = append(jobs, job)
+	}
+	return jobs, first
 }
 
 // Finish records attempt a of a job and returns the job's new state. With
