@@ -24,6 +24,54 @@ func newUID() string {
 	return "msg_" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))
 }
 
+// listpackValue is Redis's default hash-max-listpack-value: a hash whose
+// values are all at most this long is kept as one compact listpack; a
+// single longer value turns the whole hash into a hash table, which takes
+// two to three times the memory (a 192-byte payload: 953 bytes a job
+// instead of 488). Long values are therefore stored in pieces of this size,
+// as fields name, name1, name2, ...
+const listpackValue = 64
+
+// maxPieces bounds the pieces of one value; a hash keeps its listpack up to
+// 128 fields, and a longer value is cheaper whole.
+const maxPieces = 64
+
+// appendSplit appends field name holding v, in pieces when v is long.
+func appendSplit(f []any, name, v string) []any {
+	if len(v) <= listpackValue || len(v) > listpackValue*maxPieces {
+		return append(f, name, v)
+	}
+	for i := 0; len(v) > 0; i++ {
+		n := min(len(v), listpackValue)
+		field := name
+		if i > 0 {
+			field = name + strconv.Itoa(i)
+		}
+		f = append(f, field, v[:n])
+		v = v[n:]
+	}
+	return f
+}
+
+// joined reads field name of a job hash, putting its pieces back together.
+func joined(h map[string]string, name string) string {
+	v, ok := h[name+"1"]
+	if !ok {
+		return h[name]
+	}
+	var b strings.Builder
+	b.WriteString(h[name])
+	for i := 2; ok; i++ {
+		b.WriteString(v)
+		v, ok = h[name+strconv.Itoa(i)]
+	}
+	return b.String()
+}
+
+// urlPieces are the fields a callback URL override may take: listings read
+// them by name. A URL longer than they hold is stored whole.
+var urlPieces = []string{"u", "u1", "u2", "u3"}
+
 // jobFields lists the job's own settings as hash field, value pairs. Zero
 // values are left out: the job then inherits its topic's setting.
 func jobFields(j kairos.Job) ([]any, error) {
@@ -38,7 +86,13 @@ func jobFields(j kairos.Job) ([]any, error) {
 			f = append(f, name, strconv.FormatInt(v, 10))
 		}
 	}
-	add("u", j.CallbackURL)
+	if u := j.CallbackURL; u != "" {
+		if len(u) <= listpackValue*len(urlPieces) {
+			f = appendSplit(f, "u", u)
+		} else {
+			f = append(f, "u", u)
+		}
+	}
 	add("m", j.Method)
 	add("ct", j.ContentType)
 	if len(j.Headers) > 0 {
@@ -46,9 +100,9 @@ func jobFields(j kairos.Job) ([]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode headers: %w", err)
 		}
-		f = append(f, "h", string(h))
+		f = appendSplit(f, "h", string(h))
 	}
-	f = append(f, "p", string(j.Payload))
+	f = appendSplit(f, "p", string(j.Payload))
 	addInt("to", j.Timeout.Milliseconds())
 	addInt("ma", int64(j.MaxAttempts))
 	addInt("bi", j.BackoffInitial.Milliseconds())
@@ -421,8 +475,8 @@ func decodeJob(key kairos.JobKey, h map[string]string) (kairos.Job, error) {
 		return n
 	}
 	j := kairos.Job{
-		JobKey: key, UID: h["uid"], CallbackURL: h["u"], Method: h["m"], ContentType: h["ct"],
-		Payload:        []byte(h["p"]),
+		JobKey: key, UID: h["uid"], CallbackURL: joined(h, "u"), Method: h["m"], ContentType: h["ct"],
+		Payload:        []byte(joined(h, "p")),
 		Timeout:        time.Duration(num("to")) * time.Millisecond,
 		MaxAttempts:    int(num("ma")),
 		BackoffInitial: time.Duration(num("bi")) * time.Millisecond,
@@ -434,7 +488,7 @@ func decodeJob(key kairos.JobKey, h map[string]string) (kairos.Job, error) {
 		CreatedAt:      fromMS(num("ca")),
 		DoneAt:         fromMS(num("fa")),
 	}
-	if raw := h["h"]; raw != "" {
+	if raw := joined(h, "h"); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &j.Headers); err != nil {
 			return kairos.Job{}, fmt.Errorf("decode headers of %s: %w", key, err)
 		}

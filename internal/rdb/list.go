@@ -146,7 +146,7 @@ func (s *Store) candidates(ctx context.Context, index func(int) string, cur curs
 	return all, more, nil
 }
 
-var listFields = []string{"st", "ra", "na", "a", "ca", "fa", "u", "m", "to", "ma", "uid", "log"}
+var listFields = append([]string{"st", "ra", "na", "a", "ca", "fa", "m", "to", "ma", "uid", "log"}, urlPieces...)
 
 // loadEntries reads the listed jobs without their payloads; entries whose
 // job has expired are dropped from the index on the way.

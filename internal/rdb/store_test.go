@@ -395,3 +395,69 @@ func TestDeliveredJobsLeaveTheListingIndex(t *testing.T) {
 		t.Fatalf("expiring set still holds %d entries", n)
 	}
 }
+
+// Long values are stored in pieces, so that a job's hash stays a compact
+// listpack, and read back whole; a value too long for pieces is kept whole.
+func TestLongValuesStayCompact(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	ctx := context.Background()
+	long := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = 'a' + byte(i%26)
+		}
+		return string(b)
+	}
+	for _, c := range []struct {
+		name     string
+		payload  int
+		url      int
+		listpack bool
+	}{
+		{"short", 40, 0, true},
+		{"payload 192 bytes, url 150", 192, 150, true},
+		{"payload at the piece limit", 64 * maxPieces, 0, true},
+		{"payload past it", 64*maxPieces + 1, 0, false},
+		{"url past its pieces", 40, 300, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want := kairos.Job{
+				JobKey:  key(c.name),
+				RunAt:   clk.Now().Add(time.Hour),
+				Payload: []byte(`"` + long(c.payload-2) + `"`),
+				Headers: map[string]string{"X-Trace": long(90)},
+			}
+			if c.url > 0 {
+				want.CallbackURL = "https://example.com/" + long(c.url-20)
+			}
+			if _, err := s.Enqueue(ctx, want); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.GetJob(ctx, want.JobKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got.Payload) != string(want.Payload) || got.CallbackURL != want.CallbackURL ||
+				got.Headers["X-Trace"] != want.Headers["X-Trace"] {
+				t.Fatalf("read back differs: payload %d bytes (want %d), url %q, header %d bytes",
+					len(got.Payload), len(want.Payload), got.CallbackURL, len(got.Headers["X-Trace"]))
+			}
+			page, err := s.ListJobs(ctx, ListQuery{Tenant: "acme", Topic: "orders", Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range page.Jobs {
+				if j.ID == want.ID && j.CallbackURL != want.CallbackURL {
+					t.Fatalf("listed url %q, want %q", j.CallbackURL, want.CallbackURL)
+				}
+			}
+			enc, err := s.c.ObjectEncoding(ctx, s.k.forJob(want.JobKey).job).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (enc == "listpack") != c.listpack {
+				t.Fatalf("encoding %s, want listpack=%v", enc, c.listpack)
+			}
+		})
+	}
+}
