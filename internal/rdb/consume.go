@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -166,8 +167,12 @@ func (s *Store) StartAll(ctx context.Context, ps []Popped, topicTimeout time.Dur
 // ok it is delivered; otherwise it retries at retryAt, or dies when dead is
 // set. The result of a stale attempt (its lease lapsed and the job was
 // handed out again) changes nothing and returns "".
+//
+// Outcomes recorded at the same moment by many callbacks share one
+// pipelined round trip: the first caller writes its own, and whatever
+// others queued meanwhile go together in the next round trip. An idle
+// worker pays no delay for this.
 func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time) (kairos.State, error) {
-	jk := s.k.forJob(key)
 	rec, err := encodeAttempt(a)
 	if err != nil {
 		return "", err
@@ -179,17 +184,114 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 	case dead:
 		outcome = "dead"
 	}
-	n, err := finishScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.counters, jk.dead, jk.expiring},
-		jk.member, key.ID, strconv.Itoa(a.N), ms(s.Now()), outcome, rec, ms(retryAt),
-		int64(s.opts.Retention/time.Second)).Int()
-	if err != nil {
-		return "", fmt.Errorf("finish %s attempt %d: %w", jk.member, a.N, err)
+	f := &finish{ctx: ctx, key: key, n: a.N, outcome: outcome, rec: rec, retryAt: retryAt, done: make(chan struct{})}
+	s.finishes.add(f, s.writeFinishes)
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return "", fmt.Errorf("finish %s attempt %d: %w", key, a.N, ctx.Err())
 	}
-	if n == 2 {
-		// The retry may be due before the shard's scanner plans to wake.
-		s.wakeScanner(ctx, jk.shard, retryAt)
+	if f.err != nil {
+		return "", fmt.Errorf("finish %s attempt %d: %w", key, a.N, f.err)
 	}
-	return [...]kairos.State{"", kairos.StateDelivered, kairos.StateRetrying, kairos.StateDead}[n], nil
+	return f.state, nil
+}
+
+// finish is one outcome waiting to be written.
+type finish struct {
+	ctx     context.Context
+	key     kairos.JobKey
+	n       int
+	outcome string
+	rec     string
+	retryAt time.Time
+
+	state kairos.State
+	err   error
+	done  chan struct{}
+}
+
+// batcher queues outcomes; one goroutine at a time writes them, and exits
+// when the queue is empty.
+type batcher struct {
+	mu      sync.Mutex
+	queue   []*finish
+	writing bool
+}
+
+func (b *batcher) add(f *finish, write func([]*finish)) {
+	b.mu.Lock()
+	b.queue = append(b.queue, f)
+	if b.writing {
+		b.mu.Unlock()
+		return
+	}
+	b.writing = true
+	b.mu.Unlock()
+	go func() {
+		for {
+			b.mu.Lock()
+			batch := b.queue
+			b.queue = nil
+			if len(batch) == 0 {
+				b.writing = false
+				b.mu.Unlock()
+				return
+			}
+			b.mu.Unlock()
+			write(batch)
+		}
+	}()
+}
+
+// writeFinishes runs the finish scripts of a batch in one pipeline, on a
+// context that outlives any one caller's (10 s, as a worker allows).
+func (s *Store) writeFinishes(batch []*finish) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), 10*time.Second)
+	defer cancel()
+	now := ms(s.Now())
+	retention := int64(s.opts.Retention / time.Second)
+	run := func(pipe redis.Pipeliner, f *finish) *redis.Cmd {
+		jk := s.k.forJob(f.key)
+		return finishScript.EvalSha(ctx, pipe, []string{jk.bucket, jk.job, jk.counters, jk.dead, jk.expiring},
+			jk.member, f.key.ID, strconv.Itoa(f.n), now, f.outcome, f.rec, ms(f.retryAt), retention)
+	}
+	cmds := make([]*redis.Cmd, len(batch))
+	pipe := s.c.Pipeline()
+	for i, f := range batch {
+		cmds[i] = run(pipe, f)
+	}
+	pipe.Exec(ctx)
+	var retry []int
+	for i, c := range cmds {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			retry = append(retry, i) // a restarted or promoted node lost its script cache
+		}
+	}
+	if len(retry) > 0 {
+		finishScript.Load(ctx, s.c)
+		pipe := s.c.Pipeline()
+		for _, i := range retry {
+			cmds[i] = run(pipe, batch[i])
+		}
+		pipe.Exec(ctx)
+	}
+	wake := s.c.Pipeline()
+	for i, f := range batch {
+		n, err := cmds[i].Int()
+		f.err = err
+		if err == nil {
+			f.state = [...]kairos.State{"", kairos.StateDelivered, kairos.StateRetrying, kairos.StateDead}[n]
+			if n == 2 {
+				// The retry may be due before the shard's scanner plans to wake.
+				wake.Publish(ctx, s.k.wake(), strconv.Itoa(s.k.shardOf(f.key))+" "+strconv.FormatInt(ms(f.retryAt), 10))
+			}
+		}
+		close(f.done)
+	}
+	if wake.Len() > 0 {
+		wake.Exec(ctx)
+	}
 }
 
 // fieldMap turns a script's flat field, value, ... reply into a map.

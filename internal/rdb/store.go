@@ -58,6 +58,7 @@ type Store struct {
 	k        keys
 	opts     Options
 	offset   atomic.Int64 // Redis clock minus local clock, in ns
+	finishes batcher      // outcomes waiting to be written together
 }
 
 // New returns a Store over c. Call Init before using it.
