@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
+	"weak"
 
 	"github.com/redis/go-redis/v9"
 
@@ -58,7 +62,7 @@ func decodeTopic(field, raw string) (kairos.Topic, error) {
 func (s *Store) PutTopic(ctx context.Context, t kairos.Topic) (kairos.Topic, bool, error) {
 	field := topicField(t.Tenant, t.Name)
 	now := s.Now()
-	old, err := s.GetTopic(ctx, t.Tenant, t.Name)
+	old, err := s.loadTopic(ctx, t.Tenant, t.Name)
 	created := errors.Is(err, kairos.ErrNotFound)
 	if err != nil && !created {
 		return kairos.Topic{}, false, err
@@ -71,7 +75,9 @@ func (s *Store) PutTopic(ctx context.Context, t kairos.Topic) (kairos.Topic, boo
 	if err != nil {
 		return kairos.Topic{}, false, err
 	}
-	if err := s.c.HSet(ctx, s.k.topics(), field, raw).Err(); err != nil {
+	err = s.c.HSet(ctx, s.k.topics(), field, raw).Err()
+	s.topicCache().forget(field)
+	if err != nil {
 		return kairos.Topic{}, false, fmt.Errorf("put topic %s: %w", field, err)
 	}
 	t.CreatedAt, t.UpdatedAt = fromMS(ms(t.CreatedAt)), fromMS(ms(t.UpdatedAt))
@@ -86,14 +92,36 @@ func (s *Store) EnsureTopic(ctx context.Context, tenant, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.c.HSetNX(ctx, s.k.topics(), topicField(tenant, name), raw).Err(); err != nil {
+	err = s.c.HSetNX(ctx, s.k.topics(), topicField(tenant, name), raw).Err()
+	s.topicCache().forget(topicField(tenant, name))
+	if err != nil {
 		return fmt.Errorf("ensure topic %s/%s: %w", tenant, name, err)
 	}
 	return nil
 }
 
-// GetTopic returns a topic or kairos.ErrNotFound.
+// GetTopic returns a topic or kairos.ErrNotFound. A topic found is kept in
+// memory for topicTTL, so that creating jobs costs no Redis call for it:
+// this Store's PutTopic, EnsureTopic and DeleteTopic show at once, another
+// process's (or another Store's) up to topicTTL late. A missing topic is not
+// kept, so a topic registered anywhere is seen at once.
 func (s *Store) GetTopic(ctx context.Context, tenant, name string) (kairos.Topic, error) {
+	field := topicField(tenant, name)
+	c := s.topicCache()
+	if t, ok := c.get(field); ok {
+		return t, nil
+	}
+	gen := c.generation()
+	t, err := s.loadTopic(ctx, tenant, name)
+	if err == nil {
+		c.put(field, t, gen)
+		t.Headers = maps.Clone(t.Headers)
+	}
+	return t, err
+}
+
+// loadTopic reads a topic from Redis, past the cache.
+func (s *Store) loadTopic(ctx context.Context, tenant, name string) (kairos.Topic, error) {
 	field := topicField(tenant, name)
 	raw, err := s.c.HGet(ctx, s.k.topics(), field).Result()
 	if errors.Is(err, redis.Nil) {
@@ -134,7 +162,7 @@ func (s *Store) ListTopics(ctx context.Context, tenant string) ([]kairos.Topic, 
 // DeleteTopic removes a topic that holds no pending or dead jobs; otherwise
 // it returns kairos.ErrConflict saying how many remain.
 func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
-	if _, err := s.GetTopic(ctx, tenant, name); err != nil {
+	if _, err := s.loadTopic(ctx, tenant, name); err != nil {
 		return err
 	}
 	counts, err := s.Counts(ctx, tenant, name)
@@ -158,10 +186,90 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 		pipe.Del(ctx, s.k.counters(sh, tenant, name))
 		pipe.Del(ctx, s.k.dead(sh, tenant, name))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	_, err = pipe.Exec(ctx)
+	s.topicCache().forget(topicField(tenant, name))
+	if err != nil {
 		return fmt.Errorf("delete topic %s/%s: %w", tenant, name, err)
 	}
 	return nil
+}
+
+// topicTTL is how long GetTopic trusts a topic it has read.
+const topicTTL = time.Second
+
+// topicCaches holds each Store's topic cache. It sits beside Store rather
+// than in it, keyed weakly so that a Store no longer used takes its cache
+// with it.
+var topicCaches sync.Map // weak.Pointer[Store] -> *topicCache
+
+// topicCache returns s's topic cache, making it on first use.
+func (s *Store) topicCache() *topicCache {
+	wp := weak.Make(s)
+	if c, ok := topicCaches.Load(wp); ok {
+		return c.(*topicCache)
+	}
+	c, loaded := topicCaches.LoadOrStore(wp, &topicCache{m: map[string]cachedTopic{}})
+	if !loaded {
+		runtime.AddCleanup(s, func(wp weak.Pointer[Store]) { topicCaches.Delete(wp) }, wp)
+	}
+	return c.(*topicCache)
+}
+
+// topicCache keeps topics by tenant/name field until they expire. A read
+// that began before a write (gen) is not stored after it, so a write
+// cannot be undone by a slower reader of the old value.
+type topicCache struct {
+	mu    sync.RWMutex
+	gen   uint64
+	m     map[string]cachedTopic
+	sweep int // sweep out expired entries when m reaches this size
+}
+
+type cachedTopic struct {
+	t       kairos.Topic
+	expires time.Time // on the local monotonic clock
+}
+
+func (c *topicCache) get(field string) (kairos.Topic, bool) {
+	c.mu.RLock()
+	e, ok := c.m[field]
+	c.mu.RUnlock()
+	if !ok || !time.Now().Before(e.expires) {
+		return kairos.Topic{}, false
+	}
+	e.t.Headers = maps.Clone(e.t.Headers) // callers may change theirs
+	return e.t, true
+}
+
+func (c *topicCache) generation() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.gen
+}
+
+func (c *topicCache) put(field string, t kairos.Topic, gen uint64) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if len(c.m) >= c.sweep {
+		for f, e := range c.m {
+			if !now.Before(e.expires) {
+				delete(c.m, f)
+			}
+		}
+		c.sweep = max(2*len(c.m), 64)
+	}
+	c.m[field] = cachedTopic{t: t, expires: now.Add(topicTTL)}
+}
+
+func (c *topicCache) forget(field string) {
+	c.mu.Lock()
+	c.gen++
+	delete(c.m, field)
+	c.mu.Unlock()
 }
 
 // Counts sums a topic's per-shard state counters. The counters are kept by
