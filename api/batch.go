@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/kairos-sh/kairos"
 )
@@ -67,27 +68,25 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 	var at []int
 	seen := make(map[string]int, len(req.Jobs))
 	for i, raw := range req.Jobs {
-		prefix := fmt.Sprintf("jobs[%d].", i)
 		var jr jobRequest
 		err := decodeBytes(raw, &jr)
 		var j kairos.Job
 		if err == nil {
-			j, err = jr.toJob(tenant, topic, now, s.cfg.MaxPayload, prefix)
-		} else {
-			err = prefixed(err, prefix)
+			j, err = jr.toJob(tenant, topic, now, s.cfg.MaxPayload)
 		}
 		if err == nil && j.CallbackURL == "" && (!known || t.CallbackURL == "") {
-			err = &ValidationError{Errors: []FieldError{{Field: prefix + "callback_url", Message: fmt.Sprintf(
+			err = &ValidationError{Errors: []FieldError{{Field: "callback_url", Message: fmt.Sprintf(
 				"topic %q has no callback URL registered and the job names none: register one with PUT /v1/topics/%s or give callback_url", topic, topic)}}}
 		}
 		if err == nil {
 			if first, dup := seen[j.ID]; dup {
-				err = &ValidationError{Errors: []FieldError{{Field: prefix + "id", Message: fmt.Sprintf("id %q is also used by jobs[%d] of this batch", j.ID, first)}}}
+				err = &ValidationError{Errors: []FieldError{{Field: "id", Message: fmt.Sprintf("id %q is also used by jobs[%d] of this batch", j.ID, first)}}}
 			} else {
 				seen[j.ID] = i
 			}
 		}
 		if err != nil {
+			err = prefixed(err, "jobs["+strconv.Itoa(i)+"].")
 			p := s.problem(r, err)
 			resp.Results[i] = batchItem{Index: i, Status: p.Status, Error: &p}
 			continue
@@ -108,8 +107,8 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 			resp.Results[i] = batchItem{Index: i, Status: p.Status, Error: &p}
 			continue
 		}
+		res.Job.Payload = nil // not shown in a batch's results
 		v := jobView(res.Job)
-		v.Payload = nil
 		resp.Results[i] = batchItem{Index: i, Status: http.StatusCreated, Job: &v}
 	}
 	for _, it := range resp.Results {
@@ -128,7 +127,7 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, resp)
 }
 
-// prefixed puts a batch item's prefix on the field names of a decode error.
+// prefixed puts a batch item's prefix on the field names of its error.
 func prefixed(err error, prefix string) error {
 	var ve *ValidationError
 	if errors.As(err, &ve) {

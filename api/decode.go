@@ -21,7 +21,12 @@ func decode(r *http.Request, limit int64, dst any) error {
 			return errorf(http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q is not accepted: send application/json", ct))
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit+1))
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= limit {
+		buf.Grow(int(n) + bytes.MinRead) // one allocation for the whole body
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(nil, r.Body, limit+1))
+	body := buf.Bytes()
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) || int64(len(body)) > limit {
 		return &ValidationError{Status: http.StatusRequestEntityTooLarge, Errors: []FieldError{{
@@ -33,8 +38,19 @@ func decode(r *http.Request, limit int64, dst any) error {
 	return decodeBytes(body, dst)
 }
 
-// decodeBytes is decode's JSON half, also used by the fuzz tests.
+// decodeBytes is decode's JSON half, also used by the fuzz tests. A body
+// that dst's fast decoder takes needs nothing more; any other is decoded
+// strictly. dst may alias body after.
 func decodeBytes(body []byte, dst any) error {
+	if f, ok := dst.(fastDecoder); ok && f.decodeFast(body) {
+		return nil
+	}
+	return decodeStrict(body, dst)
+}
+
+// decodeStrict decodes body with encoding/json after strictKeys has
+// checked its keys.
+func decodeStrict(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return &ValidationError{Errors: []FieldError{{Field: "body", Message: "request body is empty: send a JSON object"}}}
 	}

@@ -205,7 +205,7 @@ func FuzzDecodeJobRequest(f *testing.F) {
 			checkRefusal(t, err)
 			return
 		}
-		j, err := req.toJob("acme", "orders", t0, fuzzLimit, "")
+		j, err := req.toJob("acme", "orders", t0, fuzzLimit)
 		if err != nil {
 			checkRefusal(t, err)
 			var ve *ValidationError
@@ -250,7 +250,7 @@ func FuzzDecodeJobRequest(f *testing.F) {
 		if err := decodeBytes(canon, &req2); err != nil {
 			t.Fatalf("canonical form %s: %v", canon, err)
 		}
-		j2, err := req2.toJob("acme", "orders", t0, fuzzLimit, "")
+		j2, err := req2.toJob("acme", "orders", t0, fuzzLimit)
 		if err != nil {
 			t.Fatalf("canonical form %s: %v", canon, err)
 		}

@@ -117,50 +117,51 @@ func payloadJSON(j kairos.Job) json.RawMessage {
 	return b
 }
 
-// toJob validates a create request against now (the Redis clock).
-func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int64, prefix string) (kairos.Job, error) {
+// toJob validates a create request against now (the Redis clock). A batch
+// puts its item's prefix on the field names of the error (prefixed).
+func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int64) (kairos.Job, error) {
 	var fe fieldErrors
 	j := kairos.Job{JobKey: kairos.JobKey{Tenant: tenant, Topic: topic}}
 	if req.ID != nil {
 		if !validID(*req.ID) {
-			fe.add(prefix+"id", "%q is not a valid job id: %s", *req.ID, idRule)
+			fe.add("id", "%q is not a valid job id: %s", *req.ID, idRule)
 		}
 		j.ID = *req.ID
 	} else {
 		j.ID = newID()
 	}
-	j.RunAt = schedule(&fe, prefix, req.RunAt, req.Delay, now)
+	j.RunAt = schedule(&fe, "", req.RunAt, req.Delay, now)
 	if req.CallbackURL != nil {
-		checkURL(&fe, prefix+"callback_url", *req.CallbackURL)
+		checkURL(&fe, "callback_url", *req.CallbackURL)
 		j.CallbackURL = *req.CallbackURL
 	}
 	if req.Method != nil {
-		j.Method = checkMethod(&fe, prefix+"method", *req.Method)
+		j.Method = checkMethod(&fe, "method", *req.Method)
 	}
-	j.Headers = checkHeaders(&fe, prefix+"headers", req.Headers)
+	j.Headers = checkHeaders(&fe, "headers", req.Headers)
 	if ct, ok := j.Headers["Content-Type"]; ok {
 		delete(j.Headers, "Content-Type")
 		if len(j.Headers) == 0 {
 			j.Headers = nil
 		}
 		if _, _, err := mime.ParseMediaType(ct); err != nil {
-			fe.add(prefix+"headers.Content-Type", "%q is not a media type", ct)
+			fe.add("headers.Content-Type", "%q is not a media type", ct)
 		}
 		j.ContentType = ct
 	}
 	if req.MaxAttempts != nil {
-		j.MaxAttempts = checkAttempts(&fe, prefix+"max_attempts", *req.MaxAttempts)
+		j.MaxAttempts = checkAttempts(&fe, "max_attempts", *req.MaxAttempts)
 	}
 	if req.Timeout != nil {
-		j.Timeout = parseDuration(&fe, prefix+"timeout", *req.Timeout, minTimeout, maxTimeout)
+		j.Timeout = parseDuration(&fe, "timeout", *req.Timeout, minTimeout, maxTimeout)
 	}
 	if req.Backoff != nil {
-		j.BackoffInitial, j.BackoffMax = req.Backoff.parse(&fe, prefix+"backoff")
+		j.BackoffInitial, j.BackoffMax = req.Backoff.parse(&fe, "backoff")
 	}
 	j.Payload = body(req.Payload, j.ContentType)
 	if int64(len(j.Payload)) > maxPayload {
 		return j, &ValidationError{Status: http.StatusRequestEntityTooLarge, Errors: []FieldError{{
-			Field: prefix + "payload", Message: fmt.Sprintf("payload is %d bytes; the limit is %d", len(j.Payload), maxPayload)}}}
+			Field: "payload", Message: fmt.Sprintf("payload is %d bytes; the limit is %d", len(j.Payload), maxPayload)}}}
 	}
 	return j, fe.err()
 }
@@ -218,7 +219,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	j, err := req.toJob(tenant, topic, s.store.Now(), s.cfg.MaxPayload, "")
+	j, err := req.toJob(tenant, topic, s.store.Now(), s.cfg.MaxPayload)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

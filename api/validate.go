@@ -66,6 +66,7 @@ func checkMethod(fe *fieldErrors, field, m string) string {
 }
 
 // checkHeaders validates callback headers and canonicalises their names.
+// When every name is canonical already, it returns h itself.
 func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string]string {
 	if len(h) == 0 {
 		return nil
@@ -74,31 +75,43 @@ func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string
 		fe.add(field, "at most %d headers are allowed, got %d", maxHeaders, len(h))
 		return nil
 	}
-	out := make(map[string]string, len(h))
+	var out map[string]string // nil while h can be kept as it is
+	for name := range h {
+		if http.CanonicalHeaderKey(name) != name {
+			out = make(map[string]string, len(h))
+			break
+		}
+	}
 	for name, v := range h {
-		f := field + "." + name
+		bad := func(format string, args ...any) { fe.add(field+"."+name, format, args...) }
 		if !httpguts.ValidHeaderFieldName(name) {
-			fe.add(f, "%q is not a valid HTTP header name", name)
+			bad("%q is not a valid HTTP header name", name)
 			continue
 		}
 		canon := http.CanonicalHeaderKey(name)
 		if reservedHeaders[canon] || strings.HasPrefix(canon, "Kairos-") {
-			fe.add(f, "header %s is set by kairos and cannot be overridden", canon)
+			bad("header %s is set by kairos and cannot be overridden", canon)
 			continue
 		}
 		if !httpguts.ValidHeaderFieldValue(v) {
-			fe.add(f, "the value is not a valid HTTP header value (no control characters or line breaks)")
+			bad("the value is not a valid HTTP header value (no control characters or line breaks)")
 			continue
 		}
 		if len(v) > maxHeaderValue {
-			fe.add(f, "the value is longer than %d bytes", maxHeaderValue)
+			bad("the value is longer than %d bytes", maxHeaderValue)
+			continue
+		}
+		if out == nil {
 			continue
 		}
 		if _, dup := out[canon]; dup {
-			fe.add(f, "header %s is given twice (names are case-insensitive)", canon)
+			bad("header %s is given twice (names are case-insensitive)", canon)
 			continue
 		}
 		out[canon] = v
+	}
+	if out == nil {
+		return h
 	}
 	return out
 }
@@ -106,6 +119,9 @@ func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string
 // asciiUpper upper-cases ASCII letters only: strings.ToUpper would turn
 // "poſt" into "POST".
 func asciiUpper(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return 'a' <= r && r <= 'z' }) {
+		return s
+	}
 	b := []byte(s)
 	for i, c := range b {
 		if 'a' <= c && c <= 'z' {
