@@ -59,6 +59,7 @@ type Store struct {
 	opts     Options
 	offset   atomic.Int64 // Redis clock minus local clock, in ns
 	finishes batcher      // outcomes waiting to be written together
+	topics   topicCache   // topics GetTopic read recently
 }
 
 // New returns a Store over c. Call Init before using it.

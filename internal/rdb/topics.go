@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/redis/go-redis/v9"
 
@@ -197,23 +195,8 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 // topicTTL is how long GetTopic trusts a topic it has read.
 const topicTTL = time.Second
 
-// topicCaches holds each Store's topic cache. It sits beside Store rather
-// than in it, keyed weakly so that a Store no longer used takes its cache
-// with it.
-var topicCaches sync.Map // weak.Pointer[Store] -> *topicCache
-
-// topicCache returns s's topic cache, making it on first use.
-func (s *Store) topicCache() *topicCache {
-	wp := weak.Make(s)
-	if c, ok := topicCaches.Load(wp); ok {
-		return c.(*topicCache)
-	}
-	c, loaded := topicCaches.LoadOrStore(wp, &topicCache{m: map[string]cachedTopic{}})
-	if !loaded {
-		runtime.AddCleanup(s, func(wp weak.Pointer[Store]) { topicCaches.Delete(wp) }, wp)
-	}
-	return c.(*topicCache)
-}
+// topicCache returns s's topic cache.
+func (s *Store) topicCache() *topicCache { return &s.topics }
 
 // topicCache keeps topics by tenant/name field until they expire. A read
 // that began before a write (gen) is not stored after it, so a write
@@ -221,7 +204,7 @@ func (s *Store) topicCache() *topicCache {
 type topicCache struct {
 	mu    sync.RWMutex
 	gen   uint64
-	m     map[string]cachedTopic
+	m     map[string]cachedTopic // made on first put
 	sweep int // sweep out expired entries when m reaches this size
 }
 
@@ -253,6 +236,9 @@ func (c *topicCache) put(field string, t kairos.Topic, gen uint64) {
 	defer c.mu.Unlock()
 	if c.gen != gen {
 		return
+	}
+	if c.m == nil {
+		c.m = map[string]cachedTopic{}
 	}
 	if len(c.m) >= c.sweep {
 		for f, e := range c.m {
