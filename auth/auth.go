@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -42,7 +43,25 @@ type Authenticator struct {
 	secret []byte
 	parser *jwt.Parser
 	now    func() time.Time
+
+	mu       sync.Mutex
+	verified map[string]verified // tokens that passed, by the token itself
 }
+
+// verified is a token that passed every check, trusted until until.
+type verified struct {
+	id    Identity
+	until time.Time
+}
+
+const (
+	leeway = 5 * time.Second
+	// trustFor is how long a verified token is taken without checking its
+	// signature again; never past its expiry (plus the leeway).
+	trustFor = time.Minute
+	// maxVerified bounds the cache; when full it starts again empty.
+	maxVerified = 4096
+)
 
 // New returns an Authenticator for secret. now may be nil (time.Now).
 func New(secret []byte, now func() time.Time) *Authenticator {
@@ -52,7 +71,7 @@ func New(secret []byte, now func() time.Time) *Authenticator {
 	return &Authenticator{
 		secret: secret,
 		now:    now,
-		parser: jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithTimeFunc(now), jwt.WithLeeway(5*time.Second)),
+		parser: jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithTimeFunc(now), jwt.WithLeeway(leeway)),
 	}
 }
 
@@ -73,7 +92,10 @@ func (a *Authenticator) Mint(tenant string, admin bool, ttl time.Duration) (stri
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(a.secret)
 }
 
-// Authenticate checks an Authorization header value.
+// Authenticate checks an Authorization header value. A token that passed
+// is remembered for a minute (never past its expiry), so that a client
+// sending the same token with every request pays for the HMAC and the JSON
+// of its claims once.
 func (a *Authenticator) Authenticate(header string) (Identity, error) {
 	if header == "" {
 		return Identity{}, ErrNoToken
@@ -82,8 +104,16 @@ func (a *Authenticator) Authenticate(header string) (Identity, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 		return Identity{}, &Error{Reason: "malformed Authorization header: want \"Bearer <JWT>\""}
 	}
+	tok = strings.TrimSpace(tok)
+	now := a.now()
+	a.mu.Lock()
+	v, hit := a.verified[tok]
+	a.mu.Unlock()
+	if hit && !now.After(v.until) {
+		return v.id, nil
+	}
 	var c Claims
-	_, err := a.parser.ParseWithClaims(strings.TrimSpace(tok), &c, func(*jwt.Token) (any, error) { return a.secret, nil })
+	_, err := a.parser.ParseWithClaims(tok, &c, func(*jwt.Token) (any, error) { return a.secret, nil })
 	if err != nil {
 		return Identity{}, &Error{Reason: reason(err)}
 	}
@@ -93,7 +123,18 @@ func (a *Authenticator) Authenticate(header string) (Identity, error) {
 	if !TenantPattern.MatchString(c.Subject) {
 		return Identity{}, &Error{Reason: "token sub is not a valid tenant name: use 1-64 letters, digits, '.', '_', '@' or '-'"}
 	}
-	return Identity{Tenant: c.Subject, Admin: c.Admin}, nil
+	id := Identity{Tenant: c.Subject, Admin: c.Admin}
+	until := now.Add(trustFor)
+	if c.ExpiresAt != nil && c.ExpiresAt.Add(leeway).Before(until) {
+		until = c.ExpiresAt.Add(leeway)
+	}
+	a.mu.Lock()
+	if a.verified == nil || len(a.verified) >= maxVerified {
+		a.verified = make(map[string]verified)
+	}
+	a.verified[tok] = verified{id: id, until: until}
+	a.mu.Unlock()
+	return id, nil
 }
 
 func reason(err error) string {
