@@ -66,10 +66,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 // connections API calls need.
 func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.UniversalClient, closeEmbedded func(), err error) {
 	const blockingPool = 4096 // an upper bound; connections open on demand
+	// The main pool serves API calls, claims and callback outcomes at once;
+	// go-redis's default (10 per CPU) left callers waiting for a connection
+	// under load. A pool_size in the URL still wins.
+	const mainPool = 128
 	if cfg.RedisCluster {
 		opt, err := redis.ParseClusterURL(cfg.RedisURL)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("KAIROS_REDIS_URL: %w (want redis://[user:password@]host:port?addr=host2:port&addr=host3:port for a cluster)", err)
+		}
+		if opt.PoolSize == 0 {
+			opt.PoolSize = mainPool
 		}
 		bopt := *opt
 		bopt.PoolSize = blockingPool
@@ -90,6 +97,9 @@ func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.Universa
 		log.Warn("KAIROS_REDIS_URL is not set: using an EMBEDDED IN-MEMORY Redis for trying kairos out. " +
 			"NOTHING PERSISTS: every job is lost when this process stops. Set KAIROS_REDIS_URL for real use.")
 		opt, closeEmbedded = &redis.Options{Addr: m.Addr()}, m.Close
+	}
+	if opt.PoolSize == 0 {
+		opt.PoolSize = mainPool
 	}
 	bopt := *opt
 	bopt.PoolSize = blockingPool
