@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -185,7 +184,7 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 		outcome = "dead"
 	}
 	f := &finish{ctx: ctx, key: key, n: a.N, outcome: outcome, rec: rec, retryAt: retryAt, done: make(chan struct{})}
-	s.finishes.add(f, s.writeFinishes)
+	s.finishes.add(f)
 	select {
 	case <-f.done:
 	case <-ctx.Done():
@@ -209,39 +208,6 @@ type finish struct {
 	state kairos.State
 	err   error
 	done  chan struct{}
-}
-
-// batcher queues outcomes; one goroutine at a time writes them, and exits
-// when the queue is empty.
-type batcher struct {
-	mu      sync.Mutex
-	queue   []*finish
-	writing bool
-}
-
-func (b *batcher) add(f *finish, write func([]*finish)) {
-	b.mu.Lock()
-	b.queue = append(b.queue, f)
-	if b.writing {
-		b.mu.Unlock()
-		return
-	}
-	b.writing = true
-	b.mu.Unlock()
-	go func() {
-		for {
-			b.mu.Lock()
-			batch := b.queue
-			b.queue = nil
-			if len(batch) == 0 {
-				b.writing = false
-				b.mu.Unlock()
-				return
-			}
-			b.mu.Unlock()
-			write(batch)
-		}
-	}()
 }
 
 // writeFinishes runs the finish scripts of a batch in one pipeline, on a

@@ -122,30 +122,40 @@ const maxPerCall = 200
 // that has not fired. A job due now goes straight onto its ready list. It
 // returns kairos.ErrConflict while the job is being delivered, and
 // ErrNotReplicated when Options.WaitReplicas replicas did not confirm it.
+// Creates made at the same moment share round trips (see batcher), and
+// those of one shard and topic one script call.
 func (s *Store) Enqueue(ctx context.Context, j kairos.Job) (kairos.Job, error) {
-	if s.opts.WaitReplicas > 0 {
-		r := s.EnqueueBatch(ctx, []kairos.Job{j})[0]
-		return r.Job, r.Err
+	c := &create{ctx: ctx, job: j, done: make(chan struct{})}
+	s.creates.add(c)
+	select {
+	case <-c.done:
+		return c.res.Job, c.res.Err
+	case <-ctx.Done():
+		return kairos.Job{}, fmt.Errorf("enqueue %s: %w", j.JobKey, ctx.Err())
 	}
-	jobs := []kairos.Job{j}
-	out := make([]BatchResult, 1)
-	calls := s.enqueueCalls(jobs, []int{0}, out)
-	if len(calls) == 0 {
-		return kairos.Job{}, out[0].Err
+}
+
+// create is a single create waiting to be written.
+type create struct {
+	ctx  context.Context
+	job  kairos.Job
+	res  BatchResult
+	done chan struct{}
+}
+
+// writeCreates writes queued single creates as one batch, on a context that
+// outlives any one caller's.
+func (s *Store) writeCreates(batch []*create) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), 10*time.Second)
+	defer cancel()
+	jobs := make([]kairos.Job, len(batch))
+	for i, c := range batch {
+		jobs[i] = c.job
 	}
-	c := calls[0]
-	res, err := enqueueScript.Run(ctx, s.c, c.keys, c.argv...).Slice()
-	if err != nil {
-		return kairos.Job{}, fmt.Errorf("enqueue %s: %w", j.JobKey, err)
+	for i, r := range s.EnqueueBatch(ctx, jobs) {
+		batch[i].res = r
+		close(batch[i].done)
 	}
-	pipe := s.c.Pipeline()
-	s.enqueued(ctx, c, res, jobs, out, nil, pipe)
-	if pipe.Len() > 0 {
-		// A failed push is safe: the job is stored with a lease and the
-		// scanner hands it out when the lease lapses.
-		pipe.Exec(ctx)
-	}
-	return out[0].Job, out[0].Err
 }
 
 // BatchResult is one item's outcome in EnqueueBatch.

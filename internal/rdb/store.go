@@ -57,9 +57,10 @@ type Store struct {
 	blocking redis.UniversalClient
 	k        keys
 	opts     Options
-	offset   atomic.Int64 // Redis clock minus local clock, in ns
-	finishes batcher      // outcomes waiting to be written together
-	topics   topicCache   // topics GetTopic read recently
+	offset   atomic.Int64     // Redis clock minus local clock, in ns
+	finishes batcher[*finish] // outcomes waiting to be written together
+	creates  batcher[*create] // single creates waiting to be written together
+	topics   topicCache       // topics GetTopic read recently
 }
 
 // New returns a Store over c. Call Init before using it.
@@ -85,7 +86,10 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	if opts.Blocking == nil {
 		opts.Blocking = c
 	}
-	return &Store{c: c, blocking: opts.Blocking, k: keys{prefix: opts.Prefix, shards: opts.Shards}, opts: opts}
+	s := &Store{c: c, blocking: opts.Blocking, k: keys{prefix: opts.Prefix, shards: opts.Shards}, opts: opts}
+	s.finishes.write = s.writeFinishes
+	s.creates.write = s.writeCreates
+	return s
 }
 
 // Shards returns the number of Delay Bucket shards.

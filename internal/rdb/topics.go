@@ -205,7 +205,7 @@ type topicCache struct {
 	mu    sync.RWMutex
 	gen   uint64
 	m     map[string]cachedTopic // made on first put
-	sweep int // sweep out expired entries when m reaches this size
+	sweep int                    // sweep out expired entries when m reaches this size
 }
 
 type cachedTopic struct {
