@@ -493,10 +493,13 @@ func decodeJob(key kairos.JobKey, h map[string]string) (kairos.Job, error) {
 		BackoffMax:     time.Duration(num("bm")) * time.Millisecond,
 		State:          kairos.State(h["st"]),
 		RunAt:          fromMS(num("ra")),
-		NextRunAt:      fromMS(num("na")),
+		NextRunAt:      fromMS(num("ra")), // until a retry or the end sets "na"
 		Attempts:       int(num("a")),
 		CreatedAt:      fromMS(num("ca")),
 		DoneAt:         fromMS(num("fa")),
+	}
+	if _, ok := h["na"]; ok {
+		j.NextRunAt = fromMS(num("na"))
 	}
 	if raw := joined(h, "h"); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &j.Headers); err != nil {

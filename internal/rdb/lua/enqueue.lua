@@ -59,11 +59,9 @@ while i <= #ARGV do
     elseif runAt <= horizon and (not soonest or runAt < soonest) then
       soonest = runAt
     end
-    local fields = {'st', state, 'g', gen, 'a', 0, 'ra', runAt, 'na', runAt, 'ca', created, 'uid', uid}
-    for f = i + 4, i + 3 + 2 * n do
-      fields[#fields + 1] = ARGV[f]
-    end
-    redis.call('HSET', key, unpack(fields))
+    -- no attempts yet ('a' absent = 0) and next run = run_at ('na' absent)
+    redis.call('HSET', key, 'st', state, 'g', gen, 'ra', runAt, 'ca', created, 'uid', uid,
+      unpack(ARGV, i + 4, i + 3 + 2 * n))
     redis.call('ZADD', KEYS[1], score, member)
     redis.call('ZADD', KEYS[2], created, id)
     if st and st ~= 'delivered' then

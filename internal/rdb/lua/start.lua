@@ -16,7 +16,7 @@ if h.st ~= 'ready' or h.g ~= ARGV[2] then
   return {}
 end
 local now = tonumber(ARGV[3])
-local n = tonumber(h.a) + 1
+local n = tonumber(h.a or '0') + 1
 local fields = {'st', 'active', 'a', tostring(n), 'ao', '0'}
 if h.ao == '0' and n > 1 then
   local log = cjson.decode(h.log or '[]')
