@@ -34,7 +34,8 @@ const maxClaim = 2000
 func (s *Store) ClaimDue(ctx context.Context, shard int, limit int) (Claim, error) {
 	limit = min(limit, maxClaim)
 	res, err := claimScript.Run(ctx, s.c, []string{s.k.bucket(shard), s.k.expiring(shard)},
-		s.scriptNow(), limit, s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(shard), s.k.counterPrefix(shard), s.k.indexPrefix(shard)).Slice()
+		s.scriptNow(), limit, s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(shard), s.k.counterPrefix(shard), s.k.indexPrefix(shard),
+		s.sweepLimit(shard)).Slice()
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim shard %d: %w", shard, err)
 	}
@@ -76,6 +77,22 @@ func (s *Store) ClaimDue(ctx context.Context, shard int, limit int) (Claim, erro
 		return c, fmt.Errorf("push claimed jobs of shard %d: %w", shard, err)
 	}
 	return c, nil
+}
+
+// sweepEvery is how often a shard's claim also drops the listing entries of
+// expired delivered jobs; claims in between skip that look.
+const sweepEvery = time.Second
+
+// sweepLimit is how many expired listing entries a claim of shard drops:
+// up to 1,000 once per sweepEvery (by this process), else none.
+func (s *Store) sweepLimit(shard int) int {
+	now := time.Now().UnixNano()
+	last := &s.swept[shard%len(s.swept)]
+	prev := last.Load()
+	if now-prev < int64(sweepEvery) || !last.CompareAndSwap(prev, now) {
+		return 0
+	}
+	return 1000
 }
 
 // scriptNow is the "now" argument of scripts that decide what is due: ""

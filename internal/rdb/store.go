@@ -61,6 +61,7 @@ type Store struct {
 	finishes batcher[*finish] // outcomes waiting to be written together
 	creates  batcher[*create] // single creates waiting to be written together
 	topics   topicCache       // topics GetTopic read recently
+	swept    []atomic.Int64   // per shard: when its claim last swept expired listing entries (unix ns)
 }
 
 // New returns a Store over c. Call Init before using it.
@@ -87,6 +88,7 @@ func New(c redis.UniversalClient, opts Options) *Store {
 		opts.Blocking = c
 	}
 	s := &Store{c: c, blocking: opts.Blocking, k: keys{prefix: opts.Prefix, shards: opts.Shards}, opts: opts}
+	s.swept = make([]atomic.Int64, opts.Shards)
 	s.finishes.write = s.writeFinishes
 	s.creates.write = s.writeCreates
 	return s

@@ -4,8 +4,9 @@
 -- never trust another machine's clock), ARGV[2] batch limit, ARGV[3] ready lease (ms),
 -- ARGV[4] job key prefix ("<prefix>:{shard}:job:"),
 -- ARGV[5] counter key prefix ("<prefix>:{shard}:count:"),
--- ARGV[6] listing index key prefix ("<prefix>:{shard}:idx:")
--- It also drops the listing entries of up to 100 delivered jobs whose
+-- ARGV[6] listing index key prefix ("<prefix>:{shard}:idx:"),
+-- ARGV[7] how many expired listing entries to drop (0: none this time)
+-- It also drops the listing entries of up to ARGV[7] delivered jobs whose
 -- records have expired (unless the id was created again since).
 -- Each due member is re-scored at now + lease and marked ready: it stays in
 -- the bucket until a worker acknowledges it, so a lost hand-out is retried.
@@ -55,7 +56,11 @@ for topic, d in pairs(delta) do
     redis.call('HINCRBY', ARGV[5] .. topic, st .. '>ready', k)
   end
 end
-local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 100)
+local sweep = tonumber(ARGV[7])
+local gone = {}
+if sweep > 0 then
+  gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, sweep)
+end
 if #gone > 0 then
   local unindex = {}
   for _, m in ipairs(gone) do
