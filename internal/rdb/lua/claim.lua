@@ -19,7 +19,24 @@ if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000 -- ms, with its microseconds
 end
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+-- A peek at the first few members by score usually gives both the due ones
+-- and the next due time in one command; when more are due than it holds, a
+-- whole batch is taken, and the next due time read after the claim.
+local batch = tonumber(ARGV[2])
+local peek = math.min(batch, 8)
+local head = redis.call('ZRANGE', KEYS[1], 0, peek, 'WITHSCORES')
+local due, next, reread = {}, false, false
+for i = 1, #head, 2 do
+  if tonumber(head[i + 1]) > now then
+    next = tonumber(head[i + 1])
+    break
+  end
+  due[#due + 1] = head[i]
+end
+if #due > peek then
+  due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, batch)
+  reread = true
+end
 local out, leased, orphans, delta = {}, {}, {}, {}
 for _, m in ipairs(due) do
   local jk = ARGV[4] .. m
@@ -79,5 +96,14 @@ if #gone > 0 then
   end
   redis.call('ZREM', KEYS[2], unpack(gone))
 end
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return {out, first[2] or false, string.format('%.3f', now)}
+if reread then
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  next = tonumber(first[2])
+elseif #leased > 0 and (not next or now + lease < next) then
+  -- what was claimed is next due when its lease lapses, if nothing is sooner
+  next = now + lease
+end
+if next then
+  next = string.format('%.3f', next)
+end
+return {out, next, string.format('%.3f', now)}
