@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestTopicConcurrencyBoundsCallbacks: a topic's worker has at most
+// `concurrency` callbacks in flight, reaches that many when jobs are
+// waiting, and follows a change of the setting.
+func TestTopicConcurrencyBoundsCallbacks(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, engineOpts{allowPrivate: true})
+	var inflight, peak, hits atomic.Int64
+	var mu sync.Mutex
+	seen := map[string]int{}
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inflight.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(150 * time.Millisecond)
+		inflight.Add(-1)
+		mu.Lock()
+		seen[r.Header.Get("Kairos-Job-Id")]++
+		mu.Unlock()
+		hits.Add(1)
+	}))
+	t.Cleanup(rcv.Close)
+
+	run := func(concurrency, jobs int, prefix string) {
+		t.Helper()
+		if code := e.do("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL, "concurrency": concurrency}, nil); code != http.StatusCreated && code != http.StatusOK {
+			t.Fatalf("PUT topic: status %d", code)
+		}
+		peak.Store(0)
+		before := hits.Load()
+		items := make([]map[string]any, jobs)
+		for i := range items {
+			items[i] = map[string]any{"id": fmt.Sprintf("%s-%d", prefix, i), "delay": "0s"}
+		}
+		e.mustDo("POST", "/v1/topics/t/jobs/batch", map[string]any{"jobs": items}, nil, http.StatusCreated)
+		deadline := time.Now().Add(20 * time.Second)
+		for hits.Load()-before < int64(jobs) {
+			if time.Now().After(deadline) {
+				t.Fatalf("concurrency %d: %d of %d delivered", concurrency, hits.Load()-before, jobs)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if p := peak.Load(); p != int64(concurrency) {
+			t.Fatalf("concurrency %d: at most %d callbacks were in flight at once, want exactly %d", concurrency, p, concurrency)
+		}
+	}
+	run(3, 12, "a")
+	// The worker re-reads the topic within TopicPoll; the API also nudges it.
+	time.Sleep(500 * time.Millisecond)
+	run(5, 15, "b")
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("job %s delivered %d times", id, n)
+		}
+	}
+}
