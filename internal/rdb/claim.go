@@ -33,9 +33,10 @@ const maxClaim = 2000
 // the claim is one script and re-scores what it takes.
 func (s *Store) ClaimDue(ctx context.Context, shard int, limit int) (Claim, error) {
 	limit = min(limit, maxClaim)
+	sweep := s.sweepLimit(shard)
 	res, err := claimScript.Run(ctx, s.c, []string{s.k.bucket(shard), s.k.expiring(shard)},
 		s.scriptNow(), limit, s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(shard), s.k.counterPrefix(shard), s.k.indexPrefix(shard),
-		s.sweepLimit(shard)).Slice()
+		sweep).Slice()
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim shard %d: %w", shard, err)
 	}
@@ -43,6 +44,9 @@ func (s *Store) ClaimDue(ctx context.Context, shard int, limit int) (Claim, erro
 	if sc, ok := res[1].(string); ok {
 		f, _ := strconv.ParseFloat(sc, 64)
 		c.Next = fromMS(int64(f))
+	}
+	if sweep > 0 && len(res) > 3 && toInt(res[3]) == int64(sweep) {
+		s.swept[shard].Store(0) // more have expired: the next claim sweeps again
 	}
 	if v, ok := res[2].(string); ok {
 		f, _ := strconv.ParseFloat(v, 64)
@@ -84,7 +88,9 @@ func (s *Store) ClaimDue(ctx context.Context, shard int, limit int) (Claim, erro
 const sweepEvery = time.Second
 
 // sweepLimit is how many expired listing entries a claim of shard drops:
-// up to 1,000 once per sweepEvery (by this process), else none.
+// up to sweepBatch once per sweepEvery (by this process), else none; a
+// sweep that found a full batch lets the next claim sweep again, so the
+// sweep keeps up with any delivery rate.
 func (s *Store) sweepLimit(shard int) int {
 	now := time.Now().UnixNano()
 	last := &s.swept[shard%len(s.swept)]
@@ -92,8 +98,10 @@ func (s *Store) sweepLimit(shard int) int {
 	if now-prev < int64(sweepEvery) || !last.CompareAndSwap(prev, now) {
 		return 0
 	}
-	return 1000
+	return sweepBatch
 }
+
+const sweepBatch = 1000
 
 // scriptNow is the "now" argument of scripts that decide what is due: ""
 // makes them read Redis's TIME; a pinned test clock is passed as is.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/testredis"
@@ -459,5 +461,43 @@ func TestLongValuesStayCompact(t *testing.T) {
 				t.Fatalf("encoding %s, want listpack=%v", enc, c.listpack)
 			}
 		})
+	}
+}
+
+// TestSweepKeepsUp: claims sweep expired listing entries at most once a
+// second, but a sweep that found a full batch lets the next claim sweep
+// again at once, so any backlog drains.
+func TestSweepKeepsUp(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Shards: 1})
+	const n = 2*sweepBatch + 500
+	idx := s.k.index(0, "acme", "orders")
+	pipe := s.c.Pipeline()
+	for i := range n {
+		id := "gone-" + strconv.Itoa(i)
+		pipe.ZAdd(ctx, idx, redis.Z{Score: float64(i), Member: id})
+		pipe.ZAdd(ctx, s.k.expiring(0), redis.Z{Score: float64(ms(clk.Now().Add(-time.Minute))), Member: "acme/orders/" + id})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for claim := 1; claim <= 3; claim++ {
+		if _, err := s.ClaimDue(ctx, 0, 500); err != nil {
+			t.Fatal(err)
+		}
+		want := max(n-claim*sweepBatch, 0)
+		if left := s.c.ZCard(ctx, idx).Val(); left != int64(want) {
+			t.Fatalf("after claim %d: %d listing entries left, want %d", claim, left, want)
+		}
+	}
+	if left := s.c.ZCard(ctx, s.k.expiring(0)).Val(); left != 0 {
+		t.Fatalf("expiring set holds %d entries after the backlog drained", left)
+	}
+	// Drained: the next claim within the second does not look again.
+	if _, err := s.ClaimDue(ctx, 0, 500); err != nil {
+		t.Fatal(err)
+	}
+	if s.sweepLimit(0) != 0 {
+		t.Fatal("a sweep was allowed again within a second of the last")
 	}
 }

@@ -10,10 +10,10 @@
 -- records have expired (unless the id was created again since).
 -- Each due member is re-scored at now + lease and marked ready: it stays in
 -- the bucket until a worker acknowledges it, so a lost hand-out is retried.
--- Reply: {members_and_gens, next, now}: a flat list member1, gen1, member2,
--- ... for the caller to push onto ready lists, the score of the earliest
--- member left in the bucket (false when it is empty), and the now used
--- (ms, as a string with microseconds).
+-- Reply: {members_and_gens, next, now, swept}: a flat list member1, gen1,
+-- member2, ... for the caller to push onto ready lists, the score of the
+-- earliest member left in the bucket (false when it is empty), the now used
+-- (ms, as a string with microseconds), and how many expired entries it swept.
 local now, lease = tonumber(ARGV[1]), tonumber(ARGV[3])
 if not now then
   local t = redis.call('TIME')
@@ -106,4 +106,4 @@ end
 if next then
   next = string.format('%.3f', next)
 end
-return {out, next, string.format('%.3f', now)}
+return {out, next, string.format('%.3f', now), #gone}
