@@ -3,10 +3,11 @@ package rdb
 import "sync"
 
 // batcher gathers requests that arrive together so that they share one
-// round trip to Redis. The first request starts a writer goroutine; every
-// request queued while the writer's round trip is in flight goes in its next
-// one; the writer exits when the queue is empty. So an idle caller waits for
-// nothing, and callers at the same moment share round trips.
+// round trip to Redis. A request that finds no write under way writes at
+// once, in its caller's goroutine; requests queued while a write is under
+// way go together in the next one, written by a goroutine that drains the
+// queue and then exits. So a lone caller pays no hand-off, and callers at
+// the same moment share round trips.
 type batcher[T any] struct {
 	write func([]T) // set before first use
 
@@ -15,28 +16,40 @@ type batcher[T any] struct {
 	writing bool
 }
 
-// add queues r for the writer, starting one if none runs.
-func (b *batcher[T]) add(r T) {
+// do writes r, alone or with others; it returns once r is written or
+// queued for the write under way (then the caller waits on r itself).
+func (b *batcher[T]) do(r T) {
 	b.mu.Lock()
-	b.queue = append(b.queue, r)
 	if b.writing {
+		b.queue = append(b.queue, r)
 		b.mu.Unlock()
 		return
 	}
 	b.writing = true
 	b.mu.Unlock()
-	go func() {
-		for {
-			b.mu.Lock()
-			batch := b.queue
-			b.queue = nil
-			if len(batch) == 0 {
-				b.writing = false
-				b.mu.Unlock()
-				return
-			}
+	b.write([]T{r})
+	b.mu.Lock()
+	if len(b.queue) == 0 {
+		b.writing = false
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+	go b.drain() // others queued meanwhile: a goroutine writes them, this caller returns
+}
+
+// drain writes queued requests until none are left.
+func (b *batcher[T]) drain() {
+	for {
+		b.mu.Lock()
+		batch := b.queue
+		b.queue = nil
+		if len(batch) == 0 {
+			b.writing = false
 			b.mu.Unlock()
-			b.write(batch)
+			return
 		}
-	}()
+		b.mu.Unlock()
+		b.write(batch)
+	}
 }

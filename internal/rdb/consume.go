@@ -184,7 +184,7 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 		outcome = "dead"
 	}
 	f := &finish{ctx: ctx, key: key, n: a.N, outcome: outcome, rec: rec, retryAt: retryAt, done: make(chan struct{})}
-	s.finishes.add(f)
+	s.finishes.do(f)
 	select {
 	case <-f.done:
 	case <-ctx.Done():

@@ -126,7 +126,7 @@ const maxPerCall = 200
 // those of one shard and topic one script call.
 func (s *Store) Enqueue(ctx context.Context, j kairos.Job) (kairos.Job, error) {
 	c := &create{ctx: ctx, job: j, done: make(chan struct{})}
-	s.creates.add(c)
+	s.creates.do(c)
 	select {
 	case <-c.done:
 		return c.res.Job, c.res.Err
