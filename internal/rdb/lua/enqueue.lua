@@ -34,6 +34,8 @@ local function put(status, gen, pushed, uid, created)
   out[#out + 1] = uid
   out[#out + 1] = created
 end
+-- bucket and index entries go in one ZADD each at the end
+local bucket, index = {}, {}
 local i = 6
 while i <= #ARGV do
   local id, runAt, uid, n = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], tonumber(ARGV[i + 3])
@@ -62,8 +64,10 @@ while i <= #ARGV do
     -- no attempts yet ('a' absent = 0) and next run = run_at ('na' absent)
     redis.call('HSET', key, 'st', state, 'g', gen, 'ra', runAt, 'ca', created, 'uid', uid,
       unpack(ARGV, i + 4, i + 3 + 2 * n))
-    redis.call('ZADD', KEYS[1], score, member)
-    redis.call('ZADD', KEYS[2], created, id)
+    bucket[#bucket + 1] = score
+    bucket[#bucket + 1] = member
+    index[#index + 1] = created
+    index[#index + 1] = id
     if st and st ~= 'delivered' then
       count(st .. '>' .. state)
     else
@@ -72,6 +76,10 @@ while i <= #ARGV do
     put(1, gen, pushed, uid, created)
   end
   i = i + 4 + 2 * n
+end
+if #bucket > 0 then
+  redis.call('ZADD', KEYS[1], unpack(bucket))
+  redis.call('ZADD', KEYS[2], unpack(index))
 end
 for state, n in pairs(delta) do
   if n ~= 0 then
