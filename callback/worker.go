@@ -71,7 +71,7 @@ type Worker struct {
 type topicRun struct {
 	topic  atomic.Pointer[kairos.Topic]
 	cancel context.CancelFunc
-	busy   atomic.Int64  // callbacks in flight
+	busy   atomic.Int64  // callback slots taken: callbacks in flight and pops under way
 	freed  chan struct{} // a nudge when one ends
 }
 
@@ -181,53 +181,82 @@ func (w *Worker) sync(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
-// consume is a topic's consumer: it pops as many jobs as the topic has
-// free slots, fires each in its own goroutine (tracked by wg), and records
-// the outcomes, until ctx ends.
+// consume is a topic's consumer: it reserves the topic's free callback
+// slots, pops up to that many jobs, fires each in its own goroutine
+// (tracked by wg) and records the outcomes, until ctx ends. Two pops may be
+// under way at once, so that one waits on Redis while the other starts its
+// jobs; slots a pop did not fill are released.
 func (w *Worker) consume(ctx context.Context, run *topicRun, wg *sync.WaitGroup) {
-	errDelay := 100 * time.Millisecond
+	const pollers = 2
+	polls := make(chan struct{}, pollers)
+	var errDelay atomic.Int64
+	errDelay.Store(int64(100 * time.Millisecond))
 	for ctx.Err() == nil {
 		t := run.topic.Load()
-		free := int64(t.Concurrency) - run.busy.Load()
-		if free <= 0 {
-			select {
-			case <-ctx.Done():
-			case <-run.freed:
+		n := int64(t.Concurrency) - run.busy.Load()
+		if n <= 0 || !run.busy.CompareAndSwap(int64(t.Concurrency)-n, int64(t.Concurrency)) {
+			if n <= 0 {
+				select {
+				case <-ctx.Done():
+				case <-run.freed:
+				}
 			}
 			continue
 		}
-		jobs, err := w.q.Next(ctx, t.Tenant, t.Name, int(free), w.cfg.Wait, t.Timeout)
-		for _, job := range jobs {
-			run.busy.Add(1)
-			w.inflight.Add(1)
-			wg.Go(func() {
-				w.fire(w.deliver, job, *run.topic.Load())
-				w.inflight.Add(-1)
-				run.busy.Add(-1)
-				select {
-				case run.freed <- struct{}{}:
-				default:
-				}
-			})
+		select {
+		case polls <- struct{}{}:
+		case <-ctx.Done():
+			run.release(n)
+			return
 		}
-		if err != nil {
+		wg.Go(func() {
+			defer func() { <-polls }()
+			jobs, err := w.q.Next(ctx, t.Tenant, t.Name, int(n), w.cfg.Wait, t.Timeout)
+			run.release(n - int64(len(jobs)))
+			for _, job := range jobs {
+				w.inflight.Add(1)
+				wg.Go(func() {
+					w.fire(w.deliver, job, *run.topic.Load(), func() {
+						w.inflight.Add(-1)
+						run.release(1)
+					})
+				})
+			}
+			if err == nil {
+				errDelay.Store(int64(100 * time.Millisecond))
+				return
+			}
 			if ctx.Err() != nil {
 				return
 			}
 			w.log.Warn("take jobs", "tenant", t.Tenant, "topic", t.Name, "err", err)
-			select {
+			d := time.Duration(errDelay.Load())
+			errDelay.Store(int64(min(2*d, 5*time.Second)))
+			select { // the poll slot stays taken meanwhile
 			case <-ctx.Done():
-			case <-time.After(errDelay):
+			case <-time.After(d):
 			}
-			errDelay = min(2*errDelay, 5*time.Second)
-			continue
-		}
-		errDelay = 100 * time.Millisecond
+		})
+	}
+}
+
+// release frees n of a topic's callback slots.
+func (r *topicRun) release(n int64) {
+	if n <= 0 {
+		return
+	}
+	r.busy.Add(-n)
+	select {
+	case r.freed <- struct{}{}:
+	default:
 	}
 }
 
 // fire makes one attempt at a started job and records its outcome.
-func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic) {
+//
+// called runs once the callback's HTTP exchange is over, before the outcome
+// is recorded: the topic's slot is free again for its next callback.
+func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, called func()) {
 	j := job.Resolve(t)
 	start := w.q.Now()
 	a := kairos.Attempt{N: j.Attempts, At: start}
@@ -241,6 +270,7 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic) {
 	} else {
 		res = w.client.Fire(ctx, req)
 	}
+	called()
 	a.Duration, a.Status, a.Response = res.Duration, res.Status, res.Snippet
 	if res.Err != nil {
 		a.Error = res.Err.Error()

@@ -315,10 +315,15 @@ func (s *Scanner) scan(ctx context.Context, sh *shard) {
 // pass claims due jobs in batches until fewer than a batch are due. Claims
 // run on a context that shutdown does not cancel mid-call, so claimed jobs
 // are always pushed.
+//
+// A pass's first claim takes at most firstBatch jobs: when many shards come
+// due at the same instant, their first jobs reach the ready lists after a
+// few short scripts rather than after every shard's full batch.
 func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
+	limit := min(s.cfg.Batch, firstBatch)
 	for {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		c, err := s.store.ClaimDue(cctx, n, s.cfg.Batch)
+		c, err := s.store.ClaimDue(cctx, n, limit)
 		cancel()
 		if err != nil {
 			return rdb.Claim{}, err
@@ -326,11 +331,14 @@ func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
 		if c.Moved > 0 {
 			s.log.Debug("claimed", "shard", n, "jobs", c.Moved)
 		}
-		if c.Moved < s.cfg.Batch || ctx.Err() != nil {
+		if c.Moved < limit || ctx.Err() != nil {
 			return c, nil
 		}
+		limit = s.cfg.Batch
 	}
 }
+
+const firstBatch = 50
 
 func randomID() string {
 	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
