@@ -115,31 +115,11 @@ func (s *Store) Start(ctx context.Context, p Popped, topicTimeout time.Duration)
 func (s *Store) StartAll(ctx context.Context, ps []Popped, topicTimeout time.Duration) ([]kairos.Job, error) {
 	now := s.Now()
 	nowMS, nowText := ms(now), now.UTC().Format(time.RFC3339Nano)
-	run := func(pipe redis.Pipeliner, p Popped) *redis.Cmd {
-		jk := s.k.forJob(p.JobKey)
-		return startScript.EvalSha(ctx, pipe, []string{jk.bucket, jk.job, jk.counters},
-			jk.member, p.Gen, nowMS, topicTimeout.Milliseconds(), s.opts.LeaseGrace.Milliseconds(), nowText)
-	}
-	cmds := make([]*redis.Cmd, len(ps))
-	pipe := s.c.Pipeline()
-	for i, p := range ps {
-		cmds[i] = run(pipe, p)
-	}
-	pipe.Exec(ctx)
-	var retry []int
-	for i, c := range cmds {
-		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			retry = append(retry, i) // a restarted or promoted node lost its script cache
-		}
-	}
-	if len(retry) > 0 {
-		startScript.Load(ctx, s.c)
-		pipe := s.c.Pipeline()
-		for _, i := range retry {
-			cmds[i] = run(pipe, ps[i])
-		}
-		pipe.Exec(ctx)
-	}
+	cmds := s.evalAll(ctx, startScript, len(ps), func(i int) ([]string, []any) {
+		jk := s.k.forJob(ps[i].JobKey)
+		return []string{jk.bucket, jk.job, jk.counters},
+			[]any{jk.member, ps[i].Gen, nowMS, topicTimeout.Milliseconds(), s.opts.LeaseGrace.Milliseconds(), nowText}
+	})
 	jobs := make([]kairos.Job, 0, len(ps))
 	var first error
 	for i, c := range cmds {
@@ -217,31 +197,12 @@ func (s *Store) writeFinishes(batch []*finish) {
 	defer cancel()
 	now := ms(s.Now())
 	retention := int64(s.opts.Retention / time.Second)
-	run := func(pipe redis.Pipeliner, f *finish) *redis.Cmd {
+	cmds := s.evalAll(ctx, finishScript, len(batch), func(i int) ([]string, []any) {
+		f := batch[i]
 		jk := s.k.forJob(f.key)
-		return finishScript.EvalSha(ctx, pipe, []string{jk.bucket, jk.job, jk.counters, jk.dead, jk.expiring},
-			jk.member, f.key.ID, strconv.Itoa(f.n), now, f.outcome, f.rec, ms(f.retryAt), retention)
-	}
-	cmds := make([]*redis.Cmd, len(batch))
-	pipe := s.c.Pipeline()
-	for i, f := range batch {
-		cmds[i] = run(pipe, f)
-	}
-	pipe.Exec(ctx)
-	var retry []int
-	for i, c := range cmds {
-		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			retry = append(retry, i) // a restarted or promoted node lost its script cache
-		}
-	}
-	if len(retry) > 0 {
-		finishScript.Load(ctx, s.c)
-		pipe := s.c.Pipeline()
-		for _, i := range retry {
-			cmds[i] = run(pipe, batch[i])
-		}
-		pipe.Exec(ctx)
-	}
+		return []string{jk.bucket, jk.job, jk.counters, jk.dead, jk.expiring},
+			[]any{jk.member, f.key.ID, strconv.Itoa(f.n), now, f.outcome, f.rec, ms(f.retryAt), retention}
+	})
 	wake := s.c.Pipeline()
 	for i, f := range batch {
 		n, err := cmds[i].Int()
@@ -269,4 +230,36 @@ func fieldMap(flat []any) map[string]string {
 		h[k] = v
 	}
 	return h
+}
+
+// evalAll runs script n times in one pipeline, with the keys and arguments
+// of call i from args. Calls a node answered NOSCRIPT (a restarted or
+// promoted node lost its script cache) are run again once the script is
+// loaded.
+func (s *Store) evalAll(ctx context.Context, script *redis.Script, n int, args func(i int) ([]string, []any)) []*redis.Cmd {
+	run := func(pipe redis.Pipeliner, i int) *redis.Cmd {
+		keys, argv := args(i)
+		return script.EvalSha(ctx, pipe, keys, argv...)
+	}
+	cmds := make([]*redis.Cmd, n)
+	pipe := s.c.Pipeline()
+	for i := range n {
+		cmds[i] = run(pipe, i)
+	}
+	pipe.Exec(ctx)
+	var retry []int
+	for i, c := range cmds {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) > 0 {
+		script.Load(ctx, s.c)
+		pipe := s.c.Pipeline()
+		for _, i := range retry {
+			cmds[i] = run(pipe, i)
+		}
+		pipe.Exec(ctx)
+	}
+	return cmds
 }

@@ -501,3 +501,45 @@ func TestSweepKeepsUp(t *testing.T) {
 		t.Fatal("a sweep was allowed again within a second of the last")
 	}
 }
+
+// TestScriptCacheLost: a Redis that lost its script cache (restarted, or a
+// replica promoted) answers NOSCRIPT to pipelined script calls; creates,
+// starts and outcomes load the script and run again.
+func TestScriptCacheLost(t *testing.T) {
+	ctx := context.Background()
+	srv := testredis.New(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	clk := &clock{t: time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)}
+	s := New(c, Options{Prefix: "k", Now: clk.Now, Blocking: c})
+	if err := s.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	flush := func() {
+		t.Helper()
+		if err := c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush()
+	for _, r := range s.EnqueueBatch(ctx, []kairos.Job{
+		{JobKey: key("a"), RunAt: clk.Now(), Payload: []byte(`1`)},
+		{JobKey: key("b"), RunAt: clk.Now(), Payload: []byte(`2`)},
+	}) {
+		if r.Err != nil {
+			t.Fatalf("batch create after SCRIPT FLUSH: %v", r.Err)
+		}
+	}
+	flush()
+	jobs, err := s.Next(ctx, "acme", "orders", 2, time.Second, time.Second)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("start after SCRIPT FLUSH: %d jobs, err %v", len(jobs), err)
+	}
+	flush()
+	for _, j := range jobs {
+		st, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 204}, true, false, time.Time{})
+		if err != nil || st != kairos.StateDelivered {
+			t.Fatalf("finish %s after SCRIPT FLUSH: state %q, err %v", j.ID, st, err)
+		}
+	}
+}
