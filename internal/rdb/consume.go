@@ -114,11 +114,11 @@ func (s *Store) Start(ctx context.Context, p Popped, topicTimeout time.Duration)
 // returned with the jobs that did start.
 func (s *Store) StartAll(ctx context.Context, ps []Popped, topicTimeout time.Duration) ([]kairos.Job, error) {
 	now := s.Now()
-	nowMS, nowText := ms(now), now.UTC().Format(time.RFC3339Nano)
+	nowMS := ms(now)
 	cmds := s.evalAll(ctx, startScript, len(ps), func(i int) ([]string, []any) {
 		jk := s.k.forJob(ps[i].JobKey)
 		return []string{jk.bucket, jk.job, jk.counters},
-			[]any{jk.member, ps[i].Gen, nowMS, topicTimeout.Milliseconds(), s.opts.LeaseGrace.Milliseconds(), nowText}
+			[]any{jk.member, ps[i].Gen, nowMS, topicTimeout.Milliseconds(), s.opts.LeaseGrace.Milliseconds()}
 	})
 	jobs := make([]kairos.Job, 0, len(ps))
 	var first error

@@ -441,10 +441,12 @@ func (s *Store) Replay(ctx context.Context, key kairos.JobKey) (kairos.Job, erro
 	return decodeJob(key, fieldMap(res[2:]))
 }
 
-// storedAttempt is an attempt as kept in a job's log.
+// storedAttempt is an attempt as kept in a job's log: short, so that a
+// delivered job's log of one attempt fits in one listpack value.
 type storedAttempt struct {
 	N        int     `json:"n"`
-	At       string  `json:"at"`
+	T        int64   `json:"t,omitempty"`  // when it started, unix ms
+	At       string  `json:"at,omitempty"` // the same, RFC 3339, in logs written before t
 	MS       float64 `json:"ms,omitempty"`
 	Status   int     `json:"status,omitempty"`
 	Error    string  `json:"error,omitempty"`
@@ -453,7 +455,7 @@ type storedAttempt struct {
 
 func encodeAttempt(a kairos.Attempt) (string, error) {
 	b, err := json.Marshal(storedAttempt{
-		N: a.N, At: a.At.UTC().Format(time.RFC3339Nano), MS: float64(a.Duration.Microseconds()) / 1000,
+		N: a.N, T: ms(a.At), MS: float64(a.Duration.Microseconds()) / 1000,
 		Status: a.Status, Error: a.Error, Response: a.Response,
 	})
 	return string(b), err
@@ -469,7 +471,10 @@ func decodeLog(raw string) ([]kairos.Attempt, error) {
 	}
 	out := make([]kairos.Attempt, len(stored))
 	for i, a := range stored {
-		at, _ := time.Parse(time.RFC3339Nano, a.At)
+		at := fromMS(a.T)
+		if a.T == 0 {
+			at, _ = time.Parse(time.RFC3339Nano, a.At)
+		}
 		out[i] = kairos.Attempt{
 			N: a.N, At: at, Duration: time.Duration(a.MS * float64(time.Millisecond)),
 			Status: a.Status, Error: a.Error, Response: a.Response,
@@ -506,7 +511,7 @@ func decodeJob(key kairos.JobKey, h map[string]string) (kairos.Job, error) {
 			return kairos.Job{}, fmt.Errorf("decode headers of %s: %w", key, err)
 		}
 	}
-	log, err := decodeLog(h["log"])
+	log, err := decodeLog(joined(h, "log"))
 	if err != nil {
 		return kairos.Job{}, fmt.Errorf("job %s: %w", key, err)
 	}

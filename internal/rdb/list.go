@@ -146,7 +146,16 @@ func (s *Store) candidates(ctx context.Context, index func(int) string, cur curs
 	return all, more, nil
 }
 
-var listFields = append([]string{"st", "ra", "na", "a", "ca", "fa", "m", "to", "ma", "uid", "log"}, urlPieces...)
+var listFields = append(append([]string{"st", "ra", "na", "a", "ca", "fa", "m", "to", "ma", "uid"}, urlPieces...), logPieces...)
+
+// logPieces are the fields of a job's attempt log (see lua/log.lua).
+var logPieces = func() []string {
+	f := []string{"log"}
+	for i := 1; i < 16; i++ {
+		f = append(f, "log"+strconv.Itoa(i))
+	}
+	return f
+}()
 
 // loadEntries reads the listed jobs without their payloads; entries whose
 // job has expired are dropped from the index on the way.

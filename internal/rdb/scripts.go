@@ -29,9 +29,12 @@ var (
 	claimSrc    string
 	claimScript = redis.NewScript(claimSrc)
 
+	//go:embed lua/log.lua
+	logSrc string // the attempt log's helpers, put in front of the scripts that write it
+
 	//go:embed lua/start.lua
 	startSrc    string
-	startScript = redis.NewScript(startSrc)
+	startScript = redis.NewScript(logSrc + startSrc)
 
 	//go:embed lua/unindex.lua
 	unindexSrc    string
@@ -39,7 +42,7 @@ var (
 
 	//go:embed lua/finish.lua
 	finishSrc    string
-	finishScript = redis.NewScript(finishSrc)
+	finishScript = redis.NewScript(logSrc + finishSrc)
 )
 
 var allScripts = []*redis.Script{enqueueScript, cancelScript, rescheduleScript, replayScript,

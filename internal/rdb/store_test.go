@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -540,6 +541,79 @@ func TestScriptCacheLost(t *testing.T) {
 		st, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 204}, true, false, time.Time{})
 		if err != nil || st != kairos.StateDelivered {
 			t.Fatalf("finish %s after SCRIPT FLUSH: state %q, err %v", j.ID, st, err)
+		}
+	}
+}
+
+// TestAttemptLogStaysCompact: a delivered job's log of one attempt keeps
+// its hash a listpack, a log longer than 64 bytes is kept in pieces, and a
+// log that shrinks (the oldest of 10 attempts dropped) leaves no stale piece.
+func TestAttemptLogStaysCompact(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Shards: 1})
+	jobKey := func(id string) string { return s.k.forJob(key(id)).job }
+	encoding := func(id string) string {
+		t.Helper()
+		enc, err := s.c.ObjectEncoding(ctx, jobKey(id)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return enc
+	}
+	attempt := func(id string, ok bool, response string) {
+		t.Helper()
+		j, started, err := s.Start(ctx, pop(t, s), time.Second)
+		if err != nil || !started || j.ID != id {
+			t.Fatalf("start %s: %v %v %s", id, started, err, j.ID)
+		}
+		a := kairos.Attempt{N: j.Attempts, At: clk.Now(), Duration: 12345 * time.Microsecond, Status: 500, Response: response}
+		if ok {
+			a.Status = 204
+		}
+		if _, err := s.Finish(ctx, j.JobKey, a, ok, false, clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	enqueue(t, s, "one", clk.Now())
+	attempt("one", true, `{"received":true}`)
+	if enc := encoding("one"); enc != "listpack" {
+		t.Fatalf("delivered job's hash is a %s", enc)
+	}
+	j, err := s.GetJob(ctx, key("one"))
+	if err != nil || len(j.Log) != 1 || j.Log[0].Response != `{"received":true}` || !j.Log[0].At.Equal(clk.Now()) || j.Log[0].Status != 204 {
+		t.Fatalf("log read back: %+v, %v", j.Log, err)
+	}
+
+	// Eleven failed attempts: the first answers 200 bytes, so the log takes
+	// more pieces until the eleventh pushes that attempt out (the log stays
+	// under the 16 pieces it may take).
+	enqueue(t, s, "many", clk.Now())
+	for n := 1; n <= 11; n++ {
+		response := "short"
+		if n == 1 {
+			response = strings.Repeat("x", 200)
+		}
+		attempt("many", false, response)
+		claimAll(t, s, clk.Now())
+	}
+	j, err = s.GetJob(ctx, key("many"))
+	if err != nil {
+		t.Fatalf("log after it shrank: %v", err)
+	}
+	if len(j.Log) != 10 || j.Log[0].N != 2 || j.Log[9].N != 11 || j.Log[0].Response != "short" {
+		t.Fatalf("log holds attempts %d..%d (%d), want 2..11", j.Log[0].N, j.Log[len(j.Log)-1].N, len(j.Log))
+	}
+	if enc := encoding("many"); enc != "listpack" {
+		t.Fatalf("hash of a job with 10 short attempts is a %s", enc)
+	}
+	page, err := s.ListJobs(ctx, ListQuery{Tenant: "acme", Topic: "orders", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range page.Jobs {
+		if l.ID == "many" && len(l.Log) != 10 {
+			t.Fatalf("listed log has %d attempts", len(l.Log))
 		}
 	}
 }

@@ -7,20 +7,28 @@
 -- An outcome from a stale attempt (its lease expired and the job was handed
 -- out again) changes nothing.
 -- Reply: 0 stale, 1 delivered, 2 retrying, 3 dead
-local v = redis.call('HMGET', KEYS[2], 'st', 'a', 'log')
+local v = redis.call('HMGET', KEYS[2], 'st', 'a', unpack(LOG_FIELDS))
 if v[1] ~= 'active' or v[2] ~= ARGV[3] then
   return 0
 end
 local now = tonumber(ARGV[4])
-local log = cjson.decode(v[3] or '[]')
+local pieces = {}
+for i, f in ipairs(LOG_FIELDS) do
+  pieces[f] = v[i + 2]
+end
+local log, had = readLog(function(f) return pieces[f] end)
 log[#log + 1] = cjson.decode(ARGV[6])
 while #log > 10 do
   table.remove(log, 1)
 end
+local lf, stale = logFields(log, had)
+if #stale > 0 then
+  redis.call('HDEL', KEYS[2], unpack(stale))
+end
 local outcome, reply = ARGV[5], 0
 if outcome == 'ok' then
   redis.call('ZREM', KEYS[1], ARGV[1])
-  redis.call('HSET', KEYS[2], 'st', 'delivered', 'ao', 1, 'fa', now, 'na', '', 'log', cjson.encode(log))
+  redis.call('HSET', KEYS[2], 'st', 'delivered', 'ao', 1, 'fa', now, 'na', '', unpack(lf))
   redis.call('EXPIRE', KEYS[2], tonumber(ARGV[8]))
   -- its listing entry goes when the record has expired (5s margin)
   redis.call('ZADD', KEYS[5], now + (tonumber(ARGV[8]) + 5) * 1000, ARGV[1])
@@ -28,13 +36,13 @@ if outcome == 'ok' then
   reply = 1
 elseif outcome == 'retry' then
   redis.call('ZADD', KEYS[1], ARGV[7], ARGV[1])
-  redis.call('HSET', KEYS[2], 'st', 'retrying', 'ao', 1, 'na', ARGV[7], 'log', cjson.encode(log))
+  redis.call('HSET', KEYS[2], 'st', 'retrying', 'ao', 1, 'na', ARGV[7], unpack(lf))
   redis.call('HINCRBY', KEYS[3], 'active>retrying', 1)
   reply = 2
 else
   redis.call('ZREM', KEYS[1], ARGV[1])
   redis.call('ZADD', KEYS[4], now, ARGV[2])
-  redis.call('HSET', KEYS[2], 'st', 'dead', 'ao', 1, 'fa', now, 'na', '', 'log', cjson.encode(log))
+  redis.call('HSET', KEYS[2], 'st', 'dead', 'ao', 1, 'fa', now, 'na', '', unpack(lf))
   redis.call('HINCRBY', KEYS[3], 'active>dead', 1)
   reply = 3
 end

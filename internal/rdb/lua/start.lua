@@ -2,7 +2,7 @@
 -- KEYS[1] bucket, KEYS[2] job, KEYS[3] topic counters
 -- ARGV[1] bucket member, ARGV[2] gen from the ready list, ARGV[3] now (ms),
 -- ARGV[4] the topic's timeout (ms, used when the job sets none),
--- ARGV[5] lease margin (ms) added to the timeout, ARGV[6] now (RFC 3339)
+-- ARGV[5] lease margin (ms) added to the timeout
 -- A job popped with a stale gen, in another state, or gone (cancelled) is
 -- dropped. An attempt that was started but never finished (its worker was
 -- lost) is logged as such before the new one starts.
@@ -19,13 +19,21 @@ local now = tonumber(ARGV[3])
 local n = tonumber(h.a or '0') + 1
 local fields = {'st', 'active', 'a', tostring(n), 'ao', '0'}
 if h.ao == '0' and n > 1 then
-  local log = cjson.decode(h.log or '[]')
-  log[#log + 1] = {n = n - 1, at = ARGV[6], error = 'worker lost: its lease expired before the attempt finished'}
+  local log, had = readLog(function(f) return h[f] end)
+  log[#log + 1] = {n = n - 1, t = now, error = 'worker lost: its lease expired before the attempt finished'}
   while #log > 10 do
     table.remove(log, 1)
   end
-  fields[#fields + 1] = 'log'
-  fields[#fields + 1] = cjson.encode(log)
+  local lf, stale = logFields(log, had)
+  for _, x in ipairs(lf) do
+    fields[#fields + 1] = x
+  end
+  if #stale > 0 then
+    redis.call('HDEL', KEYS[2], unpack(stale))
+    for _, f in ipairs(stale) do
+      h[f] = nil
+    end
+  end
 end
 local timeout = tonumber(h.to or '0')
 if timeout == 0 then
