@@ -36,10 +36,23 @@ func (s *Store) Pop(ctx context.Context, tenant, topic string, timeout time.Dura
 }
 
 // PopN blocks up to timeout for a topic's ready jobs and takes up to n of
-// them in one call (BLMPOP), on the blocking client. It returns ErrNoJob
-// when nothing arrived.
+// them in one call (BLMPOP), on the blocking client. A Redis without BLMPOP
+// (before 7.0, or the embedded one) gets BRPOP for the first and RPOP with
+// a count for the rest. It returns ErrNoJob when nothing arrived.
 func (s *Store) PopN(ctx context.Context, tenant, topic string, n int, timeout time.Duration) ([]Popped, error) {
-	_, entries, err := s.blocking.BLMPop(ctx, timeout, "RIGHT", int64(max(n, 1)), s.k.ready(tenant, topic)).Result()
+	key := s.k.ready(tenant, topic)
+	n = max(n, 1)
+	var entries []string
+	var err error
+	if !s.noBLMPop.Load() {
+		_, entries, err = s.blocking.BLMPop(ctx, timeout, "RIGHT", int64(n), key).Result()
+		if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
+			s.noBLMPop.Store(true)
+		}
+	}
+	if s.noBLMPop.Load() {
+		entries, err = s.popEach(ctx, key, n, timeout)
+	}
 	if isNil(err) {
 		return nil, ErrNoJob
 	}
@@ -58,6 +71,24 @@ func (s *Store) PopN(ctx context.Context, tenant, topic string, n int, timeout t
 		return nil, ErrNoJob
 	}
 	return out, nil
+}
+
+// popEach is PopN without BLMPOP: BRPOP waits for the first entry, RPOP
+// takes up to n-1 more.
+func (s *Store) popEach(ctx context.Context, key string, n int, timeout time.Duration) ([]string, error) {
+	first, err := s.blocking.BRPop(ctx, timeout, key).Result()
+	if err != nil {
+		return nil, err
+	}
+	entries := first[1:]
+	if n > 1 {
+		more, err := s.blocking.RPopCount(ctx, key, n-1).Result()
+		if err != nil && !isNil(err) {
+			return entries, nil // the rest stays on the list for the next pop
+		}
+		entries = append(entries, more...)
+	}
+	return entries, nil
 }
 
 // Next pops up to n of a topic's ready jobs, waiting up to wait, and

@@ -62,6 +62,7 @@ type Store struct {
 	creates  batcher[*create] // single creates waiting to be written together
 	topics   topicCache       // topics GetTopic read recently
 	swept    []atomic.Int64   // per shard: when its claim last swept expired listing entries (unix ns)
+	noBLMPop atomic.Bool      // the server lacks BLMPOP: pop with BRPOP and RPOP
 }
 
 // New returns a Store over c. Call Init before using it.
