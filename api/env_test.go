@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/testclock"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
@@ -39,20 +39,6 @@ func TestMain(m *testing.M) {
 // t0 is the start of every test's clock, on both the store and the token checker.
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 const testSecret = "test-secret-of-at-least-32-bytes!!"
 
 // env is one API server over its own key prefix of the shared redis-server.
@@ -62,13 +48,13 @@ type env struct {
 	rc     *redis.Client
 	prefix string
 	auth   *auth.Authenticator
-	clock  *clock
+	clock  *testclock.Clock
 }
 
 // newEnv starts an API server on loopback with its own key prefix and clock.
 func newEnv(tb testing.TB, cfg Config) *env {
 	tb.Helper()
-	e := &env{rc: testredis.Client(tb), prefix: testredis.Prefix(tb), clock: &clock{t: t0}}
+	e := &env{rc: testredis.Client(tb), prefix: testredis.Prefix(tb), clock: testclock.New(t0)}
 	e.store = rdb.New(e.rc, rdb.Options{Prefix: e.prefix, Now: e.clock.Now, NewSecret: callback.NewSecret})
 	if err := e.store.Init(context.Background()); err != nil {
 		tb.Fatal(err)
@@ -225,6 +211,22 @@ func wantFields(tb testing.TB, p Problem, want ...string) {
 	if d := cmp.Diff(want, fields(p)); d != "" {
 		tb.Errorf("fields (-want +got):\n%s\nproblem: %+v", d, p)
 	}
+}
+
+// refused checks the answer to a bad request: a problem of that status,
+// naming exactly fields when they are given, refused by openapi.yaml too
+// when spec is set, and Redis as it was at before. It returns the problem.
+func (e *env) refused(tb testing.TB, res result, before map[string]string, status int, fields []string, spec bool) Problem {
+	tb.Helper()
+	p := wantProblem(tb, res, status)
+	if fields != nil {
+		wantFields(tb, p, fields...)
+	}
+	if spec && res.Spec.RequestErr == nil {
+		tb.Errorf("openapi.yaml accepts this request; it should refuse it too")
+	}
+	e.unchanged(tb, before)
+	return p
 }
 
 // snapshot is every key under the env's prefix with its DUMPed value.

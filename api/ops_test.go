@@ -15,6 +15,7 @@ import (
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/testclock"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
@@ -39,7 +40,7 @@ func TestRedisDown(t *testing.T) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), MaxRetries: -1, DialTimeout: time.Second, DialerRetries: 1})
 	t.Cleanup(func() { c.Close() })
-	clk := &clock{t: t0}
+	clk := testclock.New(t0)
 	store := rdb.New(c, rdb.Options{Prefix: testredis.Prefix(t), Now: clk.Now, NewSecret: callback.NewSecret})
 	a := auth.New([]byte(testSecret), clk.Now)
 	e := &env{srv: httptest.NewServer(New(store, a, Config{})), auth: a, clock: clk}

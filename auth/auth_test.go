@@ -6,28 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kairos-sh/kairos/internal/testclock"
 )
 
 var (
 	secret = []byte("test-secret-of-at-least-32-bytes!!")
 	t0     = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 )
-
-// clock is a settable clock for the parser's time checks.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 func sign(tb testing.TB, m jwt.SigningMethod, claims jwt.MapClaims, key any) string {
 	tb.Helper()
@@ -160,7 +151,7 @@ func TestAuthenticateAccepts(t *testing.T) {
 // expires, also when that is sooner than the minute it is remembered for.
 func TestMintRoundTrip(t *testing.T) {
 	t.Parallel()
-	clk := &clock{t: t0}
+	clk := testclock.New(t0)
 	a := New(secret, clk.Now)
 	for _, tc := range []struct {
 		tenant string

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/testclock"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
@@ -16,9 +17,9 @@ import (
 // benchPayload is the size of the load tool's payload (internal/bench).
 var benchPayload = []byte(`{"run":"prec-ab12cd","seq":12345,"due":1763721000250,"pad":""}`)
 
-func newBenchStore(b *testing.B, opts Options) (*Store, *clock) {
+func newBenchStore(b *testing.B, opts Options) (*Store, *testclock.Clock) {
 	b.Helper()
-	clk := &clock{t: time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC))
 	opts.Prefix = testredis.Prefix(b)
 	opts.Now = clk.Now
 	c := testredis.Client(b)

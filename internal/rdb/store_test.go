@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,27 +13,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/testclock"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
 func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
 
-// clock is a settable test clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func newStore(t *testing.T, opts Options) (*Store, *clock) {
+func newStore(t *testing.T, opts Options) (*Store, *testclock.Clock) {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC))
 	opts.Prefix = testredis.Prefix(t)
 	if opts.Now == nil {
 		opts.Now = clk.Now
@@ -511,7 +498,7 @@ func TestScriptCacheLost(t *testing.T) {
 	srv := testredis.New(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { c.Close() })
-	clk := &clock{t: time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC))
 	s := New(c, Options{Prefix: "k", Now: clk.Now, Blocking: c})
 	if err := s.Init(ctx); err != nil {
 		t.Fatal(err)
