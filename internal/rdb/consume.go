@@ -107,15 +107,26 @@ func (s *Store) Next(ctx context.Context, tenant, topic string, n int, wait, top
 
 // ReadyLens returns the ready list length of each topic, in one round trip.
 func (s *Store) ReadyLens(ctx context.Context, topics []kairos.Topic) ([]int64, error) {
-	pipe := s.c.Pipeline()
-	cmds := make([]*redis.IntCmd, len(topics))
-	for i, t := range topics {
-		cmds[i] = pipe.LLen(ctx, s.k.ready(t.Tenant, t.Name))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	out, err := s.ints(ctx, len(topics), func(pipe redis.Pipeliner, i int) *redis.IntCmd {
+		return pipe.LLen(ctx, s.k.ready(topics[i].Tenant, topics[i].Name))
+	})
+	if err != nil {
 		return nil, fmt.Errorf("ready list lengths: %w", err)
 	}
-	out := make([]int64, len(cmds))
+	return out, nil
+}
+
+// ints runs n integer commands in one pipeline and returns their values.
+func (s *Store) ints(ctx context.Context, n int, cmd func(pipe redis.Pipeliner, i int) *redis.IntCmd) ([]int64, error) {
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.IntCmd, n)
+	for i := range n {
+		cmds[i] = cmd(pipe, i)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]int64, n)
 	for i, c := range cmds {
 		out[i] = c.Val()
 	}
@@ -242,7 +253,7 @@ func (s *Store) writeFinishes(batch []*finish) {
 			f.state = [...]kairos.State{"", kairos.StateDelivered, kairos.StateRetrying, kairos.StateDead}[n]
 			if n == 2 {
 				// The retry may be due before the shard's scanner plans to wake.
-				wake.Publish(ctx, s.k.wake(), strconv.Itoa(s.k.shardOf(f.key))+" "+strconv.FormatInt(ms(f.retryAt), 10))
+				s.wake(ctx, wake, s.k.shardOf(f.key), ms(f.retryAt))
 			}
 		}
 		close(f.done)

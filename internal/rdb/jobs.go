@@ -351,7 +351,7 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 		after.LPush(ctx, s.k.ready(j.Tenant, j.Topic), push...)
 	}
 	if len(res) > 1 && res[1] != nil {
-		after.Publish(ctx, s.k.wake(), strconv.Itoa(c.shard)+" "+strconv.FormatInt(toInt(res[1]), 10))
+		s.wake(ctx, after, c.shard, toInt(res[1]))
 	}
 }
 
@@ -362,10 +362,11 @@ func (s *Store) push(ctx context.Context, tenant, topic, id string, gen int64) e
 
 func readyEntry(id string, gen int64) string { return id + "|" + strconv.FormatInt(gen, 10) }
 
-// wakeScanner tells the scanners that shard has a new earliest job. A lost
-// message costs only latency: scanners also wake on their own.
-func (s *Store) wakeScanner(ctx context.Context, shard int, at time.Time) {
-	s.c.Publish(ctx, s.k.wake(), strconv.Itoa(shard)+" "+strconv.FormatInt(ms(at), 10))
+// wake tells the scanners, through c (the client or a pipeline), that
+// shard has a job due at atMS (unix ms; SubscribeWake reads the message). A
+// lost message costs only latency: scanners also wake on their own.
+func (s *Store) wake(ctx context.Context, c redis.Cmdable, shard int, atMS int64) {
+	c.Publish(ctx, s.k.wake(), strconv.Itoa(shard)+" "+strconv.FormatInt(atMS, 10))
 }
 
 // GetJob returns a job or kairos.ErrNotFound.
@@ -417,7 +418,7 @@ func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Ti
 		return kairos.Job{}, fmt.Errorf("%w: job %q is dead; replay it with POST .../jobs/%s/retry", kairos.ErrConflict, key.ID, key.ID)
 	}
 	if toInt(res[2]) == 1 {
-		s.wakeScanner(ctx, jk.shard, runAt)
+		s.wake(ctx, s.c, jk.shard, ms(runAt))
 	}
 	return decodeJob(key, fieldMap(res[3:]))
 }

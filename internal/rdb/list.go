@@ -148,10 +148,12 @@ func (s *Store) candidates(ctx context.Context, index func(int) string, cur curs
 
 var listFields = append(append([]string{"st", "ra", "na", "a", "ca", "fa", "m", "to", "ma", "uid"}, urlPieces...), logPieces...)
 
-// logPieces are the fields of a job's attempt log (see lua/log.lua).
+// logPieces are the fields of a job's attempt log: as many as LOG_FIELDS
+// in lua/log.lua, which writes them.
 var logPieces = func() []string {
+	const pieces = 16
 	f := []string{"log"}
-	for i := 1; i < 16; i++ {
+	for i := 1; i < pieces; i++ {
 		f = append(f, "log"+strconv.Itoa(i))
 	}
 	return f

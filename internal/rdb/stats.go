@@ -217,17 +217,11 @@ func (s *Store) DueSoon(ctx context.Context, n int, step time.Duration) ([]int64
 
 // BucketDepths returns the number of members of each Delay Bucket shard.
 func (s *Store) BucketDepths(ctx context.Context) ([]int64, error) {
-	pipe := s.c.Pipeline()
-	cmds := make([]*redis.IntCmd, s.k.shards)
-	for sh := range s.k.shards {
-		cmds[sh] = pipe.ZCard(ctx, s.k.bucket(sh))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	out, err := s.ints(ctx, s.k.shards, func(pipe redis.Pipeliner, sh int) *redis.IntCmd {
+		return pipe.ZCard(ctx, s.k.bucket(sh))
+	})
+	if err != nil {
 		return nil, fmt.Errorf("bucket depths: %w", err)
-	}
-	out := make([]int64, len(cmds))
-	for i, c := range cmds {
-		out[i] = c.Val()
 	}
 	return out, nil
 }
