@@ -308,6 +308,44 @@ func TestUpsertReplacesUnfiredJob(t *testing.T) {
 	}
 }
 
+// A batch of new jobs skips the read of each job; a job that already
+// exists, or whose id comes twice in one call, must still be read, or its
+// identity and the counters would go wrong.
+func TestBatchOfNewJobsReadsRepeatsAndOldOnes(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Shards: 1}) // one shard: one script call
+	at := clk.Now().Add(time.Minute)
+	job := func(id, payload string) kairos.Job {
+		return kairos.Job{JobKey: key(id), RunAt: at, Payload: []byte(payload)}
+	}
+	res := s.EnqueueBatch(ctx, []kairos.Job{job("a", `1`), job("b", `1`), job("a", `2`)})
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("item %d: %v", i, r.Err)
+		}
+	}
+	if res[2].Job.UID != res[0].Job.UID {
+		t.Errorf("the repeat of a got webhook id %s, the first %s", res[2].Job.UID, res[0].Job.UID)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 2})
+	a, err := s.GetJob(ctx, key("a"))
+	if err != nil || string(a.Payload) != `2` {
+		t.Fatalf("a = %q, %v; want the second payload", a.Payload, err)
+	}
+
+	old := res[1].Job
+	res = s.EnqueueBatch(ctx, []kairos.Job{job("c", `1`), job("b", `3`)})
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("item %d: %v", i, r.Err)
+		}
+	}
+	if res[1].Job.UID != old.UID || !res[1].Job.CreatedAt.Equal(old.CreatedAt) {
+		t.Errorf("replacing b in a batch changed its identity: %+v, was %+v", res[1].Job, old)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 3})
+}
+
 func TestClaimBatchesAndReportsNext(t *testing.T) {
 	ctx := context.Background()
 	s, clk := newStore(t, Options{Shards: 1})

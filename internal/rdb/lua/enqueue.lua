@@ -34,6 +34,19 @@ local function put(status, gen, pushed, uid, created)
   out[#out + 1] = uid
   out[#out + 1] = created
 end
+-- When a call holds several jobs and none of them exists (a batch of new
+-- jobs, the common case), one EXISTS over all their keys replaces a read
+-- per job. A job whose id comes twice in one call is read on its second
+-- turn, as the first has written it by then.
+local fresh, seen = false, {}
+if #ARGV > 6 then
+  local all, j = {}, 6
+  while j <= #ARGV do
+    all[#all + 1] = jobPrefix .. memberPrefix .. ARGV[j]
+    j = j + 4 + 2 * tonumber(ARGV[j + 3])
+  end
+  fresh = #all > 1 and redis.call('EXISTS', unpack(all)) == 0
+end
 -- bucket and index entries go in one ZADD each at the end
 local bucket, index = {}, {}
 local i = 6
@@ -41,7 +54,11 @@ while i <= #ARGV do
   local id, runAt, uid, n = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], tonumber(ARGV[i + 3])
   local member = memberPrefix .. id
   local key = jobPrefix .. member
-  local old = redis.call('HMGET', key, 'st', 'g', 'uid', 'ca')
+  local old = {}
+  if not fresh or seen[id] then
+    old = redis.call('HMGET', key, 'st', 'g', 'uid', 'ca')
+  end
+  seen[id] = true
   local st, gen, created = old[1], tonumber(old[2] or '0') + 1, now
   if st == 'active' then
     put(-1, 0, 0, '', 0)
