@@ -36,7 +36,7 @@ func (s *Store) ClaimDue(ctx context.Context, shard int, limit int) (Claim, erro
 	sweep := s.sweepLimit(shard)
 	res, err := claimScript.Run(ctx, s.c, []string{s.k.bucket(shard), s.k.expiring(shard)},
 		s.scriptNow(), limit, s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(shard), s.k.counterPrefix(shard), s.k.indexPrefix(shard),
-		sweep).Slice()
+		sweep, s.k.groupsPrefix(shard)).Slice()
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim shard %d: %w", shard, err)
 	}

@@ -250,7 +250,7 @@ func (s *Store) enqueueCalls(jobs []kairos.Job, idx []int, out []BatchResult) []
 				keys: []string{s.k.bucket(g.shard), s.k.index(g.shard, j.Tenant, j.Topic),
 					s.k.counters(g.shard, j.Tenant, j.Topic), s.k.dead(g.shard, j.Tenant, j.Topic)},
 				argv: []any{s.scriptNow(), s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(g.shard),
-					j.Tenant + "/" + j.Topic + "/", WakeHorizon.Milliseconds()},
+					j.Tenant + "/" + j.Topic + "/", WakeHorizon.Milliseconds(), s.k.groupPrefix(g.shard, j.Tenant, j.Topic)},
 			}
 			open[g] = c
 			calls = append(calls, c)
@@ -385,7 +385,7 @@ func (s *Store) GetJob(ctx context.Context, key kairos.JobKey) (kairos.Job, erro
 // Cancel removes a job that has not been delivered; a dead job is discarded.
 func (s *Store) Cancel(ctx context.Context, key kairos.JobKey) error {
 	jk := s.k.forJob(key)
-	n, err := cancelScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.index, jk.counters, jk.dead}, jk.member, key.ID).Int()
+	n, err := cancelScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.index, jk.counters, jk.dead}, jk.member, key.ID, jk.groups).Int()
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", jk.member, err)
 	}

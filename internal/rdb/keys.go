@@ -83,6 +83,15 @@ func (k keys) index(shard int, tenant, topic string) string {
 	return k.indexPrefix(shard) + tenant + "/" + topic
 }
 
+// groupsPrefix starts the keys of index groups (see lua/index.lua): jobs
+// created together, listed under one index member. groupPrefix is a
+// topic's; the group's creation time (unix ms) ends the key.
+func (k keys) groupsPrefix(shard int) string { return k.tag(shard) + "idg:" }
+
+func (k keys) groupPrefix(shard int, tenant, topic string) string {
+	return k.groupsPrefix(shard) + tenant + "/" + topic + ":"
+}
+
 func (k keys) dead(shard int, tenant, topic string) string {
 	return k.tag(shard) + "dead:" + tenant + "/" + topic
 }
@@ -94,6 +103,7 @@ type jobKeys struct {
 	bucket   string
 	job      string
 	index    string
+	groups   string // the topic's index group key prefix
 	counters string
 	dead     string
 	expiring string
@@ -107,6 +117,7 @@ func (k keys) forJob(jk kairos.JobKey) jobKeys {
 		bucket:   k.bucket(s),
 		job:      k.job(s, jk),
 		index:    k.index(s, jk.Tenant, jk.Topic),
+		groups:   k.groupPrefix(s, jk.Tenant, jk.Topic),
 		counters: k.counters(s, jk.Tenant, jk.Topic),
 		dead:     k.dead(s, jk.Tenant, jk.Topic),
 		expiring: k.expiring(s),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,12 +79,14 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) (ListPage, error) {
 		return ListPage{}, err
 	}
 	index := func(sh int) string { return s.k.index(sh, q.Tenant, q.Topic) }
+	groups := func(sh int) string { return s.k.groupPrefix(sh, q.Tenant, q.Topic) }
 	if q.State == kairos.StateDead {
 		index = func(sh int) string { return s.k.dead(sh, q.Tenant, q.Topic) }
+		groups = nil // the dead letters' set holds ids only
 	}
 	var page ListPage
 	for round := 0; round < 8 && len(page.Jobs) < q.Limit; round++ {
-		cands, more, err := s.candidates(ctx, index, cur, q.Limit)
+		cands, more, err := s.candidates(ctx, index, groups, cur, q.Limit)
 		if err != nil {
 			return ListPage{}, err
 		}
@@ -118,26 +121,60 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) (ListPage, error) {
 }
 
 // candidates merges the next limit index entries after cur across shards.
-func (s *Store) candidates(ctx context.Context, index func(int) string, cur cursor, limit int) ([]entry, bool, error) {
+// A member "#<ms>" of a topic index stands for the group of ids created at
+// that ms (groups gives a shard's group key prefix; see lua/index.lua).
+func (s *Store) candidates(ctx context.Context, index, groups func(int) string, cur cursor, limit int) ([]entry, bool, error) {
+	// Entries tied with the cursor's score are all read (there are few: the
+	// jobs of one ms), the older ones limit+1 a shard: a LIMIT counted from
+	// the cursor's score would spend itself on ties already listed.
 	pipe := s.c.Pipeline()
+	ties := make([]*redis.ZSliceCmd, s.k.shards)
 	cmds := make([]*redis.ZSliceCmd, s.k.shards)
 	for sh := range s.k.shards {
+		upTo := strconv.FormatInt(cur.score, 10)
+		if cur.id != "" {
+			ties[sh] = pipe.ZRangeByScoreWithScores(ctx, index(sh), &redis.ZRangeBy{Min: upTo, Max: upTo})
+			upTo = "(" + upTo
+		}
 		cmds[sh] = pipe.ZRevRangeByScoreWithScores(ctx, index(sh), &redis.ZRangeBy{
-			Max: strconv.FormatInt(cur.score, 10), Min: "-inf", Count: int64(limit + 1)})
+			Max: upTo, Min: "-inf", Count: int64(limit + 1)})
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 		return nil, false, fmt.Errorf("list index: %w", err)
 	}
-	var all []entry
+	var all, grouped []entry
 	for sh, c := range cmds {
-		for _, z := range c.Val() {
+		zs := c.Val()
+		if ties[sh] != nil {
+			zs = append(zs, ties[sh].Val()...)
+		}
+		for _, z := range zs {
 			e := entry{shard: sh, score: int64(z.Score), id: z.Member.(string)}
-			if e.score == cur.score && e.id >= cur.id && cur.id != "" {
+			if groups != nil && strings.HasPrefix(e.id, "#") {
+				grouped = append(grouped, e)
 				continue
 			}
 			all = append(all, e)
 		}
 	}
+	if len(grouped) > 0 {
+		pipe := s.c.Pipeline()
+		ids := make([]*redis.StringCmd, len(grouped))
+		for i, g := range grouped {
+			ids[i] = pipe.Get(ctx, groups(g.shard)+strconv.FormatInt(g.score, 10))
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+			return nil, false, fmt.Errorf("list index groups: %w", err)
+		}
+		for i, g := range grouped {
+			for id := range strings.FieldsSeq(ids[i].Val()) {
+				all = append(all, entry{shard: g.shard, score: g.score, id: id})
+			}
+		}
+	}
+	all = slices.DeleteFunc(all, func(e entry) bool {
+		return e.score == cur.score && e.id >= cur.id && cur.id != ""
+	})
 	sort.Slice(all, func(i, j int) bool { return all[i].before(all[j]) })
 	more := len(all) > limit
 	if more {
@@ -160,7 +197,8 @@ var logPieces = func() []string {
 }()
 
 // loadEntries reads the listed jobs without their payloads; entries whose
-// job has expired are dropped from the index on the way.
+// job has expired are dropped from the index on the way, and an entry left
+// by an earlier job of the same id is passed over.
 func (s *Store) loadEntries(ctx context.Context, q ListQuery, es []entry) ([]*kairos.Job, error) {
 	pipe := s.c.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(es))
@@ -180,7 +218,7 @@ func (s *Store) loadEntries(ctx context.Context, q ListQuery, es []entry) ([]*ka
 				h[listFields[k]] = str
 			}
 		}
-		if h["st"] == "" {
+		if h["st"] == "" || (q.State != kairos.StateDead && h["ca"] != strconv.FormatInt(es[i].score, 10)) {
 			stale = append(stale, es[i])
 			continue
 		}
@@ -193,7 +231,8 @@ func (s *Store) loadEntries(ctx context.Context, q ListQuery, es []entry) ([]*ka
 	if len(stale) > 0 && q.State != kairos.StateDead {
 		for _, e := range stale {
 			key := kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: e.id}
-			unindexScript.Run(ctx, s.c, []string{s.k.index(e.shard, q.Tenant, q.Topic), s.k.job(e.shard, key)}, e.id, e.score)
+			unindexScript.Run(ctx, s.c, []string{s.k.index(e.shard, q.Tenant, q.Topic), s.k.job(e.shard, key)},
+				e.id, e.score, s.k.groupPrefix(e.shard, q.Tenant, q.Topic))
 		}
 	}
 	return out, nil

@@ -9,13 +9,16 @@ import (
 // Each script runs with EVALSHA and falls back to EVAL once per connection
 // pool when Redis has not seen it yet. Every script touches keys of one slot.
 var (
+	//go:embed lua/index.lua
+	indexSrc string // the listing index's helpers, put in front of the scripts that change it
+
 	//go:embed lua/enqueue.lua
 	enqueueSrc    string
-	enqueueScript = redis.NewScript(enqueueSrc)
+	enqueueScript = redis.NewScript(indexSrc + enqueueSrc)
 
 	//go:embed lua/cancel.lua
 	cancelSrc    string
-	cancelScript = redis.NewScript(cancelSrc)
+	cancelScript = redis.NewScript(indexSrc + cancelSrc)
 
 	//go:embed lua/reschedule.lua
 	rescheduleSrc    string
@@ -27,7 +30,7 @@ var (
 
 	//go:embed lua/claim.lua
 	claimSrc    string
-	claimScript = redis.NewScript(claimSrc)
+	claimScript = redis.NewScript(indexSrc + claimSrc)
 
 	//go:embed lua/log.lua
 	logSrc string // the attempt log's helpers, put in front of the scripts that write it
@@ -38,7 +41,7 @@ var (
 
 	//go:embed lua/unindex.lua
 	unindexSrc    string
-	unindexScript = redis.NewScript(unindexSrc)
+	unindexScript = redis.NewScript(indexSrc + unindexSrc)
 
 	//go:embed lua/finish.lua
 	finishSrc    string

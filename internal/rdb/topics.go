@@ -176,7 +176,23 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 	if left > 0 {
 		return fmt.Errorf("%w: topic %q still holds %d pending or dead jobs; cancel them first", kairos.ErrConflict, name, left)
 	}
+	// delivered jobs may still be listed through index groups, each a key
+	var groups []string
+	for sh := range s.k.shards {
+		iter := s.c.ZScan(ctx, s.k.index(sh, tenant, name), 0, "#*", 1000).Iterator()
+		for i := 0; iter.Next(ctx); i++ {
+			if i%2 == 0 { // members and scores alternate
+				groups = append(groups, s.k.groupPrefix(sh, tenant, name)+strings.TrimPrefix(iter.Val(), "#"))
+			}
+		}
+		if err := iter.Err(); err != nil {
+			return fmt.Errorf("delete topic %s/%s: read its index: %w", tenant, name, err)
+		}
+	}
 	pipe := s.c.Pipeline()
+	for _, g := range groups {
+		pipe.Del(ctx, g)
+	}
 	pipe.HDel(ctx, s.k.topics(), topicField(tenant, name))
 	pipe.Del(ctx, s.k.ready(tenant, name))
 	for sh := range s.k.shards {

@@ -5,9 +5,12 @@
 -- ARGV[4] job key prefix ("<prefix>:{shard}:job:"),
 -- ARGV[5] counter key prefix ("<prefix>:{shard}:count:"),
 -- ARGV[6] listing index key prefix ("<prefix>:{shard}:idx:"),
--- ARGV[7] how many expired listing entries to drop (0: none this time)
+-- ARGV[7] how many expired listing entries to drop (0: none this time),
+-- ARGV[8] index group key prefix ("<prefix>:{shard}:idg:")
 -- It also drops the listing entries of up to ARGV[7] delivered jobs whose
--- records have expired (unless the id was created again since).
+-- records have expired (unless the id was created again since). The
+-- expiring set's members are "tenant/topic/id created" (or, written by
+-- earlier versions, without the creation time).
 -- Each due member is re-scored at now + lease and marked ready: it stays in
 -- the bucket until a worker acknowledges it, so a lost hand-out is retried.
 -- Reply: {members_and_gens, next, now, swept}: a flat list member1, gen1,
@@ -79,20 +82,21 @@ if sweep > 0 then
   gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, sweep)
 end
 if #gone > 0 then
-  local unindex = {}
   for _, m in ipairs(gone) do
-    if redis.call('EXISTS', ARGV[4] .. m) == 0 then
-      local topic, id = string.match(m, '^(.*)/([^/]*)$')
-      local ids = unindex[topic]
-      if not ids then
-        ids = {}
-        unindex[topic] = ids
-      end
-      ids[#ids + 1] = id
+    local member, ca = string.match(m, '^(.*) (%d*)$')
+    if not member then
+      member = m
     end
-  end
-  for topic, ids in pairs(unindex) do
-    redis.call('ZREM', ARGV[6] .. topic, unpack(ids))
+    if ca == '' then
+      ca = nil
+    end
+    -- the entry goes unless the job is still there, or created again in
+    -- the same ms (one the sweep cannot tell apart)
+    local now_ca = redis.call('HGET', ARGV[4] .. member, 'ca')
+    if not now_ca or (ca and now_ca ~= ca) then
+      local topic, id = string.match(member, '^(.*)/([^/]*)$')
+      unindex(ARGV[6] .. topic, ARGV[8] .. topic .. ':', id, ca)
+    end
   end
   redis.call('ZREM', KEYS[2], unpack(gone))
 end

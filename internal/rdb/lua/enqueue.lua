@@ -8,7 +8,8 @@
 -- decided on Redis's clock), ARGV[2] ready lease (ms), ARGV[3] job key
 -- prefix ("<prefix>:{shard}:job:"), ARGV[4] member prefix ("tenant/topic/"),
 -- ARGV[5] wake horizon (ms): scanners never sleep longer, so a job due later
--- than now + horizon needs no wake-up check,
+-- than now + horizon needs no wake-up check, ARGV[6] the topic's index group
+-- key prefix (see index.lua),
 -- then per job: id, run_at (ms), uid for a new job, n, and n field, value pairs.
 -- Reply: {results, earliest}: results holds five values per job: status (1,
 -- or -1 when the job is being delivered right now and nothing changed), gen,
@@ -23,6 +24,8 @@ if not now then
 end
 local lease, jobPrefix, memberPrefix = tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local horizon = now + tonumber(ARGV[5])
+local groups = ARGV[6]
+local FIRST = 7 -- the first job's first argument
 local out, delta, soonest = {}, {}, nil
 local function count(field)
   delta[field] = (delta[field] or 0) + 1
@@ -39,17 +42,18 @@ end
 -- per job. A job whose id comes twice in one call is read on its second
 -- turn, as the first has written it by then.
 local fresh, seen = false, {}
-if #ARGV > 6 then
-  local all, j = {}, 6
+if #ARGV > FIRST then
+  local all, j = {}, FIRST
   while j <= #ARGV do
     all[#all + 1] = jobPrefix .. memberPrefix .. ARGV[j]
     j = j + 4 + 2 * tonumber(ARGV[j + 3])
   end
   fresh = #all > 1 and redis.call('EXISTS', unpack(all)) == 0
 end
--- bucket and index entries go in one ZADD each at the end
-local bucket, index = {}, {}
-local i = 6
+-- bucket entries go in one ZADD at the end, and new jobs' index entries in
+-- one group or ZADD
+local bucket, fresh_ids = {}, {}
+local i = FIRST
 while i <= #ARGV do
   local id, runAt, uid, n = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], tonumber(ARGV[i + 3])
   local member = memberPrefix .. id
@@ -64,13 +68,20 @@ while i <= #ARGV do
     put(-1, 0, 0, '', 0)
   else
     if st then
-      if st == 'dead' then
-        redis.call('ZREM', KEYS[4], id)
-      elseif st ~= 'delivered' then
+      if st == 'dead' or st == 'delivered' then
+        -- a new job of the same id: the old one leaves the listing
+        if st == 'dead' then
+          redis.call('ZREM', KEYS[4], id)
+        end
+        unindex(KEYS[2], groups, id, old[4])
+      else
         -- not fired yet: the same job, rescheduled; it keeps its identity
         uid, created = old[3], tonumber(old[4])
       end
       redis.call('DEL', key)
+    end
+    if not st or st == 'dead' or st == 'delivered' then
+      fresh_ids[#fresh_ids + 1] = id
     end
     local state, score, pushed = 'scheduled', runAt, 0
     if runAt <= now then
@@ -83,8 +94,6 @@ while i <= #ARGV do
       unpack(ARGV, i + 4, i + 3 + 2 * n))
     bucket[#bucket + 1] = score
     bucket[#bucket + 1] = member
-    index[#index + 1] = created
-    index[#index + 1] = id
     if st and st ~= 'delivered' then
       count(st .. '>' .. state)
     else
@@ -96,8 +105,8 @@ while i <= #ARGV do
 end
 if #bucket > 0 then
   redis.call('ZADD', KEYS[1], unpack(bucket))
-  redis.call('ZADD', KEYS[2], unpack(index))
 end
+index(KEYS[2], groups, string.format('%d', now), fresh_ids)
 for state, n in pairs(delta) do
   if n ~= 0 then
     redis.call('HINCRBY', KEYS[3], state, n)

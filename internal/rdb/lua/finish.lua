@@ -7,14 +7,14 @@
 -- An outcome from a stale attempt (its lease expired and the job was handed
 -- out again) changes nothing.
 -- Reply: 0 stale, 1 delivered, 2 retrying, 3 dead
-local v = redis.call('HMGET', KEYS[2], 'st', 'a', unpack(LOG_FIELDS))
+local v = redis.call('HMGET', KEYS[2], 'st', 'a', 'ca', unpack(LOG_FIELDS))
 if v[1] ~= 'active' or v[2] ~= ARGV[3] then
   return 0
 end
 local now = tonumber(ARGV[4])
 local pieces = {}
 for i, f in ipairs(LOG_FIELDS) do
-  pieces[f] = v[i + 2]
+  pieces[f] = v[i + 3]
 end
 local log, had = readLog(function(f) return pieces[f] end)
 log[#log + 1] = cjson.decode(ARGV[6])
@@ -30,8 +30,9 @@ if outcome == 'ok' then
   redis.call('ZREM', KEYS[1], ARGV[1])
   redis.call('HSET', KEYS[2], 'st', 'delivered', 'ao', 1, 'fa', now, 'na', '', unpack(lf))
   redis.call('EXPIRE', KEYS[2], tonumber(ARGV[8]))
-  -- its listing entry goes when the record has expired (5s margin)
-  redis.call('ZADD', KEYS[5], now + (tonumber(ARGV[8]) + 5) * 1000, ARGV[1])
+  -- its listing entry goes when the record has expired (5s margin); the
+  -- member carries the creation time that finds the entry
+  redis.call('ZADD', KEYS[5], now + (tonumber(ARGV[8]) + 5) * 1000, ARGV[1] .. ' ' .. (v[3] or ''))
   redis.call('HINCRBY', KEYS[3], 'active>delivered', 1)
   reply = 1
 elseif outcome == 'retry' then
