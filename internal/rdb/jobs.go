@@ -220,7 +220,8 @@ func (s *Store) writeGroups(ctx context.Context, jobs []kairos.Job, out []BatchR
 // enqueueCall is one enqueue script call: jobs of one shard and topic.
 type enqueueCall struct {
 	shard int
-	idx   []int // the jobs, as indexes into the caller's slice
+	idx   []int    // the jobs, as indexes into the caller's slice
+	uids  []string // the webhook id each job gets if it is new
 	keys  []string
 	argv  []any
 }
@@ -255,8 +256,10 @@ func (s *Store) enqueueCalls(jobs []kairos.Job, idx []int, out []BatchResult) []
 			open[g] = c
 			calls = append(calls, c)
 		}
+		uid := newUID()
 		c.idx = append(c.idx, i)
-		c.argv = append(c.argv, j.ID, ms(j.RunAt), newUID(), len(fields)/2)
+		c.uids = append(c.uids, uid)
+		c.argv = append(c.argv, j.ID, ms(j.RunAt), uid, len(fields)/2)
 		c.argv = append(c.argv, fields...)
 	}
 	return calls
@@ -318,14 +321,26 @@ func (s *Store) enqueueGroup(ctx context.Context, target redis.Cmdable, calls []
 // replicaErr, when set, is every stored job's error: it is on the master,
 // and its lease still hands it out if the master survives.
 func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []kairos.Job, out []BatchResult, replicaErr error, after redis.Pipeliner) {
-	flat, _ := res[0].([]any)
+	results, _ := res[0].([]any)
+	var now any
+	if len(res) > 2 {
+		now = res[2]
+	}
 	var push []any
 	for n, i := range c.idx {
-		if len(flat) < 5*(n+1) {
+		if len(results) <= n {
 			out[i].Err = fmt.Errorf("enqueue %s: short reply from Redis", jobs[i].JobKey)
 			continue
 		}
-		r := flat[5*n : 5*n+5]
+		// a new job: generation 1, the uid it was given, created now
+		r, full := results[n].([]any)
+		if !full {
+			r = []any{int64(1), int64(1), results[n], c.uids[n], now}
+		}
+		if len(r) < 5 {
+			out[i].Err = fmt.Errorf("enqueue %s: short reply from Redis", jobs[i].JobKey)
+			continue
+		}
 		j := jobs[i]
 		if toInt(r[0]) == -1 {
 			out[i].Err = fmt.Errorf("%w: job %q is being delivered right now; try again when its attempt ends", kairos.ErrConflict, j.ID)

@@ -11,12 +11,14 @@
 -- than now + horizon needs no wake-up check, ARGV[6] the topic's index group
 -- key prefix (see index.lua),
 -- then per job: id, run_at (ms), uid for a new job, n, and n field, value pairs.
--- Reply: {results, earliest}: results holds five values per job: status (1,
--- or -1 when the job is being delivered right now and nothing changed), gen,
--- pushed (1 when the job is due now and the caller must push "id|gen" onto
--- the ready list), uid, created (ms); earliest is the run_at of this call's
--- job that became the shard's earliest member, so a sleeping scanner must be
--- woken, or false.
+-- Reply: {results, earliest, now}: results holds one value per job: 0 for
+-- a new job scheduled, 1 for a new job due now (generation 1, the uid given,
+-- created at now), else {status (1, or -1 when the job is being delivered
+-- right now and nothing changed), gen, pushed, uid, created (ms)}; pushed
+-- (1) means the job is due now and the caller must push "id|gen" onto the
+-- ready list; earliest is the run_at of this call's job that became the
+-- shard's earliest member, so a sleeping scanner must be woken, or false;
+-- now is the creation time (ms).
 local now = tonumber(ARGV[1])
 if not now then
   local t = redis.call('TIME')
@@ -30,34 +32,32 @@ local out, delta, soonest = {}, {}, nil
 local function count(field)
   delta[field] = (delta[field] or 0) + 1
 end
-local function put(status, gen, pushed, uid, created)
-  out[#out + 1] = status
-  out[#out + 1] = gen
-  out[#out + 1] = pushed
-  out[#out + 1] = uid
-  out[#out + 1] = created
+local function put(status, gen, pushed, uid, created, given)
+  if status == 1 and gen == 1 and created == now and uid == given then
+    out[#out + 1] = pushed
+  else
+    out[#out + 1] = {status, gen, pushed, uid, created}
+  end
 end
 -- When a call holds several jobs and none of them exists (a batch of new
 -- jobs, the common case), one EXISTS over all their keys replaces a read
 -- per job. A job whose id comes twice in one call is read on its second
 -- turn, as the first has written it by then.
-local fresh, seen = false, {}
-if #ARGV > FIRST then
-  local all, j = {}, FIRST
-  while j <= #ARGV do
-    all[#all + 1] = jobPrefix .. memberPrefix .. ARGV[j]
-    j = j + 4 + 2 * tonumber(ARGV[j + 3])
-  end
-  fresh = #all > 1 and redis.call('EXISTS', unpack(all)) == 0
+local members, keys, j = {}, {}, FIRST
+while j <= #ARGV do
+  members[#members + 1] = memberPrefix .. ARGV[j]
+  keys[#keys + 1] = jobPrefix .. members[#members]
+  j = j + 4 + 2 * tonumber(ARGV[j + 3])
 end
+local fresh, seen = #keys > 1 and redis.call('EXISTS', unpack(keys)) == 0, {}
 -- bucket entries go in one ZADD at the end, and new jobs' index entries in
 -- one group or ZADD
 local bucket, fresh_ids = {}, {}
-local i = FIRST
+local i, nth = FIRST, 0
 while i <= #ARGV do
   local id, runAt, uid, n = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], tonumber(ARGV[i + 3])
-  local member = memberPrefix .. id
-  local key = jobPrefix .. member
+  nth = nth + 1
+  local member, key = members[nth], keys[nth]
   local old = {}
   if not fresh or seen[id] then
     old = redis.call('HMGET', key, 'st', 'g', 'uid', 'ca')
@@ -65,7 +65,7 @@ while i <= #ARGV do
   seen[id] = true
   local st, gen, created = old[1], tonumber(old[2] or '0') + 1, now
   if st == 'active' then
-    put(-1, 0, 0, '', 0)
+    put(-1, 0, 0, '', 0, '')
   else
     if st then
       if st == 'dead' or st == 'delivered' then
@@ -99,7 +99,7 @@ while i <= #ARGV do
     else
       count(state)
     end
-    put(1, gen, pushed, uid, created)
+    put(1, gen, pushed, uid, created, ARGV[i + 2])
   end
   i = i + 4 + 2 * n
 end
@@ -119,4 +119,4 @@ if soonest then
     earliest = soonest
   end
 end
-return {out, earliest}
+return {out, earliest, string.format('%d', now)}
