@@ -61,7 +61,7 @@ for _, m in ipairs(due) do
     leased[#leased + 1] = now + lease
     leased[#leased + 1] = m
     out[#out + 1] = m
-    out[#out + 1] = v[2]
+    out[#out + 1] = v[2] or '1' -- generation 1 has no 'g'
   end
 end
 -- one ZADD, one ZREM and one counter update per topic and former state, not per job

@@ -63,7 +63,9 @@ while i <= #ARGV do
     old = redis.call('HMGET', key, 'st', 'g', 'uid', 'ca')
   end
   seen[id] = true
-  local st, gen, created = old[1], tonumber(old[2] or '0') + 1, now
+  -- a job's generation is 1 while its hash has no 'g'
+  local st, created = old[1], now
+  local gen = tonumber(old[2] or (st and '1' or '0')) + 1
   if st == 'active' then
     put(-1, 0, 0, '', 0, '')
   else
@@ -90,8 +92,13 @@ while i <= #ARGV do
       soonest = runAt
     end
     -- no attempts yet ('a' absent = 0) and next run = run_at ('na' absent)
-    redis.call('HSET', key, 'st', state, 'g', gen, 'ra', runAt, 'ca', created, 'uid', uid,
-      unpack(ARGV, i + 4, i + 3 + 2 * n))
+    if gen == 1 then
+      redis.call('HSET', key, 'st', state, 'ra', runAt, 'ca', created, 'uid', uid,
+        unpack(ARGV, i + 4, i + 3 + 2 * n))
+    else
+      redis.call('HSET', key, 'st', state, 'g', gen, 'ra', runAt, 'ca', created, 'uid', uid,
+        unpack(ARGV, i + 4, i + 3 + 2 * n))
+    end
     bucket[#bucket + 1] = score
     bucket[#bucket + 1] = member
     if st and st ~= 'delivered' then

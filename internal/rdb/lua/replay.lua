@@ -11,7 +11,7 @@ if v[1] ~= 'dead' then
   return {-1}
 end
 local now = tonumber(ARGV[3])
-local gen = tonumber(v[2]) + 1
+local gen = tonumber(v[2] or '1') + 1 -- generation 1 has no 'g'
 redis.call('HSET', KEYS[2], 'st', 'ready', 'g', gen, 'a', 0, 'ra', now, 'na', now)
 redis.call('HDEL', KEYS[2], 'fa')
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), ARGV[1])

@@ -18,7 +18,7 @@ end
 if st == 'dead' then
   return {-3}
 end
-local gen = tonumber(v[2]) + 1
+local gen = tonumber(v[2] or '1') + 1 -- generation 1 has no 'g'
 local runAt = ARGV[2]
 redis.call('HSET', KEYS[2], 'st', 'scheduled', 'g', gen, 'ra', runAt, 'na', runAt, 'a', 0)
 redis.call('ZADD', KEYS[1], runAt, ARGV[1])

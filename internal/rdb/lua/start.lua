@@ -12,7 +12,7 @@ local h = {}
 for i = 1, #flat, 2 do
   h[flat[i]] = flat[i + 1]
 end
-if h.st ~= 'ready' or h.g ~= ARGV[2] then
+if h.st ~= 'ready' or (h.g or '1') ~= ARGV[2] then -- generation 1 has no 'g'
   return {}
 end
 local now = tonumber(ARGV[3])
