@@ -409,3 +409,23 @@ func FuzzParseSchedule(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValidName holds the hand-written name checks to the patterns that
+// openapi.yaml states for topic names and job ids.
+func FuzzValidName(f *testing.F) {
+	schemas := mustSpec(f).doc.Components.Schemas
+	topicPattern := regexp.MustCompile(schemas["TopicName"].Value.Pattern)
+	idPattern := regexp.MustCompile(schemas["JobID"].Value.Pattern)
+	for _, s := range []string{"", "a", "orders", "order-1.v2_x", "-x", ".x", "a:b~c@d", "a/b", "a b", "é",
+		"a\n", strings.Repeat("a", 64), strings.Repeat("a", 65), strings.Repeat("b", 128), strings.Repeat("b", 129)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := validTopic(s), topicPattern.MatchString(s); got != want {
+			t.Errorf("validTopic(%q) = %v, openapi.yaml says %v", s, got, want)
+		}
+		if got, want := validID(s), idPattern.MatchString(s); got != want {
+			t.Errorf("validID(%q) = %v, openapi.yaml says %v", s, got, want)
+		}
+	})
+}

@@ -3,7 +3,6 @@ package api
 import (
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
@@ -12,12 +11,10 @@ import (
 	"github.com/kairos-sh/kairos/callback"
 )
 
-// Rules for names and values, stated in errors and in openapi.yaml.
-var (
-	topicPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	idPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:~@-]{0,127}$`)
-)
-
+// Rules for names and values, stated in errors and in openapi.yaml. The
+// names' patterns there, ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ for topics and
+// ^[A-Za-z0-9][A-Za-z0-9._:~@-]{0,127}$ for ids, are checked by validName
+// (FuzzValidName holds the two to each other).
 const (
 	topicRule = "use 1-64 characters: letters, digits, '.', '_' or '-', starting with a letter or digit"
 	idRule    = "use 1-128 characters: letters, digits, '.', '_', ':', '~', '@' or '-', starting with a letter or digit"
@@ -43,8 +40,27 @@ var reservedHeaders = map[string]bool{
 	"Webhook-Id": true, "Webhook-Timestamp": true, "Webhook-Signature": true,
 }
 
-func validTopic(name string) bool { return topicPattern.MatchString(name) }
-func validID(id string) bool      { return idPattern.MatchString(id) }
+func validTopic(name string) bool { return validName(name, 64, "._-") }
+func validID(id string) bool      { return validName(id, 128, "._:~@-") }
+
+// validName reports whether s is 1 to max bytes, a letter or digit first,
+// then letters, digits or bytes of extra: a hand-written match of the
+// patterns, which a regexp made a tenth of a batch create's time.
+func validName(s string, max int, extra string) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case i > 0 && strings.IndexByte(extra, c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // checkURL validates a callback URL field.
 func checkURL(fe *fieldErrors, field, raw string) {

@@ -17,11 +17,17 @@ import (
 	"github.com/kairos-sh/kairos"
 )
 
+// uidEncoding is lower-case base32: 15 random bytes make 24 characters.
+var uidEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
 // newUID returns a fresh delivery identity, sent as webhook-id.
 func newUID() string {
 	var b [15]byte
 	rand.Read(b[:])
-	return "msg_" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:]))
+	out := make([]byte, 4+uidEncoding.EncodedLen(len(b)))
+	copy(out, "msg_")
+	uidEncoding.Encode(out[4:], b[:])
+	return string(out)
 }
 
 // listpackValue is Redis's default hash-max-listpack-value: a hash whose

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -323,6 +324,9 @@ func TestBatchOfNewJobsReadsRepeatsAndOldOnes(t *testing.T) {
 		if r.Err != nil {
 			t.Fatalf("item %d: %v", i, r.Err)
 		}
+	}
+	if !regexp.MustCompile(`^msg_[a-z2-7]{24}$`).MatchString(res[0].Job.UID) {
+		t.Errorf("webhook id %q is not msg_ and 24 lower-case base32 characters", res[0].Job.UID)
 	}
 	if res[2].Job.UID != res[0].Job.UID {
 		t.Errorf("the repeat of a got webhook id %s, the first %s", res[2].Job.UID, res[0].Job.UID)
