@@ -28,6 +28,9 @@ local lease, jobPrefix, memberPrefix = tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local horizon = now + tonumber(ARGV[5])
 local groups = ARGV[6]
 local FIRST = 7 -- the first job's first argument
+-- times are written as the strings they arrived as, or are formatted once:
+-- a number handed to redis.call is formatted anew each time
+local nowStr = string.format('%d', now)
 local out, delta, soonest = {}, {}, nil
 local function count(field)
   delta[field] = (delta[field] or 0) + 1
@@ -64,7 +67,7 @@ while i <= #ARGV do
   end
   seen[id] = true
   -- a job's generation is 1 while its hash has no 'g'
-  local st, created = old[1], now
+  local st, created, createdStr = old[1], now, nowStr
   local gen = tonumber(old[2] or (st and '1' or '0')) + 1
   if st == 'active' then
     put(-1, 0, 0, '', 0, '')
@@ -78,7 +81,7 @@ while i <= #ARGV do
         unindex(KEYS[2], groups, id, old[4])
       else
         -- not fired yet: the same job, rescheduled; it keeps its identity
-        uid, created = old[3], tonumber(old[4])
+        uid, created, createdStr = old[3], tonumber(old[4]), old[4]
       end
       redis.call('DEL', key)
     end
@@ -93,10 +96,10 @@ while i <= #ARGV do
     end
     -- no attempts yet ('a' absent = 0) and next run = run_at ('na' absent)
     if gen == 1 then
-      redis.call('HSET', key, 'st', state, 'ra', runAt, 'ca', created, 'uid', uid,
+      redis.call('HSET', key, 'st', state, 'ra', ARGV[i + 1], 'ca', createdStr, 'uid', uid,
         unpack(ARGV, i + 4, i + 3 + 2 * n))
     else
-      redis.call('HSET', key, 'st', state, 'g', gen, 'ra', runAt, 'ca', created, 'uid', uid,
+      redis.call('HSET', key, 'st', state, 'g', gen, 'ra', ARGV[i + 1], 'ca', createdStr, 'uid', uid,
         unpack(ARGV, i + 4, i + 3 + 2 * n))
     end
     bucket[#bucket + 1] = score
@@ -113,7 +116,7 @@ end
 if #bucket > 0 then
   redis.call('ZADD', KEYS[1], unpack(bucket))
 end
-index(KEYS[2], groups, string.format('%d', now), fresh_ids)
+index(KEYS[2], groups, nowStr, fresh_ids)
 for state, n in pairs(delta) do
   if n ~= 0 then
     redis.call('HINCRBY', KEYS[3], state, n)
@@ -126,4 +129,4 @@ if soonest then
     earliest = soonest
   end
 end
-return {out, earliest, string.format('%d', now)}
+return {out, earliest, nowStr}
