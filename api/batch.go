@@ -68,8 +68,12 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 	var at []int
 	seen := make(map[string]int, len(req.Jobs))
 	for i, raw := range req.Jobs {
+		// an item is valid JSON (the envelope's decoding checked it)
 		var jr jobRequest
-		err := decodeBytes(raw, &jr)
+		var err error
+		if !jr.decodeFastOf(raw, true) {
+			err = decodeStrict(raw, &jr)
+		}
 		var j kairos.Job
 		if err == nil {
 			j, err = jr.toJob(tenant, topic, now, s.cfg.MaxPayload)

@@ -429,3 +429,24 @@ func FuzzValidName(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFormatTime holds the hand-written time format to time.Format.
+func FuzzFormatTime(f *testing.F) {
+	for _, ms := range []int64{0, 1, 999, 1_763_721_000_250, -1, -62_135_596_800_000, 253_402_300_799_999, 253_402_300_800_000, -62_135_596_800_001} {
+		f.Add(ms, int64(0))
+	}
+	f.Add(int64(1_763_721_000_250), int64(999_999))
+	f.Fuzz(func(t *testing.T, ms, extraNS int64) {
+		at := time.UnixMilli(ms).Add(time.Duration(extraNS % 1_000_000))
+		if ms == 0 && extraNS == 0 {
+			at = time.Time{} // shown as ""
+		}
+		want := ""
+		if !at.IsZero() {
+			want = at.UTC().Format(timeLayout)
+		}
+		if got := formatTime(at); got != want {
+			t.Errorf("formatTime(%v) = %q, time.Format gives %q", at, got, want)
+		}
+	})
+}

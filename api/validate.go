@@ -195,5 +195,31 @@ func formatTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	t = t.UTC()
+	y, mo, d := t.Date()
+	if y < 0 || y > 9999 {
+		return t.Format(timeLayout)
+	}
+	// by hand: time.Format took a tenth of a batch create's CPU (three
+	// times a job); FuzzFormatTime holds the two to each other
+	h, mi, sec := t.Clock()
+	var b [24]byte
+	put := func(at, v, digits int) {
+		for k := digits - 1; k >= 0; k-- {
+			b[at+k] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, y, 4)
+	put(5, int(mo), 2)
+	put(8, d, 2)
+	put(11, h, 2)
+	put(14, mi, 2)
+	put(17, sec, 2)
+	put(20, t.Nanosecond()/1e6, 3)
+	b[4], b[7], b[10], b[13], b[16], b[19], b[23] = '-', '-', 'T', ':', ':', '.', 'Z'
+	return string(b[:])
 }
+
+// timeLayout is how times are shown: RFC 3339 in UTC, with milliseconds.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
