@@ -229,11 +229,13 @@ func (s *Store) loadEntries(ctx context.Context, q ListQuery, es []entry) ([]*ka
 		out[i] = &j
 	}
 	if len(stale) > 0 && q.State != kairos.StateDead {
-		for _, e := range stale {
+		// one round trip for all of them; a failure leaves the entry for next time
+		s.evalAll(ctx, unindexScript, len(stale), func(i int) ([]string, []any) {
+			e := stale[i]
 			key := kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: e.id}
-			unindexScript.Run(ctx, s.c, []string{s.k.index(e.shard, q.Tenant, q.Topic), s.k.job(e.shard, key)},
-				e.id, e.score, s.k.groupPrefix(e.shard, q.Tenant, q.Topic))
-		}
+			return []string{s.k.index(e.shard, q.Tenant, q.Topic), s.k.job(e.shard, key)},
+				[]any{e.id, e.score, s.k.groupPrefix(e.shard, q.Tenant, q.Topic)}
+		})
 	}
 	return out, nil
 }
