@@ -311,29 +311,26 @@ func (e *env) next(tb testing.TB, tenant, topic string) kairos.Job {
 // deadJob drives a due job through one failed last attempt, so that it dies.
 func (e *env) deadJob(tb testing.TB, tenant, topic, id string) {
 	tb.Helper()
-	ctx := context.Background()
-	j := e.next(tb, tenant, topic)
-	if j.ID != id {
-		tb.Fatalf("popped %s, want %s", j.ID, id)
-	}
-	a := kairos.Attempt{N: 1, At: e.clock.Now(), Duration: 1500 * time.Microsecond, Status: 500, Response: "boom"}
-	st, err := e.store.Finish(ctx, j.JobKey, a, false, true, time.Time{})
-	if err != nil || st != kairos.StateDead {
-		tb.Fatalf("finish: state %q err %v", st, err)
-	}
+	e.finishNext(tb, tenant, topic, id, kairos.Attempt{Duration: 1500 * time.Microsecond, Status: 500, Response: "boom"}, kairos.StateDead)
 }
 
 // deliveredJob drives a due job through one successful attempt.
 func (e *env) deliveredJob(tb testing.TB, tenant, topic, id string) {
 	tb.Helper()
-	ctx := context.Background()
+	e.finishNext(tb, tenant, topic, id, kairos.Attempt{Duration: 2 * time.Millisecond, Status: 204}, kairos.StateDelivered)
+}
+
+// finishNext takes the next due job, which must be id, and records a as
+// its first attempt, ending in state want (delivered or dead).
+func (e *env) finishNext(tb testing.TB, tenant, topic, id string, a kairos.Attempt, want kairos.State) {
+	tb.Helper()
 	j := e.next(tb, tenant, topic)
 	if j.ID != id {
 		tb.Fatalf("popped %s, want %s", j.ID, id)
 	}
-	a := kairos.Attempt{N: 1, At: e.clock.Now(), Duration: 2 * time.Millisecond, Status: 204}
-	st, err := e.store.Finish(ctx, j.JobKey, a, true, false, time.Time{})
-	if err != nil || st != kairos.StateDelivered {
+	a.N, a.At = 1, e.clock.Now()
+	st, err := e.store.Finish(context.Background(), j.JobKey, a, want == kairos.StateDelivered, want == kairos.StateDead, time.Time{})
+	if err != nil || st != want {
 		tb.Fatalf("finish: state %q err %v", st, err)
 	}
 }

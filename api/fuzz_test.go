@@ -146,16 +146,7 @@ func canonicalJob(t *testing.T, j kairos.Job) []byte {
 	if j.Timeout != 0 {
 		m["timeout"] = j.Timeout.String()
 	}
-	if j.BackoffInitial != 0 || j.BackoffMax != 0 {
-		b := obj{}
-		if j.BackoffInitial != 0 {
-			b["initial"] = j.BackoffInitial.String()
-		}
-		if j.BackoffMax != 0 {
-			b["max"] = j.BackoffMax.String()
-		}
-		m["backoff"] = b
-	}
+	addBackoff(m, j.BackoffInitial, j.BackoffMax)
 	out := marshal(t, m)
 	if len(j.Payload) > 0 {
 		p := j.Payload
@@ -320,16 +311,7 @@ func FuzzDecodeTopicRequest(f *testing.F) {
 		if tp.Concurrency != 0 {
 			m["concurrency"] = tp.Concurrency
 		}
-		if tp.BackoffInitial != 0 || tp.BackoffMax != 0 {
-			b := obj{}
-			if tp.BackoffInitial != 0 {
-				b["initial"] = tp.BackoffInitial.String()
-			}
-			if tp.BackoffMax != 0 {
-				b["max"] = tp.BackoffMax.String()
-			}
-			m["backoff"] = b
-		}
+		addBackoff(m, tp.BackoffInitial, tp.BackoffMax)
 		canon := marshal(t, m)
 		var req2 topicRequest
 		if err := decodeBytes(canon, &req2); err != nil {
@@ -449,4 +431,19 @@ func FuzzFormatTime(f *testing.F) {
 			t.Errorf("formatTime(%v) = %q, time.Format gives %q", at, got, want)
 		}
 	})
+}
+
+// addBackoff puts the canonical form of a backoff into m, if one is set.
+func addBackoff(m obj, initial, max time.Duration) {
+	if initial == 0 && max == 0 {
+		return
+	}
+	b := obj{}
+	if initial != 0 {
+		b["initial"] = initial.String()
+	}
+	if max != 0 {
+		b["max"] = max.String()
+	}
+	m["backoff"] = b
 }

@@ -29,7 +29,7 @@ func TestClusterMasterFailover(t *testing.T) {
 	t.Cleanup(func() { client.Close(); blocking.Close() })
 	e := startEngine(t, engineOpts{allowPrivate: true, client: client, blocking: blocking, waitReplicas: 1})
 	rcv := newReceiver(t, nil)
-	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}, nil, http.StatusCreated)
+	e.putTopic("t", rcv.URL)
 
 	victim, err := c.Master(context.Background(), e.prefix+":{0}:bucket")
 	if err != nil {

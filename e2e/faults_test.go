@@ -27,7 +27,7 @@ func TestRedisRestartWithAOF(t *testing.T) {
 	t.Cleanup(func() { client.Close(); blocking.Close() })
 	e := startEngine(t, engineOpts{allowPrivate: true, client: client, blocking: blocking})
 	rcv := newReceiver(t, nil)
-	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}, nil, http.StatusCreated)
+	e.putTopic("t", rcv.URL)
 	const n = 50
 	jobs := make([]map[string]any, n)
 	for i := range jobs {

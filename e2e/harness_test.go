@@ -140,6 +140,12 @@ func (e *engine) mustDo(method, path string, body any, out any, want int) {
 	}
 }
 
+// putTopic registers topic with its callbacks going to url.
+func (e *engine) putTopic(topic, url string) {
+	e.t.Helper()
+	e.mustDo("PUT", "/v1/topics/"+topic, map[string]any{"callback_url": url}, nil, http.StatusCreated)
+}
+
 // jobView is the part of the API's job JSON the tests read.
 type jobView struct {
 	ID         string `json:"id"`

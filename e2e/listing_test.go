@@ -18,7 +18,7 @@ func testBatchListedAndCancelled(t *testing.T, start starter) {
 	t.Parallel()
 	e := start(t, engineOpts{allowPrivate: true})
 	rcv := newReceiver(t, nil)
-	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}, nil, http.StatusCreated)
+	e.putTopic("t", rcv.URL)
 	batch := func(prefix string, n int, delay string) []string {
 		var jobs []map[string]any
 		var ids []string

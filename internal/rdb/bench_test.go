@@ -43,7 +43,7 @@ func benchJob(i int, runAt time.Time) kairos.Job {
 	return kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "orders", ID: "job-" + strconv.Itoa(i)}, RunAt: runAt, Payload: benchPayload}
 }
 
-func enqueueAll(b *testing.B, s *Store, jobs []kairos.Job) {
+func enqueueAll(b testing.TB, s *Store, jobs []kairos.Job) {
 	b.Helper()
 	for len(jobs) > 0 {
 		n := min(len(jobs), 1000)

@@ -19,11 +19,7 @@ func batch(t *testing.T, s *Store, runAt time.Time, ids ...string) {
 	for i, id := range ids {
 		jobs[i] = kairos.Job{JobKey: key(id), RunAt: runAt, Payload: []byte(`{"n":1}`)}
 	}
-	for i, r := range s.EnqueueBatch(context.Background(), jobs) {
-		if r.Err != nil {
-			t.Fatalf("create %s: %v", ids[i], r.Err)
-		}
-	}
+	enqueueAll(t, s, jobs)
 }
 
 // listAll pages through the topic's listing, limit jobs a page.

@@ -394,13 +394,7 @@ func TestDeliveredJobsLeaveTheListingIndex(t *testing.T) {
 	s, clk := newStore(t, Options{Shards: 1, Retention: time.Second})
 	for _, id := range []string{"gone", "again"} {
 		enqueue(t, s, id, clk.Now())
-		j, ok, err := s.Start(ctx, pop(t, s), time.Second)
-		if err != nil || !ok {
-			t.Fatal(ok, err)
-		}
-		if _, err := s.Finish(ctx, key(id), kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 200}, true, false, time.Time{}); err != nil {
-			t.Fatal(err)
-		}
+		deliverAll(t, s, clk.Now(), 1)
 	}
 	idx := s.k.index(0, "acme", "orders")
 	if n := s.c.ZCard(ctx, idx).Val(); n != 2 {
