@@ -23,6 +23,9 @@ func startKairos(t *testing.T, name, prefix string, env ...string) *testproc.Pro
 	t.Helper()
 	base := []string{"KAIROS_REDIS_URL=" + testredis.URL(t), "KAIROS_AUTH_SECRET=" + secret, "KAIROS_PREFIX=" + prefix,
 		"KAIROS_ADDR=127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS=1", "KAIROS_LOCK_TTL=1s", "KAIROS_LEASE_GRACE=1s",
+		// A killed process may take jobs it popped but never started with it;
+		// they are handed out again when their ready lease (default 60s) lapses.
+		"KAIROS_READY_LEASE=3s",
 		"KAIROS_ROLES=scanner,worker", "KAIROS_GRACE=5s"}
 	return testproc.Start(t, name, append(base, env...)...)
 }

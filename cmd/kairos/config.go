@@ -28,6 +28,7 @@ type Config struct {
 	Grace        time.Duration
 	LockTTL      time.Duration
 	LeaseGrace   time.Duration
+	ReadyLease   time.Duration
 	MaxPayload   int64
 	LogFormat    string
 	LogLevel     string
@@ -45,7 +46,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		}
 		return def
 	}
-	var roles, shards, retention, grace, lockTTL, leaseGrace, maxPayload, allow, cluster, waitReplicas string
+	var roles, shards, retention, grace, lockTTL, leaseGrace, readyLease, maxPayload, allow, cluster, waitReplicas string
 	fs.StringVar(&c.Addr, "addr", env("KAIROS_ADDR", ":8080"), "listen address of the API and admin page (KAIROS_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("KAIROS_REDIS_URL", ""), "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (KAIROS_REDIS_URL)")
 	fs.StringVar(&cluster, "redis-cluster", env("KAIROS_REDIS_CLUSTER", "0"), "1: KAIROS_REDIS_URL names Redis Cluster nodes, redis://host:port?addr=host2:port (KAIROS_REDIS_CLUSTER)")
@@ -58,6 +59,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&grace, "grace", env("KAIROS_GRACE", "30s"), "how long in-flight callbacks may finish at shutdown (KAIROS_GRACE)")
 	fs.StringVar(&lockTTL, "lock-ttl", env("KAIROS_LOCK_TTL", "10s"), "scanner shard lock expiry: how fast a dead instance's shards are taken over (KAIROS_LOCK_TTL)")
 	fs.StringVar(&leaseGrace, "lease-grace", env("KAIROS_LEASE_GRACE", "5s"), "added to a callback's timeout to make its lease: a lost worker's job is re-sent after timeout+grace (KAIROS_LEASE_GRACE)")
+	fs.StringVar(&readyLease, "ready-lease", env("KAIROS_READY_LEASE", "60s"), "how long a job handed to a ready list may wait to be started: a job popped by a worker that died before starting it is handed out again after this (KAIROS_READY_LEASE)")
 	fs.StringVar(&maxPayload, "max-payload", env("KAIROS_MAX_PAYLOAD", "262144"), "largest job payload in bytes (KAIROS_MAX_PAYLOAD)")
 	fs.StringVar(&c.LogFormat, "log-format", env("KAIROS_LOG_FORMAT", "text"), "text or json (KAIROS_LOG_FORMAT)")
 	fs.StringVar(&c.LogLevel, "log-level", env("KAIROS_LOG_LEVEL", "info"), "debug, info, warn or error (KAIROS_LOG_LEVEL)")
@@ -94,7 +96,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		raw  string
 		dst  *time.Duration
 		min  time.Duration
-	}{{"retention", retention, &c.Retention, time.Second}, {"grace", grace, &c.Grace, 0}, {"lock-ttl", lockTTL, &c.LockTTL, 300 * time.Millisecond}, {"lease-grace", leaseGrace, &c.LeaseGrace, 100 * time.Millisecond}}
+	}{{"retention", retention, &c.Retention, time.Second}, {"grace", grace, &c.Grace, 0}, {"lock-ttl", lockTTL, &c.LockTTL, 300 * time.Millisecond}, {"lease-grace", leaseGrace, &c.LeaseGrace, 100 * time.Millisecond},
+		{"ready-lease", readyLease, &c.ReadyLease, time.Second}}
 	for _, d := range durations {
 		v, err := time.ParseDuration(d.raw)
 		if err != nil || v < d.min {

@@ -14,7 +14,7 @@ func fakeEnv(m map[string]string) func(string) string { return func(k string) st
 func TestParseConfig(t *testing.T) {
 	defaults := Config{Addr: ":8080", Prefix: "kairos", Shards: 16, Retention: 24 * time.Hour,
 		Roles: map[string]bool{"api": true, "scanner": true, "worker": true}, Grace: 30 * time.Second,
-		LockTTL: 10 * time.Second, LeaseGrace: 5 * time.Second, MaxPayload: 256 << 10, LogFormat: "text", LogLevel: "info"}
+		LockTTL: 10 * time.Second, LeaseGrace: 5 * time.Second, ReadyLease: time.Minute, MaxPayload: 256 << 10, LogFormat: "text", LogLevel: "info"}
 	tests := []struct {
 		name    string
 		args    []string
@@ -31,6 +31,8 @@ func TestParseConfig(t *testing.T) {
 			}},
 		{name: "flag beats env", args: []string{"--addr", ":7000", "--retention", "1h"}, env: map[string]string{"KAIROS_ADDR": ":9000"},
 			want: func(c *Config) { c.Addr, c.Retention = ":7000", time.Hour }},
+		{name: "ready lease", env: map[string]string{"KAIROS_READY_LEASE": "5s"}, want: func(c *Config) { c.ReadyLease = 5 * time.Second }},
+		{name: "ready lease too short", args: []string{"--ready-lease", "10ms"}, wantErr: "ready-lease"},
 		{name: "bad shards", args: []string{"--shards", "0"}, wantErr: "shards"},
 		{name: "bad role", args: []string{"--roles", "api,cron"}, wantErr: `role "cron"`},
 		{name: "bad duration", env: map[string]string{"KAIROS_GRACE": "soon"}, wantErr: "grace"},

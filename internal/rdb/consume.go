@@ -94,6 +94,10 @@ func (s *Store) popEach(ctx context.Context, key string, n int, timeout time.Dur
 // Next pops up to n of a topic's ready jobs, waiting up to wait, and
 // starts an attempt on each in one pipelined round trip. Stale entries are
 // dropped, so it may return fewer jobs than it popped, or none.
+//
+// What it popped, it starts even when ctx ended during the pop (a worker
+// told to stop): popped entries are off their list, and dropping them would
+// leave the jobs to their ready lease.
 func (s *Store) Next(ctx context.Context, tenant, topic string, n int, wait, topicTimeout time.Duration) ([]kairos.Job, error) {
 	ps, err := s.PopN(ctx, tenant, topic, n, wait)
 	if errors.Is(err, ErrNoJob) {
@@ -102,7 +106,7 @@ func (s *Store) Next(ctx context.Context, tenant, topic string, n int, wait, top
 	if err != nil {
 		return nil, err
 	}
-	return s.StartAll(ctx, ps, topicTimeout)
+	return s.StartAll(context.WithoutCancel(ctx), ps, topicTimeout)
 }
 
 // ReadyLens returns the ready list length of each topic, in one round trip.

@@ -169,6 +169,86 @@ func TestImmediateGoesStraightToReadyList(t *testing.T) {
 	}
 }
 
+func TestPoppedButNeverStartedHandedOutAgain(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{ReadyLease: 3 * time.Second})
+	enqueue(t, s, "orphan", clk.Now().Add(time.Second))
+	clk.Add(time.Second)
+	if n := claimAll(t, s, clk.Now()); n != 1 {
+		t.Fatalf("claimed %d, want 1", n)
+	}
+	pop(t, s) // its worker is killed before it starts the attempt
+	clk.Add(3*time.Second - time.Millisecond)
+	if n := claimAll(t, s, clk.Now()); n != 0 {
+		t.Fatalf("claimed %d within the ready lease, want 0", n)
+	}
+	clk.Add(time.Millisecond)
+	if n := claimAll(t, s, clk.Now()); n != 1 {
+		t.Fatalf("claimed %d after the ready lease, want 1", n)
+	}
+	j, ok, err := s.Start(ctx, pop(t, s), time.Second)
+	if err != nil || !ok || j.Attempts != 1 || len(j.Log) != 0 {
+		t.Fatalf("start after the lease: attempts=%d log=%+v ok=%v err=%v; want attempt 1, no log", j.Attempts, j.Log, ok, err)
+	}
+}
+
+// A worker told to stop while its pop waits may still get the entries Redis
+// hands it; it starts them (for the grace period to fire) rather than drop
+// them for the ready lease to recover a minute later.
+func TestNextStartsWhatItPopsWhileStopping(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	ctx, stop := context.WithCancel(context.Background())
+	type result struct {
+		jobs []kairos.Job
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		jobs, err := s.Next(ctx, "acme", "orders", 5, 5*time.Second, time.Second)
+		done <- result{jobs, err}
+	}()
+	// The pop is waiting when the stop comes; the job arrives after it.
+	deadline := time.Now().Add(10 * time.Second)
+	for blockedClients(t, s) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the pop never blocked")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	enqueue(t, s, "late", clk.Now())
+	r := <-done
+	switch {
+	case len(r.jobs) == 1:
+		if r.jobs[0].ID != "late" || r.jobs[0].Attempts != 1 || r.jobs[0].State != kairos.StateActive {
+			t.Fatalf("started %+v", r.jobs[0])
+		}
+	case r.err != nil && blockedClients(t, s) == 0:
+		// The pop gave up on the stop: the job must still be on its list.
+		if n, err := s.ReadyLen(context.Background(), "acme", "orders"); err != nil || n != 1 {
+			t.Fatalf("pop ended with %v and left %d entries (%v), want the job still listed", r.err, n, err)
+		}
+	default:
+		t.Fatalf("next = %d jobs, %v", len(r.jobs), r.err)
+	}
+}
+
+func blockedClients(t *testing.T, s *Store) int {
+	t.Helper()
+	info, err := s.c.Info(context.Background(), "clients").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "blocked_clients:"); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	t.Fatal("INFO clients has no blocked_clients")
+	return 0
+}
+
 func TestStaleFinishIgnored(t *testing.T) {
 	ctx := context.Background()
 	s, clk := newStore(t, Options{LeaseGrace: time.Second})
