@@ -175,7 +175,7 @@ func (s *Store) StartAll(ctx context.Context, ps []Popped, topicTimeout time.Dur
 		}
 		var job kairos.Job
 		if err == nil {
-			job, err = decodeJob(ps[i].JobKey, fieldMap(res[1:]))
+			job, err = s.decodeJob(ps[i].JobKey, fieldMap(res[1:]))
 		}
 		if err != nil {
 			if first == nil {

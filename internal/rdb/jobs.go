@@ -2,7 +2,7 @@ package rdb
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
 	"errors"
@@ -17,17 +17,25 @@ import (
 	"github.com/kairos-sh/kairos"
 )
 
-// uidEncoding is lower-case base32: 15 random bytes make 24 characters.
+// uidEncoding is lower-case base32: 15 bytes make 24 characters.
 var uidEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// newUID returns a fresh delivery identity, sent as webhook-id.
-func newUID() string {
-	var b [15]byte
-	rand.Read(b[:])
-	out := make([]byte, 4+uidEncoding.EncodedLen(len(b)))
-	copy(out, "msg_")
-	uidEncoding.Encode(out[4:], b[:])
-	return string(out)
+// webhookID returns the webhook-id of the job of key created at createdMS:
+// the same for every attempt of that job, another for a job created again
+// under the same id (the enqueue script gives it a later creation time), and
+// another in a deployment of another salt. It is derived rather than stored:
+// about 48 bytes less per job in Redis.
+func (s *Store) webhookID(key kairos.JobKey, createdMS int64) string {
+	var buf [160]byte
+	in := append(buf[:0], s.idSalt...)
+	for _, p := range []string{key.Tenant, key.Topic, key.ID} {
+		in = append(append(in, 0), p...)
+	}
+	sum := sha256.Sum256(strconv.AppendInt(append(in, 0), createdMS, 10))
+	var out [4 + 24]byte
+	copy(out[:], "msg_")
+	uidEncoding.Encode(out[4:], sum[:15])
+	return string(out[:])
 }
 
 // listpackValue is Redis's default hash-max-listpack-value: a hash whose
@@ -226,8 +234,7 @@ func (s *Store) writeGroups(ctx context.Context, jobs []kairos.Job, out []BatchR
 // enqueueCall is one enqueue script call: jobs of one shard and topic.
 type enqueueCall struct {
 	shard int
-	idx   []int    // the jobs, as indexes into the caller's slice
-	uids  []string // the webhook id each job gets if it is new
+	idx   []int // the jobs, as indexes into the caller's slice
 	keys  []string
 	argv  []any
 }
@@ -262,10 +269,8 @@ func (s *Store) enqueueCalls(jobs []kairos.Job, idx []int, out []BatchResult) []
 			open[g] = c
 			calls = append(calls, c)
 		}
-		uid := newUID()
 		c.idx = append(c.idx, i)
-		c.uids = append(c.uids, uid)
-		c.argv = append(c.argv, j.ID, ms(j.RunAt), uid, len(fields)/2)
+		c.argv = append(c.argv, j.ID, ms(j.RunAt), len(fields)/2)
 		c.argv = append(c.argv, fields...)
 	}
 	return calls
@@ -338,10 +343,10 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 			out[i].Err = fmt.Errorf("enqueue %s: short reply from Redis", jobs[i].JobKey)
 			continue
 		}
-		// a new job: generation 1, the uid it was given, created now
+		// a new job: generation 1, no stored uid, created now
 		r, full := results[n].([]any)
 		if !full {
-			r = []any{int64(1), int64(1), results[n], c.uids[n], now}
+			r = []any{int64(1), int64(1), results[n], "", now}
 		}
 		if len(r) < 5 {
 			out[i].Err = fmt.Errorf("enqueue %s: short reply from Redis", jobs[i].JobKey)
@@ -353,8 +358,10 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 			continue
 		}
 		gen := toInt(r[1])
-		j.UID, _ = r[3].(string)
 		j.CreatedAt = fromMS(toInt(r[4]))
+		if j.UID, _ = r[3].(string); j.UID == "" {
+			j.UID = s.webhookID(j.JobKey, toInt(r[4]))
+		}
 		j.State, j.Attempts = kairos.StateScheduled, 0
 		j.RunAt = fromMS(ms(j.RunAt))
 		j.NextRunAt = j.RunAt
@@ -400,7 +407,7 @@ func (s *Store) GetJob(ctx context.Context, key kairos.JobKey) (kairos.Job, erro
 	if len(h) == 0 {
 		return kairos.Job{}, fmt.Errorf("job %q: %w", key.ID, kairos.ErrNotFound)
 	}
-	return decodeJob(key, h)
+	return s.decodeJob(key, h)
 }
 
 // Cancel removes a job that has not been delivered; a dead job is discarded.
@@ -441,7 +448,7 @@ func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Ti
 	if toInt(res[2]) == 1 {
 		s.wake(ctx, s.c, jk.shard, ms(runAt))
 	}
-	return decodeJob(key, fieldMap(res[3:]))
+	return s.decodeJob(key, fieldMap(res[3:]))
 }
 
 // Replay gives a dead job a fresh set of attempts and hands it out now.
@@ -460,7 +467,7 @@ func (s *Store) Replay(ctx context.Context, key kairos.JobKey) (kairos.Job, erro
 	}
 	// If the push fails, the lease lapses and the scanner hands the job out.
 	_ = s.push(ctx, key.Tenant, key.Topic, key.ID, toInt(res[1]))
-	return decodeJob(key, fieldMap(res[2:]))
+	return s.decodeJob(key, fieldMap(res[2:]))
 }
 
 // storedAttempt is an attempt as kept in a job's log: short, so that a
@@ -506,7 +513,7 @@ func decodeLog(raw string) ([]kairos.Attempt, error) {
 }
 
 // decodeJob turns a job hash into a Job.
-func decodeJob(key kairos.JobKey, h map[string]string) (kairos.Job, error) {
+func (s *Store) decodeJob(key kairos.JobKey, h map[string]string) (kairos.Job, error) {
 	num := func(f string) int64 {
 		n, _ := strconv.ParseInt(h[f], 10, 64)
 		return n
@@ -527,6 +534,9 @@ func decodeJob(key kairos.JobKey, h map[string]string) (kairos.Job, error) {
 	}
 	if _, ok := h["na"]; ok {
 		j.NextRunAt = fromMS(num("na"))
+	}
+	if j.UID == "" { // stored only by earlier versions
+		j.UID = s.webhookID(key, num("ca"))
 	}
 	if raw := joined(h, "h"); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &j.Headers); err != nil {

@@ -222,7 +222,7 @@ func (s *Store) loadEntries(ctx context.Context, q ListQuery, es []entry) ([]*ka
 			stale = append(stale, es[i])
 			continue
 		}
-		j, err := decodeJob(kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: es[i].id}, h)
+		j, err := s.decodeJob(kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: es[i].id}, h)
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,8 @@ package rdb
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -63,6 +65,7 @@ type Store struct {
 	topics   topicCache       // topics GetTopic read recently
 	swept    []atomic.Int64   // per shard: when its claim last swept expired listing entries (unix ns)
 	noBLMPop atomic.Bool      // the server lacks BLMPOP: pop with BRPOP and RPOP
+	idSalt   []byte           // the deployment's webhook id salt, read by Init
 }
 
 // New returns a Store over c. Call Init before using it.
@@ -124,12 +127,32 @@ func (s *Store) Init(ctx context.Context) error {
 			"start it with KAIROS_SHARDS=%s (changing the count would strand scheduled jobs)",
 			ErrShardMismatch, s.k.prefix, got, want, got)
 	}
+	if err := s.initSalt(ctx); err != nil {
+		return err
+	}
 	for _, sc := range allScripts {
 		if err := sc.Load(ctx, s.c).Err(); err != nil {
 			return fmt.Errorf("load scripts: %w", err)
 		}
 	}
 	return s.SyncClock(ctx)
+}
+
+// initSalt reads the deployment's webhook id salt, made at first start:
+// jobs of the same key and creation time in two deployments that share
+// receivers still get different webhook ids.
+func (s *Store) initSalt(ctx context.Context) error {
+	var b [16]byte
+	rand.Read(b[:])
+	if err := s.c.HSetNX(ctx, s.k.meta(), "webhook_id_salt", hex.EncodeToString(b[:])).Err(); err != nil {
+		return fmt.Errorf("record webhook id salt: %w", err)
+	}
+	salt, err := s.c.HGet(ctx, s.k.meta(), "webhook_id_salt").Result()
+	if err != nil {
+		return fmt.Errorf("read webhook id salt: %w", err)
+	}
+	s.idSalt = []byte(salt)
+	return nil
 }
 
 // SyncClock measures the offset between this machine's clock and Redis's

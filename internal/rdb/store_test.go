@@ -720,3 +720,66 @@ func TestAttemptLogStaysCompact(t *testing.T) {
 		}
 	}
 }
+
+// A job's webhook id is derived, not stored: the same on every attempt,
+// kept when the job is replaced before it fires, new when its id is
+// created again (even within the same ms), and another in a deployment of
+// another salt. Hashes written with a stored uid keep it.
+func TestWebhookIDs(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	j := enqueue(t, s, "w", clk.Now())
+	if !regexp.MustCompile(`^msg_[a-z2-7]{24}$`).MatchString(j.UID) {
+		t.Fatalf("webhook id %q", j.UID)
+	}
+	if s.c.HExists(ctx, s.k.forJob(key("w")).job, "uid").Val() {
+		t.Fatal("a new job's hash stores its webhook id")
+	}
+	replaced := enqueue(t, s, "w", clk.Now())
+	started := startOne(t, s)
+	if replaced.UID != j.UID || started.UID != j.UID {
+		t.Fatalf("webhook ids: created %s, replaced %s, started %s; want one", j.UID, replaced.UID, started.UID)
+	}
+	if _, err := s.Finish(ctx, key("w"), kairos.Attempt{N: 1, At: clk.Now(), Status: 200}, true, false, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	// Created again in the same ms as the delivered one: a new identity, a
+	// ms later, listed once.
+	again := enqueue(t, s, "w", clk.Now().Add(time.Hour))
+	if again.UID == j.UID || !again.CreatedAt.Equal(j.CreatedAt.Add(time.Millisecond)) {
+		t.Fatalf("created again: uid %s (first %s), created %v (first %v)", again.UID, j.UID, again.CreatedAt, j.CreatedAt)
+	}
+	got, err := s.GetJob(ctx, key("w"))
+	if err != nil || got.UID != again.UID || !got.CreatedAt.Equal(again.CreatedAt) {
+		t.Fatalf("read back: %+v, %v", got, err)
+	}
+	if pages := listAll(t, s, 10); len(pages) != 1 || len(pages[0]) != 1 {
+		t.Fatalf("listed %v, want w once", pages)
+	}
+	// Another deployment's salt gives the same key and time another id.
+	other, _ := newStore(t, Options{})
+	if id := other.webhookID(key("w"), j.CreatedAt.UnixMilli()); id == j.UID || id == "" {
+		t.Fatalf("another deployment's webhook id %q, first %q", id, j.UID)
+	}
+	// A hash written with a stored uid (by an earlier version) keeps it,
+	// through a replace and a start.
+	old := enqueue(t, s, "old", clk.Now())
+	s.c.HSet(ctx, s.k.forJob(key("old")).job, "uid", "msg_storedbyanearlierversion")
+	if r := enqueue(t, s, "old", clk.Now()); r.UID != "msg_storedbyanearlierversion" {
+		t.Fatalf("replaced: uid %s", r.UID)
+	}
+	if started := startOne(t, s); started.ID != "old" || started.UID != "msg_storedbyanearlierversion" || old.UID == started.UID {
+		t.Fatalf("started %s uid %s", started.ID, started.UID)
+	}
+}
+
+// startOne starts the one live job on the topic's ready list, dropping the
+// stale entries before it.
+func startOne(t *testing.T, s *Store) kairos.Job {
+	t.Helper()
+	jobs, err := s.Next(context.Background(), "acme", "orders", 10, time.Second, time.Second)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("started %d jobs, %v; want 1", len(jobs), err)
+	}
+	return jobs[0]
+}

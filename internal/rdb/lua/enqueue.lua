@@ -10,11 +10,14 @@
 -- ARGV[5] wake horizon (ms): scanners never sleep longer, so a job due later
 -- than now + horizon needs no wake-up check, ARGV[6] the topic's index group
 -- key prefix (see index.lua),
--- then per job: id, run_at (ms), uid for a new job, n, and n field, value pairs.
+-- then per job: id, run_at (ms), n, and n field, value pairs.
+-- A job's webhook id is derived from its key and creation time by the
+-- caller, not stored; hashes written by earlier versions keep their 'uid'.
 -- Reply: {results, earliest, now}: results holds one value per job: 0 for
--- a new job scheduled, 1 for a new job due now (generation 1, the uid given,
--- created at now), else {status (1, or -1 when the job is being delivered
--- right now and nothing changed), gen, pushed, uid, created (ms)}; pushed
+-- a new job scheduled, 1 for a new job due now (generation 1, no stored
+-- uid, created at now), else {status (1, or -1 when the job is being
+-- delivered right now and nothing changed), gen, pushed, stored uid or '',
+-- created (ms)}; pushed
 -- (1) means the job is due now and the caller must push "id|gen" onto the
 -- ready list; earliest is the run_at of this call's job that became the
 -- shard's earliest member, so a sleeping scanner must be woken, or false;
@@ -35,11 +38,11 @@ local out, delta, soonest = {}, {}, nil
 local function count(field)
   delta[field] = (delta[field] or 0) + 1
 end
-local function put(status, gen, pushed, uid, created, given)
-  if status == 1 and gen == 1 and created == now and uid == given then
+local function put(status, gen, pushed, uid, created)
+  if status == 1 and gen == 1 and created == now and not uid then
     out[#out + 1] = pushed
   else
-    out[#out + 1] = {status, gen, pushed, uid, created}
+    out[#out + 1] = {status, gen, pushed, uid or '', created}
   end
 end
 -- When a call holds several jobs and none of them exists (a batch of new
@@ -50,7 +53,7 @@ local members, keys, j = {}, {}, FIRST
 while j <= #ARGV do
   members[#members + 1] = memberPrefix .. ARGV[j]
   keys[#keys + 1] = jobPrefix .. members[#members]
-  j = j + 4 + 2 * tonumber(ARGV[j + 3])
+  j = j + 3 + 2 * tonumber(ARGV[j + 2])
 end
 local fresh, seen = #keys > 1 and redis.call('EXISTS', unpack(keys)) == 0, {}
 -- bucket entries go in one ZADD at the end, and new jobs' index entries in
@@ -58,7 +61,7 @@ local fresh, seen = #keys > 1 and redis.call('EXISTS', unpack(keys)) == 0, {}
 local bucket, fresh_ids = {}, {}
 local i, nth = FIRST, 0
 while i <= #ARGV do
-  local id, runAt, uid, n = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], tonumber(ARGV[i + 3])
+  local id, runAt, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   nth = nth + 1
   local member, key = members[nth], keys[nth]
   local old = {}
@@ -67,10 +70,10 @@ while i <= #ARGV do
   end
   seen[id] = true
   -- a job's generation is 1 while its hash has no 'g'
-  local st, created, createdStr = old[1], now, nowStr
+  local st, created, createdStr, uid = old[1], now, nowStr, nil
   local gen = tonumber(old[2] or (st and '1' or '0')) + 1
   if st == 'active' then
-    put(-1, 0, 0, '', 0, '')
+    put(-1, 0, 0, '', 0)
   else
     if st then
       if st == 'dead' or st == 'delivered' then
@@ -79,13 +82,23 @@ while i <= #ARGV do
           redis.call('ZREM', KEYS[4], id)
         end
         unindex(KEYS[2], groups, id, old[4])
+        -- the new job's webhook id comes from its creation time, which
+        -- must differ from the old job's even within one ms
+        if old[4] and tonumber(old[4]) >= now then
+          created = tonumber(old[4]) + 1
+          createdStr = string.format('%d', created)
+        end
       else
         -- not fired yet: the same job, rescheduled; it keeps its identity
         uid, created, createdStr = old[3], tonumber(old[4]), old[4]
       end
       redis.call('DEL', key)
     end
-    if not st or st == 'dead' or st == 'delivered' then
+    if created ~= now then
+      if st == 'dead' or st == 'delivered' then
+        index(KEYS[2], groups, createdStr, {id}) -- a re-created id, moved a ms on
+      end
+    elseif not st or st == 'dead' or st == 'delivered' then
       fresh_ids[#fresh_ids + 1] = id
     end
     local state, score, pushed = 'scheduled', runAt, 0
@@ -96,11 +109,13 @@ while i <= #ARGV do
     end
     -- no attempts yet ('a' absent = 0) and next run = run_at ('na' absent)
     if gen == 1 then
-      redis.call('HSET', key, 'st', state, 'ra', ARGV[i + 1], 'ca', createdStr, 'uid', uid,
-        unpack(ARGV, i + 4, i + 3 + 2 * n))
+      redis.call('HSET', key, 'st', state, 'ra', ARGV[i + 1], 'ca', createdStr, unpack(ARGV, i + 3, i + 2 + 2 * n))
+    elseif not uid then
+      redis.call('HSET', key, 'st', state, 'g', gen, 'ra', ARGV[i + 1], 'ca', createdStr,
+        unpack(ARGV, i + 3, i + 2 + 2 * n))
     else
       redis.call('HSET', key, 'st', state, 'g', gen, 'ra', ARGV[i + 1], 'ca', createdStr, 'uid', uid,
-        unpack(ARGV, i + 4, i + 3 + 2 * n))
+        unpack(ARGV, i + 3, i + 2 + 2 * n))
     end
     bucket[#bucket + 1] = score
     bucket[#bucket + 1] = member
@@ -109,9 +124,9 @@ while i <= #ARGV do
     else
       count(state)
     end
-    put(1, gen, pushed, uid, created, ARGV[i + 2])
+    put(1, gen, pushed, uid, created)
   end
-  i = i + 4 + 2 * n
+  i = i + 3 + 2 * n
 end
 if #bucket > 0 then
   redis.call('ZADD', KEYS[1], unpack(bucket))
