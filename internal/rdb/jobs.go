@@ -50,9 +50,10 @@ const listpackValue = 64
 // 128 fields, and a longer value is cheaper whole.
 const maxPieces = 64
 
-// appendSplit appends field name holding v, in pieces when v is long.
-func appendSplit(f []any, name, v string) []any {
-	if len(v) <= listpackValue || len(v) > listpackValue*maxPieces {
+// appendSplit appends field name holding v, in pieces when v is long and
+// fits in at most pieces of them; longer, it is stored whole.
+func appendSplit(f []any, name, v string, pieces int) []any {
+	if len(v) <= listpackValue || len(v) > listpackValue*pieces {
 		return append(f, name, v)
 	}
 	for i := 0; len(v) > 0; i++ {
@@ -100,12 +101,8 @@ func jobFields(j kairos.Job) ([]any, error) {
 			f = append(f, name, strconv.FormatInt(v, 10))
 		}
 	}
-	if u := j.CallbackURL; u != "" {
-		if len(u) <= listpackValue*len(urlPieces) {
-			f = appendSplit(f, "u", u)
-		} else {
-			f = append(f, "u", u)
-		}
+	if j.CallbackURL != "" {
+		f = appendSplit(f, "u", j.CallbackURL, len(urlPieces))
 	}
 	add("m", j.Method)
 	add("ct", j.ContentType)
@@ -114,9 +111,9 @@ func jobFields(j kairos.Job) ([]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode headers: %w", err)
 		}
-		f = appendSplit(f, "h", string(h))
+		f = appendSplit(f, "h", string(h), maxPieces)
 	}
-	f = appendSplit(f, "p", string(j.Payload))
+	f = appendSplit(f, "p", string(j.Payload), maxPieces)
 	addInt("to", j.Timeout.Milliseconds())
 	addInt("ma", int64(j.MaxAttempts))
 	addInt("bi", j.BackoffInitial.Milliseconds())
