@@ -39,7 +39,7 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
   burst      --burst-jobs jobs due at one instant: time to the last delivery
   cost       --cost-jobs jobs through their life: Redis commands per job; then
              --idle-jobs pending far ahead: Redis commands per second idle
-  scale      --scale-jobs jobs pending (10M took 4.6 GiB of Redis memory), then precision again
+  scale      --scale-jobs jobs pending (10M took 4.2 GiB of Redis memory), then precision again
 
 flags:
 `
