@@ -31,10 +31,12 @@ import (
 //   - pool-128, pool-128-handle: one field a job, with hash-max-listpack-value
 //     raised to 128 (a server setting kairos cannot count on)
 func BenchmarkLayout(b *testing.B) {
-	for _, name := range []string{"bucket", "bucket-handle", "hash", "pool-split", "pool-split-handle", "pool-128", "pool-128-handle"} {
+	for _, name := range layouts {
 		b.Run(name, func(b *testing.B) { benchLayout(b, name) })
 	}
 }
+
+var layouts = []string{"bucket", "bucket-handle", "hash", "pool-split", "pool-split-handle", "pool-128", "pool-128-handle"}
 
 // layoutScript stores jobs from..to of one layout; see BenchmarkLayout.
 var layoutScript = redis.NewScript(`
@@ -63,48 +65,78 @@ func benchLayout(b *testing.B, layout string) {
 	srv := testredis.New(b)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
-	ctx := context.Background()
-	if strings.HasPrefix(layout, "pool-128") {
-		if err := c.ConfigSet(ctx, "hash-max-listpack-value", "128").Err(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	before := usedMemory(b, c)
 	b.ResetTimer()
-	for from := 0; from < b.N; from += 10000 {
-		to := min(from+10000, b.N) - 1
-		if err := layoutScript.Run(ctx, c, nil, layout, "kairos", from, to, benchPayload).Err(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	perJob := storeLayout(b, c, layout, b.N)
 	b.StopTimer()
-	b.ReportMetric(float64(usedMemory(b, c)-before)/float64(b.N), "B/job")
-	if strings.HasPrefix(layout, "pool") {
-		// the pools must have stayed listpacks, or the layout is not the one named
-		enc, err := c.ObjectEncoding(ctx, "kairos:{0}:pool:0").Result()
-		if err != nil && err != redis.Nil {
-			b.Fatal(err)
+	b.ReportMetric(perJob, "B/job")
+}
+
+// TestLayoutScript runs each layout of BenchmarkLayout on a few jobs, so
+// that the benchmark's script and checks are exercised by the normal suite.
+func TestLayoutScript(t *testing.T) {
+	srv := testredis.New(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
+	for _, layout := range layouts {
+		if err := c.FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
 		}
-		if err == nil && enc != "listpack" {
-			b.Fatalf("%s: a pool hash is %s, not a listpack", layout, enc)
+		if perJob := storeLayout(t, c, layout, 200); perJob <= 0 {
+			t.Errorf("%s: %.1f B/job, want memory to grow", layout, perJob)
 		}
 	}
 }
 
-func usedMemory(b *testing.B, c *redis.Client) int64 {
+// storeLayout stores n jobs in one layout and returns the used_memory
+// growth per job. The pool layouts must leave their hashes listpacks.
+func storeLayout(tb testing.TB, c *redis.Client, layout string, n int) float64 {
+	ctx := context.Background()
+	lpv := "64" // Redis's default
+	if strings.HasPrefix(layout, "pool-128") {
+		lpv = "128"
+	}
+	if err := c.ConfigSet(ctx, "hash-max-listpack-value", lpv).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	before := usedMemory(tb, c)
+	for from := 0; from < n; from += 10000 {
+		to := min(from+10000, n) - 1
+		if err := layoutScript.Run(ctx, c, nil, layout, "kairos", from, to, benchPayload).Err(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	perJob := float64(usedMemory(tb, c)-before) / float64(n)
+	if strings.HasPrefix(layout, "pool") {
+		// the pools must have stayed listpacks, or the layout is not the one named
+		keys, err := c.Keys(ctx, "kairos:*:pool:*").Result()
+		if err != nil || len(keys) == 0 {
+			tb.Fatalf("%s: no pool hashes (%v)", layout, err)
+		}
+		enc, err := c.ObjectEncoding(ctx, keys[0]).Result()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if enc != "listpack" {
+			tb.Fatalf("%s: pool hash %s is %s, not a listpack", layout, keys[0], enc)
+		}
+	}
+	return perJob
+}
+
+func usedMemory(tb testing.TB, c *redis.Client) int64 {
 	info, err := c.Info(context.Background(), "memory").Result()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	for line := range strings.SplitSeq(info, "\r\n") {
 		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				b.Fatal(err)
+				tb.Fatal(err)
 			}
 			return n
 		}
 	}
-	b.Fatal("INFO memory has no used_memory")
+	tb.Fatal("INFO memory has no used_memory")
 	return 0
 }
