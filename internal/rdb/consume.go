@@ -22,18 +22,8 @@ type Popped struct {
 	Gen string
 }
 
-// ErrNoJob is returned by Pop when nothing arrived within the timeout.
+// ErrNoJob is returned by PopN when nothing arrived within the timeout.
 var ErrNoJob = errors.New("no job ready")
-
-// Pop blocks up to timeout for a topic's next ready job, on the blocking
-// client.
-func (s *Store) Pop(ctx context.Context, tenant, topic string, timeout time.Duration) (Popped, error) {
-	ps, err := s.PopN(ctx, tenant, topic, 1, timeout)
-	if err != nil {
-		return Popped{}, err
-	}
-	return ps[0], nil
-}
 
 // PopN blocks up to timeout for a topic's ready jobs and takes up to n of
 // them in one call (BLMPOP), on the blocking client. A Redis without BLMPOP
@@ -137,27 +127,13 @@ func (s *Store) ints(ctx context.Context, n int, cmd func(pipe redis.Pipeliner, 
 	return out, nil
 }
 
-// ReadyLen returns the length of a topic's ready list.
-func (s *Store) ReadyLen(ctx context.Context, tenant, topic string) (int64, error) {
-	return s.c.LLen(ctx, s.k.ready(tenant, topic)).Result()
-}
-
-// Start begins an attempt on a popped job. topicTimeout is the callback
-// timeout the job inherits when it sets none; the job's lease becomes that
-// timeout plus the lease grace. ok is false when the entry is stale (the job
-// was cancelled, rescheduled, or already taken): drop it.
-func (s *Store) Start(ctx context.Context, p Popped, topicTimeout time.Duration) (job kairos.Job, ok bool, err error) {
-	jobs, err := s.StartAll(ctx, []Popped{p}, topicTimeout)
-	if err != nil || len(jobs) == 0 {
-		return kairos.Job{}, false, err
-	}
-	return jobs[0], true, nil
-}
-
 // StartAll starts attempts on popped jobs in one pipelined round trip and
-// returns the jobs started; stale entries are left out. A job whose start
-// failed is left to its lease, which hands it out again; the first error is
-// returned with the jobs that did start.
+// returns the jobs started. topicTimeout is the callback timeout a job
+// inherits when it sets none; its lease becomes that timeout plus the lease
+// grace. Stale entries (the job was cancelled, rescheduled, or already
+// taken) are left out. A job whose start failed is left to its lease, which
+// hands it out again; the first error is returned with the jobs that did
+// start.
 func (s *Store) StartAll(ctx context.Context, ps []Popped, topicTimeout time.Duration) ([]kairos.Job, error) {
 	now := s.Now()
 	nowMS := ms(now)
