@@ -1,6 +1,10 @@
 package rdb
 
-import "sync"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // batcher gathers requests that arrive together so that they share one
 // round trip to Redis. A request that finds no write under way writes at
@@ -51,5 +55,22 @@ func (b *batcher[T]) drain() {
 		}
 		b.mu.Unlock()
 		b.write(batch)
+	}
+}
+
+// batchContext is the context a batch is written on: the values of its
+// first caller's context but not its cancel, as the others wait on the same
+// write, and at most 10 s, as long as a worker allows an outcome.
+func batchContext(first context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(first), 10*time.Second)
+}
+
+// await waits until done is closed (the request is written), or ctx ends.
+func await(ctx context.Context, done <-chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

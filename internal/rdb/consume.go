@@ -187,10 +187,8 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 	}
 	f := &finish{ctx: ctx, key: key, n: a.N, outcome: outcome, rec: rec, retryAt: retryAt, done: make(chan struct{})}
 	s.finishes.do(f)
-	select {
-	case <-f.done:
-	case <-ctx.Done():
-		return "", fmt.Errorf("finish %s attempt %d: %w", key, a.N, ctx.Err())
+	if err := await(ctx, f.done); err != nil {
+		return "", fmt.Errorf("finish %s attempt %d: %w", key, a.N, err)
 	}
 	if f.err != nil {
 		return "", fmt.Errorf("finish %s attempt %d: %w", key, a.N, f.err)
@@ -212,10 +210,10 @@ type finish struct {
 	done  chan struct{}
 }
 
-// writeFinishes runs the finish scripts of a batch in one pipeline, on a
-// context that outlives any one caller's (10 s, as a worker allows).
+// writeFinishes runs the finish scripts of a batch in one pipeline, on the
+// batch's context (batchContext).
 func (s *Store) writeFinishes(batch []*finish) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), 10*time.Second)
+	ctx, cancel := batchContext(batch[0].ctx)
 	defer cancel()
 	now := ms(s.Now())
 	retention := int64(s.opts.Retention / time.Second)

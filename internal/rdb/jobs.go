@@ -138,12 +138,10 @@ const maxPerCall = 200
 func (s *Store) Enqueue(ctx context.Context, j kairos.Job) (kairos.Job, error) {
 	c := &create{ctx: ctx, job: j, done: make(chan struct{})}
 	s.creates.do(c)
-	select {
-	case <-c.done:
-		return c.res.Job, c.res.Err
-	case <-ctx.Done():
-		return kairos.Job{}, fmt.Errorf("enqueue %s: %w", j.JobKey, ctx.Err())
+	if err := await(ctx, c.done); err != nil {
+		return kairos.Job{}, fmt.Errorf("enqueue %s: %w", j.JobKey, err)
 	}
+	return c.res.Job, c.res.Err
 }
 
 // create is a single create waiting to be written.
@@ -154,10 +152,10 @@ type create struct {
 	done chan struct{}
 }
 
-// writeCreates writes queued single creates as one batch, on a context that
-// outlives any one caller's.
+// writeCreates writes queued single creates as one batch, on the batch's
+// context (batchContext).
 func (s *Store) writeCreates(batch []*create) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), 10*time.Second)
+	ctx, cancel := batchContext(batch[0].ctx)
 	defer cancel()
 	jobs := make([]kairos.Job, len(batch))
 	for i, c := range batch {
