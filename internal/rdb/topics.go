@@ -74,7 +74,7 @@ func (s *Store) PutTopic(ctx context.Context, t kairos.Topic) (kairos.Topic, boo
 		return kairos.Topic{}, false, err
 	}
 	err = s.c.HSet(ctx, s.k.topics(), field, raw).Err()
-	s.topicCache().forget(field)
+	s.topics.forget(field)
 	if err != nil {
 		return kairos.Topic{}, false, fmt.Errorf("put topic %s: %w", field, err)
 	}
@@ -91,7 +91,7 @@ func (s *Store) EnsureTopic(ctx context.Context, tenant, name string) error {
 		return err
 	}
 	err = s.c.HSetNX(ctx, s.k.topics(), topicField(tenant, name), raw).Err()
-	s.topicCache().forget(topicField(tenant, name))
+	s.topics.forget(topicField(tenant, name))
 	if err != nil {
 		return fmt.Errorf("ensure topic %s/%s: %w", tenant, name, err)
 	}
@@ -105,7 +105,7 @@ func (s *Store) EnsureTopic(ctx context.Context, tenant, name string) error {
 // kept, so a topic registered anywhere is seen at once.
 func (s *Store) GetTopic(ctx context.Context, tenant, name string) (kairos.Topic, error) {
 	field := topicField(tenant, name)
-	c := s.topicCache()
+	c := &s.topics
 	if t, ok := c.get(field); ok {
 		return t, nil
 	}
@@ -201,7 +201,7 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 		pipe.Del(ctx, s.k.dead(sh, tenant, name))
 	}
 	_, err = pipe.Exec(ctx)
-	s.topicCache().forget(topicField(tenant, name))
+	s.topics.forget(topicField(tenant, name))
 	if err != nil {
 		return fmt.Errorf("delete topic %s/%s: %w", tenant, name, err)
 	}
@@ -210,9 +210,6 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 
 // topicTTL is how long GetTopic trusts a topic it has read.
 const topicTTL = time.Second
-
-// topicCache returns s's topic cache.
-func (s *Store) topicCache() *topicCache { return &s.topics }
 
 // topicCache keeps topics by tenant/name field until they expire. A read
 // that began before a write (gen) is not stored after it, so a write
