@@ -193,14 +193,16 @@ func (w *Worker) consume(ctx context.Context, run *topicRun, wg *sync.WaitGroup)
 	errDelay.Store(int64(100 * time.Millisecond))
 	for ctx.Err() == nil {
 		t := run.topic.Load()
-		n := int64(t.Concurrency) - run.busy.Load()
-		if n <= 0 || !run.busy.CompareAndSwap(int64(t.Concurrency)-n, int64(t.Concurrency)) {
-			if n <= 0 {
-				select {
-				case <-ctx.Done():
-				case <-run.freed:
-				}
+		busy := run.busy.Load()
+		n := int64(t.Concurrency) - busy
+		if n <= 0 { // every slot taken: wait for one to free
+			select {
+			case <-ctx.Done():
+			case <-run.freed:
 			}
+			continue
+		}
+		if !run.busy.CompareAndSwap(busy, busy+n) { // a slot freed meanwhile: look again
 			continue
 		}
 		select {
