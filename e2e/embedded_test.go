@@ -13,20 +13,18 @@ import (
 )
 
 // TestEmbeddedServeDelivers runs the README's first command as a new user
-// does: `kairos serve` without KAIROS_REDIS_URL (the embedded Redis) and
-// without KAIROS_AUTH_SECRET (a generated one, an admin token printed).
+// does: `kairos serve --allow-private-urls` (the flag the banner names for a
+// receiver on this machine) without KAIROS_REDIS_URL (the embedded Redis)
+// and without KAIROS_AUTH_SECRET (a generated one, an admin token printed).
 // With that token it registers a topic and creates jobs, single and batch,
 // due now and later, one with a payload long enough to be stored in pieces;
 // each is delivered once and reads back as delivered.
 func TestEmbeddedServeDelivers(t *testing.T) {
 	t.Parallel()
-	p := testproc.Start(t, "embedded", "KAIROS_REDIS_URL=", "KAIROS_AUTH_SECRET=",
-		"KAIROS_ADDR=127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS=1")
+	p := testproc.StartArgs(t, "embedded", []string{"--allow-private-urls"}, "KAIROS_REDIS_URL=", "KAIROS_AUTH_SECRET=",
+		"KAIROS_ADDR=127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS=")
+	token := p.WaitMatch(t, regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`), 20*time.Second)
 	base := p.URL(t)
-	token := regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`).FindString(p.Output())
-	if token == "" {
-		t.Fatal("no admin token in the output of kairos serve")
-	}
 	call := func(method, path string, body any, want int) []byte {
 		t.Helper()
 		b, _ := json.Marshal(body)

@@ -48,8 +48,8 @@ flags:
 // this process or a running one.
 func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kairos bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
+	fs.SetOutput(usageOut(args, stdout, stderr))
+	fs.Usage = func() { fmt.Fprint(fs.Output(), benchUsage); fs.PrintDefaults() }
 	var (
 		o                         bench.Options
 		redisURL, apiURL, token   string

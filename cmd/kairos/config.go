@@ -46,12 +46,26 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		}
 		return def
 	}
-	var roles, shards, retention, grace, lockTTL, leaseGrace, readyLease, maxPayload, allow, cluster, waitReplicas string
-	fs.StringVar(&c.Addr, "addr", env("KAIROS_ADDR", ":8080"), "listen address of the API and admin page (KAIROS_ADDR)")
+	var errs []error
+	// envBool reads a boolean variable for a flag's default; a bad value is
+	// reported with the others after parsing.
+	envBool := func(name string) bool {
+		raw := getenv(name)
+		if raw == "" {
+			return false
+		}
+		v, err := strconv.ParseBool(raw)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: use 1, 0, true or false", name, raw))
+		}
+		return v
+	}
+	var roles, shards, retention, grace, lockTTL, leaseGrace, readyLease, maxPayload, waitReplicas string
+	fs.StringVar(&c.Addr, "addr", env("KAIROS_ADDR", ""), "listen address of the API and admin page; default :8080, or 127.0.0.1:8080 on the embedded Redis (KAIROS_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("KAIROS_REDIS_URL", ""), "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (KAIROS_REDIS_URL)")
-	fs.StringVar(&cluster, "redis-cluster", env("KAIROS_REDIS_CLUSTER", "0"), "1: KAIROS_REDIS_URL names Redis Cluster nodes, redis://host:port?addr=host2:port (KAIROS_REDIS_CLUSTER)")
+	fs.BoolVar(&c.RedisCluster, "redis-cluster", envBool("KAIROS_REDIS_CLUSTER"), "KAIROS_REDIS_URL names Redis Cluster nodes, redis://host:port?addr=host2:port (KAIROS_REDIS_CLUSTER=1)")
 	fs.StringVar(&waitReplicas, "wait-replicas", env("KAIROS_WAIT_REPLICAS", "0"), "acknowledge a create only once this many replicas have it (Redis WAIT), so a failover cannot lose it (KAIROS_WAIT_REPLICAS)")
-	fs.StringVar(&allow, "allow-private-urls", env("KAIROS_ALLOW_PRIVATE_URLS", "0"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS)")
+	fs.BoolVar(&c.AllowPrivate, "allow-private-urls", envBool("KAIROS_ALLOW_PRIVATE_URLS"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS=1)")
 	fs.StringVar(&c.Prefix, "prefix", env("KAIROS_PREFIX", "kairos"), "Redis key prefix, so deployments can share a Redis (KAIROS_PREFIX)")
 	fs.StringVar(&shards, "shards", env("KAIROS_SHARDS", "16"), "Delay Bucket shards; fixed once jobs exist (KAIROS_SHARDS)")
 	fs.StringVar(&retention, "retention", env("KAIROS_RETENTION", "24h"), "how long delivered jobs stay readable (KAIROS_RETENTION)")
@@ -71,13 +85,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	}
 	c.AuthSecret = getenv("KAIROS_AUTH_SECRET")
 	c.MetricsToken = getenv("KAIROS_METRICS_TOKEN")
-	var errs []error
 	var err error
-	if c.AllowPrivate, err = strconv.ParseBool(allow); err != nil {
-		errs = append(errs, fmt.Errorf("KAIROS_ALLOW_PRIVATE_URLS=%q: use 1 or 0", allow))
-	}
-	if c.RedisCluster, err = strconv.ParseBool(cluster); err != nil {
-		errs = append(errs, fmt.Errorf("KAIROS_REDIS_CLUSTER=%q: use 1 or 0", cluster))
+	if c.Addr == "" {
+		c.Addr = ":8080"
+		if c.RedisURL == "" {
+			c.Addr = "127.0.0.1:8080" // the embedded Redis is for trying kairos out: this machine only
+		}
 	}
 	if c.RedisCluster && c.RedisURL == "" {
 		errs = append(errs, errors.New("KAIROS_REDIS_CLUSTER needs KAIROS_REDIS_URL naming at least one cluster node"))

@@ -1,18 +1,20 @@
 package main
 
 import (
+	"context"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-cmp/cmp"
 )
 
 func fakeEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestParseConfig(t *testing.T) {
-	defaults := Config{Addr: ":8080", Prefix: "kairos", Shards: 16, Retention: 24 * time.Hour,
+	defaults := Config{Addr: "127.0.0.1:8080", Prefix: "kairos", Shards: 16, Retention: 24 * time.Hour,
 		Roles: map[string]bool{"api": true, "scanner": true, "worker": true}, Grace: 30 * time.Second,
 		LockTTL: 10 * time.Second, LeaseGrace: 5 * time.Second, ReadyLease: time.Minute, MaxPayload: 256 << 10, LogFormat: "text", LogLevel: "info"}
 	tests := []struct {
@@ -31,6 +33,17 @@ func TestParseConfig(t *testing.T) {
 			}},
 		{name: "flag beats env", args: []string{"--addr", ":7000", "--retention", "1h"}, env: map[string]string{"KAIROS_ADDR": ":9000"},
 			want: func(c *Config) { c.Addr, c.Retention = ":7000", time.Hour }},
+		{name: "embedded binds loopback, an external Redis every interface", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
+			want: func(c *Config) { c.Addr, c.RedisURL, c.AuthSecret = ":8080", "redis://r:6379", "0123456789abcdef" }},
+		{name: "an explicit address is kept in embedded mode", args: []string{"--addr", ":8080"}, want: func(c *Config) { c.Addr = ":8080" }},
+		{name: "bare boolean flag", args: []string{"--allow-private-urls"}, want: func(c *Config) { c.AllowPrivate = true }},
+		{name: "boolean flag =true", args: []string{"--allow-private-urls=true"}, want: func(c *Config) { c.AllowPrivate = true }},
+		{name: "boolean flag =1", args: []string{"--allow-private-urls=1"}, want: func(c *Config) { c.AllowPrivate = true }},
+		{name: "boolean flag =0 beats env", args: []string{"--allow-private-urls=0"}, env: map[string]string{"KAIROS_ALLOW_PRIVATE_URLS": "1"}},
+		{name: "boolean flag =false", args: []string{"-allow-private-urls=false"}},
+		{name: "env true", env: map[string]string{"KAIROS_ALLOW_PRIVATE_URLS": "true"}, want: func(c *Config) { c.AllowPrivate = true }},
+		{name: "bare cluster flag", args: []string{"--redis-cluster", "--redis-url", "redis://r:1"}, env: map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"},
+			want: func(c *Config) { c.RedisCluster, c.RedisURL, c.AuthSecret, c.Addr = true, "redis://r:1", "0123456789abcdef", ":8080" }},
 		{name: "ready lease", env: map[string]string{"KAIROS_READY_LEASE": "5s"}, want: func(c *Config) { c.ReadyLease = 5 * time.Second }},
 		{name: "ready lease too short", args: []string{"--ready-lease", "10ms"}, wantErr: "ready-lease"},
 		{name: "bad shards", args: []string{"--shards", "0"}, wantErr: "shards"},
@@ -39,7 +52,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad bool", env: map[string]string{"KAIROS_ALLOW_PRIVATE_URLS": "yes please"}, wantErr: "KAIROS_ALLOW_PRIVATE_URLS"},
 		{name: "external redis needs a secret", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379"}, wantErr: "KAIROS_AUTH_SECRET is required"},
 		{name: "workers alone need no secret", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_ROLES": "worker"},
-			want: func(c *Config) { c.RedisURL, c.Roles = "redis://r:6379", map[string]bool{"worker": true} }},
+			want: func(c *Config) { c.RedisURL, c.Roles, c.Addr = "redis://r:6379", map[string]bool{"worker": true}, ":8080" }},
 		{name: "short secret", env: map[string]string{"KAIROS_AUTH_SECRET": "short"}, wantErr: "too short"},
 		{name: "secret is not a flag", args: []string{"--auth-secret", "x"}, wantErr: "flag provided but not defined"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
@@ -65,6 +78,61 @@ func TestParseConfig(t *testing.T) {
 				t.Errorf("config (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestTokenDefaultExpiry: a token expires after 24 hours unless --ttl says
+// otherwise, and --ttl 0 mints one without expiry.
+func TestTokenDefaultExpiry(t *testing.T) {
+	env := fakeEnv(map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"})
+	exp := func(args ...string) (time.Time, bool) {
+		t.Helper()
+		var out strings.Builder
+		if err := token(args, env, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		claims := jwt.MapClaims{}
+		if _, _, err := jwt.NewParser().ParseUnverified(strings.TrimSpace(out.String()), claims); err != nil {
+			t.Fatal(err)
+		}
+		e, err := claims.GetExpirationTime()
+		if err != nil || e == nil {
+			return time.Time{}, false
+		}
+		return e.Time, true
+	}
+	if e, ok := exp("--tenant", "acme"); !ok || time.Until(e) < 23*time.Hour || time.Until(e) > 25*time.Hour {
+		t.Errorf("default token expires at %v (set: %v), want in 24h", e, ok)
+	}
+	if e, ok := exp("--tenant", "acme", "--ttl", "1h"); !ok || time.Until(e) > time.Hour+time.Minute {
+		t.Errorf("--ttl 1h token expires at %v (set: %v)", e, ok)
+	}
+	if e, ok := exp("--tenant", "acme", "--ttl", "0"); ok {
+		t.Errorf("--ttl 0 token expires at %v, want no expiry", e)
+	}
+}
+
+// TestHelpExitsZero: every subcommand's -h and --help print its usage on
+// stdout and are not errors; an unknown flag still is.
+func TestHelpExitsZero(t *testing.T) {
+	for _, cmd := range []string{"serve", "token", "bench"} {
+		for _, h := range []string{"-h", "--help"} {
+			var out, errOut strings.Builder
+			if err := run(context.Background(), []string{cmd, h}, fakeEnv(nil), &out, &errOut); err != nil {
+				t.Errorf("kairos %s %s: %v", cmd, h, err)
+			}
+			if !strings.Contains(out.String(), "-") || errOut.Len() != 0 {
+				t.Errorf("kairos %s %s: stdout %q, stderr %q; want the usage on stdout", cmd, h, out.String(), errOut.String())
+			}
+		}
+		var errOut strings.Builder
+		if err := run(context.Background(), []string{cmd, "--no-such-flag"}, fakeEnv(nil), io.Discard, &errOut); err == nil || errOut.Len() == 0 {
+			t.Errorf("kairos %s --no-such-flag: err %v, stderr %q; want an error and the usage on stderr", cmd, err, errOut.String())
+		}
+	}
+	var out strings.Builder
+	if err := run(context.Background(), []string{"--help"}, fakeEnv(nil), &out, io.Discard); err != nil || !strings.Contains(out.String(), "kairos token") {
+		t.Errorf("kairos --help: %v, %q", err, out.String())
 	}
 }
 

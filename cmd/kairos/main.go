@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +17,7 @@ const usage = `kairos: a webhook scheduler on Redis
 
 usage:
   kairos serve [flags]                       run the API, scanner and workers (kairos serve -h for flags)
-  kairos token --tenant NAME [--admin] [--ttl D]  print an API token signed with KAIROS_AUTH_SECRET
+  kairos token --tenant NAME [--admin] [--ttl D]  print an API token signed with KAIROS_AUTH_SECRET (default expiry 24h; --ttl 0: none)
   kairos bench --redis-url URL [flags]       measure throughput, precision and Redis cost (kairos bench -h)
 `
 
@@ -28,7 +30,16 @@ func main() {
 	}
 }
 
+// run runs the command args names. A subcommand's -h or --help prints its
+// usage and is not an error.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if err := dispatch(ctx, args, getenv, stdout, stderr); !errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return nil
+}
+
+func dispatch(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("name a command: serve or token")
@@ -46,4 +57,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// usageOut is where a subcommand's flag set writes its usage: stdout when
+// the user asked for it with -h or --help, stderr when it follows a mistake.
+func usageOut(args []string, stdout, stderr io.Writer) io.Writer {
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--help", "--h":
+			return stdout
+		case "--":
+			return stderr
+		}
+	}
+	return stderr
 }

@@ -32,7 +32,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 // the scanner stops claiming, workers finish in-flight callbacks within the
 // grace period, the HTTP server drains, locks are released, Redis closes.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, err := parseConfig(args, getenv, stderr)
+	cfg, err := parseConfig(args, getenv, usageOut(args, stdout, stderr))
 	if err != nil {
 		return err
 	}
@@ -41,22 +41,47 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	log.Info("kairos listening", "url", in.url, "roles", roleList(cfg))
-	if cfg.Roles["api"] && cfg.AuthSecret == "" {
-		tok, err := in.authn.Mint("admin", true, 0)
-		if err != nil {
+	if cfg.Roles["api"] && cfg.RedisURL == "" {
+		// The banner comes before the line that says kairos is listening, so
+		// whoever waits for that line finds the token already printed.
+		if err := printBanner(stdout, cfg, in); err != nil {
 			in.stop()
 			return err
 		}
-		fmt.Fprintf(stdout, "\nkairos is running at %s (embedded Redis: nothing persists)\n\n"+
-			"Admin token (valid until this process stops; its secret was generated at start):\n\n  %s\n\n"+
-			"Open %s/ and paste the token, or try:\n  curl -H 'Authorization: Bearer %s' %s/v1/topics\n\n", in.url, tok, in.url, tok, in.url)
 	}
+	log.Info("kairos listening", "url", in.url, "roles", roleList(cfg))
 	<-ctx.Done()
 	log.Info("shutting down", "grace", cfg.Grace)
 	in.stop()
 	log.Info("kairos stopped")
 	return nil
+}
+
+// printBanner tells a user trying kairos on the embedded Redis where it
+// runs, how to get in, and how to point callbacks at a local receiver.
+func printBanner(w io.Writer, cfg Config, in *instance) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nkairos is running at %s (embedded Redis: nothing persists)\n\n", in.url)
+	if cfg.AuthSecret == "" {
+		tok, err := in.authn.Mint("admin", true, 0)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "Admin token (valid as long as this process runs: its secret was generated at start and dies with it):\n\n  %s\n\n"+
+			"Open %s/ and paste the token, or try:\n  curl -H 'Authorization: Bearer %s' %s/v1/topics\n\n", tok, in.url, tok, in.url)
+	} else {
+		fmt.Fprintf(&b, "API tokens are signed with your KAIROS_AUTH_SECRET. Mint one with the same secret set:\n\n"+
+			"  go run ./cmd/kairos token --tenant admin --admin     (or bin/kairos token ... after make build)\n\n"+
+			"then open %s/ and paste it.\n\n", in.url)
+	}
+	if cfg.AllowPrivate {
+		b.WriteString("Callbacks to loopback and private addresses are allowed (--allow-private-urls).\n\n")
+	} else {
+		b.WriteString("Callbacks to localhost, loopback and private addresses are refused. To try kairos with a\n" +
+			"receiver on this machine, start it with --allow-private-urls (or KAIROS_ALLOW_PRIVATE_URLS=1).\n\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // redisClients connects to KAIROS_REDIS_URL (a Redis Cluster when

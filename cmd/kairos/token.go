@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/kairos-sh/kairos/auth"
 )
@@ -12,10 +13,10 @@ import (
 // token prints an API token for a tenant, signed with KAIROS_AUTH_SECRET.
 func token(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kairos token", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(usageOut(args, stdout, stderr))
 	tenant := fs.String("tenant", "", "the tenant the token acts for (its sub claim)")
 	admin := fs.Bool("admin", false, "let the token see every tenant (the admin page)")
-	ttl := fs.Duration("ttl", 0, "how long the token is valid, such as 720h; 0 means no expiry")
+	ttl := fs.Duration("ttl", 24*time.Hour, "how long the token is valid, such as 720h; 0 means it never expires (revoke it by rotating KAIROS_AUTH_SECRET)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,19 +31,19 @@ var Binary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// buffer collects a child's output safely.
-type buffer struct {
+// Buffer collects output written from several goroutines, in order.
+type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *buffer) Write(p []byte) (int, error) {
+func (s *Buffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *buffer) String() string {
+func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -52,7 +53,7 @@ func (s *buffer) String() string {
 type Proc struct {
 	Name string
 	Cmd  *exec.Cmd
-	out  *buffer
+	out  *Buffer
 	done chan struct{}
 }
 
@@ -60,12 +61,18 @@ type Proc struct {
 // environment. The child is killed at cleanup if still running.
 func Start(tb testing.TB, name string, env ...string) *Proc {
 	tb.Helper()
+	return StartArgs(tb, name, nil, env...)
+}
+
+// StartArgs is Start with flags after `kairos serve`.
+func StartArgs(tb testing.TB, name string, args []string, env ...string) *Proc {
+	tb.Helper()
 	bin, err := Binary()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &Proc{Name: name, out: &buffer{}, done: make(chan struct{})}
-	p.Cmd = exec.Command(bin, "serve")
+	p := &Proc{Name: name, out: &Buffer{}, done: make(chan struct{})}
+	p.Cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
 	p.Cmd.Env = append(os.Environ(), env...)
 	p.Cmd.Stdout, p.Cmd.Stderr = p.out, p.out
 	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -110,8 +117,19 @@ func (p *Proc) Signal(sig syscall.Signal) {
 // WaitLog waits until the child's output contains s.
 func (p *Proc) WaitLog(tb testing.TB, s string, within time.Duration) {
 	tb.Helper()
+	p.WaitMatch(tb, regexp.MustCompile(regexp.QuoteMeta(s)), within)
+}
+
+// WaitMatch waits until the child's output matches re and returns the
+// first match.
+func (p *Proc) WaitMatch(tb testing.TB, re *regexp.Regexp, within time.Duration) string {
+	tb.Helper()
+	s := re.String()
 	deadline := time.Now().Add(within)
-	for !strings.Contains(p.Output(), s) {
+	for {
+		if m := re.FindString(p.Output()); m != "" {
+			return m
+		}
 		select {
 		case <-p.done:
 			tb.Fatalf("%s exited before logging %q", p.Name, s)
