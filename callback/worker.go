@@ -38,7 +38,17 @@ type Event struct {
 	Job      kairos.Job // resolved against its topic
 	Attempt  kairos.Attempt
 	State    kairos.State  // the job's new state; "" for a stale attempt
-	Lateness time.Duration // attempt start minus the scheduled time
+	Lateness time.Duration // attempt start minus DueAt(Job)
+}
+
+// DueAt is when a job became due to kairos: the later of its run_at and its
+// creation. A job created with a run_at in the past fires at once and is
+// not late by the time before it existed.
+func DueAt(j kairos.Job) time.Time {
+	if j.CreatedAt.After(j.RunAt) {
+		return j.CreatedAt
+	}
+	return j.RunAt
 }
 
 // WorkerConfig tunes a Worker. Zero values take the defaults.
@@ -306,7 +316,7 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 		log.Debug("delivered", "status", a.Status, "duration", a.Duration)
 	}
 	if w.cfg.OnAttempt != nil {
-		w.cfg.OnAttempt(Event{Job: j, Attempt: a, State: state, Lateness: start.Sub(j.RunAt)})
+		w.cfg.OnAttempt(Event{Job: j, Attempt: a, State: state, Lateness: start.Sub(DueAt(j))})
 	}
 }
 

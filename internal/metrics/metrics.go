@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -115,7 +116,7 @@ func (h errorHook) DialHook(next redis.DialHook) redis.DialHook {
 func (h errorHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if err != nil && !errors.Is(err, redis.Nil) && !isNoScript(err) {
+		if failed(cmd, err) {
 			h.c.Inc()
 		}
 		return err
@@ -126,7 +127,7 @@ func (h errorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
 		for _, c := range cmds {
-			if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) && !isNoScript(e) {
+			if failed(c, c.Err()) {
 				h.c.Inc()
 			}
 		}
@@ -134,8 +135,29 @@ func (h errorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
-// isNoScript matches the NOSCRIPT reply that Script.Run answers with EVAL.
-func isNoScript(err error) bool { return redis.HasErrorPrefix(err, "NOSCRIPT") }
+// failed reports whether cmd's error is a real failure. Not failures: an
+// empty reply (redis.Nil); NOSCRIPT, which Script.Run answers with EVAL;
+// a command that kairos itself cancelled (a consumer stopped, shutdown);
+// and the optional parts of go-redis's connection handshake (CLIENT SETINFO,
+// CLIENT MAINT_NOTIFICATIONS), which servers before Redis 7.2 refuse and
+// go-redis ignores.
+func failed(cmd redis.Cmder, err error) bool {
+	switch {
+	case err == nil, errors.Is(err, redis.Nil), redis.HasErrorPrefix(err, "NOSCRIPT"),
+		errors.Is(err, context.Canceled), errors.Is(err, redis.ErrClosed):
+		return false
+	}
+	return !optionalHandshake(cmd)
+}
+
+func optionalHandshake(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if len(args) < 2 || !strings.EqualFold(cmd.Name(), "client") {
+		return false
+	}
+	sub, _ := args[1].(string)
+	return strings.EqualFold(sub, "setinfo") || strings.EqualFold(sub, "maint_notifications")
+}
 
 // redisCollector reads bucket depths, ready list lengths and process gauges at scrape time.
 type redisCollector struct{ g Gauges }

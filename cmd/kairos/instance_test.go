@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kairos-sh/kairos/internal/testredis"
+)
+
+// TestFreshInstanceCountsNoRedisErrors starts kairos on a real
+// redis-server, has it register topics and deliver jobs, and reads
+// /metrics: kairos_redis_errors_total must be 0, because nothing failed
+// (the handshake commands a Redis 7.0 refuses and go-redis ignores are no
+// failures).
+func TestFreshInstanceCountsNoRedisErrors(t *testing.T) {
+	call, hits, rcvURL := startTestInstance(t)
+	for _, topic := range []string{"a", "b", "c"} {
+		call("PUT", "/v1/topics/"+topic, `{"callback_url": "`+rcvURL+`"}`, http.StatusCreated)
+		call("POST", "/v1/topics/"+topic+"/jobs", `{"delay": "0s", "payload": 1}`, http.StatusCreated)
+		call("POST", "/v1/topics/"+topic+"/jobs", `{"delay": "100ms", "payload": 2}`, http.StatusCreated)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for hits.Load() < 6 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 6 jobs delivered within 20s", hits.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	call("GET", "/v1/stats", "", http.StatusOK)
+	metrics := call("GET", "/metrics", "", http.StatusOK)
+	if !strings.Contains(metrics, "\nkairos_redis_errors_total 0\n") {
+		for _, l := range strings.Split(metrics, "\n") {
+			if strings.HasPrefix(l, "kairos_redis_errors_total") {
+				t.Fatalf("a fresh instance doing normal work reports %q, want 0", l)
+			}
+		}
+		t.Fatal("no kairos_redis_errors_total in /metrics")
+	}
+}
+
+// TestPastRunAtIsNotLate: a job created with a run_at an hour ago fires at
+// once, and its lateness is counted from its creation, not from the run_at
+// (in /v1/stats and in /metrics).
+func TestPastRunAtIsNotLate(t *testing.T) {
+	call, hits, rcvURL := startTestInstance(t)
+	call("PUT", "/v1/topics/past", `{"callback_url": "`+rcvURL+`"}`, http.StatusCreated)
+	runAt := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)
+	call("POST", "/v1/topics/past/jobs", `{"run_at": "`+runAt+`", "payload": 1}`, http.StatusCreated)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var st struct {
+			Topics []struct {
+				Recent struct {
+					Lateness struct {
+						Samples int64   `json:"samples"`
+						Max     float64 `json:"max_ms"`
+					} `json:"lateness"`
+				} `json:"recent"`
+			} `json:"topics"`
+		}
+		if err := json.Unmarshal([]byte(call("GET", "/v1/stats", "", http.StatusOK)), &st); err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Topics) == 1 && st.Topics[0].Recent.Lateness.Samples == 1 {
+			if max := st.Topics[0].Recent.Lateness.Max; max > 60_000 {
+				t.Fatalf("lateness max %v ms: the hour before the job existed was counted", max)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no lateness sample within 20s (%d callbacks)", hits.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, l := range strings.Split(call("GET", "/metrics", "", http.StatusOK), "\n") {
+		if rest, ok := strings.CutPrefix(l, `kairos_lateness_seconds_sum{topic="acme/past"} `); ok {
+			if v, err := strconv.ParseFloat(rest, 64); err != nil || v > 60 {
+				t.Fatalf("kairos_lateness_seconds_sum %q: the hour before the job existed was counted", rest)
+			}
+			return
+		}
+	}
+	t.Fatal("no kairos_lateness_seconds_sum for acme/past in /metrics")
+}
+
+// startTestInstance starts kairos in this process on a real redis-server,
+// with a receiver on loopback, and returns a caller of its API acting for
+// tenant acme (it also reads /metrics), the receiver's hit count and URL.
+func startTestInstance(t *testing.T) (call func(method, path, body string, want int) string, hits *atomic.Int64, rcvURL string) {
+	t.Helper()
+	srv := testredis.New(t)
+	hits = new(atomic.Int64)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	t.Cleanup(rcv.Close)
+	cfg, err := parseConfig([]string{"--addr", "127.0.0.1:0", "--grace", "1s", "--allow-private-urls"},
+		fakeEnv(map[string]string{"KAIROS_REDIS_URL": srv.URL(), "KAIROS_AUTH_SECRET": "0123456789abcdef0123"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.stop)
+	tok, err := in.authn.Mint("acme", false, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call = func(method, path, body string, want int) string {
+		t.Helper()
+		req, _ := http.NewRequest(method, in.url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, b)
+		}
+		return string(b)
+	}
+	return call, hits, rcv.URL
+}
