@@ -56,9 +56,8 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &ValidationError{Errors: []FieldError{{Field: "jobs", Message: fmt.Sprintf("holds %d jobs; allowed 1 to %d", len(req.Jobs), maxBatch)}}})
 		return
 	}
-	t, err := s.store.GetTopic(r.Context(), tenant, topic)
-	known := err == nil
-	if err != nil && !errors.Is(err, kairos.ErrNotFound) {
+	t, known, err := s.jobTopic(r.Context(), tenant, topic)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -76,11 +75,10 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		var j kairos.Job
 		if err == nil {
-			j, err = jr.toJob(tenant, topic, now, s.cfg.MaxPayload)
+			j, err = jr.toJob(tenant, topic, now, s.cfg.MaxPayload, s.cfg.AllowPrivate)
 		}
-		if err == nil && j.CallbackURL == "" && (!known || t.CallbackURL == "") {
-			err = &ValidationError{Errors: []FieldError{{Field: "callback_url", Message: fmt.Sprintf(
-				"topic %q has no callback URL registered and the job names none: register one with PUT /v1/topics/%s or give callback_url", topic, topic)}}}
+		if err == nil {
+			err = needCallback(t, known, j)
 		}
 		if err == nil {
 			if first, dup := seen[j.ID]; dup {
@@ -98,8 +96,8 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 		valid = append(valid, j)
 		at = append(at, i)
 	}
-	if len(valid) > 0 && !known {
-		if err := s.store.EnsureTopic(r.Context(), tenant, topic); err != nil {
+	if len(valid) > 0 {
+		if err := s.ensureTopic(r.Context(), t, known); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

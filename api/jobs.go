@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/json"
@@ -117,9 +118,10 @@ func payloadJSON(j kairos.Job) json.RawMessage {
 	return b
 }
 
-// toJob validates a create request against now (the Redis clock). A batch
-// puts its item's prefix on the field names of the error (prefixed).
-func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int64) (kairos.Job, error) {
+// toJob validates a create request against now (the Redis clock);
+// allowPrivate lets its callback URL name a private address. A batch puts
+// its item's prefix on the field names of the error (prefixed).
+func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int64, allowPrivate bool) (kairos.Job, error) {
 	var fe fieldErrors
 	j := kairos.Job{JobKey: kairos.JobKey{Tenant: tenant, Topic: topic}}
 	if req.ID != nil {
@@ -132,7 +134,7 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 	}
 	j.RunAt = schedule(&fe, "", req.RunAt, req.Delay, now)
 	if req.CallbackURL != nil {
-		checkURL(&fe, "callback_url", *req.CallbackURL)
+		checkURL(&fe, "callback_url", *req.CallbackURL, allowPrivate)
 		j.CallbackURL = *req.CallbackURL
 	}
 	if req.Method != nil {
@@ -219,12 +221,19 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	j, err := req.toJob(tenant, topic, s.store.Now(), s.cfg.MaxPayload)
+	j, err := req.toJob(tenant, topic, s.store.Now(), s.cfg.MaxPayload, s.cfg.AllowPrivate)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.ensureCallback(r, tenant, topic, j.CallbackURL, ""); err != nil {
+	t, known, err := s.jobTopic(r.Context(), tenant, topic)
+	if err == nil {
+		err = needCallback(t, known, j)
+	}
+	if err == nil {
+		err = s.ensureTopic(r.Context(), t, known)
+	}
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -236,25 +245,38 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, jobView(j))
 }
 
-// ensureCallback refuses a job that has no callback URL anywhere, and
-// registers an unknown topic so that workers consume it.
-func (s *Server) ensureCallback(r *http.Request, tenant, topic, url, field string) error {
-	t, err := s.store.GetTopic(r.Context(), tenant, topic)
+// jobTopic reads the topic that jobs are created in; known is false for
+// one not registered yet (t then holds only its tenant and name).
+func (s *Server) jobTopic(ctx context.Context, tenant, topic string) (t kairos.Topic, known bool, err error) {
+	t, err = s.store.GetTopic(ctx, tenant, topic)
 	if errors.Is(err, kairos.ErrNotFound) {
-		if url == "" {
-			return &ValidationError{Errors: []FieldError{{Field: field + "callback_url", Message: fmt.Sprintf(
-				"topic %q has no callback URL registered and the job names none: register one with PUT /v1/topics/%s {\"callback_url\": \"https://...\"} or give callback_url", topic, topic)}}}
-		}
-		return s.store.EnsureTopic(r.Context(), tenant, topic)
+		return kairos.Topic{Tenant: tenant, Name: topic}, false, nil
 	}
-	if err != nil {
-		return err
+	return t, err == nil, err
+}
+
+// needCallback refuses a job that names no callback URL when its topic has
+// none either: the one rule of single and batch creates.
+func needCallback(t kairos.Topic, known bool, j kairos.Job) error {
+	var msg string
+	switch {
+	case j.CallbackURL != "" || (known && t.CallbackURL != ""):
+		return nil
+	case !known:
+		msg = fmt.Sprintf("topic %q has no callback URL registered and the job names none: register one with PUT /v1/topics/%s {\"callback_url\": \"https://...\"} or give callback_url", t.Name, t.Name)
+	default:
+		msg = fmt.Sprintf("topic %q has no callback URL and the job names none: set one with PUT /v1/topics/%s or give callback_url", t.Name, t.Name)
 	}
-	if url == "" && t.CallbackURL == "" {
-		return &ValidationError{Errors: []FieldError{{Field: field + "callback_url", Message: fmt.Sprintf(
-			"topic %q has no callback URL and the job names none: set one with PUT /v1/topics/%s or give callback_url", topic, topic)}}}
+	return &ValidationError{Errors: []FieldError{{Field: "callback_url", Message: msg}}}
+}
+
+// ensureTopic registers a topic that jobs naming their own callback URL
+// were created in, so that workers consume it.
+func (s *Server) ensureTopic(ctx context.Context, t kairos.Topic, known bool) error {
+	if known {
+		return nil
 	}
-	return nil
+	return s.store.EnsureTopic(ctx, t.Tenant, t.Name)
 }
 
 func (s *Server) jobTarget(r *http.Request) (kairos.JobKey, error) {

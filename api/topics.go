@@ -54,14 +54,15 @@ func topicView(t kairos.Topic) topicResponse {
 	}
 }
 
-// toTopic validates a topic request.
-func (req topicRequest) toTopic(tenant, name string) (kairos.Topic, error) {
+// toTopic validates a topic request; allowPrivate lets its callback URL
+// name a private address.
+func (req topicRequest) toTopic(tenant, name string, allowPrivate bool) (kairos.Topic, error) {
 	var fe fieldErrors
 	t := kairos.Topic{Tenant: tenant, Name: name}
 	if req.CallbackURL == nil || *req.CallbackURL == "" {
 		fe.add("callback_url", "required: the absolute http(s) URL that receives this topic's callbacks")
 	} else {
-		checkURL(&fe, "callback_url", *req.CallbackURL)
+		checkURL(&fe, "callback_url", *req.CallbackURL, allowPrivate)
 		t.CallbackURL = *req.CallbackURL
 	}
 	if req.Method != nil {
@@ -126,7 +127,7 @@ func (s *Server) putTopic(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	t, err := req.toTopic(tenant, name)
+	t, err := req.toTopic(tenant, name, s.cfg.AllowPrivate)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
