@@ -30,9 +30,10 @@ type batchItem struct {
 }
 
 type batchResponse struct {
-	Created int         `json:"created"`
-	Failed  int         `json:"failed"`
-	Results []batchItem `json:"results"`
+	Created  int         `json:"created"`
+	Replaced int         `json:"replaced"`
+	Failed   int         `json:"failed"`
+	Results  []batchItem `json:"results"`
 }
 
 // createJobs handles POST /v1/topics/{topic}/jobs/batch: every item is
@@ -110,23 +111,33 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		res.Job.Payload = nil // not shown in a batch's results
-		v := jobView(res.Job)
-		resp.Results[i] = batchItem{Index: i, Status: http.StatusCreated, Job: &v}
+		v, status := upserted(res)
+		resp.Results[i] = batchItem{Index: i, Status: status, Job: &v}
 	}
 	for _, it := range resp.Results {
-		if it.Status == http.StatusCreated {
+		switch it.Status {
+		case http.StatusCreated:
 			resp.Created++
-		} else {
+		case http.StatusOK:
+			resp.Replaced++
+		default:
 			resp.Failed++
 		}
 	}
-	status := http.StatusOK
-	if resp.Failed == 0 {
-		status = http.StatusCreated
-	} else if resp.Created > 0 {
-		status = http.StatusMultiStatus
+	writeJSON(w, resp.status(), resp)
+}
+
+// status is a batch's: 201 when no item failed and some job was created,
+// 207 when some items failed and others did not, else 200 (every job
+// replaced one that had not fired, or every item failed).
+func (b batchResponse) status() int {
+	switch {
+	case b.Failed == 0 && b.Created > 0:
+		return http.StatusCreated
+	case b.Failed > 0 && b.Created+b.Replaced > 0:
+		return http.StatusMultiStatus
 	}
-	writeJSON(w, status, resp)
+	return http.StatusOK
 }
 
 // prefixed puts a batch item's prefix on the field names of its error.

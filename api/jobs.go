@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // jobRequest is the body of POST /v1/topics/{topic}/jobs.
@@ -67,6 +68,26 @@ type jobResponse struct {
 	Payload     json.RawMessage   `json:"payload,omitempty"`
 	LastAttempt *attemptResponse  `json:"last_attempt,omitempty"`
 	AttemptLog  []attemptResponse `json:"attempt_log,omitempty"`
+	// Result is set in the answers to creates only: resultCreated, or
+	// resultReplaced for a job that replaced one of its id that had not fired.
+	Result string `json:"result,omitempty"`
+}
+
+const (
+	resultCreated  = "created"
+	resultReplaced = "replaced"
+)
+
+// upserted shows the outcome of a create: the job with its result, and the
+// status that says the same (201 created, 200 replaced).
+func upserted(res rdb.BatchResult) (jobResponse, int) {
+	v := jobView(res.Job)
+	if res.Replaced {
+		v.Result = resultReplaced
+		return v, http.StatusOK
+	}
+	v.Result = resultCreated
+	return v, http.StatusCreated
 }
 
 func jobView(j kairos.Job) jobResponse {
@@ -237,12 +258,13 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	j, err = s.store.Enqueue(r.Context(), j)
-	if err != nil {
-		s.writeError(w, r, err)
+	res := s.store.Upsert(r.Context(), j)
+	if res.Err != nil {
+		s.writeError(w, r, res.Err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, jobView(j))
+	v, status := upserted(res)
+	writeJSON(w, status, v)
 }
 
 // jobTopic reads the topic that jobs are created in; known is false for

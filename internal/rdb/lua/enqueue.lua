@@ -15,9 +15,10 @@
 -- caller, not stored; hashes written by earlier versions keep their 'uid'.
 -- Reply: {results, earliest, now}: results holds one value per job: 0 for
 -- a new job scheduled, 1 for a new job due now (generation 1, no stored
--- uid, created at now), else {status (1, or -1 when the job is being
--- delivered right now and nothing changed), gen, pushed, stored uid or '',
--- created (ms)}; pushed
+-- uid, created at now), else {status, gen, pushed, stored uid or '',
+-- created (ms)}, status being 1 for a job created, 2 for a job that had
+-- not fired and was replaced, or -1 when the job is being delivered right
+-- now and nothing changed; pushed
 -- (1) means the job is due now and the caller must push "id|gen" onto the
 -- ready list; earliest is the run_at of this call's job that became the
 -- shard's earliest member, so a sleeping scanner must be woken, or false;
@@ -124,7 +125,11 @@ while i <= #ARGV do
     else
       count(state)
     end
-    put(1, gen, pushed, uid, created)
+    local status = 1
+    if st and st ~= 'dead' and st ~= 'delivered' then
+      status = 2 -- not fired yet: replaced
+    end
+    put(status, gen, pushed, uid, created)
   end
   i = i + 3 + 2 * n
 end

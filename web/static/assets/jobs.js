@@ -187,7 +187,7 @@ $('new-form').addEventListener('submit', async (e) => {
     let body = JSON.stringify(fields);
     if (raw) body = body.slice(0, -1) + (body.length > 2 ? ',' : '') + '"payload":' + raw + '}';
     const j = await busy($('new-submit'), () => call('POST', topicPath(t, '/jobs'), { query: tenantQuery(t.tenant), body }));
-    notice(`Job ${j.id} created: ${j.state}.`);
+    notice(`Job ${j.id} ${j.result === 'replaced' ? 'replaced (it had not fired)' : 'created'}: ${j.state}.`);
     $('new-id').value = '';
     location.hash = link('job', { tenant: t.tenant, topic: t.name, id: j.id });
   } catch (x) {
