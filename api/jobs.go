@@ -48,7 +48,8 @@ type attemptResponse struct {
 	Response   string  `json:"response,omitempty"`
 }
 
-// jobResponse is a job as the API shows it.
+// jobResponse is a job as the API shows it, with the values of
+// secret-looking headers masked.
 type jobResponse struct {
 	ID          string            `json:"id"`
 	Topic       string            `json:"topic"`
@@ -94,7 +95,7 @@ func jobView(j kairos.Job) jobResponse {
 	v := jobResponse{
 		ID: j.ID, Topic: j.Topic, Tenant: j.Tenant, State: j.State, RunAt: formatTime(j.RunAt),
 		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: j.Attempts,
-		MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: j.Headers,
+		MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
 		Payload: payloadJSON(j),
 	}
 	if j.State.Pending() {
@@ -319,12 +320,21 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	reveal, err := revealHeaders(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	j, err := s.store.GetJob(r.Context(), key)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobView(j))
+	v := jobView(j)
+	if reveal {
+		v.Headers = j.Headers
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) rescheduleJob(w http.ResponseWriter, r *http.Request) {

@@ -123,6 +123,10 @@ func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string
 			bad("the value is longer than %d bytes", maxHeaderValue)
 			continue
 		}
+		if v == headerMask {
+			bad("the value is the mask kairos shows in place of a secret header's value: send the value itself (GET the topic or job with ?reveal=headers to read it)")
+			continue
+		}
 		if out == nil {
 			continue
 		}

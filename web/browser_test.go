@@ -86,14 +86,34 @@ func TestAdminPageInBrowser(t *testing.T) {
 		b.do("flaky listed", chromedp.WaitVisible(chromedp.CSS(`[data-testid="topic-flaky"]`)))
 		b.waitText("#topics-table", "2 attempts", 5*time.Second)
 
+		// The API masks X-Api-Key in the topic list; the edit dialog reads
+		// the topic revealed, so saving keeps the secret.
+		var listed struct {
+			Topics []struct {
+				Name    string
+				Headers map[string]string
+			}
+		}
+		json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics", nil), &listed)
+		for _, tp := range listed.Topics {
+			if tp.Name == "orders" && tp.Headers["X-Api-Key"] != "••••••••" {
+				t.Errorf("listed topic headers %+v, want X-Api-Key masked", tp.Headers)
+			}
+		}
 		b.click("topic-edit-orders")
 		b.do("edit dialog", chromedp.WaitVisible(chromedp.ID("topic-timeout")))
+		b.waitJS("revealed headers in the dialog", `document.getElementById('topic-headers').value.includes('X-Api-Key: k-123456789')`, 5*time.Second)
 		if v, _ := run(b, chromedp.Value(chromedp.ID("topic-headers"))); !strings.Contains(v, "X-Team: billing") {
 			t.Errorf("edit dialog headers %q, want the topic's", v)
 		}
 		b.fill(map[string]string{"topic-timeout": "5s"})
 		b.click("topic-save")
 		b.waitText("#topics-table", "timeout 5s", 10*time.Second)
+		var saved struct{ Headers map[string]string }
+		json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics/orders?reveal=headers", nil), &saved)
+		if saved.Headers["X-Api-Key"] != "k-123456789" {
+			t.Errorf("after the edit the topic's X-Api-Key is %q, want k-123456789", saved.Headers["X-Api-Key"])
+		}
 	})
 
 	t.Run("create a job and watch it delivered", func(t *testing.T) {
@@ -122,6 +142,9 @@ func TestAdminPageInBrowser(t *testing.T) {
 		h := b.text(`[data-testid="job-headers"]`)
 		if strings.Contains(h, "sk_live") || strings.Contains(h, "sig-zzz") {
 			t.Errorf("secret header values shown: %q", h)
+		}
+		if !strings.Contains(h, "Authorization••••••••") {
+			t.Errorf("job headers %q, want Authorization shown with the API's mask", h)
 		}
 		b.waitText(`[data-testid="job-state"]`, "scheduled", 5*time.Second)
 	})

@@ -2,7 +2,7 @@
 // actions), and creating a job.
 import { call, session, tenantQuery, topicPath, jobPath } from './api.js';
 import { $, h, rows, showError, confirmAction, notice, busy, timeEl, ms, stateBadge, lastAttempt,
-  isSecretHeader, maskSecret, toLocalInput, fromLocalInput, reportError } from './dom.js';
+  toLocalInput, fromLocalInput, reportError } from './dom.js';
 import { loadTopics, fillTopicSelect, selectedTopic, link, findTopic } from './store.js';
 
 // ---- list ----
@@ -101,8 +101,10 @@ function render(j) {
     ['Attempts', `${j.attempts} of ${j.max_attempts || (topic ? topic.max_attempts : '(topic default)')}`, 'job-attempts'],
     ['Backoff', j.backoff ? `${j.backoff.initial || 'default'} – ${j.backoff.max || 'default'}` : dflt('', (t) => `${t.backoff.initial} – ${t.backoff.max}`)],
   ]);
+  // The API masks the values of secret-looking headers; the page shows
+  // what it is given.
   const hdrs = Object.entries(j.headers || {});
-  dl($('job-headers'), hdrs.map(([k, v]) => [k, isSecretHeader(k) ? h('span', { class: 'muted', title: 'hidden: the name looks secret', 'data-masked': 'true', text: maskSecret() }) : v]));
+  dl($('job-headers'), hdrs.map(([k, v]) => [k, v]));
   $('job-noheaders').hidden = hdrs.length > 0;
   $('job-payload').textContent = j.payload === undefined ? '(empty body)' : JSON.stringify(j.payload, null, 2);
   const log = j.attempt_log || [];
