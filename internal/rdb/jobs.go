@@ -267,7 +267,8 @@ func (s *Store) enqueueCalls(jobs []kairos.Job, idx []int, out []BatchResult) []
 			c = &enqueueCall{
 				shard: g.shard,
 				keys: []string{s.k.bucket(g.shard), s.k.index(g.shard, j.Tenant, j.Topic),
-					s.k.counters(g.shard, j.Tenant, j.Topic), s.k.dead(g.shard, j.Tenant, j.Topic)},
+					s.k.counters(g.shard, j.Tenant, j.Topic), s.k.dead(g.shard, j.Tenant, j.Topic),
+					s.k.deadTenant(g.shard, j.Tenant), s.k.deadAll(g.shard)},
 				argv: []any{s.scriptNow(), s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(g.shard),
 					j.Tenant + "/" + j.Topic + "/", WakeHorizon.Milliseconds(), s.k.groupPrefix(g.shard, j.Tenant, j.Topic)},
 			}
@@ -419,7 +420,8 @@ func (s *Store) GetJob(ctx context.Context, key kairos.JobKey) (kairos.Job, erro
 // Cancel removes a job that has not been delivered; a dead job is discarded.
 func (s *Store) Cancel(ctx context.Context, key kairos.JobKey) error {
 	jk := s.k.forJob(key)
-	n, err := cancelScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.index, jk.counters, jk.dead}, jk.member, key.ID, jk.groups).Int()
+	n, err := cancelScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.index, jk.counters, jk.dead, jk.deadTen, jk.deadAll},
+		jk.member, key.ID, jk.groups).Int()
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", jk.member, err)
 	}
@@ -460,7 +462,7 @@ func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Ti
 // Replay gives a dead job a fresh set of attempts and hands it out now.
 func (s *Store) Replay(ctx context.Context, key kairos.JobKey) (kairos.Job, error) {
 	jk := s.k.forJob(key)
-	res, err := replayScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.counters, jk.dead},
+	res, err := replayScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.counters, jk.dead, jk.deadTen, jk.deadAll},
 		jk.member, key.ID, ms(s.Now()), s.opts.ReadyLease.Milliseconds()).Slice()
 	if err != nil {
 		return kairos.Job{}, fmt.Errorf("replay %s: %w", jk.member, err)

@@ -3,7 +3,8 @@
 -- batch), so that the script call, the counter updates and the wake-up check
 -- are paid once per call rather than once per job.
 -- KEYS[1] bucket (ZSET), KEYS[2] topic index (ZSET), KEYS[3] topic counters
--- (HASH), KEYS[4] topic dead letters (ZSET)
+-- (HASH), KEYS[4] topic dead letters (ZSET), KEYS[5] the tenant's dead
+-- letters (ZSET of members), KEYS[6] every tenant's dead letters
 -- ARGV[1] now (ms), or "" to read Redis's TIME (whether a job is due is
 -- decided on Redis's clock), ARGV[2] ready lease (ms), ARGV[3] job key
 -- prefix ("<prefix>:{shard}:job:"), ARGV[4] member prefix ("tenant/topic/"),
@@ -81,6 +82,8 @@ while i <= #ARGV do
         -- a new job of the same id: the old one leaves the listing
         if st == 'dead' then
           redis.call('ZREM', KEYS[4], id)
+          redis.call('ZREM', KEYS[5], member)
+          redis.call('ZREM', KEYS[6], member)
         end
         unindex(KEYS[2], groups, id, old[4])
         -- the new job's webhook id comes from its creation time, which
