@@ -90,6 +90,7 @@ func (s *Server) routes() chi.Router {
 			r.Delete("/jobs/{id}", s.cancelJob)
 			r.Post("/jobs/{id}/retry", s.retryJob)
 		})
+		r.Get("/dead", s.listDead)
 		r.Get("/signing-keys", s.getSigningKeys)
 		r.Post("/signing-keys/rotate", s.rotateSigningKeys)
 		r.Get("/stats", s.stats)

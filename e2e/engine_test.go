@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -258,11 +259,33 @@ func testDeadAfterMaxAttemptsThenReplay(t *testing.T, start starter) {
 	if len(page.Jobs) != 1 || page.Jobs[0].ID != "doomed" {
 		t.Fatalf("dead letters %+v", page.Jobs)
 	}
+	// Dead letters across topics: another topic's dead job is listed too.
+	gone := newReceiver(t, func(int, hit) int { return http.StatusGone })
+	e.mustDo("PUT", "/v1/topics/u", map[string]any{"callback_url": gone.URL, "max_attempts": 1}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/u/jobs", map[string]any{"id": "gone", "delay": "0s"}, nil, http.StatusCreated)
+	e.waitState("u", "gone", "dead", 15*time.Second)
+	deadKeys := func() []string {
+		var all struct {
+			Jobs []struct{ ID, Topic, State string } `json:"jobs"`
+		}
+		e.mustDo("GET", "/v1/dead", nil, &all, http.StatusOK)
+		var out []string
+		for _, j := range all.Jobs {
+			out = append(out, j.Topic+"/"+j.ID+" "+j.State)
+		}
+		return out
+	}
+	if got := deadKeys(); !slices.Equal(got, []string{"u/gone dead", "t/doomed dead"}) {
+		t.Fatalf("GET /v1/dead lists %v; want u/gone, then t/doomed", got)
+	}
 	close(healthy)
 	e.mustDo("POST", "/v1/topics/t/jobs/doomed/retry", nil, nil, http.StatusAccepted)
 	v = e.waitState("t", "doomed", "delivered", 10*time.Second)
 	if len(rcv.all()) != 4 || string(rcv.all()[3].Body) != `{"n":1}` {
 		t.Fatalf("after replay: %d requests", len(rcv.all()))
+	}
+	if got := deadKeys(); !slices.Equal(got, []string{"u/gone dead"}) {
+		t.Fatalf("after the replay GET /v1/dead lists %v; want u/gone only", got)
 	}
 	t.Logf("replayed job: %+v", v)
 }
