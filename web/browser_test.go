@@ -55,6 +55,8 @@ func TestAdminPageInBrowser(t *testing.T) {
 	b := newBrowser(t, base)
 	t.Logf("kairos and chromium up after %v", time.Since(start).Round(time.Millisecond))
 	b.do("open the page", chromedp.Navigate(base+"/"))
+	b.waitText(`[data-testid="signin"]`, "kairos token --tenant NAME", 5*time.Second)
+	b.waitText(`[data-testid="signin-dev"]`, "the admin token that kairos serve printed when it started works here", 5*time.Second)
 	b.signIn(admin)
 	b.waitText("#identity", "every tenant", 5*time.Second)
 	leaked, _ := run(b, chromedp.Evaluate[bool](fmt.Sprintf(`location.href.includes(%s) || document.cookie.includes(%[1]s) || localStorage.length > 0`, js(admin[len(admin)-20:]))))
