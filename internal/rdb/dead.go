@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kairos-sh/kairos"
@@ -32,36 +33,20 @@ func (s *Store) ListDead(ctx context.Context, q DeadQuery) (ListPage, error) {
 // loadDead reads the jobs of dead letter entries (members
 // "tenant/topic/id"), without payloads.
 func (s *Store) loadDead(ctx context.Context, es []entry) ([]*kairos.Job, error) {
-	jks := make([]kairos.JobKey, len(es))
-	keys := make([]string, len(es))
-	for i, e := range es {
-		jks[i] = memberKey(e.id)
-		keys[i] = s.k.job(e.shard, jks[i])
-	}
-	hs, err := s.listedFields(ctx, keys)
+	keyOf := func(e entry) kairos.JobKey { return memberKey(e.id) }
+	out, stale, err := s.loadListed(ctx, es, keyOf, func(e entry, h map[string]string) bool {
+		return kairos.State(h["st"]) == kairos.StateDead
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*kairos.Job, len(es))
-	var stale []int
-	for i, h := range hs {
-		if kairos.State(h["st"]) != kairos.StateDead {
-			if jks[i].ID != "" {
-				stale = append(stale, i)
-			}
-			continue
-		}
-		j, err := s.decodeJob(jks[i], h)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = &j
-	}
+	stale = slices.DeleteFunc(stale, func(i int) bool { return keyOf(es[i]).ID == "" }) // malformed: left alone
 	if len(stale) > 0 {
 		// one round trip for all of them; a failure leaves the entry for next time
 		s.evalAll(ctx, undeadScript, len(stale), func(n int) ([]string, []any) {
-			i := stale[n]
-			return []string{keys[i], s.k.deadTenant(es[i].shard, jks[i].Tenant), s.k.deadAll(es[i].shard)}, []any{es[i].id}
+			e := es[stale[n]]
+			k := keyOf(e)
+			return []string{s.k.job(e.shard, k), s.k.deadTenant(e.shard, k.Tenant), s.k.deadAll(e.shard)}, []any{e.id}
 		})
 	}
 	return out, nil

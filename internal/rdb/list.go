@@ -226,18 +226,22 @@ var logPieces = func() []string {
 	return f
 }()
 
-// listedFields reads the fields a listing shows (listFields) of the jobs
-// at keys, in one round trip; a job that is gone gives an empty map.
-func (s *Store) listedFields(ctx context.Context, keys []string) ([]map[string]string, error) {
+// loadListed reads the jobs of listing entries es, keyOf naming each
+// entry's job, without their payloads, in one round trip. It decodes the
+// jobs that live says the entry still lists, and returns the indexes of
+// the others (gone, or changed) for the caller to drop from its index.
+func (s *Store) loadListed(ctx context.Context, es []entry, keyOf func(entry) kairos.JobKey,
+	live func(e entry, fields map[string]string) bool) ([]*kairos.Job, []int, error) {
 	pipe := s.c.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(keys))
-	for i, k := range keys {
-		cmds[i] = pipe.HMGet(ctx, k, listFields...)
+	cmds := make([]*redis.SliceCmd, len(es))
+	for i, e := range es {
+		cmds[i] = pipe.HMGet(ctx, s.k.job(e.shard, keyOf(e)), listFields...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+		return nil, nil, fmt.Errorf("list jobs: %w", err)
 	}
-	out := make([]map[string]string, len(keys))
+	out := make([]*kairos.Job, len(es))
+	var stale []int
 	for i, c := range cmds {
 		h := make(map[string]string, len(listFields))
 		for k, v := range c.Val() {
@@ -245,42 +249,35 @@ func (s *Store) listedFields(ctx context.Context, keys []string) ([]map[string]s
 				h[listFields[k]] = str
 			}
 		}
-		out[i] = h
+		if !live(es[i], h) {
+			stale = append(stale, i)
+			continue
+		}
+		j, err := s.decodeJob(keyOf(es[i]), h)
+		if err != nil {
+			return nil, nil, err
+		}
+		out[i] = &j
 	}
-	return out, nil
+	return out, stale, nil
 }
 
 // loadEntries reads the listed jobs without their payloads; entries whose
 // job has expired are dropped from the index on the way, and an entry left
 // by an earlier job of the same id is passed over.
 func (s *Store) loadEntries(ctx context.Context, q ListQuery, es []entry) ([]*kairos.Job, error) {
-	keys := make([]string, len(es))
-	for i, e := range es {
-		keys[i] = s.k.job(e.shard, kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: e.id})
-	}
-	hs, err := s.listedFields(ctx, keys)
+	keyOf := func(e entry) kairos.JobKey { return kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: e.id} }
+	out, stale, err := s.loadListed(ctx, es, keyOf, func(e entry, h map[string]string) bool {
+		return h["st"] != "" && (q.State == kairos.StateDead || h["ca"] == strconv.FormatInt(e.score, 10))
+	})
 	if err != nil {
 		return nil, err
-	}
-	out := make([]*kairos.Job, len(es))
-	var stale []entry
-	for i, h := range hs {
-		if h["st"] == "" || (q.State != kairos.StateDead && h["ca"] != strconv.FormatInt(es[i].score, 10)) {
-			stale = append(stale, es[i])
-			continue
-		}
-		j, err := s.decodeJob(kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: es[i].id}, h)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = &j
 	}
 	if len(stale) > 0 && q.State != kairos.StateDead {
 		// one round trip for all of them; a failure leaves the entry for next time
 		s.evalAll(ctx, unindexScript, len(stale), func(i int) ([]string, []any) {
-			e := stale[i]
-			key := kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: e.id}
-			return []string{s.k.index(e.shard, q.Tenant, q.Topic), s.k.job(e.shard, key)},
+			e := es[stale[i]]
+			return []string{s.k.index(e.shard, q.Tenant, q.Topic), s.k.job(e.shard, keyOf(e))},
 				[]any{e.id, e.score, s.k.groupPrefix(e.shard, q.Tenant, q.Topic)}
 		})
 	}
