@@ -314,7 +314,7 @@ func testPrivateTargetsRefusedByDefault(t *testing.T, start starter) {
 		{"POST", "/v1/topics/t/jobs/batch", map[string]any{"jobs": []any{map[string]any{"delay": "0s", "callback_url": rcv.URL}}}},
 	} {
 		var p struct {
-			Errors []struct{ Field, Message string } `json:"errors"`
+			Errors  []struct{ Field, Message string } `json:"errors"`
 			Results []struct {
 				Error struct {
 					Errors []struct{ Field, Message string } `json:"errors"`
