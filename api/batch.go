@@ -30,9 +30,10 @@ type batchItem struct {
 }
 
 type batchResponse struct {
-	Created int         `json:"created"`
-	Failed  int         `json:"failed"`
-	Results []batchItem `json:"results"`
+	Created  int         `json:"created"`
+	Replaced int         `json:"replaced"`
+	Failed   int         `json:"failed"`
+	Results  []batchItem `json:"results"`
 }
 
 // createJobs handles POST /v1/topics/{topic}/jobs/batch: every item is
@@ -56,9 +57,8 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &ValidationError{Errors: []FieldError{{Field: "jobs", Message: fmt.Sprintf("holds %d jobs; allowed 1 to %d", len(req.Jobs), maxBatch)}}})
 		return
 	}
-	t, err := s.store.GetTopic(r.Context(), tenant, topic)
-	known := err == nil
-	if err != nil && !errors.Is(err, kairos.ErrNotFound) {
+	t, known, err := s.jobTopic(r.Context(), tenant, topic)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -76,11 +76,10 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		var j kairos.Job
 		if err == nil {
-			j, err = jr.toJob(tenant, topic, now, s.cfg.MaxPayload)
+			j, err = jr.toJob(tenant, topic, now, s.cfg.MaxPayload, s.cfg.AllowPrivate)
 		}
-		if err == nil && j.CallbackURL == "" && (!known || t.CallbackURL == "") {
-			err = &ValidationError{Errors: []FieldError{{Field: "callback_url", Message: fmt.Sprintf(
-				"topic %q has no callback URL registered and the job names none: register one with PUT /v1/topics/%s or give callback_url", topic, topic)}}}
+		if err == nil {
+			err = needCallback(t, known, j)
 		}
 		if err == nil {
 			if first, dup := seen[j.ID]; dup {
@@ -98,8 +97,8 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 		valid = append(valid, j)
 		at = append(at, i)
 	}
-	if len(valid) > 0 && !known {
-		if err := s.store.EnsureTopic(r.Context(), tenant, topic); err != nil {
+	if len(valid) > 0 {
+		if err := s.ensureTopic(r.Context(), t, known); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -112,23 +111,33 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		res.Job.Payload = nil // not shown in a batch's results
-		v := jobView(res.Job)
-		resp.Results[i] = batchItem{Index: i, Status: http.StatusCreated, Job: &v}
+		v, status := upserted(res)
+		resp.Results[i] = batchItem{Index: i, Status: status, Job: &v}
 	}
 	for _, it := range resp.Results {
-		if it.Status == http.StatusCreated {
+		switch it.Status {
+		case http.StatusCreated:
 			resp.Created++
-		} else {
+		case http.StatusOK:
+			resp.Replaced++
+		default:
 			resp.Failed++
 		}
 	}
-	status := http.StatusOK
-	if resp.Failed == 0 {
-		status = http.StatusCreated
-	} else if resp.Created > 0 {
-		status = http.StatusMultiStatus
+	writeJSON(w, resp.status(), resp)
+}
+
+// status is a batch's: 201 when no item failed and some job was created,
+// 207 when some items failed and others did not, else 200 (every job
+// replaced one that had not fired, or every item failed).
+func (b batchResponse) status() int {
+	switch {
+	case b.Failed == 0 && b.Created > 0:
+		return http.StatusCreated
+	case b.Failed > 0 && b.Created+b.Replaced > 0:
+		return http.StatusMultiStatus
 	}
-	writeJSON(w, status, resp)
+	return http.StatusOK
 }
 
 // prefixed puts a batch item's prefix on the field names of its error.

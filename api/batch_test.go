@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -189,4 +190,41 @@ func TestBatchValidation(t *testing.T) {
 		}
 		e.unchanged(t, before)
 	})
+}
+
+// TestBatchReplaced: an item whose job replaced one of its id that had not
+// fired has status 200 and result "replaced", and is counted apart; a
+// batch that only replaced answers 200.
+func TestBatchReplaced(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	acme := e.token(t, "acme", false)
+	e.putTopic(t, acme, "orders", obj{"callback_url": hook})
+	e.createJob(t, acme, "orders", obj{"id": "a", "delay": "1h"})
+
+	results := func(r batchResponse) (out []string) {
+		for _, it := range r.Results {
+			res := ""
+			if it.Job != nil {
+				res = it.Job.Result
+			}
+			out = append(out, strconv.Itoa(it.Status)+" "+res)
+		}
+		return out
+	}
+	body := obj{"jobs": []any{obj{"id": "a", "delay": "2h"}, obj{"id": "b", "delay": "2h"}}}
+	got := want[batchResponse](t, e.do(t, "POST", "/v1/topics/orders/jobs/batch", acme, body), http.StatusCreated)
+	if d := cmp.Diff([]string{"200 replaced", "201 created"}, results(got)); d != "" || got.Created != 1 || got.Replaced != 1 || got.Failed != 0 {
+		t.Errorf("created %d replaced %d failed %d; results (-want +got):\n%s", got.Created, got.Replaced, got.Failed, d)
+	}
+	got = want[batchResponse](t, e.do(t, "POST", "/v1/topics/orders/jobs/batch", acme, body), http.StatusOK)
+	if d := cmp.Diff([]string{"200 replaced", "200 replaced"}, results(got)); d != "" || got.Created != 0 || got.Replaced != 2 || got.Failed != 0 {
+		t.Errorf("sent again: created %d replaced %d failed %d; results (-want +got):\n%s", got.Created, got.Replaced, got.Failed, d)
+	}
+	body = obj{"jobs": []any{obj{"id": "a", "delay": "3h"}, obj{"id": "c", "delay": "soon"}}}
+	got = want[batchResponse](t, e.do(t, "POST", "/v1/topics/orders/jobs/batch", acme, body, specLenient()), http.StatusMultiStatus)
+	if d := cmp.Diff([]string{"200 replaced", "400 "}, results(got)); d != "" || got.Replaced != 1 || got.Failed != 1 {
+		t.Errorf("with a failure: replaced %d failed %d; results (-want +got):\n%s", got.Replaced, got.Failed, d)
+	}
+	wantCounts(t, e, "acme", map[kairos.State]int64{kairos.StateScheduled: 2})
 }

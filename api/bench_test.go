@@ -23,7 +23,7 @@ func BenchmarkDecodeJobRequest(b *testing.B) {
 		if err := decodeBytes(body, &req); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := req.toJob("acme", "orders", now, DefaultMaxPayload); err != nil {
+		if _, err := req.toJob("acme", "orders", now, DefaultMaxPayload, false); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -196,7 +196,7 @@ func FuzzDecodeJobRequest(f *testing.F) {
 			checkRefusal(t, err)
 			return
 		}
-		j, err := req.toJob("acme", "orders", t0, fuzzLimit)
+		j, err := req.toJob("acme", "orders", t0, fuzzLimit, false)
 		if err != nil {
 			checkRefusal(t, err)
 			var ve *ValidationError
@@ -216,7 +216,7 @@ func FuzzDecodeJobRequest(f *testing.F) {
 			t.Errorf("run_at %s is not UTC milliseconds", j.RunAt)
 		case len(j.Payload) > fuzzLimit:
 			t.Errorf("payload of %d bytes accepted", len(j.Payload))
-		case j.CallbackURL != "" && callback.CheckURL(j.CallbackURL) != nil:
+		case j.CallbackURL != "" && (callback.CheckURL(j.CallbackURL) != nil || callback.CheckTarget(j.CallbackURL) != nil):
 			t.Errorf("callback_url %q accepted", j.CallbackURL)
 		case j.Method != "" && !strings.Contains(" POST PUT PATCH DELETE GET ", " "+j.Method+" "):
 			t.Errorf("method %q accepted", j.Method)
@@ -241,7 +241,7 @@ func FuzzDecodeJobRequest(f *testing.F) {
 		if err := decodeBytes(canon, &req2); err != nil {
 			t.Fatalf("canonical form %s: %v", canon, err)
 		}
-		j2, err := req2.toJob("acme", "orders", t0, fuzzLimit)
+		j2, err := req2.toJob("acme", "orders", t0, fuzzLimit, false)
 		if err != nil {
 			t.Fatalf("canonical form %s: %v", canon, err)
 		}
@@ -275,13 +275,13 @@ func FuzzDecodeTopicRequest(f *testing.F) {
 			checkRefusal(t, err)
 			return
 		}
-		tp, err := req.toTopic("acme", "orders")
+		tp, err := req.toTopic("acme", "orders", false)
 		if err != nil {
 			checkRefusal(t, err)
 			return
 		}
 		switch {
-		case callback.CheckURL(tp.CallbackURL) != nil:
+		case callback.CheckURL(tp.CallbackURL) != nil || callback.CheckTarget(tp.CallbackURL) != nil:
 			t.Errorf("callback_url %q accepted", tp.CallbackURL)
 		case tp.Method != "" && !strings.Contains(" POST PUT PATCH DELETE GET ", " "+tp.Method+" "):
 			t.Errorf("method %q accepted", tp.Method)
@@ -317,7 +317,7 @@ func FuzzDecodeTopicRequest(f *testing.F) {
 		if err := decodeBytes(canon, &req2); err != nil {
 			t.Fatalf("canonical form %s: %v", canon, err)
 		}
-		tp2, err := req2.toTopic("acme", "orders")
+		tp2, err := req2.toTopic("acme", "orders", false)
 		if err != nil {
 			t.Fatalf("canonical form %s: %v", canon, err)
 		}

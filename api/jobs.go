@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // jobRequest is the body of POST /v1/topics/{topic}/jobs.
@@ -46,7 +46,8 @@ type attemptResponse struct {
 	Response   string  `json:"response,omitempty"`
 }
 
-// jobResponse is a job as the API shows it.
+// jobResponse is a job as the API shows it, with the values of
+// secret-looking headers masked.
 type jobResponse struct {
 	ID          string            `json:"id"`
 	Topic       string            `json:"topic"`
@@ -66,13 +67,33 @@ type jobResponse struct {
 	Payload     json.RawMessage   `json:"payload,omitempty"`
 	LastAttempt *attemptResponse  `json:"last_attempt,omitempty"`
 	AttemptLog  []attemptResponse `json:"attempt_log,omitempty"`
+	// Result is set in the answers to creates only: resultCreated, or
+	// resultReplaced for a job that replaced one of its id that had not fired.
+	Result string `json:"result,omitempty"`
+}
+
+const (
+	resultCreated  = "created"
+	resultReplaced = "replaced"
+)
+
+// upserted shows the outcome of a create: the job with its result, and the
+// status that says the same (201 created, 200 replaced).
+func upserted(res rdb.BatchResult) (jobResponse, int) {
+	v := jobView(res.Job)
+	if res.Replaced {
+		v.Result = resultReplaced
+		return v, http.StatusOK
+	}
+	v.Result = resultCreated
+	return v, http.StatusCreated
 }
 
 func jobView(j kairos.Job) jobResponse {
 	v := jobResponse{
 		ID: j.ID, Topic: j.Topic, Tenant: j.Tenant, State: j.State, RunAt: formatTime(j.RunAt),
 		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: j.Attempts,
-		MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: j.Headers,
+		MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
 		Payload: payloadJSON(j),
 	}
 	if j.State.Pending() {
@@ -117,9 +138,10 @@ func payloadJSON(j kairos.Job) json.RawMessage {
 	return b
 }
 
-// toJob validates a create request against now (the Redis clock). A batch
-// puts its item's prefix on the field names of the error (prefixed).
-func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int64) (kairos.Job, error) {
+// toJob validates a create request against now (the Redis clock);
+// allowPrivate lets its callback URL name a private address. A batch puts
+// its item's prefix on the field names of the error (prefixed).
+func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int64, allowPrivate bool) (kairos.Job, error) {
 	var fe fieldErrors
 	j := kairos.Job{JobKey: kairos.JobKey{Tenant: tenant, Topic: topic}}
 	if req.ID != nil {
@@ -132,7 +154,7 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 	}
 	j.RunAt = schedule(&fe, "", req.RunAt, req.Delay, now)
 	if req.CallbackURL != nil {
-		checkURL(&fe, "callback_url", *req.CallbackURL)
+		checkURL(&fe, "callback_url", *req.CallbackURL, allowPrivate)
 		j.CallbackURL = *req.CallbackURL
 	}
 	if req.Method != nil {
@@ -219,42 +241,29 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	j, err := req.toJob(tenant, topic, s.store.Now(), s.cfg.MaxPayload)
+	j, err := req.toJob(tenant, topic, s.store.Now(), s.cfg.MaxPayload, s.cfg.AllowPrivate)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.ensureCallback(r, tenant, topic, j.CallbackURL, ""); err != nil {
+	t, known, err := s.jobTopic(r.Context(), tenant, topic)
+	if err == nil {
+		err = needCallback(t, known, j)
+	}
+	if err == nil {
+		err = s.ensureTopic(r.Context(), t, known)
+	}
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	j, err = s.store.Enqueue(r.Context(), j)
-	if err != nil {
-		s.writeError(w, r, err)
+	res := s.store.Upsert(r.Context(), j)
+	if res.Err != nil {
+		s.writeError(w, r, res.Err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, jobView(j))
-}
-
-// ensureCallback refuses a job that has no callback URL anywhere, and
-// registers an unknown topic so that workers consume it.
-func (s *Server) ensureCallback(r *http.Request, tenant, topic, url, field string) error {
-	t, err := s.store.GetTopic(r.Context(), tenant, topic)
-	if errors.Is(err, kairos.ErrNotFound) {
-		if url == "" {
-			return &ValidationError{Errors: []FieldError{{Field: field + "callback_url", Message: fmt.Sprintf(
-				"topic %q has no callback URL registered and the job names none: register one with PUT /v1/topics/%s {\"callback_url\": \"https://...\"} or give callback_url", topic, topic)}}}
-		}
-		return s.store.EnsureTopic(r.Context(), tenant, topic)
-	}
-	if err != nil {
-		return err
-	}
-	if url == "" && t.CallbackURL == "" {
-		return &ValidationError{Errors: []FieldError{{Field: field + "callback_url", Message: fmt.Sprintf(
-			"topic %q has no callback URL and the job names none: set one with PUT /v1/topics/%s or give callback_url", topic, topic)}}}
-	}
-	return nil
+	v, status := upserted(res)
+	writeJSON(w, status, v)
 }
 
 func (s *Server) jobTarget(r *http.Request) (kairos.JobKey, error) {
@@ -275,12 +284,21 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	reveal, err := revealHeaders(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	j, err := s.store.GetJob(r.Context(), key)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobView(j))
+	v := jobView(j)
+	if reveal {
+		v.Headers = j.Headers
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) rescheduleJob(w http.ResponseWriter, r *http.Request) {

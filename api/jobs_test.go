@@ -32,7 +32,9 @@ func TestJobCreateGet(t *testing.T) {
 		CallbackURL: hook + "/own", Method: "PATCH", Headers: map[string]string{"X-Trace": "abc"},
 		Timeout: "5s", Backoff: &backoffResponse{Initial: "2s"}, Payload: json.RawMessage(`{"order_id":8412}`),
 	}
-	if d := cmp.Diff(wantJob, got); d != "" {
+	created := wantJob
+	created.Result = resultCreated
+	if d := cmp.Diff(created, got); d != "" {
 		t.Errorf("created job (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(wantJob, e.getJob(t, acme, "orders", "order-8412")); d != "" {
@@ -70,8 +72,9 @@ func TestJobCreateGet(t *testing.T) {
 	wantProblem(t, e.do(t, "GET", "/v1/topics/nope/jobs/order-8412", acme, nil), http.StatusNotFound)
 }
 
-// TestJobUpsert replaces a job that has not fired, and makes a new one from
-// an id that is free again.
+// TestJobUpsert replaces a job that has not fired, answering 200 and
+// "replaced", and makes a new one (201, "created") from an id that is free
+// again.
 func TestJobUpsert(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{})
@@ -79,8 +82,14 @@ func TestJobUpsert(t *testing.T) {
 	e.putTopic(t, acme, "orders", obj{"callback_url": hook})
 
 	first := e.createJob(t, acme, "orders", obj{"id": "o1", "delay": "1h", "payload": obj{"v": 1}})
+	if first.Result != resultCreated {
+		t.Errorf("first create: result %q, want created", first.Result)
+	}
 	e.clock.Add(time.Minute)
-	second := e.createJob(t, acme, "orders", obj{"id": "o1", "delay": "2h", "payload": obj{"v": 2}})
+	second := want[jobResponse](t, e.do(t, "POST", "/v1/topics/orders/jobs", acme, obj{"id": "o1", "delay": "2h", "payload": obj{"v": 2}}), http.StatusOK)
+	if second.Result != resultReplaced {
+		t.Errorf("second create: result %q, want replaced", second.Result)
+	}
 	if second.CreatedAt != first.CreatedAt {
 		t.Errorf("replaced job created_at %s, want the first's %s", second.CreatedAt, first.CreatedAt)
 	}
@@ -97,13 +106,18 @@ func TestJobUpsert(t *testing.T) {
 	}
 	wantCounts(t, e, "acme", map[kairos.State]int64{kairos.StateScheduled: 1})
 
-	// Once delivered, the id makes a new job.
-	e.createJob(t, acme, "orders", obj{"id": "o1", "delay": "0s"})
+	// Once delivered, or dead, the id makes a new job.
+	want[jobResponse](t, e.do(t, "POST", "/v1/topics/orders/jobs", acme, obj{"id": "o1", "delay": "0s"}), http.StatusOK)
 	e.deliveredJob(t, "acme", "orders", "o1")
 	e.clock.Add(time.Minute)
 	again := e.createJob(t, acme, "orders", obj{"id": "o1", "delay": "1h"})
-	if again.CreatedAt != ms(e.clock.Now()) || again.Attempts != 0 || again.State != kairos.StateScheduled {
+	if again.CreatedAt != ms(e.clock.Now()) || again.Attempts != 0 || again.State != kairos.StateScheduled || again.Result != resultCreated {
 		t.Errorf("new job from a delivered id: %+v", again)
+	}
+	e.createJob(t, acme, "orders", obj{"id": "d1", "delay": "0s"})
+	e.deadJob(t, "acme", "orders", "d1")
+	if j := e.createJob(t, acme, "orders", obj{"id": "d1", "delay": "1h"}); j.Result != resultCreated {
+		t.Errorf("new job from a dead id: %+v", j)
 	}
 }
 

@@ -32,14 +32,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		fe.add("state", "%q is not a state: use one of %s", state, strings.Join(names, ", "))
 	}
-	limit := 50
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 500 {
-			fe.add("limit", "%q is out of range: use a whole number from 1 to 500", v)
-		}
-		limit = n
-	}
+	limit := pageLimit(&fe, q.Get("limit"))
 	if err := fe.err(); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -49,18 +42,40 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page, err := s.store.ListJobs(r.Context(), rdb.ListQuery{Tenant: tenant, Topic: topic, State: state, Cursor: q.Get("cursor"), Limit: limit})
-	if errors.Is(err, rdb.ErrBadCursor) {
-		err = &ValidationError{Errors: []FieldError{{Field: "cursor", Message: "not a cursor this server returned: pass next_cursor from the previous page"}}}
-	}
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, cursorError(err))
 		return
 	}
+	writeJSON(w, http.StatusOK, listView(page))
+}
+
+// pageLimit reads a listing's limit query parameter: 1 to 500, default 50.
+func pageLimit(fe *fieldErrors, v string) int {
+	if v == "" {
+		return 50
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 500 {
+		fe.add("limit", "%q is out of range: use a whole number from 1 to 500", v)
+	}
+	return n
+}
+
+// cursorError turns a cursor the store did not make into a field error.
+func cursorError(err error) error {
+	if errors.Is(err, rdb.ErrBadCursor) {
+		return &ValidationError{Errors: []FieldError{{Field: "cursor", Message: "not a cursor this server returned: pass next_cursor from the previous page"}}}
+	}
+	return err
+}
+
+// listView shows a page of jobs, without their payloads.
+func listView(page rdb.ListPage) listResponse {
 	out := listResponse{Jobs: make([]jobResponse, len(page.Jobs)), NextCursor: page.Next}
 	for i, j := range page.Jobs {
 		v := jobView(j)
 		v.Payload = nil
 		out.Jobs[i] = v
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }

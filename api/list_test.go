@@ -108,6 +108,40 @@ func TestListJobs(t *testing.T) {
 	}
 }
 
+// queryRefusal is a listing query the server refuses: its status and the
+// fields it names, and whether the spec refuses it too.
+type queryRefusal struct {
+	name   string
+	query  string
+	status int
+	fields []string
+	spec   bool
+}
+
+// pagingRefusals are the refusals every paged listing shares.
+var pagingRefusals = []queryRefusal{
+	{"limit 0", "limit=0", 400, []string{"limit"}, true},
+	{"limit 501", "limit=501", 400, []string{"limit"}, true},
+	{"limit word", "limit=ten", 400, []string{"limit"}, true},
+	{"limit fraction", "limit=2.5", 400, []string{"limit"}, true},
+	{"cursor not base64", "cursor=%21%21%21", 400, []string{"cursor"}, true},
+	{"cursor not ours", "cursor=aGVsbG8", 400, []string{"cursor"}, false},
+	{"tenant param by non-admin", "tenant=other", 403, nil, false},
+}
+
+// checkRefusals sends GET path?query for each case: each is refused as it
+// says, and nothing changes.
+func (e *env) checkRefusals(t *testing.T, path, authz string, cases []queryRefusal) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := e.snapshot(t)
+			res := e.do(t, "GET", path+"?"+tc.query, authz, nil)
+			e.refused(t, res, before, tc.status, tc.fields, tc.spec)
+		})
+	}
+}
+
 // TestListJobsValidation checks every query rule, and that nothing changes.
 func TestListJobsValidation(t *testing.T) {
 	t.Parallel()
@@ -115,31 +149,11 @@ func TestListJobsValidation(t *testing.T) {
 	acme := e.token(t, "acme", false)
 	e.putTopic(t, acme, "orders", obj{"callback_url": hook})
 	e.createJob(t, acme, "orders", obj{"id": "o1", "delay": "1h"})
-	tests := []struct {
-		name   string
-		query  string
-		status int
-		fields []string
-		spec   bool
-	}{
+	e.checkRefusals(t, "/v1/topics/orders/jobs", acme, append([]queryRefusal{
 		{"state unknown", "state=waiting", 400, []string{"state"}, true},
 		{"state case", "state=Dead", 400, []string{"state"}, true},
-		{"limit 0", "limit=0", 400, []string{"limit"}, true},
-		{"limit 501", "limit=501", 400, []string{"limit"}, true},
-		{"limit word", "limit=ten", 400, []string{"limit"}, true},
-		{"limit fraction", "limit=2.5", 400, []string{"limit"}, true},
 		{"state and limit", "state=x&limit=-1", 400, []string{"limit", "state"}, true},
-		{"cursor not base64", "cursor=%21%21%21", 400, []string{"cursor"}, true},
-		{"cursor not ours", "cursor=aGVsbG8", 400, []string{"cursor"}, false},
-		{"tenant param by non-admin", "tenant=other", 403, nil, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			before := e.snapshot(t)
-			res := e.do(t, "GET", "/v1/topics/orders/jobs?"+tc.query, acme, nil)
-			e.refused(t, res, before, tc.status, tc.fields, tc.spec)
-		})
-	}
+	}, pagingRefusals...))
 	wantProblem(t, e.do(t, "GET", "/v1/topics/nope/jobs", acme, nil), http.StatusNotFound)
 	wantProblem(t, e.do(t, "GET", "/v1/topics/no!pe/jobs", acme, nil), http.StatusNotFound)
 }

@@ -20,7 +20,11 @@ import (
 // Config tunes the API. Zero values take the defaults.
 type Config struct {
 	MaxPayload int64 // largest job payload in bytes; default 256 KiB
-	Logger     *slog.Logger
+	// AllowPrivate accepts callback URLs whose host is a literal loopback,
+	// private, link-local or metadata address, or localhost
+	// (KAIROS_ALLOW_PRIVATE_URLS); without it they are refused with a 400.
+	AllowPrivate bool
+	Logger       *slog.Logger
 	// OnTopicChange is called after a topic is registered, changed or
 	// deleted, so that a worker in the same process picks it up at once.
 	OnTopicChange func()
@@ -86,6 +90,7 @@ func (s *Server) routes() chi.Router {
 			r.Delete("/jobs/{id}", s.cancelJob)
 			r.Post("/jobs/{id}/retry", s.retryJob)
 		})
+		r.Get("/dead", s.listDead)
 		r.Get("/signing-keys", s.getSigningKeys)
 		r.Post("/signing-keys/rotate", s.rotateSigningKeys)
 		r.Get("/stats", s.stats)

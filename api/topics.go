@@ -23,7 +23,8 @@ type backoffRequest struct {
 	Max     *string `json:"max"`
 }
 
-// topicResponse is a topic as the API shows it.
+// topicResponse is a topic as the API shows it, with the values of
+// secret-looking headers masked.
 type topicResponse struct {
 	Name        string            `json:"name"`
 	Tenant      string            `json:"tenant"`
@@ -47,21 +48,22 @@ type backoffResponse struct {
 func topicView(t kairos.Topic) topicResponse {
 	d := t.WithDefaults()
 	return topicResponse{
-		Name: t.Name, Tenant: t.Tenant, CallbackURL: t.CallbackURL, Method: d.Method, Headers: t.Headers,
+		Name: t.Name, Tenant: t.Tenant, CallbackURL: t.CallbackURL, Method: d.Method, Headers: maskHeaders(t.Headers),
 		Timeout: d.Timeout.String(), MaxAttempts: d.MaxAttempts,
 		Backoff:     backoffResponse{Initial: d.BackoffInitial.String(), Max: d.BackoffMax.String()},
 		Concurrency: d.Concurrency, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
 	}
 }
 
-// toTopic validates a topic request.
-func (req topicRequest) toTopic(tenant, name string) (kairos.Topic, error) {
+// toTopic validates a topic request; allowPrivate lets its callback URL
+// name a private address.
+func (req topicRequest) toTopic(tenant, name string, allowPrivate bool) (kairos.Topic, error) {
 	var fe fieldErrors
 	t := kairos.Topic{Tenant: tenant, Name: name}
 	if req.CallbackURL == nil || *req.CallbackURL == "" {
 		fe.add("callback_url", "required: the absolute http(s) URL that receives this topic's callbacks")
 	} else {
-		checkURL(&fe, "callback_url", *req.CallbackURL)
+		checkURL(&fe, "callback_url", *req.CallbackURL, allowPrivate)
 		t.CallbackURL = *req.CallbackURL
 	}
 	if req.Method != nil {
@@ -126,7 +128,7 @@ func (s *Server) putTopic(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	t, err := req.toTopic(tenant, name)
+	t, err := req.toTopic(tenant, name, s.cfg.AllowPrivate)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -152,12 +154,21 @@ func (s *Server) getTopic(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	reveal, err := revealHeaders(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	t, err := s.store.GetTopic(r.Context(), tenant, name)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, topicView(t))
+	v := topicView(t)
+	if reveal {
+		v.Headers = t.Headers
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {

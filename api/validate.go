@@ -62,9 +62,15 @@ func validName(s string, max int, extra string) bool {
 	return true
 }
 
-// checkURL validates a callback URL field.
-func checkURL(fe *fieldErrors, field, raw string) {
-	if err := callback.CheckURL(raw); err != nil {
+// checkURL validates a callback URL field: its syntax and, unless
+// allowPrivate, that its host is no literal private address or localhost
+// (callback.CheckTarget; names are checked when the callback is dialled).
+func checkURL(fe *fieldErrors, field, raw string, allowPrivate bool) {
+	err := callback.CheckURL(raw)
+	if err == nil && !allowPrivate {
+		err = callback.CheckTarget(raw)
+	}
+	if err != nil {
 		fe.add(field, "%v", err)
 	}
 }
@@ -115,6 +121,10 @@ func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string
 		}
 		if len(v) > maxHeaderValue {
 			bad("the value is longer than %d bytes", maxHeaderValue)
+			continue
+		}
+		if v == headerMask {
+			bad("the value is the mask kairos shows in place of a secret header's value: send the value itself (GET the topic or job with ?reveal=headers to read it)")
 			continue
 		}
 		if out == nil {

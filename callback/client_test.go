@@ -243,7 +243,7 @@ func TestFireRefusedAndBlocked(t *testing.T) {
 	if !errors.As(res.Err, &blocked) || !res.Permanent || res.OK() {
 		t.Fatalf("Result = %+v, want a permanent *BlockedAddressError", res)
 	}
-	want := "callback target 127.0.0.1 refused: loopback address (set KAIROS_ALLOW_PRIVATE_URLS=1 to allow)"
+	want := "callback target 127.0.0.1 refused: loopback address (set KAIROS_ALLOW_PRIVATE_URLS=1 or --allow-private-urls to allow)"
 	if res.Err.Error() != want {
 		t.Errorf("Err = %q, want %q", res.Err, want)
 	}

@@ -11,15 +11,22 @@ import (
 	"time"
 )
 
-// BlockedAddressError is the error of a dial that the address policy
-// refused. Retrying will not help, so the attempt is permanent.
+// BlockedAddressError is the error of a target that the address policy
+// refused: at dial time (Addr is the resolved address), or when a callback
+// URL is registered (CheckTarget; Host is the URL's host). Retrying will not
+// help, so the attempt is permanent.
 type BlockedAddressError struct {
-	Addr   netip.Addr // the resolved address kairos was about to connect to
+	Addr   netip.Addr // the address kairos was about to connect to, or the URL's literal address
+	Host   string     // the URL's host name, when it was refused by name (localhost)
 	Reason string     // such as "loopback address"
 }
 
 func (e *BlockedAddressError) Error() string {
-	return fmt.Sprintf("callback target %s refused: %s (set KAIROS_ALLOW_PRIVATE_URLS=1 to allow)", e.Addr, e.Reason)
+	target := e.Host
+	if target == "" {
+		target = e.Addr.String()
+	}
+	return fmt.Sprintf("callback target %s refused: %s (set KAIROS_ALLOW_PRIVATE_URLS=1 or --allow-private-urls to allow)", target, e.Reason)
 }
 
 // blockedPrefixes are refused ranges that netip.Addr has no predicate for,

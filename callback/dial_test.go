@@ -82,7 +82,7 @@ func TestCheckAddr(t *testing.T) {
 
 func TestBlockedAddressErrorText(t *testing.T) {
 	err := CheckAddr(netip.MustParseAddr("127.0.0.1"))
-	want := "callback target 127.0.0.1 refused: loopback address (set KAIROS_ALLOW_PRIVATE_URLS=1 to allow)"
+	want := "callback target 127.0.0.1 refused: loopback address (set KAIROS_ALLOW_PRIVATE_URLS=1 or --allow-private-urls to allow)"
 	if err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %q", err, want)
 	}

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/callback"
 )
 
@@ -149,7 +152,7 @@ func testUpsertByIDDeliversOnce(t *testing.T, start starter) {
 	rcv := newReceiver(t, nil)
 	e.putTopic("t", rcv.URL)
 	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "u", "delay": "600ms", "payload": "v1"}, nil, http.StatusCreated)
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "u", "delay": "1s", "payload": "v2"}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "u", "delay": "1s", "payload": "v2"}, nil, http.StatusOK) // replaced
 	rcv.waitHits(t, 1, 10*time.Second)
 	time.Sleep(time.Second)
 	hs := rcv.all()
@@ -256,11 +259,33 @@ func testDeadAfterMaxAttemptsThenReplay(t *testing.T, start starter) {
 	if len(page.Jobs) != 1 || page.Jobs[0].ID != "doomed" {
 		t.Fatalf("dead letters %+v", page.Jobs)
 	}
+	// Dead letters across topics: another topic's dead job is listed too.
+	gone := newReceiver(t, func(int, hit) int { return http.StatusGone })
+	e.mustDo("PUT", "/v1/topics/u", map[string]any{"callback_url": gone.URL, "max_attempts": 1}, nil, http.StatusCreated)
+	e.mustDo("POST", "/v1/topics/u/jobs", map[string]any{"id": "gone", "delay": "0s"}, nil, http.StatusCreated)
+	e.waitState("u", "gone", "dead", 15*time.Second)
+	deadKeys := func() []string {
+		var all struct {
+			Jobs []struct{ ID, Topic, State string } `json:"jobs"`
+		}
+		e.mustDo("GET", "/v1/dead", nil, &all, http.StatusOK)
+		var out []string
+		for _, j := range all.Jobs {
+			out = append(out, j.Topic+"/"+j.ID+" "+j.State)
+		}
+		return out
+	}
+	if got := deadKeys(); !slices.Equal(got, []string{"u/gone dead", "t/doomed dead"}) {
+		t.Fatalf("GET /v1/dead lists %v; want u/gone, then t/doomed", got)
+	}
 	close(healthy)
 	e.mustDo("POST", "/v1/topics/t/jobs/doomed/retry", nil, nil, http.StatusAccepted)
 	v = e.waitState("t", "doomed", "delivered", 10*time.Second)
 	if len(rcv.all()) != 4 || string(rcv.all()[3].Body) != `{"n":1}` {
 		t.Fatalf("after replay: %d requests", len(rcv.all()))
+	}
+	if got := deadKeys(); !slices.Equal(got, []string{"u/gone dead"}) {
+		t.Fatalf("after the replay GET /v1/dead lists %v; want u/gone only", got)
 	}
 	t.Logf("replayed job: %+v", v)
 }
@@ -269,15 +294,57 @@ func TestPrivateTargetsRefusedByDefault(t *testing.T) {
 	testPrivateTargetsRefusedByDefault(t, startEngine)
 }
 
+// testPrivateTargetsRefusedByDefault: the API refuses literal private
+// addresses and localhost when they are registered, and the worker refuses
+// private targets when it dials them (jobs stored by a process that allowed
+// them, or names that resolve to private addresses).
 func testPrivateTargetsRefusedByDefault(t *testing.T, start starter) {
 	t.Parallel()
 	e := start(t, engineOpts{allowPrivate: false})
 	rcv := newReceiver(t, nil)
-	e.putTopic("t", rcv.URL)
 	localhost := strings.Replace(rcv.URL, "127.0.0.1", "localhost", 1)
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "loop", "delay": "0s"}, nil, http.StatusCreated)
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "byname", "delay": "0s", "callback_url": localhost}, nil, http.StatusCreated)
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "metadata", "delay": "0s", "callback_url": "http://169.254.169.254/latest/meta-data/"}, nil, http.StatusCreated)
+	metadata := "http://169.254.169.254/latest/meta-data/"
+	for _, c := range []struct {
+		method, path string
+		body         map[string]any
+	}{
+		{"PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}},
+		{"POST", "/v1/topics/t/jobs", map[string]any{"delay": "0s", "callback_url": localhost}},
+		{"POST", "/v1/topics/t/jobs", map[string]any{"delay": "0s", "callback_url": metadata}},
+		{"POST", "/v1/topics/t/jobs/batch", map[string]any{"jobs": []any{map[string]any{"delay": "0s", "callback_url": rcv.URL}}}},
+	} {
+		var p struct {
+			Errors  []struct{ Field, Message string } `json:"errors"`
+			Results []struct {
+				Error struct {
+					Errors []struct{ Field, Message string } `json:"errors"`
+				} `json:"error"`
+			} `json:"results"`
+		}
+		code := e.do(c.method, c.path, c.body, &p)
+		if len(p.Results) == 1 {
+			p.Errors = p.Results[0].Error.Errors
+		}
+		if code == http.StatusCreated || len(p.Errors) != 1 || !strings.HasSuffix(p.Errors[0].Field, "callback_url") ||
+			!strings.Contains(p.Errors[0].Message, "KAIROS_ALLOW_PRIVATE_URLS=1") || !strings.Contains(p.Errors[0].Message, "--allow-private-urls") {
+			t.Errorf("%s %s %v: %d %+v; want the callback_url refused, naming the setting", c.method, c.path, c.body, code, p)
+		}
+	}
+	var topics struct{ Topics []any }
+	if e.mustDo("GET", "/v1/topics", nil, &topics, http.StatusOK); len(topics.Topics) != 0 {
+		t.Fatalf("refused requests registered topics: %+v", topics)
+	}
+
+	ctx := context.Background()
+	if err := e.store.EnsureTopic(ctx, "acme", "t"); err != nil {
+		t.Fatal(err)
+	}
+	for id, url := range map[string]string{"loop": rcv.URL, "byname": localhost, "metadata": metadata} {
+		j := kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "t", ID: id}, CallbackURL: url, RunAt: e.store.Now()}
+		if _, err := e.store.Enqueue(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, id := range []string{"loop", "byname", "metadata"} {
 		v := e.waitState("t", id, "dead", 10*time.Second)
 		if v.Attempts != 1 {

@@ -81,7 +81,7 @@ func startEngine(t *testing.T, o engineOpts) *engine {
 	sc := scanner.New(store, redsync.New(goredis.NewPool(client)), scanner.Config{LockTTL: 2 * time.Second, Logger: log})
 	w := callback.NewWorker(store, callback.WorkerConfig{AllowPrivate: o.allowPrivate, Wait: time.Second, TopicPoll: 200 * time.Millisecond, Grace: 5 * time.Second, Logger: log})
 	authn := auth.New([]byte(secret), nil)
-	srv := httptest.NewServer(api.New(store, authn, api.Config{Logger: log, OnTopicChange: w.Refresh}))
+	srv := httptest.NewServer(api.New(store, authn, api.Config{AllowPrivate: o.allowPrivate, Logger: log, OnTopicChange: w.Refresh}))
 	var wg sync.WaitGroup
 	wg.Go(func() { sc.Run(ctx) })
 	wg.Go(func() { w.Run(ctx) })

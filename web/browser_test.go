@@ -12,6 +12,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/internal/testproc"
@@ -53,6 +55,8 @@ func TestAdminPageInBrowser(t *testing.T) {
 	b := newBrowser(t, base)
 	t.Logf("kairos and chromium up after %v", time.Since(start).Round(time.Millisecond))
 	b.do("open the page", chromedp.Navigate(base+"/"))
+	b.waitText(`[data-testid="signin"]`, "kairos token --tenant NAME", 5*time.Second)
+	b.waitText(`[data-testid="signin-dev"]`, "the admin token that kairos serve printed when it started works here", 5*time.Second)
 	b.signIn(admin)
 	b.waitText("#identity", "every tenant", 5*time.Second)
 	leaked, _ := run(b, chromedp.Evaluate[bool](fmt.Sprintf(`location.href.includes(%s) || document.cookie.includes(%[1]s) || localStorage.length > 0`, js(admin[len(admin)-20:]))))
@@ -86,14 +90,34 @@ func TestAdminPageInBrowser(t *testing.T) {
 		b.do("flaky listed", chromedp.WaitVisible(chromedp.CSS(`[data-testid="topic-flaky"]`)))
 		b.waitText("#topics-table", "2 attempts", 5*time.Second)
 
+		// The API masks X-Api-Key in the topic list; the edit dialog reads
+		// the topic revealed, so saving keeps the secret.
+		var listed struct {
+			Topics []struct {
+				Name    string
+				Headers map[string]string
+			}
+		}
+		json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics", nil), &listed)
+		for _, tp := range listed.Topics {
+			if tp.Name == "orders" && tp.Headers["X-Api-Key"] != "••••••••" {
+				t.Errorf("listed topic headers %+v, want X-Api-Key masked", tp.Headers)
+			}
+		}
 		b.click("topic-edit-orders")
 		b.do("edit dialog", chromedp.WaitVisible(chromedp.ID("topic-timeout")))
+		b.waitJS("revealed headers in the dialog", `document.getElementById('topic-headers').value.includes('X-Api-Key: k-123456789')`, 5*time.Second)
 		if v, _ := run(b, chromedp.Value(chromedp.ID("topic-headers"))); !strings.Contains(v, "X-Team: billing") {
 			t.Errorf("edit dialog headers %q, want the topic's", v)
 		}
 		b.fill(map[string]string{"topic-timeout": "5s"})
 		b.click("topic-save")
 		b.waitText("#topics-table", "timeout 5s", 10*time.Second)
+		var saved struct{ Headers map[string]string }
+		json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics/orders?reveal=headers", nil), &saved)
+		if saved.Headers["X-Api-Key"] != "k-123456789" {
+			t.Errorf("after the edit the topic's X-Api-Key is %q, want k-123456789", saved.Headers["X-Api-Key"])
+		}
 	})
 
 	t.Run("create a job and watch it delivered", func(t *testing.T) {
@@ -123,6 +147,9 @@ func TestAdminPageInBrowser(t *testing.T) {
 		if strings.Contains(h, "sk_live") || strings.Contains(h, "sig-zzz") {
 			t.Errorf("secret header values shown: %q", h)
 		}
+		if !strings.Contains(h, "Authorization••••••••") {
+			t.Errorf("job headers %q, want Authorization shown with the API's mask", h)
+		}
 		b.waitText(`[data-testid="job-state"]`, "scheduled", 5*time.Second)
 	})
 
@@ -150,26 +177,44 @@ func TestAdminPageInBrowser(t *testing.T) {
 		b.waitJS("two attempts logged", `document.querySelectorAll('[data-testid="attempt-log"] tbody tr').length === 2`, 5*time.Second)
 		b.shot("job-detail-dead")
 
+		// All topics is the default: every tenant's dead jobs (GET /v1/dead),
+		// newest first, each with its topic.
 		b.nav("dead")
-		b.fill(map[string]string{"dead-topic": "acme / flaky"})
-		b.waitJS("three dead jobs listed", `document.querySelectorAll('[data-testid="dead-table"] tbody tr').length === 3`, 20*time.Second)
+		deadRows := `[...document.querySelectorAll('[data-testid="dead-table"] tbody tr')]`
+		b.waitJS("five dead jobs of two tenants listed", deadRows+`.length === 5`, 20*time.Second)
+		if v, _ := run(b, chromedp.Value(chromedp.ID("dead-topic"))); v != "" {
+			t.Errorf("the dead letters view opened on %q, want All topics", v)
+		}
+		listed, _ := run(b, chromedp.Evaluate[[]string](deadRows+`.map((r) => r.cells[0].textContent + ' ' + r.cells[1].textContent)`))
+		if d := cmp.Diff([]string{"flaky-3 acme / flaky", "flaky-2 acme / flaky", "flaky-1 acme / flaky", "inv-2 globex / invoices", "inv-1 globex / invoices"}, listed,
+			cmpopts.SortSlices(func(a, b string) bool { return a < b })); d != "" {
+			t.Errorf("all topics lists (-want +got):\n%s", d)
+		}
+		if len(listed) == 5 && !strings.HasPrefix(listed[3], "inv-") {
+			t.Errorf("all topics lists %v; want the invoices, which died first, last", listed)
+		}
 		b.waitText(`[data-testid="dead-table"]`, "HTTP 500", 5*time.Second)
-		b.shot("dead-letters")
+		b.shot("dead-letters-all")
 
+		// A replay from the All topics view.
 		rcv.healthy.Store(true)
 		b.click("replay-flaky-1")
 		b.waitJS("flaky-1 gone from the dead list", `!document.querySelector('[data-testid="replay-flaky-1"]')`, 10*time.Second)
+		b.waitJS("four dead jobs left", deadRows+`.length === 4`, 10*time.Second)
 		b.eval("open flaky-1", `location.hash = '#/job?tenant=acme&topic=flaky&id=flaky-1'`)
 		b.waitJS("flaky-1 delivered after replay", `document.querySelector('[data-testid="job-state"] [data-state="delivered"]')`, 20*time.Second)
 
 		b.nav("dead")
 		b.fill(map[string]string{"dead-topic": "acme / flaky"})
 		b.waitJS("two dead jobs left", `document.querySelectorAll('[data-testid="dead-table"] tbody tr').length === 2`, 10*time.Second)
+		b.shot("dead-letters")
 		b.click("replay-all")
 		b.do("confirm dialog", chromedp.WaitVisible(chromedp.ID("confirm-ok")))
 		b.click("confirm-ok")
 		b.waitText(`[data-testid="replay-result"]`, "Replayed 2 of 2 dead jobs of flaky", 20*time.Second)
 		b.waitJS("dead list empty", `!document.querySelector('[data-testid="dead-table"] tbody tr')`, 10*time.Second)
+		b.fill(map[string]string{"dead-topic": "All topics"})
+		b.waitJS("the other tenant's two left", deadRows+`.length === 2 && `+deadRows+`.every((r) => r.textContent.includes('globex / invoices'))`, 10*time.Second)
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			var j struct{ State string }

@@ -72,6 +72,25 @@ func TestHandlerServesFiles(t *testing.T) {
 	}
 }
 
+// TestSignInNamesTheTokens: the sign-in card says where tokens come from,
+// the dev mode's printed admin token included.
+func TestSignInNamesTheTokens(t *testing.T) {
+	html := body(t, get(t, Handler(), http.MethodGet, "/"))
+	start := strings.Index(html, `<section id="view-signin"`)
+	end := strings.Index(html[max(start, 0):], "</section>")
+	if start < 0 || end < 0 {
+		t.Fatal("no sign-in section")
+	}
+	card := regexp.MustCompile(`<[^>]+>`).ReplaceAllString(html[start:start+end], "")
+	card = strings.Join(strings.Fields(card), " ")
+	for _, want := range []string{"kairos token --tenant NAME", "--admin",
+		"In dev mode (kairos serve without KAIROS_REDIS_URL, on its embedded Redis), the admin token that kairos serve printed when it started works here too."} {
+		if !strings.Contains(card, want) {
+			t.Errorf("the sign-in card does not say %q: %q", want, card)
+		}
+	}
+}
+
 func TestHandlerCSPIsStrict(t *testing.T) {
 	for _, want := range []string{"default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"} {
 		if !strings.Contains(ContentSecurityPolicy, want) {

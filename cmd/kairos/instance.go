@@ -100,7 +100,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		if worker != nil {
 			onTopic = worker.Refresh
 		}
-		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, Logger: log, OnTopicChange: onTopic,
+		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
 			Page: web.Handler(), Metrics: metricsHandler})
 	} else {
 		h = opsHandler(store, metricsHandler)

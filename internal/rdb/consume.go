@@ -220,7 +220,7 @@ func (s *Store) writeFinishes(batch []*finish) {
 	cmds := s.evalAll(ctx, finishScript, len(batch), func(i int) ([]string, []any) {
 		f := batch[i]
 		jk := s.k.forJob(f.key)
-		return []string{jk.bucket, jk.job, jk.counters, jk.dead, jk.expiring},
+		return []string{jk.bucket, jk.job, jk.counters, jk.dead, jk.expiring, jk.deadTen, jk.deadAll},
 			[]any{jk.member, f.key.ID, strconv.Itoa(f.n), now, f.outcome, f.rec, ms(f.retryAt), retention}
 	})
 	wake := s.c.Pipeline()

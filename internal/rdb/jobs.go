@@ -129,19 +129,26 @@ const WakeHorizon = 10 * time.Second
 // holds Redis for about a millisecond at most.
 const maxPerCall = 200
 
-// Enqueue creates the job, or replaces and reschedules a job of the same id
-// that has not fired. A job due now goes straight onto its ready list. It
-// returns kairos.ErrConflict while the job is being delivered, and
-// ErrNotReplicated when Options.WaitReplicas replicas did not confirm it.
-// Creates made at the same moment share round trips (see batcher), and
-// those of one shard and topic one script call.
+// Enqueue is Upsert for callers that need not know whether the job was
+// created or replaced.
 func (s *Store) Enqueue(ctx context.Context, j kairos.Job) (kairos.Job, error) {
+	r := s.Upsert(ctx, j)
+	return r.Job, r.Err
+}
+
+// Upsert creates the job, or replaces and reschedules a job of the same id
+// that has not fired (Replaced says which). A job due now goes straight
+// onto its ready list. Its Err is kairos.ErrConflict while the job is
+// being delivered, and ErrNotReplicated when Options.WaitReplicas replicas
+// did not confirm it. Creates made at the same moment share round trips
+// (see batcher), and those of one shard and topic one script call.
+func (s *Store) Upsert(ctx context.Context, j kairos.Job) BatchResult {
 	c := &create{ctx: ctx, job: j, done: make(chan struct{})}
 	s.creates.do(c)
 	if err := await(ctx, c.done); err != nil {
-		return kairos.Job{}, fmt.Errorf("enqueue %s: %w", j.JobKey, err)
+		return BatchResult{Err: fmt.Errorf("enqueue %s: %w", j.JobKey, err)}
 	}
-	return c.res.Job, c.res.Err
+	return c.res
 }
 
 // create is a single create waiting to be written.
@@ -167,10 +174,13 @@ func (s *Store) writeCreates(batch []*create) {
 	}
 }
 
-// BatchResult is one item's outcome in EnqueueBatch.
+// BatchResult is one job's outcome in EnqueueBatch and Upsert. Replaced
+// is set when the job replaced one of the same id that had not fired;
+// otherwise it was created.
 type BatchResult struct {
-	Job kairos.Job
-	Err error
+	Job      kairos.Job
+	Replaced bool
+	Err      error
 }
 
 // EnqueueBatch enqueues jobs in one pipelined round trip per Redis node, one
@@ -257,7 +267,8 @@ func (s *Store) enqueueCalls(jobs []kairos.Job, idx []int, out []BatchResult) []
 			c = &enqueueCall{
 				shard: g.shard,
 				keys: []string{s.k.bucket(g.shard), s.k.index(g.shard, j.Tenant, j.Topic),
-					s.k.counters(g.shard, j.Tenant, j.Topic), s.k.dead(g.shard, j.Tenant, j.Topic)},
+					s.k.counters(g.shard, j.Tenant, j.Topic), s.k.dead(g.shard, j.Tenant, j.Topic),
+					s.k.deadTenant(g.shard, j.Tenant), s.k.deadAll(g.shard)},
 				argv: []any{s.scriptNow(), s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(g.shard),
 					j.Tenant + "/" + j.Topic + "/", WakeHorizon.Milliseconds(), s.k.groupPrefix(g.shard, j.Tenant, j.Topic)},
 			}
@@ -348,7 +359,8 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 			continue
 		}
 		j := jobs[i]
-		if toInt(r[0]) == -1 {
+		status := toInt(r[0])
+		if status == -1 {
 			out[i].Err = fmt.Errorf("%w: job %q is being delivered right now; try again when its attempt ends", kairos.ErrConflict, j.ID)
 			continue
 		}
@@ -364,7 +376,7 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 			j.State = kairos.StateReady
 			push = append(push, readyEntry(j.ID, gen))
 		}
-		out[i] = BatchResult{Job: j, Err: replicaErr}
+		out[i] = BatchResult{Job: j, Replaced: status == 2, Err: replicaErr}
 		if replicaErr == nil && s.opts.OnEnqueued != nil {
 			s.opts.OnEnqueued(j.Tenant, j.Topic)
 		}
@@ -408,7 +420,8 @@ func (s *Store) GetJob(ctx context.Context, key kairos.JobKey) (kairos.Job, erro
 // Cancel removes a job that has not been delivered; a dead job is discarded.
 func (s *Store) Cancel(ctx context.Context, key kairos.JobKey) error {
 	jk := s.k.forJob(key)
-	n, err := cancelScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.index, jk.counters, jk.dead}, jk.member, key.ID, jk.groups).Int()
+	n, err := cancelScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.index, jk.counters, jk.dead, jk.deadTen, jk.deadAll},
+		jk.member, key.ID, jk.groups).Int()
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", jk.member, err)
 	}
@@ -449,7 +462,7 @@ func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Ti
 // Replay gives a dead job a fresh set of attempts and hands it out now.
 func (s *Store) Replay(ctx context.Context, key kairos.JobKey) (kairos.Job, error) {
 	jk := s.k.forJob(key)
-	res, err := replayScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.counters, jk.dead},
+	res, err := replayScript.Run(ctx, s.c, []string{jk.bucket, jk.job, jk.counters, jk.dead, jk.deadTen, jk.deadAll},
 		jk.member, key.ID, ms(s.Now()), s.opts.ReadyLease.Milliseconds()).Slice()
 	if err != nil {
 		return kairos.Job{}, fmt.Errorf("replay %s: %w", jk.member, err)

@@ -92,9 +92,21 @@ func (k keys) groupPrefix(shard int, tenant, topic string) string {
 	return k.groupsPrefix(shard) + tenant + "/" + topic + ":"
 }
 
+// dead is a topic's dead letters in a shard: a ZSET of ids scored by when
+// each job died (ms).
 func (k keys) dead(shard int, tenant, topic string) string {
 	return k.tag(shard) + "dead:" + tenant + "/" + topic
 }
+
+// deadTenant is a tenant's dead letters across its topics in a shard, and
+// deadAll every tenant's: ZSETs of "tenant/topic/id" (the bucket member)
+// scored by when each job died (ms), for listing dead jobs across topics
+// without a scan. They carry the shard's tag, as the job does, so the
+// scripts that move a job into and out of the dead state keep them in the
+// same call as the topic's own (dead); a listing merges the shards.
+func (k keys) deadTenant(shard int, tenant string) string { return k.tag(shard) + "deadt:" + tenant }
+
+func (k keys) deadAll(shard int) string { return k.tag(shard) + "deadall" }
 
 // jobKeys are the keys a job's scripts touch, all in the job's shard slot.
 type jobKeys struct {
@@ -106,6 +118,8 @@ type jobKeys struct {
 	groups   string // the topic's index group key prefix
 	counters string
 	dead     string
+	deadTen  string // the tenant's dead letters across topics
+	deadAll  string // every tenant's
 	expiring string
 }
 
@@ -120,6 +134,8 @@ func (k keys) forJob(jk kairos.JobKey) jobKeys {
 		groups:   k.groupPrefix(s, jk.Tenant, jk.Topic),
 		counters: k.counters(s, jk.Tenant, jk.Topic),
 		dead:     k.dead(s, jk.Tenant, jk.Topic),
+		deadTen:  k.deadTenant(s, jk.Tenant),
+		deadAll:  k.deadAll(s),
 		expiring: k.expiring(s),
 	}
 }

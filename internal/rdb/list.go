@@ -74,36 +74,66 @@ func (e entry) before(o entry) bool {
 // time they died). It reads the per-shard indexes, never every job; a page
 // filtered by state may hold fewer than Limit jobs and still have a Next.
 func (s *Store) ListJobs(ctx context.Context, q ListQuery) (ListPage, error) {
-	cur, err := decodeCursor(q.Cursor)
+	l := listing{
+		index:  func(sh int) string { return s.k.index(sh, q.Tenant, q.Topic) },
+		groups: func(sh int) string { return s.k.groupPrefix(sh, q.Tenant, q.Topic) },
+		load: func(ctx context.Context, es []entry) ([]*kairos.Job, error) {
+			jobs, err := s.loadEntries(ctx, q, es)
+			for i, j := range jobs {
+				if j != nil && q.State != "" && j.State != q.State {
+					jobs[i] = nil
+				}
+			}
+			return jobs, err
+		},
+		filtered: q.State != "",
+	}
+	if q.State == kairos.StateDead {
+		l.index = func(sh int) string { return s.k.dead(sh, q.Tenant, q.Topic) }
+		l.groups = nil // the dead letters' set holds ids only
+	}
+	return s.page(ctx, l, q.Cursor, q.Limit)
+}
+
+// listing is what page reads: a per-shard index, and how to load the jobs
+// of its entries.
+type listing struct {
+	index  func(shard int) string
+	groups func(shard int) string // index groups' key prefix (see candidates); nil for none
+	// load returns the jobs of entries, nil for one to pass over.
+	load func(ctx context.Context, es []entry) ([]*kairos.Job, error)
+	// filtered says load passes over entries of jobs that exist, so a page
+	// short of its limit may still have a next one.
+	filtered bool
+}
+
+// page returns the page of l after the cursor after, newest first, of at
+// most limit jobs.
+func (s *Store) page(ctx context.Context, l listing, after string, limit int) (ListPage, error) {
+	cur, err := decodeCursor(after)
 	if err != nil {
 		return ListPage{}, err
 	}
-	index := func(sh int) string { return s.k.index(sh, q.Tenant, q.Topic) }
-	groups := func(sh int) string { return s.k.groupPrefix(sh, q.Tenant, q.Topic) }
-	if q.State == kairos.StateDead {
-		index = func(sh int) string { return s.k.dead(sh, q.Tenant, q.Topic) }
-		groups = nil // the dead letters' set holds ids only
-	}
 	var page ListPage
-	for round := 0; round < 8 && len(page.Jobs) < q.Limit; round++ {
-		cands, more, err := s.candidates(ctx, index, groups, cur, q.Limit)
+	for round := 0; round < 8 && len(page.Jobs) < limit; round++ {
+		cands, more, err := s.candidates(ctx, l.index, l.groups, cur, limit)
 		if err != nil {
 			return ListPage{}, err
 		}
 		if len(cands) == 0 {
 			return page, nil
 		}
-		jobs, err := s.loadEntries(ctx, q, cands)
+		jobs, err := l.load(ctx, cands)
 		if err != nil {
 			return ListPage{}, err
 		}
 		for i, j := range jobs {
 			cur = cursor{score: cands[i].score, id: cands[i].id}
-			if j == nil || (q.State != "" && j.State != q.State) {
+			if j == nil {
 				continue
 			}
 			page.Jobs = append(page.Jobs, *j)
-			if len(page.Jobs) == q.Limit {
+			if len(page.Jobs) == limit {
 				if i < len(jobs)-1 || more {
 					page.Next = cur.encode()
 				}
@@ -114,7 +144,7 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) (ListPage, error) {
 			return page, nil
 		}
 	}
-	if len(page.Jobs) > 0 || q.State != "" {
+	if len(page.Jobs) > 0 || l.filtered {
 		page.Next = cur.encode()
 	}
 	return page, nil
@@ -196,21 +226,22 @@ var logPieces = func() []string {
 	return f
 }()
 
-// loadEntries reads the listed jobs without their payloads; entries whose
-// job has expired are dropped from the index on the way, and an entry left
-// by an earlier job of the same id is passed over.
-func (s *Store) loadEntries(ctx context.Context, q ListQuery, es []entry) ([]*kairos.Job, error) {
+// loadListed reads the jobs of listing entries es, keyOf naming each
+// entry's job, without their payloads, in one round trip. It decodes the
+// jobs that live says the entry still lists, and returns the indexes of
+// the others (gone, or changed) for the caller to drop from its index.
+func (s *Store) loadListed(ctx context.Context, es []entry, keyOf func(entry) kairos.JobKey,
+	live func(e entry, fields map[string]string) bool) ([]*kairos.Job, []int, error) {
 	pipe := s.c.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(es))
 	for i, e := range es {
-		key := kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: e.id}
-		cmds[i] = pipe.HMGet(ctx, s.k.job(e.shard, key), listFields...)
+		cmds[i] = pipe.HMGet(ctx, s.k.job(e.shard, keyOf(e)), listFields...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+		return nil, nil, fmt.Errorf("list jobs: %w", err)
 	}
 	out := make([]*kairos.Job, len(es))
-	var stale []entry
+	var stale []int
 	for i, c := range cmds {
 		h := make(map[string]string, len(listFields))
 		for k, v := range c.Val() {
@@ -218,22 +249,35 @@ func (s *Store) loadEntries(ctx context.Context, q ListQuery, es []entry) ([]*ka
 				h[listFields[k]] = str
 			}
 		}
-		if h["st"] == "" || (q.State != kairos.StateDead && h["ca"] != strconv.FormatInt(es[i].score, 10)) {
-			stale = append(stale, es[i])
+		if !live(es[i], h) {
+			stale = append(stale, i)
 			continue
 		}
-		j, err := s.decodeJob(kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: es[i].id}, h)
+		j, err := s.decodeJob(keyOf(es[i]), h)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out[i] = &j
+	}
+	return out, stale, nil
+}
+
+// loadEntries reads the listed jobs without their payloads; entries whose
+// job has expired are dropped from the index on the way, and an entry left
+// by an earlier job of the same id is passed over.
+func (s *Store) loadEntries(ctx context.Context, q ListQuery, es []entry) ([]*kairos.Job, error) {
+	keyOf := func(e entry) kairos.JobKey { return kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: e.id} }
+	out, stale, err := s.loadListed(ctx, es, keyOf, func(e entry, h map[string]string) bool {
+		return h["st"] != "" && (q.State == kairos.StateDead || h["ca"] == strconv.FormatInt(e.score, 10))
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(stale) > 0 && q.State != kairos.StateDead {
 		// one round trip for all of them; a failure leaves the entry for next time
 		s.evalAll(ctx, unindexScript, len(stale), func(i int) ([]string, []any) {
-			e := stale[i]
-			key := kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: e.id}
-			return []string{s.k.index(e.shard, q.Tenant, q.Topic), s.k.job(e.shard, key)},
+			e := es[stale[i]]
+			return []string{s.k.index(e.shard, q.Tenant, q.Topic), s.k.job(e.shard, keyOf(e))},
 				[]any{e.id, e.score, s.k.groupPrefix(e.shard, q.Tenant, q.Topic)}
 		})
 	}

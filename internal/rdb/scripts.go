@@ -46,7 +46,15 @@ var (
 	//go:embed lua/finish.lua
 	finishSrc    string
 	finishScript = redis.NewScript(logSrc + finishSrc)
+
+	//go:embed lua/undead.lua
+	undeadSrc    string
+	undeadScript = redis.NewScript(undeadSrc)
+
+	//go:embed lua/deadcopy.lua
+	deadCopySrc    string
+	deadCopyScript = redis.NewScript(deadCopySrc)
 )
 
 var allScripts = []*redis.Script{enqueueScript, cancelScript, rescheduleScript, replayScript,
-	claimScript, startScript, unindexScript, finishScript}
+	claimScript, startScript, unindexScript, finishScript, undeadScript, deadCopyScript}

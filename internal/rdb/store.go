@@ -111,8 +111,9 @@ func (s *Store) LockName(shard int) string { return s.k.lock(shard) }
 var ErrShardMismatch = errors.New("shard count mismatch")
 
 // Init records the shard count at first start and refuses a different one
-// later: jobs would otherwise sit in buckets no scanner reads. It also
-// synchronises the clock with Redis.
+// later: jobs would otherwise sit in buckets no scanner reads. It loads the
+// scripts, upgrades a layout without dead letters across topics
+// (indexDead), and synchronises the clock with Redis.
 func (s *Store) Init(ctx context.Context) error {
 	want := strconv.Itoa(s.k.shards)
 	if _, err := s.c.HSetNX(ctx, s.k.meta(), "shards", want).Result(); err != nil {
@@ -134,6 +135,9 @@ func (s *Store) Init(ctx context.Context) error {
 		if err := sc.Load(ctx, s.c).Err(); err != nil {
 			return fmt.Errorf("load scripts: %w", err)
 		}
+	}
+	if err := s.indexDead(ctx); err != nil {
+		return err
 	}
 	return s.SyncClock(ctx)
 }

@@ -3,7 +3,8 @@
 -- batch), so that the script call, the counter updates and the wake-up check
 -- are paid once per call rather than once per job.
 -- KEYS[1] bucket (ZSET), KEYS[2] topic index (ZSET), KEYS[3] topic counters
--- (HASH), KEYS[4] topic dead letters (ZSET)
+-- (HASH), KEYS[4] topic dead letters (ZSET), KEYS[5] the tenant's dead
+-- letters (ZSET of members), KEYS[6] every tenant's dead letters
 -- ARGV[1] now (ms), or "" to read Redis's TIME (whether a job is due is
 -- decided on Redis's clock), ARGV[2] ready lease (ms), ARGV[3] job key
 -- prefix ("<prefix>:{shard}:job:"), ARGV[4] member prefix ("tenant/topic/"),
@@ -15,9 +16,10 @@
 -- caller, not stored; hashes written by earlier versions keep their 'uid'.
 -- Reply: {results, earliest, now}: results holds one value per job: 0 for
 -- a new job scheduled, 1 for a new job due now (generation 1, no stored
--- uid, created at now), else {status (1, or -1 when the job is being
--- delivered right now and nothing changed), gen, pushed, stored uid or '',
--- created (ms)}; pushed
+-- uid, created at now), else {status, gen, pushed, stored uid or '',
+-- created (ms)}, status being 1 for a job created, 2 for a job that had
+-- not fired and was replaced, or -1 when the job is being delivered right
+-- now and nothing changed; pushed
 -- (1) means the job is due now and the caller must push "id|gen" onto the
 -- ready list; earliest is the run_at of this call's job that became the
 -- shard's earliest member, so a sleeping scanner must be woken, or false;
@@ -80,6 +82,8 @@ while i <= #ARGV do
         -- a new job of the same id: the old one leaves the listing
         if st == 'dead' then
           redis.call('ZREM', KEYS[4], id)
+          redis.call('ZREM', KEYS[5], member)
+          redis.call('ZREM', KEYS[6], member)
         end
         unindex(KEYS[2], groups, id, old[4])
         -- the new job's webhook id comes from its creation time, which
@@ -124,7 +128,11 @@ while i <= #ARGV do
     else
       count(state)
     end
-    put(1, gen, pushed, uid, created)
+    local status = 1
+    if st and st ~= 'dead' and st ~= 'delivered' then
+      status = 2 -- not fired yet: replaced
+    end
+    put(status, gen, pushed, uid, created)
   end
   i = i + 3 + 2 * n
 end

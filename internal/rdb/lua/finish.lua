@@ -1,6 +1,7 @@
 -- finish.lua: record an attempt's outcome.
 -- KEYS[1] bucket, KEYS[2] job, KEYS[3] topic counters, KEYS[4] dead letters,
--- KEYS[5] the shard's expiring set (delivered jobs by record expiry)
+-- KEYS[5] the shard's expiring set (delivered jobs by record expiry),
+-- KEYS[6] the tenant's dead letters, KEYS[7] every tenant's dead letters
 -- ARGV[1] bucket member, ARGV[2] id, ARGV[3] attempt number, ARGV[4] now (ms),
 -- ARGV[5] outcome: "ok", "retry" or "dead", ARGV[6] attempt record (JSON),
 -- ARGV[7] next run (ms, for retry), ARGV[8] delivered retention (seconds)
@@ -43,6 +44,8 @@ elseif outcome == 'retry' then
 else
   redis.call('ZREM', KEYS[1], ARGV[1])
   redis.call('ZADD', KEYS[4], now, ARGV[2])
+  redis.call('ZADD', KEYS[6], now, ARGV[1])
+  redis.call('ZADD', KEYS[7], now, ARGV[1])
   redis.call('HSET', KEYS[2], 'st', 'dead', 'ao', 1, 'fa', now, 'na', '', unpack(lf))
   redis.call('HINCRBY', KEYS[3], 'active>dead', 1)
   reply = 3

@@ -1,41 +1,57 @@
-// Dead letters: jobs of a topic in state dead; replay one or all of them
+// Dead letters: jobs in state dead, of every topic (GET /v1/dead, the
+// default) or of one topic; replay one or all of them
 // (POST .../jobs/{id}/retry).
 import { call, tenantQuery, topicPath, jobPath, listAll } from './api.js';
 import { $, h, rows, confirmAction, notice, busy, timeEl, lastAttempt, reportError } from './dom.js';
-import { state, loadTopics, fillTopicSelect, selectedTopic, link } from './store.js';
+import { loadTopics, fillTopicSelect, selectedTopic, link, scopeQuery, topicLabel } from './store.js';
 
+// topic is the topic shown, or null for every topic.
 const cur = { topic: null, cursor: '', next: '' };
+
+// listing is where the view's dead jobs come from: one topic's jobs in
+// state dead, or the dead letters across topics (in the admin's tenant
+// filter, if any).
+function listing(t) {
+  return t ? { path: topicPath(t, '/jobs'), query: tenantQuery(t.tenant, { state: 'dead' }) }
+    : { path: '/v1/dead', query: scopeQuery() };
+}
+
+const topicOf = (j) => ({ tenant: j.tenant, name: j.topic });
 
 export const deadView = {
   async show(p) {
     await loadTopics();
-    let want = p.get('topic') ? { tenant: p.get('tenant'), name: p.get('topic') } : null;
-    if (!want) { // the first topic holding dead jobs, by the last stats seen
-      const s = (state.stats?.topics || []).find((t) => t.counts?.dead > 0);
-      if (s) want = { tenant: s.tenant, name: s.topic };
-    }
-    cur.topic = fillTopicSelect($('dead-topic'), want);
+    const want = p.get('topic') ? { tenant: p.get('tenant'), name: p.get('topic') } : null;
+    const select = $('dead-topic');
+    fillTopicSelect(select, want);
+    for (const o of [...select.options]) if (!o.value) o.remove(); // "no topics"
+    select.prepend(h('option', { value: '', text: 'All topics' }));
+    if (!want) select.value = '';
+    cur.topic = selectedTopic(select);
     cur.cursor = p.get('cursor') || '';
     $('replay-result').textContent = '';
     await this.refresh();
   },
   async refresh() {
     const t = cur.topic;
-    $('replay-all').disabled = !t;
-    if (!t) { rows($('dead-table'), [], () => []); $('dead-empty').hidden = false; return; }
-    const page = await call('GET', topicPath(t, '/jobs'), { query: tenantQuery(t.tenant, { state: 'dead', cursor: cur.cursor, limit: 25 }) });
+    $('replay-all').textContent = t ? 'Replay all of this topic' : 'Replay all';
+    const { path, query } = listing(t);
+    const page = await call('GET', path, { query: { ...query, cursor: cur.cursor, limit: 25 } });
     cur.next = page.next_cursor || '';
     const jobs = page.jobs || [];
     rows($('dead-table'), jobs, (j) => [
-      ['Job', h('a', { href: link('job', { tenant: t.tenant, topic: t.name, id: j.id }), 'data-testid': `dead-link-${j.id}`, text: j.id }), 'wrap'],
+      ['Job', h('a', { href: link('job', { tenant: j.tenant, topic: j.topic, id: j.id }), 'data-testid': `dead-link-${j.id}`, text: j.id }), 'wrap'],
+      ['Topic', h('a', { href: link('dead', { tenant: j.tenant, topic: j.topic }), text: topicLabel(topicOf(j)) }), 'wrap'],
       ['Died at', timeEl(j.done_at)],
       ['Attempts', String(j.attempts), 'num'],
       ['Last attempt', lastAttempt(j), 'wrap'],
       ['Actions', h('div', { class: 'actions' },
-        h('a', { class: 'button', href: link('job', { tenant: t.tenant, topic: t.name, id: j.id }), text: 'Inspect', 'aria-label': `Inspect job ${j.id}` }),
+        h('a', { class: 'button', href: link('job', { tenant: j.tenant, topic: j.topic, id: j.id }), text: 'Inspect', 'aria-label': `Inspect job ${j.id}` }),
         h('button', { type: 'button', class: 'primary', 'data-testid': `replay-${j.id}`, 'aria-label': `Replay job ${j.id}`, text: 'Replay',
-          onclick: (e) => replayOne(e.currentTarget, t, j.id) }))],
+          onclick: (e) => replayOne(e.currentTarget, topicOf(j), j.id) }))],
     ]);
+    $('replay-all').disabled = jobs.length === 0 && !cur.cursor;
+    $('dead-empty').textContent = t ? 'No dead jobs in this topic.' : 'No dead jobs.';
     $('dead-empty').hidden = jobs.length > 0;
     $('dead-next').disabled = !cur.next;
     $('dead-first').hidden = !cur.cursor;
@@ -53,22 +69,23 @@ async function replayOne(button, t, id) {
   }
 }
 
-// replayAll collects every dead job of the topic first (replaying moves jobs
-// out of the list being paged), then replays each and reports the count.
+// replayAll collects every dead job shown first (replaying moves jobs out
+// of the list being paged), then replays each and reports the count.
 async function replayAll() {
   const t = cur.topic;
-  if (!t) return;
+  const what = t ? t.name : 'all topics';
   const res = await confirmAction({
-    title: `Replay every dead job of ${t.name}?`,
+    title: `Replay every dead job of ${what}?`,
     message: 'Each dead job gets a fresh set of attempts and fires now.',
     ok: 'Replay all',
     action: async () => {
-      const jobs = await listAll(topicPath(t, '/jobs'), tenantQuery(t.tenant, { state: 'dead' }));
+      const { path, query } = listing(t);
+      const jobs = await listAll(path, query);
       let ok = 0;
       const failed = [];
       for (const j of jobs) {
         try {
-          await call('POST', jobPath(t, j.id, '/retry'), { query: tenantQuery(t.tenant) });
+          await call('POST', jobPath(topicOf(j), j.id, '/retry'), { query: tenantQuery(j.tenant) });
           ok++;
         } catch (e) {
           failed.push(`${j.id}: ${e.message}`);
@@ -78,7 +95,7 @@ async function replayAll() {
     },
   });
   if (!res) return;
-  $('replay-result').textContent = `Replayed ${res.ok} of ${res.total} dead job${res.total === 1 ? '' : 's'} of ${t.name}.` +
+  $('replay-result').textContent = `Replayed ${res.ok} of ${res.total} dead job${res.total === 1 ? '' : 's'} of ${what}.` +
     (res.failed.length ? ` Failed: ${res.failed.join('; ')}` : '');
   cur.cursor = '';
   await deadView.refresh();

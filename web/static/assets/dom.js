@@ -141,11 +141,6 @@ export function fromLocalInput(v) {
   return d.toISOString();
 }
 
-// Header values whose names look secret are masked.
-const SECRET = /^(authorization|proxy-authorization|cookie|set-cookie)$|token|secret|key|signature|password/i;
-export const isSecretHeader = (name) => SECRET.test(name);
-export const maskSecret = () => '•'.repeat(10);
-
 export function stateBadge(state) {
   return h('span', { class: `state ${state}`, 'data-state': state, text: state === 'active' ? 'in flight' : state });
 }

@@ -2,7 +2,7 @@
 // actions), and creating a job.
 import { call, session, tenantQuery, topicPath, jobPath } from './api.js';
 import { $, h, rows, showError, confirmAction, notice, busy, timeEl, ms, stateBadge, lastAttempt,
-  isSecretHeader, maskSecret, toLocalInput, fromLocalInput, reportError } from './dom.js';
+  toLocalInput, fromLocalInput, reportError } from './dom.js';
 import { loadTopics, fillTopicSelect, selectedTopic, link, findTopic } from './store.js';
 
 // ---- list ----
@@ -101,8 +101,10 @@ function render(j) {
     ['Attempts', `${j.attempts} of ${j.max_attempts || (topic ? topic.max_attempts : '(topic default)')}`, 'job-attempts'],
     ['Backoff', j.backoff ? `${j.backoff.initial || 'default'} – ${j.backoff.max || 'default'}` : dflt('', (t) => `${t.backoff.initial} – ${t.backoff.max}`)],
   ]);
+  // The API masks the values of secret-looking headers; the page shows
+  // what it is given.
   const hdrs = Object.entries(j.headers || {});
-  dl($('job-headers'), hdrs.map(([k, v]) => [k, isSecretHeader(k) ? h('span', { class: 'muted', title: 'hidden: the name looks secret', 'data-masked': 'true', text: maskSecret() }) : v]));
+  dl($('job-headers'), hdrs.map(([k, v]) => [k, v]));
   $('job-noheaders').hidden = hdrs.length > 0;
   $('job-payload').textContent = j.payload === undefined ? '(empty body)' : JSON.stringify(j.payload, null, 2);
   const log = j.attempt_log || [];
@@ -187,7 +189,7 @@ $('new-form').addEventListener('submit', async (e) => {
     let body = JSON.stringify(fields);
     if (raw) body = body.slice(0, -1) + (body.length > 2 ? ',' : '') + '"payload":' + raw + '}';
     const j = await busy($('new-submit'), () => call('POST', topicPath(t, '/jobs'), { query: tenantQuery(t.tenant), body }));
-    notice(`Job ${j.id} created: ${j.state}.`);
+    notice(`Job ${j.id} ${j.result === 'replaced' ? 'replaced (it had not fired)' : 'created'}: ${j.state}.`);
     $('new-id').value = '';
     location.hash = link('job', { tenant: t.tenant, topic: t.name, id: j.id });
   } catch (x) {

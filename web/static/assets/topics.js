@@ -1,6 +1,6 @@
 // Topics: list, register, edit, delete (PUT/DELETE /v1/topics/{topic}).
 import { call, session, tenantQuery, topicPath } from './api.js';
-import { $, h, rows, showError, confirmAction, notice, busy } from './dom.js';
+import { $, h, rows, showError, confirmAction, notice, busy, reportError } from './dom.js';
 import { state, loadTopics, link } from './store.js';
 
 let editing = null; // the topic being edited, or null when registering
@@ -29,8 +29,18 @@ function render() {
   $('topics-empty').hidden = state.topics.length > 0;
 }
 
-// open shows the topic dialog, empty to register or filled to edit.
-function open(t) {
+// open shows the topic dialog, empty to register or filled to edit. A
+// topic to edit is read with its headers revealed: the list shows secret
+// values masked, and saving a mask back would be refused.
+async function open(t) {
+  if (t) {
+    try {
+      t = await call('GET', topicPath(t), { query: tenantQuery(t.tenant, { reveal: 'headers' }) });
+    } catch (e) {
+      reportError(e);
+      return;
+    }
+  }
   editing = t || null;
   $('topic-title').textContent = t ? `Edit topic ${t.name}` : 'Register a topic';
   $('topic-tenant-row').hidden = !session.admin;
