@@ -298,14 +298,33 @@ type obj = map[string]any
 // hook is a callback URL for tests; nothing is ever called.
 const hook = "https://hooks.example.com/kairos"
 
-// next pops and starts a topic's next ready job, as a worker does.
-func (e *env) next(tb testing.TB, tenant, topic string) kairos.Job {
+// next claims and starts a topic's due job id (its earliest due one when id
+// is ""), as a scanner does; the other jobs claimed on the way are given back.
+func (e *env) next(tb testing.TB, tenant, topic, id string) kairos.Job {
 	tb.Helper()
-	jobs, err := e.store.Next(context.Background(), tenant, topic, 1, time.Second, time.Second)
-	if err != nil || len(jobs) != 1 {
-		tb.Fatalf("next job of %s/%s: %d jobs, err %v", tenant, topic, len(jobs), err)
+	ctx := context.Background()
+	var all []rdb.Claimed
+	for sh := range e.store.Shards() {
+		c, err := e.store.ClaimDue(ctx, sh, 500, 0, time.Second)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		all = append(all, c.Jobs...)
 	}
-	return jobs[0]
+	pick := -1
+	for i, c := range all {
+		if c.Job.Tenant == tenant && c.Job.Topic == topic && (id == "" || c.Job.ID == id) && (pick < 0 || c.Due.Before(all[pick].Due)) {
+			pick = i
+		}
+	}
+	if pick < 0 {
+		tb.Fatalf("next job of %s/%s: none due", tenant, topic)
+	}
+	j := all[pick].Job
+	if err := e.store.Release(ctx, append(all[:pick:pick], all[pick+1:]...)); err != nil {
+		tb.Fatal(err)
+	}
+	return j
 }
 
 // deadJob drives a due job through one failed last attempt, so that it dies.
@@ -324,7 +343,7 @@ func (e *env) deliveredJob(tb testing.TB, tenant, topic, id string) {
 // its first attempt, ending in state want (delivered or dead).
 func (e *env) finishNext(tb testing.TB, tenant, topic, id string, a kairos.Attempt, want kairos.State) {
 	tb.Helper()
-	j := e.next(tb, tenant, topic)
+	j := e.next(tb, tenant, topic, id)
 	if j.ID != id {
 		tb.Fatalf("popped %s, want %s", j.ID, id)
 	}

@@ -406,7 +406,7 @@ func TestJobActiveConflict(t *testing.T) {
 	acme := e.token(t, "acme", false)
 	e.putTopic(t, acme, "orders", obj{"callback_url": hook})
 	e.createJob(t, acme, "orders", obj{"id": "o1", "delay": "0s"})
-	e.next(t, "acme", "orders")
+	e.next(t, "acme", "orders", "")
 	before := e.snapshot(t)
 	for _, c := range []struct {
 		method, path string

@@ -117,7 +117,9 @@ func TestStats(t *testing.T) {
 	counts[kairos.StateScheduled], counts[kairos.StateReady], counts[kairos.StateDelivered], counts[kairos.StateDead] = 2, 1, 1, 1
 	wantStats := statsResponse{At: ms(t0), Topics: []topicStats{
 		{Tenant: "acme", Topic: "billing", Counts: zero, Recent: recentStats{Minutes: 5}},
-		{Tenant: "acme", Topic: "orders", Counts: counts, Ready: 1, Recent: recentStats{
+		// x1 is ready (due, not claimed yet); the ready list holds only what
+		// a scanner-only process claimed for workers elsewhere: nothing here
+		{Tenant: "acme", Topic: "orders", Counts: counts, Ready: 0, Recent: recentStats{
 			Minutes: 5, Delivered: 1, Failed: 2, Dead: 1, DeliveredPS: 1.0 / 300, FailedPS: 2.0 / 300,
 			Lateness: latencyStats{Samples: 2, P50: 2, P90: 15, P99: 15, Max: 15},
 		}},

@@ -20,6 +20,7 @@ import (
 	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/dispatch"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
 	"github.com/kairos-sh/kairos/scanner"
@@ -78,8 +79,10 @@ func startEngine(t *testing.T, o engineOpts) *engine {
 		t.Fatal(err)
 	}
 	log := testLogger(t)
-	sc := scanner.New(store, redsync.New(goredis.NewPool(client)), scanner.Config{LockTTL: 2 * time.Second, Logger: log})
-	w := callback.NewWorker(store, callback.WorkerConfig{AllowPrivate: o.allowPrivate, Wait: time.Second, TopicPoll: 200 * time.Millisecond, Grace: 5 * time.Second, Logger: log})
+	disp := dispatch.New(store, dispatch.Config{Logger: log})
+	sc := scanner.New(store, redsync.New(goredis.NewPool(client)), scanner.Config{LockTTL: 2 * time.Second, Logger: log,
+		Dispatch: disp.Add, Capacity: disp.Capacity})
+	w := callback.NewWorker(disp, callback.WorkerConfig{AllowPrivate: o.allowPrivate, Wait: time.Second, TopicPoll: 200 * time.Millisecond, Grace: 5 * time.Second, Logger: log})
 	authn := auth.New([]byte(secret), nil)
 	srv := httptest.NewServer(api.New(store, authn, api.Config{AllowPrivate: o.allowPrivate, Logger: log, OnTopicChange: w.Refresh}))
 	var wg sync.WaitGroup
@@ -93,6 +96,7 @@ func startEngine(t *testing.T, o engineOpts) *engine {
 		srv.Close()
 		cancel()
 		wg.Wait()
+		disp.Close(context.Background())
 	})
 	return &engine{t: t, store: store, api: srv, token: tok, prefix: prefix}
 }

@@ -1,7 +1,8 @@
-// Package scanner moves due jobs from the Delay Bucket shards onto their
-// topics' ready lists. Each shard is scanned by one instance at a time, the
-// one holding its redsync lock; instances share the shards fairly and take
-// over a dead instance's shards when its locks expire.
+// Package scanner claims due jobs from the timing wheel's shards and hands
+// them to a dispatch function (the process's own workers, or the ready lists
+// of workers elsewhere). Each shard is scanned by one instance at a time,
+// the one holding its redsync lock; instances share the shards fairly and
+// take over a dead instance's shards when its locks expire.
 package scanner
 
 import (
@@ -14,6 +15,7 @@ import (
 
 	"github.com/go-redsync/redsync/v4"
 
+	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
@@ -25,7 +27,19 @@ type Config struct {
 	// MaxSleep is the longest sleep with nothing due; default and at most
 	// rdb.WakeHorizon, since jobs due later than that wake no scanner.
 	MaxSleep time.Duration
-	Logger   *slog.Logger
+	// Ahead is how long before their due time jobs are claimed; they are
+	// held until then by whoever Dispatch gives them to. Default 20ms.
+	Ahead time.Duration
+	// Dispatch takes the jobs each claim hands out (required).
+	Dispatch func(context.Context, []rdb.Claimed)
+	// Capacity, if set, says how many more jobs Dispatch can take now; the
+	// scanner claims no more than that.
+	Capacity func() int
+	// LeaseTimeout, if set, gives the callback timeout that leases cover
+	// for jobs that set none: the longest of the topics'. Default
+	// kairos.DefaultTimeout.
+	LeaseTimeout func() time.Duration
+	Logger       *slog.Logger
 }
 
 // Scanner claims due jobs of the shards it holds.
@@ -86,6 +100,12 @@ func New(store *rdb.Store, rs *redsync.Redsync, cfg Config) *Scanner {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Ahead <= 0 {
+		cfg.Ahead = 20 * time.Millisecond
+	}
+	if cfg.LeaseTimeout == nil {
+		cfg.LeaseTimeout = func() time.Duration { return kairos.DefaultTimeout }
 	}
 	if cfg.ID == "" {
 		cfg.ID = randomID()
@@ -286,7 +306,7 @@ func (s *Scanner) scan(ctx context.Context, sh *shard) {
 			at := sh.takeWake()
 			if !at.IsZero() && (planned.IsZero() || at.Before(planned)) {
 				planned = at
-				timer.Reset(time.Until(s.store.Local(at)))
+				timer.Reset(time.Until(s.store.Local(at.Add(-s.cfg.Ahead))))
 			}
 			continue
 		case <-timer.C:
@@ -301,42 +321,56 @@ func (s *Scanner) scan(ctx context.Context, sh *shard) {
 			timer.Reset(250 * time.Millisecond)
 			continue
 		}
-		// Sleep until the earliest job left is due, measured on the Redis
-		// clock the claim itself used: no clock offset enters the timer.
+		// Sleep until the earliest slot left is due to be claimed, measured
+		// on the Redis clock the claim itself used: no clock offset enters
+		// the timer.
 		wait := s.cfg.MaxSleep
-		if !c.Next.IsZero() && c.Next.Sub(c.Now) < wait {
-			wait = max(c.Next.Sub(c.Now), 0)
+		if !c.Next.IsZero() && c.Next.Sub(c.Now)-s.cfg.Ahead < wait {
+			wait = max(c.Next.Sub(c.Now)-s.cfg.Ahead, 0)
 		}
 		planned = s.store.Now().Add(wait)
 		timer.Reset(wait)
 	}
 }
 
-// pass claims due jobs in batches until fewer than a batch are due. Claims
-// run on a context that shutdown does not cancel mid-call, so claimed jobs
-// are always pushed.
+// pass claims due jobs in batches until fewer than a batch are due, and
+// dispatches each batch. Claims run on a context that shutdown does not
+// cancel mid-call, so claimed jobs are always dispatched.
 //
 // A pass's first claim takes at most firstBatch jobs: when many shards come
-// due at the same instant, their first jobs reach the ready lists after a
-// few short scripts rather than after every shard's full batch.
+// due at the same instant, their first jobs are dispatched after a few
+// short scripts rather than after every shard's full batch. When Dispatch
+// can take no more, the pass ends and looks again shortly.
 func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
 	limit := min(s.cfg.Batch, firstBatch)
 	for {
+		want := limit
+		if s.cfg.Capacity != nil {
+			want = min(want, s.cfg.Capacity())
+		}
+		if want <= 0 {
+			now := s.store.Now()
+			return rdb.Claim{Now: now, Next: now.Add(s.cfg.Ahead + fullRetry)}, nil
+		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		c, err := s.store.ClaimDue(cctx, n, limit)
+		c, err := s.store.ClaimDue(cctx, n, want, s.cfg.Ahead, s.cfg.LeaseTimeout())
 		cancel()
+		if len(c.Jobs) > 0 {
+			s.log.Debug("claimed", "shard", n, "jobs", len(c.Jobs))
+			s.cfg.Dispatch(context.WithoutCancel(ctx), c.Jobs)
+		}
 		if err != nil {
 			return rdb.Claim{}, err
 		}
-		if c.Moved > 0 {
-			s.log.Debug("claimed", "shard", n, "jobs", c.Moved)
-		}
-		if c.Moved < limit || ctx.Err() != nil {
+		if len(c.Jobs) < want || ctx.Err() != nil {
 			return c, nil
 		}
 		limit = s.cfg.Batch
 	}
 }
+
+// fullRetry is how soon a pass that found Dispatch full looks again.
+const fullRetry = 20 * time.Millisecond
 
 const firstBatch = 50
 

@@ -73,7 +73,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&grace, "grace", env("KAIROS_GRACE", "30s"), "how long in-flight callbacks may finish at shutdown (KAIROS_GRACE)")
 	fs.StringVar(&lockTTL, "lock-ttl", env("KAIROS_LOCK_TTL", "10s"), "scanner shard lock expiry: how fast a dead instance's shards are taken over (KAIROS_LOCK_TTL)")
 	fs.StringVar(&leaseGrace, "lease-grace", env("KAIROS_LEASE_GRACE", "5s"), "added to a callback's timeout to make its lease: a lost worker's job is re-sent after timeout+grace (KAIROS_LEASE_GRACE)")
-	fs.StringVar(&readyLease, "ready-lease", env("KAIROS_READY_LEASE", "60s"), "how long a job handed to a ready list may wait to be started: a job popped by a worker that died before starting it is handed out again after this (KAIROS_READY_LEASE)")
+	fs.StringVar(&readyLease, "ready-lease", env("KAIROS_READY_LEASE", "10s"), "how long past its due time a claimed job may wait for a free worker; a claimed job's lease is its due time + this + its callback timeout + the lease grace, so a job claimed by a process that died is handed out again after that (KAIROS_READY_LEASE)")
 	fs.StringVar(&maxPayload, "max-payload", env("KAIROS_MAX_PAYLOAD", "262144"), "largest job payload in bytes (KAIROS_MAX_PAYLOAD)")
 	fs.StringVar(&c.LogFormat, "log-format", env("KAIROS_LOG_FORMAT", "text"), "text or json (KAIROS_LOG_FORMAT)")
 	fs.StringVar(&c.LogLevel, "log-level", env("KAIROS_LOG_LEVEL", "info"), "debug, info, warn or error (KAIROS_LOG_LEVEL)")

@@ -18,7 +18,9 @@ import (
 
 	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/dispatch"
 	"github.com/kairos-sh/kairos/internal/metrics"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/scanner"
@@ -70,9 +72,11 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 	var scanWG, workWG, srvWG sync.WaitGroup
 	gauges := metrics.Gauges{Store: store}
 	var worker *callback.Worker
+	var disp *dispatch.Dispatcher
 	if cfg.Roles["worker"] {
+		disp = dispatch.New(store, dispatch.Config{Hold: min(10*time.Second, cfg.ReadyLease/2), Remote: !cfg.Roles["scanner"], Logger: log})
 		rec := store.NewRecorder()
-		worker = callback.NewWorker(store, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Grace: cfg.Grace, Logger: log,
+		worker = callback.NewWorker(disp, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Grace: cfg.Grace, Logger: log,
 			OnAttempt: func(e callback.Event) {
 				rec.Observe(e.Job.Tenant, e.Job.Topic, e.State, e.Attempt.N, e.Lateness)
 				m.Attempt(e)
@@ -88,7 +92,17 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		})
 	}
 	if cfg.Roles["scanner"] {
-		sc := scanner.New(store, redsync.New(goredis.NewPool(client)), scanner.Config{LockTTL: cfg.LockTTL, Logger: log})
+		scfg := scanner.Config{LockTTL: cfg.LockTTL, Logger: log, LeaseTimeout: leaseTimeouts(store, log)}
+		if disp != nil {
+			scfg.Dispatch, scfg.Capacity = disp.Add, disp.Capacity
+		} else {
+			scfg.Dispatch = func(ctx context.Context, cs []rdb.Claimed) {
+				if err := store.PushReady(ctx, cs); err != nil {
+					log.Warn("push claimed jobs; they are handed out again when their leases lapse", "jobs", len(cs), "err", err)
+				}
+			}
+		}
+		sc := scanner.New(store, redsync.New(goredis.NewPool(client)), scfg)
 		gauges.LocksHeld = func() int { return len(sc.Held()) }
 		scanWG.Go(func() { sc.Run(scanCtx) })
 	}
@@ -112,6 +126,11 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		stopWorker()
 		blocking.Close() // wakes consumers blocked in BRPOP
 		workWG.Wait()    // in-flight callbacks finish within the grace period
+		if disp != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			disp.Close(ctx) // what was claimed and not started goes back, keeping its place
+			cancel()
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -137,4 +156,36 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			stopRun()
 			closeRedis() // last
 		}}, nil
+}
+
+// leaseTimeouts returns the callback timeout that claimed jobs' leases
+// cover when a job sets none: the longest of the topics' (their default
+// included), read again at most every few seconds.
+func leaseTimeouts(store *rdb.Store, log *slog.Logger) func() time.Duration {
+	var mu sync.Mutex
+	var at time.Time
+	longest := kairos.DefaultTimeout
+	return func() time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(at) < 5*time.Second {
+			return longest
+		}
+		at = time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		topics, err := store.ListTopics(ctx, "")
+		if err != nil {
+			log.Debug("read topic timeouts", "err", err)
+			return longest
+		}
+		var l time.Duration
+		for _, t := range topics {
+			l = max(l, t.WithDefaults().Timeout)
+		}
+		if l > 0 {
+			longest = l
+		}
+		return longest
+	}
 }

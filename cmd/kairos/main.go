@@ -33,13 +33,13 @@ func main() {
 // run runs the command args names. A subcommand's -h or --help prints its
 // usage and is not an error.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if err := dispatch(ctx, args, getenv, stdout, stderr); !errors.Is(err, flag.ErrHelp) {
+	if err := runCommand(ctx, args, getenv, stdout, stderr); !errors.Is(err, flag.ErrHelp) {
 		return err
 	}
 	return nil
 }
 
-func dispatch(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("name a command: serve or token")

@@ -136,7 +136,7 @@ func initStore(ctx context.Context, store *rdb.Store, log *slog.Logger) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := store.Init(ctx)
-		if err == nil || errors.Is(err, rdb.ErrShardMismatch) {
+		if err == nil || errors.Is(err, rdb.ErrShardMismatch) || errors.Is(err, rdb.ErrLayout) {
 			return err
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {

@@ -2,7 +2,9 @@ package rdb
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,8 +41,11 @@ func newBenchStore(b *testing.B, opts Options) (*Store, *testclock.Clock) {
 	return s, clk
 }
 
+// benchJob is shaped like the load tool's jobs: tenant "bench", a topic
+// "bench-<12 hex>", an id "enqueue-<6 hex>-<n>".
 func benchJob(i int, runAt time.Time) kairos.Job {
-	return kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "orders", ID: "job-" + strconv.Itoa(i)}, RunAt: runAt, Payload: benchPayload}
+	return kairos.Job{JobKey: kairos.JobKey{Tenant: "bench", Topic: "bench-0123456789ab", ID: "enqueue-a1b2c3-" + strconv.Itoa(i)},
+		RunAt: runAt, Payload: benchPayload}
 }
 
 func enqueueAll(b testing.TB, s *Store, jobs []kairos.Job) {
@@ -56,24 +61,8 @@ func enqueueAll(b testing.TB, s *Store, jobs []kairos.Job) {
 	}
 }
 
-// BenchmarkEnqueue is one create: the enqueue script, one round trip
-// (plus a PUBLISH when the job becomes its shard's earliest).
-func BenchmarkEnqueue(b *testing.B) {
-	s, clk := newBenchStore(b, Options{})
-	ctx := context.Background()
-	base := clk.Now().Add(time.Hour)
-	i := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := s.Enqueue(ctx, benchJob(i, base.Add(time.Duration(i*7919%600_000)*time.Millisecond))); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
-}
-
-// BenchmarkEnqueueBatch is one batch create of 1000 jobs: one pipelined
-// round trip of 1000 script calls.
+// BenchmarkEnqueueBatch is one batch create of 1000 jobs due over the next
+// hour: one pipelined round trip of script calls.
 func BenchmarkEnqueueBatch(b *testing.B) {
 	const size = 1000
 	s, clk := newBenchStore(b, Options{})
@@ -84,7 +73,7 @@ func BenchmarkEnqueueBatch(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for k := range jobs {
-			jobs[k] = benchJob(i, base.Add(time.Duration(i*7919%600_000)*time.Millisecond))
+			jobs[k] = benchJob(i, base.Add(time.Duration(i*7919%3_600_000)*time.Millisecond))
 			i++
 		}
 		for _, r := range s.EnqueueBatch(ctx, jobs) {
@@ -94,17 +83,16 @@ func BenchmarkEnqueueBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(i), "ns/job")
-	b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "jobs/s")
 }
 
-// BenchmarkClaimDue is one scanner claim moving 500 due jobs of a shard to
-// their ready list: the claim script and the pipelined LPUSHes.
-func BenchmarkClaimDue(b *testing.B) {
+// BenchmarkClaimFinish is the Redis side of a due job's delivery: its share
+// of a claim of 500 (which starts the attempt) and its finish.
+func BenchmarkClaimFinish(b *testing.B) {
 	const batch = 500
 	s, clk := newBenchStore(b, Options{Shards: 1})
 	ctx := context.Background()
 	jobs := make([]kairos.Job, batch)
-	i, moved := 0, 0
+	i, done := 0, 0
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
@@ -114,41 +102,54 @@ func BenchmarkClaimDue(b *testing.B) {
 			i++
 		}
 		enqueueAll(b, s, jobs)
-		s.c.Unlink(ctx, s.k.ready("acme", "orders"))
-		clk.Add(2 * time.Second)
+		clk.Add(time.Second)
 		b.StartTimer()
-		c, err := s.ClaimDue(ctx, 0, batch)
-		n := c.Moved
+		c, err := s.ClaimDue(ctx, 0, batch, 0, 30*time.Second)
 		if err != nil {
 			b.Fatal(err)
 		}
-		moved += n
+		for _, cl := range c.Jobs {
+			a := kairos.Attempt{N: cl.Job.Attempts, At: clk.Now(), Duration: time.Millisecond, Status: 204}
+			if st, err := s.Finish(ctx, cl.Job.JobKey, a, true, false, time.Time{}); err != nil || st != kairos.StateDelivered {
+				b.Fatalf("finish: %v %v", st, err)
+			}
+		}
+		done += len(c.Jobs)
 	}
-	b.ReportMetric(float64(moved)/float64(b.N), "jobs/op")
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(moved, 1)), "ns/job")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(done, 1)), "ns/job")
 }
 
-// BenchmarkStartFinish is a worker's Redis side of one delivery: the start
-// script (which returns the whole job) and the finish script of a success.
-func BenchmarkStartFinish(b *testing.B) {
+// BenchmarkPendingMemory loads b.N bench-shaped jobs due over the next day
+// and reports Redis's memory per pending job (INFO used_memory growth):
+//
+//	go test -run '^$' -bench PendingMemory -benchtime 1000000x ./internal/rdb
+func BenchmarkPendingMemory(b *testing.B) {
 	s, clk := newBenchStore(b, Options{})
 	ctx := context.Background()
-	jobs := make([]kairos.Job, b.N)
-	for i := range jobs {
-		jobs[i] = benchJob(i, clk.Now()) // due now: ready at once, generation 1
+	used := func() int64 {
+		for _, l := range strings.Split(s.c.Info(ctx, "memory").Val(), "\r\n") {
+			if v, ok := strings.CutPrefix(l, "used_memory:"); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				return n
+			}
+		}
+		b.Fatal("no used_memory in INFO")
+		return 0
 	}
-	enqueueAll(b, s, jobs)
-	s.c.Unlink(ctx, s.k.ready("acme", "orders"))
-	b.ReportAllocs()
+	enqueueAll(b, s, []kairos.Job{benchJob(-1, clk.Now().Add(time.Hour))}) // the topic's keys exist before the baseline
+	before := used()
 	b.ResetTimer()
+	jobs := make([]kairos.Job, 0, 1000)
 	for i := range b.N {
-		j, ok, err := s.Start(ctx, Popped{JobKey: jobs[i].JobKey, Gen: "1"}, 10*time.Second)
-		if err != nil || !ok {
-			b.Fatalf("start: ok=%v err=%v", ok, err)
+		jobs = append(jobs, benchJob(i, clk.Now().Add(time.Hour+time.Duration(i*7919%86_400_000)*time.Millisecond)))
+		if len(jobs) == cap(jobs) || i == b.N-1 {
+			enqueueAll(b, s, jobs)
+			jobs = jobs[:0]
 		}
-		a := kairos.Attempt{N: j.Attempts, At: clk.Now(), Duration: time.Millisecond, Status: 204}
-		if st, err := s.Finish(ctx, j.JobKey, a, true, false, time.Time{}); err != nil || st != kairos.StateDelivered {
-			b.Fatalf("finish: %v %v", st, err)
-		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(used()-before)/float64(b.N), "B/job")
+	if b.N >= 100_000 {
+		fmt.Printf("pending memory: %d jobs, %.1f B/job\n", b.N, float64(used()-before)/float64(b.N))
 	}
 }

@@ -1,42 +1,53 @@
 package rdb
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kairos-sh/kairos"
 )
 
-// Claimed is a due job handed out by ClaimDue.
+// Claimed is a job handed out by ClaimDue, with an attempt started on it:
+// Job.Attempts is that attempt's number. It must not fire before Due.
 type Claimed struct {
-	Tenant, Topic, ID string
-	Gen               int64
+	Job kairos.Job
+	Due time.Time
+	// FireAt is when, on this machine's monotonic clock, Redis's clock has
+	// surely reached Due: the claim's reply came after Redis read its
+	// clock, so counting from the reply cannot be early, whatever this
+	// machine's clock says. Zero when unknown (use Store.Local).
+	FireAt time.Time
 }
 
 // Claim is the result of one ClaimDue call.
 type Claim struct {
-	Moved int       // jobs handed out
-	Next  time.Time // when the shard's earliest remaining member is due; zero when empty
-	Now   time.Time // the Redis time the claim was decided at
+	Jobs []Claimed
+	Next time.Time // when the shard's earliest remaining wheel slot is processed; zero when none
+	Now  time.Time // the Redis time the claim was decided at
 }
 
-// maxClaim bounds a claim's batch: the script passes each batch to one
-// ZADD, and Lua limits how many values one call can take.
+// maxClaim bounds a claim's batch: Lua limits how many values one call can
+// take.
 const maxClaim = 2000
 
-// ClaimDue moves up to limit due jobs of shard to a ready lease and pushes
-// them onto their topics' ready lists. What is due is decided on Redis's
-// own clock (TIME, inside the script), never on this machine's estimate of
-// it, so a bad clock sync can delay a wake-up but never fire a job early.
-// Two scanners claiming the same shard at once cannot hand a job out twice:
-// the claim is one script and re-scores what it takes.
-func (s *Store) ClaimDue(ctx context.Context, shard int, limit int) (Claim, error) {
-	limit = min(limit, maxClaim)
-	sweep := s.sweepLimit(shard)
-	res, err := claimScript.Run(ctx, s.c, []string{s.k.bucket(shard), s.k.expiring(shard)},
-		s.scriptNow(), limit, s.opts.ReadyLease.Milliseconds(), s.k.jobPrefix(shard), s.k.counterPrefix(shard), s.k.indexPrefix(shard),
-		sweep, s.k.groupsPrefix(shard)).Slice()
+// ClaimDue hands out up to limit jobs of shard due by now + ahead, and
+// starts an attempt on each: it is active, with a lease of its due time plus
+// its callback timeout (leaseTimeout when it sets none) plus the store's
+// lease margin. What is due is decided on Redis's own clock (TIME, inside
+// the script), never on this machine's estimate of it. Two scanners claiming
+// the same shard at once cannot hand a job out twice: the claim is one
+// script. A job claimed ahead is the caller's to hold until Due, or to give
+// back with Release.
+func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTimeout time.Duration) (Claim, error) {
+	limit = min(max(limit, 1), maxClaim)
+	res, err := claimScript.Run(ctx, s.c, []string{s.k.pool(shard), s.k.due(shard)},
+		s.scriptNow(), s.k.tag(shard), ahead.Milliseconds(), limit, s.leaseMargin().Milliseconds(), leaseTimeout.Milliseconds()).Slice()
+	received := time.Now()
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim shard %d: %w", shard, err)
 	}
@@ -45,63 +56,65 @@ func (s *Store) ClaimDue(ctx context.Context, shard int, limit int) (Claim, erro
 		f, _ := strconv.ParseFloat(sc, 64)
 		c.Next = fromMS(int64(f))
 	}
-	if sweep > 0 && len(res) > 3 && toInt(res[3]) == int64(sweep) {
-		s.swept[shard].Store(0) // more have expired: the next claim sweeps again
-	}
 	if v, ok := res[2].(string); ok {
 		f, _ := strconv.ParseFloat(v, 64)
-		c.Now = time.UnixMicro(int64(f * 1000)).UTC()
+		c.Now = time.UnixMicro(int64(math.Round(f * 1000))).UTC()
 	}
 	flat, _ := res[0].([]any)
-	if len(flat) == 0 {
-		return c, nil
-	}
-	c.Moved = len(flat) / 2
-	// One LPUSH per topic, in the order claimed (oldest due first out).
-	type topicKey struct{ tenant, topic string }
-	entries := map[topicKey][]any{}
-	var order []topicKey
-	for i := 0; i+1 < len(flat); i += 2 {
-		member, _ := flat[i].(string)
-		tenant, rest, _ := strings.Cut(member, "/")
-		topic, id, _ := strings.Cut(rest, "/")
-		k := topicKey{tenant, topic}
-		if _, ok := entries[k]; !ok {
-			order = append(order, k)
+	var first error
+	for i := 0; i+2 < len(flat); i += 3 {
+		f, _ := flat[i].(string)
+		v, _ := flat[i+1].(string)
+		key, _, err := s.jobKeyOf(ctx, f)
+		var j kairos.Job
+		if err == nil {
+			j, err = s.decode(key, v)
 		}
-		entries[k] = append(entries[k], readyEntry(id, toInt(flat[i+1])))
+		if err != nil {
+			// left to its lease, which hands it out again
+			first = cmp.Or(first, fmt.Errorf("claim shard %d: %w", shard, err))
+			continue
+		}
+		cl := Claimed{Job: j, Due: fromMS(toInt(flat[i+2]))}
+		if !c.Now.IsZero() && s.opts.Now == nil {
+			cl.FireAt = received.Add(cl.Due.Sub(c.Now))
+		}
+		c.Jobs = append(c.Jobs, cl)
 	}
-	pipe := s.c.Pipeline()
-	for _, k := range order {
-		pipe.LPush(ctx, s.k.ready(k.tenant, k.topic), entries[k]...)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		// The claimed jobs keep their lease in the bucket: they are handed
-		// out again when it lapses, so nothing is lost.
-		return c, fmt.Errorf("push claimed jobs of shard %d: %w", shard, err)
-	}
-	return c, nil
+	return c, first
 }
 
-// sweepEvery is how often a shard's claim also drops the listing entries of
-// expired delivered jobs; claims in between skip that look.
-const sweepEvery = time.Second
+// leaseMargin is what a claimed job's lease adds to its due time and
+// callback timeout: the longest it may be held before it starts, and the
+// grace after its timeout.
+func (s *Store) leaseMargin() time.Duration { return s.opts.ReadyLease + s.opts.LeaseGrace }
 
-// sweepLimit is how many expired listing entries a claim of shard drops:
-// up to sweepBatch once per sweepEvery (by this process), else none; a
-// sweep that found a full batch lets the next claim sweep again, so the
-// sweep keeps up with any delivery rate.
-func (s *Store) sweepLimit(shard int) int {
-	now := time.Now().UnixNano()
-	last := &s.swept[shard%len(s.swept)]
-	prev := last.Load()
-	if now-prev < int64(sweepEvery) || !last.CompareAndSwap(prev, now) {
-		return 0
+// Release gives back claimed jobs that this process will not start: each
+// keeps its due time and loses no attempt. A job whose claim lapsed meanwhile
+// is left alone. It returns the first error.
+func (s *Store) Release(ctx context.Context, cs []Claimed) error {
+	now := ms(s.Now())
+	shards := make([]int, len(cs))
+	cmds := s.evalAll(ctx, releaseScript, len(cs), func(i int) ([]string, []any) {
+		j := cs[i].Job
+		sh := s.k.shardOf(j.JobKey)
+		shards[i] = sh
+		h, _ := s.handles.handle(topicField(j.Tenant, j.Topic)) // known: the claim resolved it
+		return []string{s.k.pool(sh), s.k.due(sh)}, []any{s.k.tag(sh), h, j.ID, j.Attempts, ms(cs[i].Due), now}
+	})
+	var first error
+	for i, c := range cmds {
+		res, err := c.Slice()
+		if err != nil {
+			first = cmp.Or(first, fmt.Errorf("release %s: %w", cs[i].Job.JobKey, err))
+			continue
+		}
+		if len(res) > 1 {
+			s.wakeFor(ctx, shards[i], res[1])
+		}
 	}
-	return sweepBatch
+	return first
 }
-
-const sweepBatch = 1000
 
 // scriptNow is the "now" argument of scripts that decide what is due: ""
 // makes them read Redis's TIME; a pinned test clock is passed as is.

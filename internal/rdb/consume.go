@@ -15,21 +15,44 @@ import (
 
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
 
-// Popped is a ready-list entry: a job id and the schedule generation it was
-// claimed for.
-type Popped struct {
-	kairos.JobKey
-	Gen string
-}
-
-// ErrNoJob is returned by PopN when nothing arrived within the timeout.
+// ErrNoJob is returned by PopReady when nothing arrived within the timeout.
 var ErrNoJob = errors.New("no job ready")
 
-// PopN blocks up to timeout for a topic's ready jobs and takes up to n of
-// them in one call (BLMPOP), on the blocking client. A Redis without BLMPOP
-// (before 7.0, or the embedded one) gets BRPOP for the first and RPOP with
-// a count for the rest. It returns ErrNoJob when nothing arrived.
-func (s *Store) PopN(ctx context.Context, tenant, topic string, n int, timeout time.Duration) ([]Popped, error) {
+// PushReady puts claimed jobs onto their topics' ready lists, for workers
+// of other processes (a process that claims but runs no workers). One
+// LPUSH a topic, oldest due first out. A job whose push fails is left to
+// its lease, which hands it out again.
+func (s *Store) PushReady(ctx context.Context, cs []Claimed) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	type topicKey struct{ tenant, topic string }
+	entries := map[topicKey][]any{}
+	var order []topicKey
+	for _, c := range cs {
+		k := topicKey{c.Job.Tenant, c.Job.Topic}
+		if _, ok := entries[k]; !ok {
+			order = append(order, k)
+		}
+		entries[k] = append(entries[k], c.Job.ID+"|"+strconv.Itoa(c.Job.Attempts)+"|"+strconv.FormatInt(ms(c.Due), 10))
+	}
+	pipe := s.c.Pipeline()
+	for _, k := range order {
+		pipe.LPush(ctx, s.k.ready(k.tenant, k.topic), entries[k]...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("push claimed jobs: %w", err)
+	}
+	return nil
+}
+
+// PopReady blocks up to timeout for a topic's ready jobs and takes up to n
+// of them in one call (BLMPOP) on the blocking client, then reads them.
+// Jobs whose claim is no longer current (their lease lapsed, or they were
+// cancelled) are left out. A Redis without BLMPOP (before 7.0, or the
+// embedded one) gets BRPOP for the first and RPOP with a count for the
+// rest. It returns ErrNoJob when nothing arrived.
+func (s *Store) PopReady(ctx context.Context, tenant, topic string, n int, timeout time.Duration) ([]Claimed, error) {
 	key := s.k.ready(tenant, topic)
 	n = max(n, 1)
 	var entries []string
@@ -49,13 +72,43 @@ func (s *Store) PopN(ctx context.Context, tenant, topic string, n int, timeout t
 	if err != nil {
 		return nil, fmt.Errorf("pop %s/%s: %w", tenant, topic, err)
 	}
-	out := make([]Popped, 0, len(entries))
+	h, err := s.handle(ctx, tenant, topic, false)
+	if err != nil {
+		return nil, err
+	}
+	type popped struct {
+		key      kairos.JobKey
+		attempts int
+		due      int64
+		cmd      *redis.StringCmd
+	}
+	pipe := s.c.Pipeline()
+	ps := make([]popped, 0, len(entries))
 	for _, e := range entries {
-		i := strings.LastIndexByte(e, '|')
-		if i < 0 {
+		parts := strings.Split(e, "|")
+		if len(parts) != 3 {
 			continue // not an entry kairos wrote
 		}
-		out = append(out, Popped{JobKey: kairos.JobKey{Tenant: tenant, Topic: topic, ID: e[:i]}, Gen: e[i+1:]})
+		p := popped{key: kairos.JobKey{Tenant: tenant, Topic: topic, ID: parts[0]}}
+		p.attempts, _ = strconv.Atoi(parts[1])
+		p.due, _ = strconv.ParseInt(parts[2], 10, 64)
+		p.cmd = pipe.HGet(ctx, s.k.pool(s.k.shardOf(p.key)), field(h, p.key.ID))
+		ps = append(ps, p)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		return nil, fmt.Errorf("read popped jobs of %s/%s: %w", tenant, topic, err)
+	}
+	out := make([]Claimed, 0, len(ps))
+	for _, p := range ps {
+		v, err := p.cmd.Result()
+		if err != nil {
+			continue // gone: cancelled, or expired
+		}
+		j, err := s.decode(p.key, v)
+		if err != nil || j.State != kairos.StateActive || j.Attempts != p.attempts {
+			continue // the claim lapsed and the job was handed out again, or finished
+		}
+		out = append(out, Claimed{Job: j, Due: fromMS(p.due)})
 	}
 	if len(out) == 0 {
 		return nil, ErrNoJob
@@ -63,8 +116,8 @@ func (s *Store) PopN(ctx context.Context, tenant, topic string, n int, timeout t
 	return out, nil
 }
 
-// popEach is PopN without BLMPOP: BRPOP waits for the first entry, RPOP
-// takes up to n-1 more.
+// popEach is PopReady's pop without BLMPOP: BRPOP waits for the first
+// entry, RPOP takes up to n-1 more.
 func (s *Store) popEach(ctx context.Context, key string, n int, timeout time.Duration) ([]string, error) {
 	first, err := s.blocking.BRPop(ctx, timeout, key).Result()
 	if err != nil {
@@ -79,24 +132,6 @@ func (s *Store) popEach(ctx context.Context, key string, n int, timeout time.Dur
 		entries = append(entries, more...)
 	}
 	return entries, nil
-}
-
-// Next pops up to n of a topic's ready jobs, waiting up to wait, and
-// starts an attempt on each in one pipelined round trip. Stale entries are
-// dropped, so it may return fewer jobs than it popped, or none.
-//
-// What it popped, it starts even when ctx ended during the pop (a worker
-// told to stop): popped entries are off their list, and dropping them would
-// leave the jobs to their ready lease.
-func (s *Store) Next(ctx context.Context, tenant, topic string, n int, wait, topicTimeout time.Duration) ([]kairos.Job, error) {
-	ps, err := s.PopN(ctx, tenant, topic, n, wait)
-	if errors.Is(err, ErrNoJob) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return s.StartAll(context.WithoutCancel(ctx), ps, topicTimeout)
 }
 
 // ReadyLens returns the ready list length of each topic, in one round trip.
@@ -127,43 +162,6 @@ func (s *Store) ints(ctx context.Context, n int, cmd func(pipe redis.Pipeliner, 
 	return out, nil
 }
 
-// StartAll starts attempts on popped jobs in one pipelined round trip and
-// returns the jobs started. topicTimeout is the callback timeout a job
-// inherits when it sets none; its lease becomes that timeout plus the lease
-// grace. Stale entries (the job was cancelled, rescheduled, or already
-// taken) are left out. A job whose start failed is left to its lease, which
-// hands it out again; the first error is returned with the jobs that did
-// start.
-func (s *Store) StartAll(ctx context.Context, ps []Popped, topicTimeout time.Duration) ([]kairos.Job, error) {
-	now := s.Now()
-	nowMS := ms(now)
-	cmds := s.evalAll(ctx, startScript, len(ps), func(i int) ([]string, []any) {
-		jk := s.k.forJob(ps[i].JobKey)
-		return []string{jk.bucket, jk.job, jk.counters},
-			[]any{jk.member, ps[i].Gen, nowMS, topicTimeout.Milliseconds(), s.opts.LeaseGrace.Milliseconds()}
-	})
-	jobs := make([]kairos.Job, 0, len(ps))
-	var first error
-	for i, c := range cmds {
-		res, err := c.Slice()
-		if err == nil && len(res) == 0 {
-			continue // stale
-		}
-		var job kairos.Job
-		if err == nil {
-			job, err = s.decodeJob(ps[i].JobKey, fieldMap(res[1:]))
-		}
-		if err != nil {
-			if first == nil {
-				first = fmt.Errorf("start %s: %w", ps[i].JobKey, err)
-			}
-			continue
-		}
-		jobs = append(jobs, job)
-	}
-	return jobs, first
-}
-
 // Finish records attempt a of a job and returns the job's new state. With
 // ok it is delivered; otherwise it retries at retryAt, or dies when dead is
 // set. The result of a stale attempt (its lease lapsed and the job was
@@ -174,18 +172,22 @@ func (s *Store) StartAll(ctx context.Context, ps []Popped, topicTimeout time.Dur
 // others queued meanwhile go together in the next round trip. An idle
 // worker pays no delay for this.
 func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time) (kairos.State, error) {
-	rec, err := encodeAttempt(a)
+	line, err := logLine(a)
 	if err != nil {
 		return "", err
 	}
-	outcome := "retry"
+	at, err := s.locate(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	outcome := outcomeRetrying
 	switch {
 	case ok:
-		outcome = "ok"
+		outcome = outcomeDelivered
 	case dead:
-		outcome = "dead"
+		outcome = outcomeDead
 	}
-	f := &finish{ctx: ctx, key: key, n: a.N, outcome: outcome, rec: rec, retryAt: retryAt, done: make(chan struct{})}
+	f := &finish{ctx: ctx, key: key, at: at, n: a.N, outcome: outcome, line: line, retryAt: retryAt, done: make(chan struct{})}
 	s.finishes.do(f)
 	if err := await(ctx, f.done); err != nil {
 		return "", fmt.Errorf("finish %s attempt %d: %w", key, a.N, err)
@@ -200,9 +202,10 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 type finish struct {
 	ctx     context.Context
 	key     kairos.JobKey
+	at      jobAt
 	n       int
-	outcome string
-	rec     string
+	outcome int
+	line    string
 	retryAt time.Time
 
 	state kairos.State
@@ -216,22 +219,23 @@ func (s *Store) writeFinishes(batch []*finish) {
 	ctx, cancel := batchContext(batch[0].ctx)
 	defer cancel()
 	now := ms(s.Now())
-	retention := int64(s.opts.Retention / time.Second)
+	retention := s.opts.Retention.Milliseconds()
 	cmds := s.evalAll(ctx, finishScript, len(batch), func(i int) ([]string, []any) {
 		f := batch[i]
-		jk := s.k.forJob(f.key)
-		return []string{jk.bucket, jk.job, jk.counters, jk.dead, jk.expiring, jk.deadTen, jk.deadAll},
-			[]any{jk.member, f.key.ID, strconv.Itoa(f.n), now, f.outcome, f.rec, ms(f.retryAt), retention}
+		sh := f.at.shard
+		return []string{s.k.pool(sh), s.k.due(sh)},
+			[]any{s.k.tag(sh), f.at.h, f.key.ID, f.n, now, f.outcome, f.line, ms(f.retryAt), retention, WakeHorizon.Milliseconds(), f.key.Tenant}
 	})
 	wake := s.c.Pipeline()
 	for i, f := range batch {
-		n, err := cmds[i].Int()
+		res, err := cmds[i].Slice()
 		f.err = err
-		if err == nil {
-			f.state = [...]kairos.State{"", kairos.StateDelivered, kairos.StateRetrying, kairos.StateDead}[n]
-			if n == 2 {
-				// The retry may be due before the shard's scanner plans to wake.
-				s.wake(ctx, wake, s.k.shardOf(f.key), ms(f.retryAt))
+		if err == nil && len(res) == 2 {
+			f.state = map[int64]kairos.State{outcomeDelivered: kairos.StateDelivered, outcomeRetrying: kairos.StateRetrying,
+				outcomeDead: kairos.StateDead}[toInt(res[0])]
+			if at, ok := res[1].(string); ok {
+				n, _ := strconv.ParseInt(at, 10, 64)
+				s.wake(ctx, wake, f.at.shard, n) // the retry may be due before the shard's scanner plans to wake
 			}
 		}
 		close(f.done)
@@ -239,17 +243,6 @@ func (s *Store) writeFinishes(batch []*finish) {
 	if wake.Len() > 0 {
 		wake.Exec(ctx)
 	}
-}
-
-// fieldMap turns a script's flat field, value, ... reply into a map.
-func fieldMap(flat []any) map[string]string {
-	h := make(map[string]string, len(flat)/2)
-	for i := 0; i+1 < len(flat); i += 2 {
-		k, _ := flat[i].(string)
-		v, _ := flat[i+1].(string)
-		h[k] = v
-	}
-	return h
 }
 
 // evalAll runs script n times in one pipeline, with the keys and arguments

@@ -2,9 +2,6 @@ package rdb
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/kairos-sh/kairos"
 )
@@ -30,80 +27,42 @@ func (s *Store) ListDead(ctx context.Context, q DeadQuery) (ListPage, error) {
 	return s.page(ctx, listing{index: index, load: s.loadDead, filtered: true}, q.Cursor, q.Limit)
 }
 
-// loadDead reads the jobs of dead letter entries (members
-// "tenant/topic/id"), without payloads.
+// loadDead reads the jobs of dead letter entries (pool fields), without
+// payloads.
 func (s *Store) loadDead(ctx context.Context, es []entry) ([]*kairos.Job, error) {
-	keyOf := func(e entry) kairos.JobKey { return memberKey(e.id) }
-	out, stale, err := s.loadListed(ctx, es, keyOf, func(e entry, h map[string]string) bool {
-		return kairos.State(h["st"]) == kairos.StateDead
-	})
+	vs, err := s.loadRecords(ctx, es, func(e entry) string { return e.id })
 	if err != nil {
 		return nil, err
 	}
-	stale = slices.DeleteFunc(stale, func(i int) bool { return keyOf(es[i]).ID == "" }) // malformed: left alone
+	out := make([]*kairos.Job, len(es))
+	type gone struct {
+		e      entry
+		tenant string
+	}
+	var stale []gone
+	for i, v := range vs {
+		key, _, err := s.jobKeyOf(ctx, es[i].id)
+		if err != nil {
+			continue // not an entry kairos wrote, or its topic unknown: left alone
+		}
+		r, err := decodeRecord(v)
+		if err != nil || r.state != stateCodes[kairos.StateDead] {
+			stale = append(stale, gone{es[i], key.Tenant})
+			continue
+		}
+		j, err := r.job(key, s.webhookID)
+		if err != nil {
+			return nil, err
+		}
+		j.Payload = nil
+		out[i] = &j
+	}
 	if len(stale) > 0 {
 		// one round trip for all of them; a failure leaves the entry for next time
 		s.evalAll(ctx, undeadScript, len(stale), func(n int) ([]string, []any) {
-			e := es[stale[n]]
-			k := keyOf(e)
-			return []string{s.k.job(e.shard, k), s.k.deadTenant(e.shard, k.Tenant), s.k.deadAll(e.shard)}, []any{e.id}
+			g := stale[n]
+			return []string{s.k.pool(g.e.shard)}, []any{s.k.tag(g.e.shard), g.tenant, g.e.id}
 		})
 	}
 	return out, nil
-}
-
-// memberKey reads a bucket member, "tenant/topic/id" (no part holds a
-// '/'); a malformed one gives the zero key.
-func memberKey(m string) kairos.JobKey {
-	parts := strings.SplitN(m, "/", 3)
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return kairos.JobKey{}
-	}
-	return kairos.JobKey{Tenant: parts[0], Topic: parts[1], ID: parts[2]}
-}
-
-// deadCopyChunk is how many entries one deadcopy script call copies.
-const deadCopyChunk = 500
-
-// indexDead fills the dead letters across topics from each topic's own
-// dead letters, once per deployment (meta field dead_index): jobs that
-// died under a version that kept only the latter. It walks each set from
-// its highest rank down, a chunk a script call: a job that dies meanwhile
-// enters at the top (and is indexed by its finish script), and one that
-// leaves shifts down only entries already copied, so none is missed. A
-// job dying meanwhile in a process of the earlier version is not indexed
-// across topics; it stays listed in its topic.
-func (s *Store) indexDead(ctx context.Context) error {
-	done, err := s.c.HGet(ctx, s.k.meta(), "dead_index").Result()
-	if err != nil && !isNil(err) {
-		return fmt.Errorf("read dead letter layout: %w", err)
-	}
-	if done == "1" {
-		return nil
-	}
-	topics, err := s.ListTopics(ctx, "")
-	if err != nil {
-		return err
-	}
-	for _, t := range topics {
-		for sh := range s.k.shards {
-			src := s.k.dead(sh, t.Tenant, t.Name)
-			n, err := s.c.ZCard(ctx, src).Result()
-			if err != nil {
-				return fmt.Errorf("index dead letters of %s/%s: %w", t.Tenant, t.Name, err)
-			}
-			for hi := n - 1; hi >= 0; hi -= deadCopyChunk {
-				lo := max(0, hi-deadCopyChunk+1)
-				err := deadCopyScript.Run(ctx, s.c, []string{src, s.k.deadTenant(sh, t.Tenant), s.k.deadAll(sh)},
-					lo, hi, t.Tenant+"/"+t.Name+"/").Err()
-				if err != nil {
-					return fmt.Errorf("index dead letters of %s/%s: %w", t.Tenant, t.Name, err)
-				}
-			}
-		}
-	}
-	if err := s.c.HSet(ctx, s.k.meta(), "dead_index", "1").Err(); err != nil {
-		return fmt.Errorf("record dead letter layout: %w", err)
-	}
-	return nil
 }

@@ -2,12 +2,10 @@ package rdb
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/kairos-sh/kairos"
 )
@@ -20,14 +18,7 @@ func kill(t *testing.T, s *Store, k kairos.JobKey) {
 	if _, err := s.Enqueue(ctx, kairos.Job{JobKey: k, RunAt: s.Now(), Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.Pop(ctx, k.Tenant, k.Topic, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, ok, err := s.Start(ctx, p, time.Second)
-	if err != nil || !ok || j.JobKey != k {
-		t.Fatalf("start %s: %+v %v %v", k, j.JobKey, ok, err)
-	}
+	j := claimKey(t, s, k)
 	st, err := s.Finish(ctx, k, kairos.Attempt{N: j.Attempts, At: s.Now(), Status: 500}, false, true, time.Time{})
 	if err != nil || st != kairos.StateDead {
 		t.Fatalf("finish %s: %q %v", k, st, err)
@@ -124,16 +115,15 @@ func TestDeadAcrossTopics(t *testing.T) {
 	for sh := range s.Shards() {
 		for _, k := range []string{s.k.deadTenant(sh, "acme"), s.k.deadAll(sh)} {
 			for _, m := range s.c.ZRange(ctx, k, 0, -1).Val() {
-				if m == order[0].String() || m == order[2].String() || m == order[3].String() {
-					t.Errorf("%s still holds %s", k, m)
+				if jk, _, _ := s.jobKeyOf(ctx, m); jk == order[0] || jk == order[2] || jk == order[3] {
+					t.Errorf("%s still holds %s", k, jk)
 				}
 			}
 		}
 	}
 	// dying again moves a job to the top
 	clk.Add(time.Second)
-	p, _ := s.Pop(ctx, "acme", "orders", time.Second)
-	j, _, _ := s.Start(ctx, p, time.Second)
+	j := claimKey(t, s, order[0])
 	if _, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 500}, false, true, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
@@ -151,62 +141,37 @@ func TestDeadStaleEntryDropped(t *testing.T) {
 	kill(t, s, a)
 	clk.Add(time.Second)
 	kill(t, s, b)
-	s.c.HSet(ctx, s.k.job(0, b), "st", "ready")
+	h, _ := s.handle(ctx, "acme", "orders", false)
+	v := s.c.HGet(ctx, s.k.pool(0), field(h, "b")).Val()
+	s.c.HSet(ctx, s.k.pool(0), field(h, "b"), "r"+v[1:])
 	if d := cmp.Diff([]string{a.String()}, deadPages(t, s, "acme", 10)); d != "" {
 		t.Errorf("listed (-want +got):\n%s", d)
 	}
 	for _, k := range []string{s.k.deadTenant(0, "acme"), s.k.deadAll(0)} {
-		if d := cmp.Diff([]string{a.String()}, s.c.ZRange(ctx, k, 0, -1).Val()); d != "" {
+		if d := cmp.Diff([]string{field(h, "a")}, s.c.ZRange(ctx, k, 0, -1).Val()); d != "" {
 			t.Errorf("%s after the listing (-want +got):\n%s", k, d)
 		}
 	}
 }
 
-// A deployment whose jobs died before the dead letters across topics were
-// kept gets them at the next Init, copied from each topic's dead letters,
-// in chunks.
-func TestDeadIndexUpgrade(t *testing.T) {
-	ctx := context.Background()
-	s, clk := newStore(t, Options{Shards: 1})
-	n := 2*deadCopyChunk + 37
-	jobs := make([]kairos.Job, n)
-	for i := range jobs {
-		jobs[i] = kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "orders", ID: fmt.Sprintf("j%04d", i)}, RunAt: clk.Now().Add(time.Hour)}
-	}
-	enqueueAll(t, s, jobs)
-	jobs = append(jobs, kairos.Job{JobKey: kairos.JobKey{Tenant: "globex", Topic: "mail", ID: "g1"}, RunAt: clk.Now().Add(time.Hour)})
-	enqueueAll(t, s, jobs[n:])
-	for _, tp := range [][2]string{{"acme", "orders"}, {"globex", "mail"}} {
-		if err := s.EnsureTopic(ctx, tp[0], tp[1]); err != nil {
-			t.Fatal(err)
+// claimKey claims every shard and returns job k's claim; the others it
+// claimed on the way are given back.
+func claimKey(t *testing.T, s *Store, k kairos.JobKey) kairos.Job {
+	t.Helper()
+	var found *kairos.Job
+	var others []Claimed
+	for _, c := range claimAll(t, s, 0) {
+		if c.Job.JobKey == k {
+			found = &c.Job
+			continue
 		}
+		others = append(others, c)
 	}
-	// the earlier layout: dead jobs in their topic's dead letters only
-	base := clk.Now().UnixMilli()
-	for i, j := range jobs {
-		jk := s.k.forJob(j.JobKey)
-		s.c.HSet(ctx, jk.job, "st", "dead", "fa", base+int64(i))
-		s.c.ZAdd(ctx, jk.dead, redis.Z{Score: float64(base + int64(i)), Member: j.ID})
-	}
-	s.c.HDel(ctx, s.k.meta(), "dead_index")
-	if got := deadPages(t, s, "", 10); len(got) != 0 {
-		t.Fatalf("before the upgrade, listed %d", len(got))
-	}
-
-	if err := New(s.c, s.opts).Init(ctx); err != nil {
+	if err := s.Release(context.Background(), others); err != nil {
 		t.Fatal(err)
 	}
-	var want []string
-	for i := len(jobs) - 1; i >= 0; i-- {
-		want = append(want, jobs[i].JobKey.String())
+	if found == nil {
+		t.Fatalf("%s was not claimed", k)
 	}
-	if d := cmp.Diff(want, deadPages(t, s, "", 500)); d != "" {
-		t.Errorf("every tenant after the upgrade (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff(want[1:], deadPages(t, s, "acme", 200)); d != "" {
-		t.Errorf("acme after the upgrade (-want +got):\n%s", d)
-	}
-	if v := s.c.HGet(ctx, s.k.meta(), "dead_index").Val(); v != "1" {
-		t.Errorf("dead_index = %q, want 1", v)
-	}
+	return *found
 }

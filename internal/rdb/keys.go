@@ -51,94 +51,47 @@ func (k keys) wake() string { return k.prefix + ":wake" }
 // lock names the redsync mutex of a shard.
 func (k keys) lock(shard int) string { return k.prefix + ":lock:" + strconv.Itoa(shard) }
 
-// ready is a topic's ready list; its own hash tag keeps one topic in one slot.
+// ready is a topic's ready list, filled by scanner-only processes for
+// workers elsewhere; its own hash tag keeps one topic in one slot.
 func (k keys) ready(tenant, topic string) string {
 	return k.prefix + ":ready:{" + tenant + "/" + topic + "}"
 }
 
-func (k keys) bucket(shard int) string { return k.tag(shard) + "bucket" }
+// handles maps tenants' topic names to their handles and back (handle.lua).
+func (k keys) handles() string { return k.prefix + ":{handles}" }
 
-// expiring is a shard's ZSET of delivered jobs ("tenant/topic/id") scored
-// by when their record expires, so that their listing index entries go
-// with them without any sweep over all jobs.
-func (k keys) expiring(shard int) string { return k.tag(shard) + "expiring" }
+// pool is a shard's job pool: "<handle>/<id>" -> the job's record.
+func (k keys) pool(shard int) string { return k.tag(shard) + "jobs" }
 
-func (k keys) indexPrefix(shard int) string { return k.tag(shard) + "idx:" }
-
-func (k keys) jobPrefix(shard int) string { return k.tag(shard) + "job:" }
-
-func (k keys) job(shard int, jk kairos.JobKey) string { return k.jobPrefix(shard) + jk.String() }
-
-func (k keys) counterPrefix(shard int) string { return k.tag(shard) + "count:" }
+// due is a shard's timing wheel: slot -> when it is processed.
+func (k keys) due(shard int) string { return k.tag(shard) + "due" }
 
 // counters is a topic's hash of job counts by state in one shard. A field
 // "from>to" counts jobs moved from one state to another, so that a state
 // change costs one HINCRBY; a plain field "state" counts jobs that entered
 // (or, negative, left) that state from no state. countState adds a field up.
-func (k keys) counters(shard int, tenant, topic string) string {
-	return k.counterPrefix(shard) + tenant + "/" + topic
-}
+func (k keys) counters(shard int, h string) string { return k.tag(shard) + "c:" + h }
 
-func (k keys) index(shard int, tenant, topic string) string {
-	return k.indexPrefix(shard) + tenant + "/" + topic
-}
+// index is a topic's listing index in one shard (lua/index.lua).
+func (k keys) index(shard int, h string) string { return k.tag(shard) + "i:" + h }
 
-// groupsPrefix starts the keys of index groups (see lua/index.lua): jobs
-// created together, listed under one index member. groupPrefix is a
-// topic's; the group's creation time (unix ms) ends the key.
-func (k keys) groupsPrefix(shard int) string { return k.tag(shard) + "idg:" }
+// groupPrefix starts the keys of a topic's listing groups in one shard; the
+// second (unix ms, base 36) ends the key.
+func (k keys) groupPrefix(shard int, h string) string { return k.tag(shard) + "g:" + h + ":" }
 
-func (k keys) groupPrefix(shard int, tenant, topic string) string {
-	return k.groupsPrefix(shard) + tenant + "/" + topic + ":"
-}
+// dead is a topic's dead letters in one shard: id -> when it died.
+func (k keys) dead(shard int, h string) string { return k.tag(shard) + "d:" + h }
 
-// dead is a topic's dead letters in a shard: a ZSET of ids scored by when
-// each job died (ms).
-func (k keys) dead(shard int, tenant, topic string) string {
-	return k.tag(shard) + "dead:" + tenant + "/" + topic
-}
+// deadTenant is a tenant's dead letters across its topics in one shard, and
+// deadAll every tenant's: ZSETs of pool fields scored by when each job died,
+// kept by the scripts that move jobs into and out of the dead state (they
+// carry the shard's tag, as the job does); a listing merges the shards.
+func (k keys) deadTenant(shard int, tenant string) string { return k.tag(shard) + "dt:" + tenant }
 
-// deadTenant is a tenant's dead letters across its topics in a shard, and
-// deadAll every tenant's: ZSETs of "tenant/topic/id" (the bucket member)
-// scored by when each job died (ms), for listing dead jobs across topics
-// without a scan. They carry the shard's tag, as the job does, so the
-// scripts that move a job into and out of the dead state keep them in the
-// same call as the topic's own (dead); a listing merges the shards.
-func (k keys) deadTenant(shard int, tenant string) string { return k.tag(shard) + "deadt:" + tenant }
+func (k keys) deadAll(shard int) string { return k.tag(shard) + "dall" }
 
-func (k keys) deadAll(shard int) string { return k.tag(shard) + "deadall" }
-
-// jobKeys are the keys a job's scripts touch, all in the job's shard slot.
-type jobKeys struct {
-	shard    int
-	member   string
-	bucket   string
-	job      string
-	index    string
-	groups   string // the topic's index group key prefix
-	counters string
-	dead     string
-	deadTen  string // the tenant's dead letters across topics
-	deadAll  string // every tenant's
-	expiring string
-}
-
-func (k keys) forJob(jk kairos.JobKey) jobKeys {
-	s := k.shardOf(jk)
-	return jobKeys{
-		shard:    s,
-		member:   jk.String(),
-		bucket:   k.bucket(s),
-		job:      k.job(s, jk),
-		index:    k.index(s, jk.Tenant, jk.Topic),
-		groups:   k.groupPrefix(s, jk.Tenant, jk.Topic),
-		counters: k.counters(s, jk.Tenant, jk.Topic),
-		dead:     k.dead(s, jk.Tenant, jk.Topic),
-		deadTen:  k.deadTenant(s, jk.Tenant),
-		deadAll:  k.deadAll(s),
-		expiring: k.expiring(s),
-	}
-}
+// field is a job's field in its shard's pool.
+func field(h, id string) string { return h + "/" + id }
 
 // countState adds counter field f, holding n, to counts by state.
 func countState(counts map[kairos.State]int64, f string, n int64) {

@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"context"
+	"errors"
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -74,11 +75,21 @@ func (e entry) before(o entry) bool {
 // time they died). It reads the per-shard indexes, never every job; a page
 // filtered by state may hold fewer than Limit jobs and still have a Next.
 func (s *Store) ListJobs(ctx context.Context, q ListQuery) (ListPage, error) {
+	if _, err := decodeCursor(q.Cursor); err != nil {
+		return ListPage{}, err
+	}
+	h, err := s.handle(ctx, q.Tenant, q.Topic, false)
+	if errors.Is(err, kairos.ErrNotFound) {
+		return ListPage{}, nil // the topic never had a job
+	}
+	if err != nil {
+		return ListPage{}, err
+	}
 	l := listing{
-		index:  func(sh int) string { return s.k.index(sh, q.Tenant, q.Topic) },
-		groups: func(sh int) string { return s.k.groupPrefix(sh, q.Tenant, q.Topic) },
+		index:  func(sh int) string { return s.k.index(sh, h) },
+		groups: func(sh int) string { return s.k.groupPrefix(sh, h) },
 		load: func(ctx context.Context, es []entry) ([]*kairos.Job, error) {
-			jobs, err := s.loadEntries(ctx, q, es)
+			jobs, err := s.loadEntries(ctx, q, h, es)
 			for i, j := range jobs {
 				if j != nil && q.State != "" && j.State != q.State {
 					jobs[i] = nil
@@ -89,7 +100,7 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) (ListPage, error) {
 		filtered: q.State != "",
 	}
 	if q.State == kairos.StateDead {
-		l.index = func(sh int) string { return s.k.dead(sh, q.Tenant, q.Topic) }
+		l.index = func(sh int) string { return s.k.dead(sh, h) }
 		l.groups = nil // the dead letters' set holds ids only
 	}
 	return s.page(ctx, l, q.Cursor, q.Limit)
@@ -99,7 +110,7 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) (ListPage, error) {
 // of its entries.
 type listing struct {
 	index  func(shard int) string
-	groups func(shard int) string // index groups' key prefix (see candidates); nil for none
+	groups func(shard int) string // listing groups' key prefix (see candidates); nil for none
 	// load returns the jobs of entries, nil for one to pass over.
 	load func(ctx context.Context, es []entry) ([]*kairos.Job, error)
 	// filtered says load passes over entries of jobs that exist, so a page
@@ -189,21 +200,23 @@ func (s *Store) candidates(ctx context.Context, index, groups func(int) string, 
 	}
 	if len(grouped) > 0 {
 		pipe := s.c.Pipeline()
-		ids := make([]*redis.StringCmd, len(grouped))
+		ids := make([]*redis.StringSliceCmd, len(grouped))
 		for i, g := range grouped {
-			ids[i] = pipe.Get(ctx, groups(g.shard)+strconv.FormatInt(g.score, 10))
+			ids[i] = pipe.LRange(ctx, groups(g.shard)+strings.TrimPrefix(g.id, "#"), 0, -1)
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 			return nil, false, fmt.Errorf("list index groups: %w", err)
 		}
 		for i, g := range grouped {
-			for id := range strings.FieldsSeq(ids[i].Val()) {
-				all = append(all, entry{shard: g.shard, score: g.score, id: id})
+			for _, e := range ids[i].Val() {
+				id, off, _ := strings.Cut(e, ",")
+				n, _ := strconv.ParseInt(off, 36, 64)
+				all = append(all, entry{shard: g.shard, score: g.score + n, id: id})
 			}
 		}
 	}
-	all = slices.DeleteFunc(all, func(e entry) bool {
-		return e.score == cur.score && e.id >= cur.id && cur.id != ""
+	all = slices.DeleteFunc(all, func(e entry) bool { // a group's entries can be later than the cursor
+		return e.score > cur.score || (e.score == cur.score && e.id >= cur.id && cur.id != "")
 	})
 	sort.Slice(all, func(i, j int) bool { return all[i].before(all[j]) })
 	more := len(all) > limit
@@ -213,72 +226,52 @@ func (s *Store) candidates(ctx context.Context, index, groups func(int) string, 
 	return all, more, nil
 }
 
-var listFields = append(append([]string{"st", "ra", "na", "a", "ca", "fa", "m", "to", "ma", "uid"}, urlPieces...), logPieces...)
-
-// logPieces are the fields of a job's attempt log: as many as LOG_FIELDS
-// in lua/log.lua, which writes them.
-var logPieces = func() []string {
-	const pieces = 16
-	f := []string{"log"}
-	for i := 1; i < pieces; i++ {
-		f = append(f, "log"+strconv.Itoa(i))
-	}
-	return f
-}()
-
-// loadListed reads the jobs of listing entries es, keyOf naming each
-// entry's job, without their payloads, in one round trip. It decodes the
-// jobs that live says the entry still lists, and returns the indexes of
-// the others (gone, or changed) for the caller to drop from its index.
-func (s *Store) loadListed(ctx context.Context, es []entry, keyOf func(entry) kairos.JobKey,
-	live func(e entry, fields map[string]string) bool) ([]*kairos.Job, []int, error) {
+// loadRecords reads the pool records of entries in one round trip:
+// fieldOf gives an entry's pool field. A missing record is "".
+func (s *Store) loadRecords(ctx context.Context, es []entry, fieldOf func(entry) string) ([]string, error) {
 	pipe := s.c.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(es))
+	cmds := make([]*redis.StringCmd, len(es))
 	for i, e := range es {
-		cmds[i] = pipe.HMGet(ctx, s.k.job(e.shard, keyOf(e)), listFields...)
+		cmds[i] = pipe.HGet(ctx, s.k.pool(e.shard), fieldOf(e))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, nil, fmt.Errorf("list jobs: %w", err)
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		return nil, fmt.Errorf("list jobs: %w", err)
 	}
-	out := make([]*kairos.Job, len(es))
-	var stale []int
+	out := make([]string, len(es))
 	for i, c := range cmds {
-		h := make(map[string]string, len(listFields))
-		for k, v := range c.Val() {
-			if str, ok := v.(string); ok {
-				h[listFields[k]] = str
-			}
-		}
-		if !live(es[i], h) {
-			stale = append(stale, i)
-			continue
-		}
-		j, err := s.decodeJob(keyOf(es[i]), h)
-		if err != nil {
-			return nil, nil, err
-		}
-		out[i] = &j
+		out[i] = c.Val()
 	}
-	return out, stale, nil
+	return out, nil
 }
 
-// loadEntries reads the listed jobs without their payloads; entries whose
-// job has expired are dropped from the index on the way, and an entry left
-// by an earlier job of the same id is passed over.
-func (s *Store) loadEntries(ctx context.Context, q ListQuery, es []entry) ([]*kairos.Job, error) {
-	keyOf := func(e entry) kairos.JobKey { return kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: e.id} }
-	out, stale, err := s.loadListed(ctx, es, keyOf, func(e entry, h map[string]string) bool {
-		return h["st"] != "" && (q.State == kairos.StateDead || h["ca"] == strconv.FormatInt(e.score, 10))
-	})
+// loadEntries reads the listed jobs of topic handle h, without their
+// payloads; entries whose job is gone are dropped from the index on the
+// way, and an entry left by an earlier job of the same id is passed over.
+func (s *Store) loadEntries(ctx context.Context, q ListQuery, h string, es []entry) ([]*kairos.Job, error) {
+	vs, err := s.loadRecords(ctx, es, func(e entry) string { return field(h, e.id) })
 	if err != nil {
 		return nil, err
+	}
+	out := make([]*kairos.Job, len(es))
+	var stale []entry
+	for i, v := range vs {
+		r, err := decodeRecord(v)
+		if err != nil || (q.State != kairos.StateDead && r.created != es[i].score) {
+			stale = append(stale, es[i])
+			continue
+		}
+		j, err := r.job(kairos.JobKey{Tenant: q.Tenant, Topic: q.Topic, ID: es[i].id}, s.webhookID)
+		if err != nil {
+			return nil, err
+		}
+		j.Payload = nil // listings leave payloads out
+		out[i] = &j
 	}
 	if len(stale) > 0 && q.State != kairos.StateDead {
 		// one round trip for all of them; a failure leaves the entry for next time
 		s.evalAll(ctx, unindexScript, len(stale), func(i int) ([]string, []any) {
-			e := es[stale[i]]
-			return []string{s.k.index(e.shard, q.Tenant, q.Topic), s.k.job(e.shard, keyOf(e))},
-				[]any{e.id, e.score, s.k.groupPrefix(e.shard, q.Tenant, q.Topic)}
+			e := stale[i]
+			return []string{s.k.pool(e.shard)}, []any{s.k.tag(e.shard), h, e.id, e.score}
 		})
 	}
 	return out, nil

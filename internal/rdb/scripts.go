@@ -6,55 +6,62 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Each script runs with EVALSHA and falls back to EVAL once per connection
-// pool when Redis has not seen it yet. Every script touches keys of one slot.
+// Each script is the prelude layout.go generates, the shared helpers, then
+// the script itself. It runs with EVALSHA and falls back to EVAL when
+// Redis has not seen it yet. Every script touches keys of one slot.
 var (
+	//go:embed lua/job.lua
+	jobSrc string // records, the timing wheel, counters and the clock
 	//go:embed lua/index.lua
-	indexSrc string // the listing index's helpers, put in front of the scripts that change it
+	indexSrc string // the listing index
 
 	//go:embed lua/enqueue.lua
-	enqueueSrc    string
-	enqueueScript = redis.NewScript(indexSrc + enqueueSrc)
-
-	//go:embed lua/cancel.lua
-	cancelSrc    string
-	cancelScript = redis.NewScript(indexSrc + cancelSrc)
-
-	//go:embed lua/reschedule.lua
-	rescheduleSrc    string
-	rescheduleScript = redis.NewScript(rescheduleSrc)
-
-	//go:embed lua/replay.lua
-	replaySrc    string
-	replayScript = redis.NewScript(replaySrc)
-
+	enqueueSrc string
 	//go:embed lua/claim.lua
-	claimSrc    string
-	claimScript = redis.NewScript(indexSrc + claimSrc)
-
-	//go:embed lua/log.lua
-	logSrc string // the attempt log's helpers, put in front of the scripts that write it
-
-	//go:embed lua/start.lua
-	startSrc    string
-	startScript = redis.NewScript(logSrc + startSrc)
-
-	//go:embed lua/unindex.lua
-	unindexSrc    string
-	unindexScript = redis.NewScript(indexSrc + unindexSrc)
-
+	claimSrc string
 	//go:embed lua/finish.lua
-	finishSrc    string
-	finishScript = redis.NewScript(logSrc + finishSrc)
-
+	finishSrc string
+	//go:embed lua/cancel.lua
+	cancelSrc string
+	//go:embed lua/reschedule.lua
+	rescheduleSrc string
+	//go:embed lua/replay.lua
+	replaySrc string
+	//go:embed lua/release.lua
+	releaseSrc string
+	//go:embed lua/unindex.lua
+	unindexSrc string
+	//go:embed lua/handle.lua
+	handleSrc string
 	//go:embed lua/undead.lua
-	undeadSrc    string
-	undeadScript = redis.NewScript(undeadSrc)
+	undeadSrc string
 
-	//go:embed lua/deadcopy.lua
-	deadCopySrc    string
-	deadCopyScript = redis.NewScript(deadCopySrc)
+	enqueueScript    = newScript(enqueueSrc)
+	claimScript      = newScript(claimSrc)
+	finishScript     = newScript(finishSrc)
+	cancelScript     = newScript(cancelSrc)
+	rescheduleScript = newScript(rescheduleSrc)
+	replayScript     = newScript(replaySrc)
+	releaseScript    = newScript(releaseSrc)
+	unindexScript    = newScript(unindexSrc)
+	handleScript     = newScript(handleSrc)
+	undeadScript     = newScript(undeadSrc)
 )
 
-var allScripts = []*redis.Script{enqueueScript, cancelScript, rescheduleScript, replayScript,
-	claimScript, startScript, unindexScript, finishScript, undeadScript, deadCopyScript}
+func newScript(src string) *redis.Script {
+	return redis.NewScript(luaPrelude + jobSrc + indexSrc + src)
+}
+
+var allScripts = []*redis.Script{enqueueScript, claimScript, finishScript, cancelScript, rescheduleScript,
+	replayScript, releaseScript, unindexScript, handleScript, undeadScript}
+
+// ScriptNames maps each script's SHA1 to its name, for tools that break
+// Redis's time down by script (EVALSHA calls name the SHA1).
+func ScriptNames() map[string]string {
+	return map[string]string{
+		enqueueScript.Hash(): "enqueue", claimScript.Hash(): "claim", finishScript.Hash(): "finish",
+		cancelScript.Hash(): "cancel", rescheduleScript.Hash(): "reschedule", replayScript.Hash(): "replay",
+		releaseScript.Hash(): "release", unindexScript.Hash(): "unindex", handleScript.Hash(): "handle",
+		undeadScript.Hash(): "undead",
+	}
+}

@@ -1,6 +1,7 @@
 package rdb
 
 import (
+	"strings"
 	"context"
 	"fmt"
 	"math"
@@ -190,35 +191,92 @@ func quantile(hist []int64, total int64, q float64) float64 {
 	return 0
 }
 
-// DueSoon counts pending jobs (and leases) due in each of n slots of width
-// step from now, across every shard.
+// DueSoon counts pending jobs (scheduled, ready or retrying) due in each of
+// n slots of width step from now, across every shard. It reads the wheel
+// slots processed within that span and the records their entries name, so
+// that stale entries (a job rescheduled, cancelled or finished since) are
+// not counted: work in proportion to the jobs due in the span, for admins'
+// figures only.
 func (s *Store) DueSoon(ctx context.Context, n int, step time.Duration) ([]int64, error) {
 	now := ms(s.Now())
+	end := now + int64(n)*step.Milliseconds()
 	pipe := s.c.Pipeline()
-	cmds := make([][]*redis.IntCmd, s.k.shards)
+	slots := make([]*redis.StringSliceCmd, s.k.shards)
 	for sh := range s.k.shards {
-		cmds[sh] = make([]*redis.IntCmd, n)
-		for i := range n {
-			lo := now + int64(i)*step.Milliseconds()
-			cmds[sh][i] = pipe.ZCount(ctx, s.k.bucket(sh), strconv.FormatInt(lo, 10), "("+strconv.FormatInt(lo+step.Milliseconds(), 10))
-		}
+		slots[sh] = pipe.ZRangeByScore(ctx, s.k.due(sh), &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(end, 10)})
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("due soon: %w", err)
 	}
+	type slot struct {
+		shard int
+		start int64
+		cmd   *redis.StringSliceCmd
+	}
+	var read []slot
+	pipe = s.c.Pipeline()
+	for sh, c := range slots {
+		for _, m := range c.Val() {
+			if start, ok := slotStart(m); ok {
+				read = append(read, slot{shard: sh, start: start, cmd: pipe.LRange(ctx, s.k.tag(sh)+"w:"+m, 0, -1)})
+			}
+		}
+	}
+	if len(read) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+			return nil, fmt.Errorf("due soon: %w", err)
+		}
+	}
+	type entry struct {
+		at  int64
+		cmd *redis.StringCmd
+	}
+	var es []entry
+	pipe = s.c.Pipeline()
+	for _, sl := range read {
+		for _, e := range sl.cmd.Val() {
+			f, off, _ := strings.Cut(e, ",")
+			d, _ := strconv.ParseInt(off, 36, 64)
+			if at := sl.start + d; at >= now && at < end {
+				es = append(es, entry{at: at, cmd: pipe.HGet(ctx, s.k.pool(sl.shard), f)})
+			}
+		}
+	}
 	out := make([]int64, n)
-	for sh := range cmds {
-		for i, c := range cmds[sh] {
-			out[i] += c.Val()
+	if len(es) == 0 {
+		return out, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		return nil, fmt.Errorf("due soon: %w", err)
+	}
+	for _, e := range es {
+		r, err := decodeRecord(e.cmd.Val())
+		if err != nil || r.next != e.at {
+			continue // stale
+		}
+		if st := stateOf(r.state); st == kairos.StateScheduled || st == kairos.StateReady || st == kairos.StateRetrying {
+			out[(e.at-now)/step.Milliseconds()]++
 		}
 	}
 	return out, nil
 }
 
-// BucketDepths returns the number of members of each Delay Bucket shard.
+// slotStart returns when wheel slot m ("<level>:<number>") starts (ms).
+func slotStart(m string) (int64, bool) {
+	level, num, ok := strings.Cut(m, ":")
+	l, err1 := strconv.Atoi(level)
+	v, err2 := strconv.ParseInt(num, 36, 64)
+	if !ok || err1 != nil || err2 != nil || l < 0 || l >= len(wheelWidths) {
+		return 0, false
+	}
+	return v * wheelWidths[l], true
+}
+
+// BucketDepths returns the number of jobs stored in each shard's pool,
+// whatever their state.
 func (s *Store) BucketDepths(ctx context.Context) ([]int64, error) {
 	out, err := s.ints(ctx, s.k.shards, func(pipe redis.Pipeliner, sh int) *redis.IntCmd {
-		return pipe.ZCard(ctx, s.k.bucket(sh))
+		return pipe.HLen(ctx, s.k.pool(sh))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bucket depths: %w", err)

@@ -21,7 +21,7 @@ type Options struct {
 	Prefix     string        // key prefix; default "kairos"
 	Shards     int           // Delay Bucket shards; default 16
 	Retention  time.Duration // how long delivered jobs stay readable; default 24h
-	ReadyLease time.Duration // how long a claimed job may wait on a ready list; default 60s
+	ReadyLease time.Duration // how long past its due time a claimed job may wait to start before its lease lapses; default 10s
 	LeaseGrace time.Duration // added to a callback timeout to make its lease; default 5s
 	// Blocking is the client used for BRPOP, kept apart so that blocked
 	// consumers cannot take the connections API calls need. Default: the main client.
@@ -49,7 +49,7 @@ const (
 	DefaultPrefix     = "kairos"
 	DefaultShards     = 16
 	DefaultRetention  = 24 * time.Hour
-	DefaultReadyLease = 60 * time.Second
+	DefaultReadyLease = 10 * time.Second
 	DefaultLeaseGrace = 5 * time.Second
 )
 
@@ -63,7 +63,7 @@ type Store struct {
 	finishes batcher[*finish] // outcomes waiting to be written together
 	creates  batcher[*create] // single creates waiting to be written together
 	topics   topicCache       // topics GetTopic read recently
-	swept    []atomic.Int64   // per shard: when its claim last swept expired listing entries (unix ns)
+	handles  handleCache      // topic handles this Store has read
 	noBLMPop atomic.Bool      // the server lacks BLMPOP: pop with BRPOP and RPOP
 	idSalt   []byte           // the deployment's webhook id salt, read by Init
 }
@@ -92,7 +92,6 @@ func New(c redis.UniversalClient, opts Options) *Store {
 		opts.Blocking = c
 	}
 	s := &Store{c: c, blocking: opts.Blocking, k: keys{prefix: opts.Prefix, shards: opts.Shards}, opts: opts}
-	s.swept = make([]atomic.Int64, opts.Shards)
 	s.finishes.write = s.writeFinishes
 	s.creates.write = s.writeCreates
 	return s
@@ -111,10 +110,13 @@ func (s *Store) LockName(shard int) string { return s.k.lock(shard) }
 var ErrShardMismatch = errors.New("shard count mismatch")
 
 // Init records the shard count at first start and refuses a different one
-// later: jobs would otherwise sit in buckets no scanner reads. It loads the
-// scripts, upgrades a layout without dead letters across topics
-// (indexDead), and synchronises the clock with Redis.
+// later: jobs would otherwise sit in shards no scanner reads. It refuses a
+// Redis that holds another layout (initLayout), loads the scripts, and
+// synchronises the clock with Redis.
 func (s *Store) Init(ctx context.Context) error {
+	if err := s.initLayout(ctx); err != nil {
+		return err
+	}
 	want := strconv.Itoa(s.k.shards)
 	if _, err := s.c.HSetNX(ctx, s.k.meta(), "shards", want).Result(); err != nil {
 		return fmt.Errorf("record shard count: %w", err)
@@ -136,10 +138,37 @@ func (s *Store) Init(ctx context.Context) error {
 			return fmt.Errorf("load scripts: %w", err)
 		}
 	}
-	if err := s.indexDead(ctx); err != nil {
-		return err
-	}
 	return s.SyncClock(ctx)
+}
+
+// ErrLayout is returned by Init when Redis holds kairos data in a layout
+// this version does not read.
+var ErrLayout = errors.New("data layout mismatch")
+
+// initLayout records LayoutVersion in a Redis that holds no kairos data
+// under the prefix, and refuses one that holds data in another layout:
+// reading it as this one would misread every job.
+func (s *Store) initLayout(ctx context.Context) error {
+	got, err := s.c.HGet(ctx, s.k.meta(), "layout").Result()
+	if isNil(err) {
+		var v1 bool
+		if v1, err = s.c.HExists(ctx, s.k.meta(), "shards").Result(); err == nil && v1 {
+			got = "1" // layout 1 recorded no version
+		} else if err == nil {
+			if _, err = s.c.HSetNX(ctx, s.k.meta(), "layout", LayoutVersion).Result(); err == nil {
+				got, err = s.c.HGet(ctx, s.k.meta(), "layout").Result()
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("read data layout: %w", err)
+	}
+	if got != strconv.Itoa(LayoutVersion) {
+		return fmt.Errorf("%w: Redis (prefix %q) holds kairos data in layout %s; this kairos reads and writes layout %d. "+
+			"Run the kairos version that wrote it until its jobs are done, or start this one with another KAIROS_PREFIX "+
+			"(see README, Upgrading)", ErrLayout, s.k.prefix, got, LayoutVersion)
+	}
+	return nil
 }
 
 // initSalt reads the deployment's webhook id salt, made at first start:
@@ -175,7 +204,10 @@ func (s *Store) SyncClock(ctx context.Context) error {
 		rtt := time.Since(t0)
 		if rtt < best {
 			best = rtt
-			s.offset.Store(int64(rt.Sub(t0.Add(rtt / 2))))
+			// Redis read its clock somewhere within the round trip; taking
+			// its end keeps this process's estimate of Redis's time at or
+			// behind the real one, so a timer set by it never fires early.
+			s.offset.Store(int64(rt.Sub(t0.Add(rtt))))
 		}
 	}
 	return nil

@@ -176,13 +176,22 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 	if left > 0 {
 		return fmt.Errorf("%w: topic %q still holds %d pending or dead jobs; cancel them first", kairos.ErrConflict, name, left)
 	}
+	h, err := s.handle(ctx, tenant, name, false)
+	if errors.Is(err, kairos.ErrNotFound) {
+		h = "" // the topic never had a job
+	} else if err != nil {
+		return err
+	}
 	// delivered jobs may still be listed through index groups, each a key
 	var groups []string
 	for sh := range s.k.shards {
-		iter := s.c.ZScan(ctx, s.k.index(sh, tenant, name), 0, "#*", 1000).Iterator()
+		if h == "" {
+			break
+		}
+		iter := s.c.ZScan(ctx, s.k.index(sh, h), 0, "#*", 1000).Iterator()
 		for i := 0; iter.Next(ctx); i++ {
 			if i%2 == 0 { // members and scores alternate
-				groups = append(groups, s.k.groupPrefix(sh, tenant, name)+strings.TrimPrefix(iter.Val(), "#"))
+				groups = append(groups, s.k.groupPrefix(sh, h)+strings.TrimPrefix(iter.Val(), "#"))
 			}
 		}
 		if err := iter.Err(); err != nil {
@@ -196,9 +205,12 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 	pipe.HDel(ctx, s.k.topics(), topicField(tenant, name))
 	pipe.Del(ctx, s.k.ready(tenant, name))
 	for sh := range s.k.shards {
-		pipe.Del(ctx, s.k.index(sh, tenant, name))
-		pipe.Del(ctx, s.k.counters(sh, tenant, name))
-		pipe.Del(ctx, s.k.dead(sh, tenant, name))
+		if h == "" {
+			break
+		}
+		pipe.Del(ctx, s.k.index(sh, h))
+		pipe.Del(ctx, s.k.counters(sh, h))
+		pipe.Del(ctx, s.k.dead(sh, h))
 	}
 	_, err = pipe.Exec(ctx)
 	s.topics.forget(topicField(tenant, name))
@@ -274,17 +286,24 @@ func (c *topicCache) forget(field string) {
 // Counts sums a topic's per-shard state counters. The counters are kept by
 // the scripts that change states; nothing here scans jobs.
 func (s *Store) Counts(ctx context.Context, tenant, topic string) (map[kairos.State]int64, error) {
-	pipe := s.c.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, s.k.shards)
-	for sh := range s.k.shards {
-		cmds[sh] = pipe.HGetAll(ctx, s.k.counters(sh, tenant, topic))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("read counters of %s/%s: %w", tenant, topic, err)
-	}
 	out := make(map[kairos.State]int64, len(kairos.States))
 	for _, st := range kairos.States {
 		out[st] = 0
+	}
+	h, err := s.handle(ctx, tenant, topic, false)
+	if errors.Is(err, kairos.ErrNotFound) {
+		return out, nil // the topic never had a job
+	}
+	if err != nil {
+		return nil, err
+	}
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, s.k.shards)
+	for sh := range s.k.shards {
+		cmds[sh] = pipe.HGetAll(ctx, s.k.counters(sh, h))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("read counters of %s/%s: %w", tenant, topic, err)
 	}
 	for _, c := range cmds {
 		for f, v := range c.Val() {

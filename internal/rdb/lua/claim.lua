@@ -1,113 +1,113 @@
--- claim.lua: hand out a shard's due jobs.
--- KEYS[1] bucket, KEYS[2] the shard's expiring set
--- ARGV[1] now (ms), or "" to read Redis's TIME (production: a claim must
--- never trust another machine's clock), ARGV[2] batch limit, ARGV[3] ready lease (ms),
--- ARGV[4] job key prefix ("<prefix>:{shard}:job:"),
--- ARGV[5] counter key prefix ("<prefix>:{shard}:count:"),
--- ARGV[6] listing index key prefix ("<prefix>:{shard}:idx:"),
--- ARGV[7] how many expired listing entries to drop (0: none this time),
--- ARGV[8] index group key prefix ("<prefix>:{shard}:idg:")
--- It also drops the listing entries of up to ARGV[7] delivered jobs whose
--- records have expired (unless the id was created again since). The
--- expiring set's members are "tenant/topic/id created" (or, written by
--- earlier versions, without the creation time).
--- Each due member is re-scored at now + lease and marked ready: it stays in
--- the bucket until a worker acknowledges it, so a lost hand-out is retried.
--- Reply: {members_and_gens, next, now, swept}: a flat list member1, gen1,
--- member2, ... for the caller to push onto ready lists, the score of the
--- earliest member left in the bucket (false when it is empty), the now used
--- (ms, as a string with microseconds), and how many expired entries it swept.
-local now, lease = tonumber(ARGV[1]), tonumber(ARGV[3])
-if not now then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000 -- ms, with its microseconds
+-- claim.lua: hand out a shard's due jobs and start an attempt on each.
+-- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due)
+-- ARGV[1] now (ms), or '' to read Redis's TIME (a claim must never trust
+-- another machine's clock), ARGV[2] the shard's key tag, ARGV[3] how far
+-- ahead to claim (ms), ARGV[4] most jobs to claim, ARGV[5] lease margin
+-- (ms): added to a job's due time and lease timeout to make its lease,
+-- ARGV[6] the lease timeout of a job that records none (ms)
+-- It processes the wheel's slots due by now + ahead, oldest first. A wide
+-- slot is cascaded into narrower ones; a level-0 slot's live entries are
+-- claimed: a scheduled or retrying job gets attempt n+1, state active and a
+-- lease (an entry at its expiry); an active one whose lease lapsed gets the
+-- same, with the lost attempt logged; a delivered one whose record expired
+-- is dropped with its listing entry. Jobs due later than now are claimed
+-- ahead: the caller holds them until their due time.
+-- Wheel slots are lists of "<h>/<id>,<offset>" entries, popped as they
+-- are processed.
+-- Reply: {claimed, next, now}: claimed is a flat list field, record, due
+-- (ms) for each job claimed; next is the score of the earliest slot left
+-- (false when the wheel is empty); now is the time used (ms, with
+-- microseconds).
+local pool, due, tag = KEYS[1], KEYS[2], ARGV[2]
+local now, nowStr = clock(ARGV[1])
+local upTo = now + tonumber(ARGV[3])
+local budget = tonumber(ARGV[4])
+local cascades = 8 * budget
+local margin, defaultLease = tonumber(ARGV[5]), tonumber(ARGV[6])
+local out, written, hset, hdel = {}, {}, {}, {}
+
+local function claim(field, t)
+  local r = parse(written[field] or redis.call('HGET', pool, field))
+  if not r or r.nx ~= t then
+    return -- a stale entry: cancelled, rescheduled or finished since
+  end
+  local h, id = string.match(field, '^([^/]*)/(.*)$')
+  local dueAt = math.max(t, now)
+  if r.st == ST.delivered then
+    hdel[#hdel + 1] = field
+    written[field] = false
+    unindex(tag, h, id, r.ca)
+    return
+  elseif r.st == ST.active then
+    addLog(r, string.format('{"n":%d,"t":%d,"error":"worker lost: its lease expired before the attempt finished"}\n', r.n, now))
+    dueAt = now
+  elseif r.st == ST.dead then
+    return
+  else
+    count(h, NAME[r.st] .. '>active')
+  end
+  r.st, r.n = ST.active, r.n + 1
+  local lt = r.lt
+  if lt == 0 then
+    lt = defaultLease
+  end
+  r.nx = dueAt + lt + margin
+  wheelPut(field, r.nx, now)
+  local v = format(r)
+  written[field] = v
+  hset[#hset + 1] = field
+  hset[#hset + 1] = v
+  out[#out + 1] = field
+  out[#out + 1] = v
+  out[#out + 1] = dueAt
+  budget = budget - 1
 end
--- A peek at the first few members by score usually gives both the due ones
--- and the next due time in one command; when more are due than it holds, a
--- whole batch is taken, and the next due time read after the claim.
-local batch = tonumber(ARGV[2])
-local peek = math.min(batch, 8)
-local head = redis.call('ZRANGE', KEYS[1], 0, peek, 'WITHSCORES')
-local due, next, reread = {}, false, false
-for i = 1, #head, 2 do
-  if tonumber(head[i + 1]) > now then
-    next = tonumber(head[i + 1])
+
+while budget > 0 and cascades > 0 do
+  local slots = redis.call('ZRANGEBYSCORE', due, '-inf', upTo, 'LIMIT', 0, 8)
+  if #slots == 0 then
     break
   end
-  due[#due + 1] = head[i]
-end
-if #due > peek then
-  due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, batch)
-  reread = true
-end
-local out, leased, orphans, delta = {}, {}, {}, {}
-for _, m in ipairs(due) do
-  local jk = ARGV[4] .. m
-  local v = redis.call('HMGET', jk, 'st', 'g')
-  local st = v[1]
-  if not st or st == 'delivered' or st == 'dead' then
-    orphans[#orphans + 1] = m -- nothing left to deliver
-  else
-    if st ~= 'ready' then
-      local topic = string.match(m, '^(.*)/[^/]*$')
-      local d = delta[topic]
-      if not d then
-        d = {}
-        delta[topic] = d
+  for _, m in ipairs(slots) do
+    local key = tag .. 'w:' .. m
+    local level = tonumber(string.sub(m, 1, 1)) + 1
+    local start = num(string.sub(m, 3)) * WHEEL[level]
+    local take = budget
+    if level > 1 then
+      take = cascades
+    end
+    local es = redis.call('LPOP', key, take) or {}
+    for _, e in ipairs(es) do
+      local field, off = string.match(e, '^(.*),(%w*)$')
+      local t = start + num(off)
+      if level > 1 then
+        wheelPutAt(field, t, level - 1)
+        cascades = cascades - 1
+      else
+        claim(field, t)
       end
-      d[st] = (d[st] or 0) + 1
-      redis.call('HSET', jk, 'st', 'ready')
     end
-    leased[#leased + 1] = now + lease
-    leased[#leased + 1] = m
-    out[#out + 1] = m
-    out[#out + 1] = v[2] or '1' -- generation 1 has no 'g'
-  end
-end
--- one ZADD, one ZREM and one counter update per topic and former state, not per job
-if #leased > 0 then
-  redis.call('ZADD', KEYS[1], unpack(leased))
-end
-if #orphans > 0 then
-  redis.call('ZREM', KEYS[1], unpack(orphans))
-end
-for topic, d in pairs(delta) do
-  for st, k in pairs(d) do
-    redis.call('HINCRBY', ARGV[5] .. topic, st .. '>ready', k)
-  end
-end
-local sweep = tonumber(ARGV[7])
-local gone = {}
-if sweep > 0 then
-  gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, sweep)
-end
-if #gone > 0 then
-  for _, m in ipairs(gone) do
-    local member, ca = string.match(m, '^(.*) (%d*)$')
-    if not member then
-      member = m
+    if #es < take then -- the slot is empty (and its key gone)
+      redis.call('ZREM', due, m)
     end
-    if ca == '' then
-      ca = nil
-    end
-    -- the entry goes unless the job is still there, or created again in
-    -- the same ms (one the sweep cannot tell apart)
-    local now_ca = redis.call('HGET', ARGV[4] .. member, 'ca')
-    if not now_ca or (ca and now_ca ~= ca) then
-      local topic, id = string.match(member, '^(.*)/([^/]*)$')
-      unindex(ARGV[6] .. topic, ARGV[8] .. topic .. ':', id, ca)
+    if budget <= 0 or cascades <= 0 then
+      break
     end
   end
-  redis.call('ZREM', KEYS[2], unpack(gone))
+  -- cascaded entries may be due already: write them before looking again
+  wheelFlush(tag, due)
 end
-if reread then
-  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  next = tonumber(first[2])
-elseif #leased > 0 and (not next or now + lease < next) then
-  -- what was claimed is next due when its lease lapses, if nothing is sooner
-  next = now + lease
+if #hset > 0 then
+  redis.call('HSET', pool, unpack(hset))
 end
-if next then
-  next = string.format('%.3f', next)
+if #hdel > 0 then
+  redis.call('HDEL', pool, unpack(hdel))
 end
-return {out, next, string.format('%.3f', now), #gone}
+wheelFlush(tag, due)
+countFlush(tag)
+local first = redis.call('ZRANGE', due, 0, 0, 'WITHSCORES')
+local next = false
+if first[2] then
+  next = first[2]
+end
+return {out, next, nowStr}

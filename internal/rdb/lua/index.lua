@@ -1,56 +1,39 @@
--- index.lua: the listing index's helpers, put in front of the scripts that
--- change it. A topic's index (one ZSET per shard) holds a job as member id,
--- scored by its creation time (unix ms). Jobs that one call creates
--- together, GROUP_MIN or more, share one member '#<ms>' (never an id: ids
--- start with a letter or digit), and their ids are kept in the string key
--- <group prefix><ms>, each led by a space: about 16 bytes a job instead of
--- a ZSET entry's 127.
-local GROUP_MIN = 4
+-- index.lua: a topic's listing index in a shard, put in front of the
+-- scripts that change it. Jobs are listed by creation time: the ZSET
+-- <tag>i:<h> holds one member '#<sec>' (base 36) for each second in which
+-- the topic's jobs were created, scored by that second (unix ms), and the
+-- list <tag>g:<h>:<sec> holds those jobs as '<id>,<ms into the second>' in
+-- the order they were created: a few bytes a job.
 
--- index adds ids, created at ms (a string), to index ix; gp is the topic's
--- group key prefix.
-local function index(ix, gp, ms, ids)
-  if #ids >= GROUP_MIN then
-    redis.call('APPEND', gp .. ms, ' ' .. table.concat(ids, ' '))
-    redis.call('ZADD', ix, ms, '#' .. ms)
-  elseif #ids > 0 then
-    local args = {}
-    for _, id in ipairs(ids) do
-      args[#args + 1] = ms
-      args[#args + 1] = id
+local function groupKey(tag, h, sec)
+  return tag .. 'g:' .. h .. ':' .. b36(sec)
+end
+
+-- index lists jobs created at their ms: entries is a list of {id, ca}.
+local function index(tag, h, entries)
+  local groups, order = {}, {}
+  for _, e in ipairs(entries) do
+    local sec = e[2] - e[2] % 1000
+    local g = groups[sec]
+    if not g then
+      g = {}
+      groups[sec] = g
+      order[#order + 1] = sec
     end
-    redis.call('ZADD', ix, unpack(args))
+    g[#g + 1] = e[1] .. ',' .. b36(e[2] - sec)
+  end
+  for _, sec in ipairs(order) do
+    redis.call('RPUSH', groupKey(tag, h, sec), unpack(groups[sec]))
+    redis.call('ZADD', tag .. 'i:' .. h, sec, '#' .. b36(sec))
   end
 end
 
--- unindex drops the entry of id created at ms ca (a string): its member
--- scored ca, or its place in group ca. An entry of another job of the same
--- id (created before or after) stays. With ca nil (unknown), a member of
--- the id's own goes, whatever its score.
-local function unindex(ix, gp, id, ca)
-  local sc = redis.call('ZSCORE', ix, id)
-  if sc and (not ca or tonumber(sc) == tonumber(ca)) then
-    redis.call('ZREM', ix, id)
-    return
-  end
-  if not ca then
-    return
-  end
-  local gk = gp .. ca
-  local s = redis.call('GET', gk)
-  if not s then
-    return
-  end
-  local t = s .. ' '
-  local p = string.find(t, ' ' .. id .. ' ', 1, true)
-  if not p then
-    return
-  end
-  local rest = string.sub(t, 1, p - 1) .. string.sub(t, p + #id + 1, -2)
-  if rest == '' then
-    redis.call('DEL', gk)
-    redis.call('ZREM', ix, '#' .. ca)
-  else
-    redis.call('SET', gk, rest)
+-- unindex drops the entry of id created at ca (ms); an entry of another
+-- job of the same id stays.
+local function unindex(tag, h, id, ca)
+  local sec = ca - ca % 1000
+  local gk = groupKey(tag, h, sec)
+  if redis.call('LREM', gk, 1, id .. ',' .. b36(ca - sec)) == 1 and redis.call('EXISTS', gk) == 0 then
+    redis.call('ZREM', tag .. 'i:' .. h, '#' .. b36(sec))
   end
 end

@@ -1,37 +1,32 @@
--- reschedule.lua: move a pending job that has not fired to a new time.
--- KEYS[1] bucket, KEYS[2] job, KEYS[3] topic counters
--- ARGV[1] bucket member, ARGV[2] run_at (ms)
--- Reply: {0} no such job, {-1} being delivered now, {-2} already delivered,
--- {-3} dead (replay it instead), else {1, gen, earliest, field1, value1, ...}
--- (the job as now stored).
-local v = redis.call('HMGET', KEYS[2], 'st', 'g')
-local st = v[1]
-if not st then
-  return {0}
+-- reschedule.lua: move a job that has not fired to a new time.
+-- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due)
+-- ARGV[1] the shard's key tag, ARGV[2] the topic's handle, ARGV[3] id,
+-- ARGV[4] run_at (ms), ARGV[5] now (ms), ARGV[6] wake horizon (ms)
+-- Reply: {R.not_found}, {R.active}, {R.delivered}, {R.dead} (replay it
+-- instead), or {R.ok, earliest, record} with the job as now stored.
+local pool, due, tag, h, id = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
+local field = h .. '/' .. id
+local r = parse(redis.call('HGET', pool, field))
+if not r then
+  return {R.not_found}
 end
-if st == 'active' then
-  return {-1}
+if r.st == ST.active then
+  return {R.active}
 end
-if st == 'delivered' then
-  return {-2}
+if r.st == ST.delivered then
+  return {R.delivered}
 end
-if st == 'dead' then
-  return {-3}
+if r.st == ST.dead then
+  return {R.dead}
 end
-local gen = tonumber(v[2] or '1') + 1 -- generation 1 has no 'g'
-local runAt = ARGV[2]
-redis.call('HSET', KEYS[2], 'st', 'scheduled', 'g', gen, 'ra', runAt, 'na', runAt, 'a', 0)
-redis.call('ZADD', KEYS[1], runAt, ARGV[1])
-if st ~= 'scheduled' then
-  redis.call('HINCRBY', KEYS[3], st .. '>scheduled', 1)
+local now = tonumber(ARGV[5])
+local was = r.st
+r.st, r.n, r.ra, r.nx = waiting(tonumber(ARGV[4]), now), 0, tonumber(ARGV[4]), tonumber(ARGV[4])
+if was ~= r.st then
+  count(h, NAME[was] .. '>' .. NAME[r.st])
 end
-local earliest = 0
-local first = redis.call('ZRANGE', KEYS[1], 0, 0)
-if first[1] == ARGV[1] then
-  earliest = 1
-end
-local out = redis.call('HGETALL', KEYS[2])
-table.insert(out, 1, earliest)
-table.insert(out, 1, gen)
-table.insert(out, 1, 1)
-return out
+wheelPut(field, r.nx, now)
+local v = format(r)
+redis.call('HSET', pool, field, v)
+countFlush(tag)
+return {R.ok, earliestOf(due, wheelFlush(tag, due), now + tonumber(ARGV[6])), v}

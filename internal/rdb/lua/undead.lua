@@ -1,12 +1,13 @@
--- undead.lua: drop a stale entry from the dead letters across topics: its
--- job is gone or no longer dead (changed by a process of a version that did
+-- undead.lua: drop a dead-letter entry across topics whose job is no
+-- longer dead (replayed, cancelled, or created again by a version that did
 -- not keep these sets).
--- KEYS[1] job, KEYS[2] the tenant's dead letters, KEYS[3] every tenant's
--- ARGV[1] member ("tenant/topic/id")
--- Reply: 1 dropped, 0 kept (the job is dead)
-if redis.call('HGET', KEYS[1], 'st') == 'dead' then
+-- KEYS[1] the shard's pool
+-- ARGV[1] the shard's key tag, ARGV[2] tenant, ARGV[3] the job's pool field
+-- Reply: 1 dropped, 0 kept
+local r = parse(redis.call('HGET', KEYS[1], ARGV[3]))
+if r and r.st == ST.dead then
   return 0
 end
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', ARGV[1] .. 'dt:' .. ARGV[2], ARGV[3])
+redis.call('ZREM', ARGV[1] .. 'dall', ARGV[3])
 return 1

@@ -1,12 +1,14 @@
 -- unindex.lua: drop a listing entry whose job is gone.
--- KEYS[1] topic index, KEYS[2] job
--- ARGV[1] id, ARGV[2] the entry's score (creation time, ms) when it was read,
--- ARGV[3] the topic's index group key prefix
+-- KEYS[1] the shard's pool
+-- ARGV[1] the shard's key tag, ARGV[2] the topic's handle, ARGV[3] id,
+-- ARGV[4] the entry's creation time (ms)
 -- The entry stays while its job exists; an entry of an earlier job of the
 -- same id goes.
 -- Reply: 1 dropped (if it was still there), 0 kept
-if redis.call('HGET', KEYS[2], 'ca') == ARGV[2] then
+local r = parse(redis.call('HGET', KEYS[1], ARGV[2] .. '/' .. ARGV[3]))
+local ca = tonumber(ARGV[4])
+if r and r.ca == ca then
   return 0
 end
-unindex(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+unindex(ARGV[1], ARGV[2], ARGV[3], ca)
 return 1

@@ -1,0 +1,278 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// WakeHorizon is the longest a scanner sleeps, even with nothing due. A job
+// due later than that needs no wake-up: the scanner looks again before then.
+const WakeHorizon = 10 * time.Second
+
+// maxPerCall bounds the jobs of one enqueue script call, so that a call
+// holds Redis for about a millisecond at most.
+const maxPerCall = 200
+
+// Enqueue is Upsert for callers that need not know whether the job was
+// created or replaced.
+func (s *Store) Enqueue(ctx context.Context, j kairos.Job) (kairos.Job, error) {
+	r := s.Upsert(ctx, j)
+	return r.Job, r.Err
+}
+
+// Upsert creates the job, or replaces and reschedules a job of the same id
+// that has not fired (Replaced says which). Its Err is kairos.ErrConflict
+// while the job is being delivered, and ErrNotReplicated when
+// Options.WaitReplicas replicas did not confirm it. Creates made at the
+// same moment share round trips (see batcher), and those of one shard and
+// topic one script call.
+func (s *Store) Upsert(ctx context.Context, j kairos.Job) BatchResult {
+	c := &create{ctx: ctx, job: j, done: make(chan struct{})}
+	s.creates.do(c)
+	if err := await(ctx, c.done); err != nil {
+		return BatchResult{Err: fmt.Errorf("enqueue %s: %w", j.JobKey, err)}
+	}
+	return c.res
+}
+
+// create is a single create waiting to be written.
+type create struct {
+	ctx  context.Context
+	job  kairos.Job
+	res  BatchResult
+	done chan struct{}
+}
+
+// writeCreates writes queued single creates as one batch, on the batch's
+// context (batchContext).
+func (s *Store) writeCreates(batch []*create) {
+	ctx, cancel := batchContext(batch[0].ctx)
+	defer cancel()
+	jobs := make([]kairos.Job, len(batch))
+	for i, c := range batch {
+		jobs[i] = c.job
+	}
+	for i, r := range s.EnqueueBatch(ctx, jobs) {
+		batch[i].res = r
+		close(batch[i].done)
+	}
+}
+
+// BatchResult is one item's outcome in EnqueueBatch. Replaced is set when
+// the job existed, had not fired, and was replaced rather than created.
+type BatchResult struct {
+	Job      kairos.Job
+	Replaced bool
+	Err      error
+}
+
+// EnqueueBatch enqueues jobs in one pipelined round trip per Redis node, one
+// script call per shard and topic; each job gets its own result.
+func (s *Store) EnqueueBatch(ctx context.Context, jobs []kairos.Job) []BatchResult {
+	out := make([]BatchResult, len(jobs))
+	after := s.c.Pipeline()
+	for _, g := range s.writeGroups(ctx, jobs, out) {
+		s.enqueueGroup(ctx, g.target, s.enqueueCalls(ctx, jobs, g.idx, out), jobs, out, after, false)
+	}
+	if after.Len() > 0 {
+		after.Exec(ctx)
+	}
+	return out
+}
+
+// writeGroup is a set of jobs written through one pipeline.
+type writeGroup struct {
+	target redis.Cmdable
+	idx    []int
+}
+
+// writeGroups splits jobs by the pipeline that writes them. Waiting for
+// replicas (WAIT) counts only the writes of its own connection, so with
+// WaitReplicas on a cluster each master gets a pipeline of its own.
+func (s *Store) writeGroups(ctx context.Context, jobs []kairos.Job, out []BatchResult) []writeGroup {
+	cc, cluster := s.c.(*redis.ClusterClient)
+	if !cluster || s.opts.WaitReplicas <= 0 {
+		g := writeGroup{target: s.c, idx: make([]int, len(jobs))}
+		for i := range jobs {
+			g.idx[i] = i
+		}
+		return []writeGroup{g}
+	}
+	byMaster := map[*redis.Client]*writeGroup{}
+	var order []*redis.Client
+	for i, j := range jobs {
+		m, err := cc.MasterForKey(ctx, s.k.pool(s.k.shardOf(j.JobKey)))
+		if err != nil {
+			out[i].Err = fmt.Errorf("enqueue %s: find its master: %w", j.JobKey, err)
+			continue
+		}
+		if byMaster[m] == nil {
+			byMaster[m] = &writeGroup{target: m}
+			order = append(order, m)
+		}
+		byMaster[m].idx = append(byMaster[m].idx, i)
+	}
+	groups := make([]writeGroup, len(order))
+	for i, m := range order {
+		groups[i] = *byMaster[m]
+	}
+	return groups
+}
+
+// enqueueCall is one enqueue script call: jobs of one shard and topic.
+type enqueueCall struct {
+	shard int
+	idx   []int // the jobs, as indexes into the caller's slice
+	keys  []string
+	argv  []any
+}
+
+// enqueueCalls groups jobs idx by shard and topic into script calls of at
+// most maxPerCall jobs. A job whose settings cannot be encoded, or whose
+// topic's handle cannot be read, gets its error in out and is left out.
+func (s *Store) enqueueCalls(ctx context.Context, jobs []kairos.Job, idx []int, out []BatchResult) []*enqueueCall {
+	type group struct {
+		shard         int
+		tenant, topic string
+	}
+	open := map[group]*enqueueCall{}
+	var calls []*enqueueCall
+	for _, i := range idx {
+		j := jobs[i]
+		set, err := encodeSettings(j)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		g := group{s.k.shardOf(j.JobKey), j.Tenant, j.Topic}
+		c := open[g]
+		if c == nil || len(c.idx) == maxPerCall {
+			h, err := s.handle(ctx, j.Tenant, j.Topic, true)
+			if err != nil {
+				out[i].Err = err
+				continue
+			}
+			c = &enqueueCall{
+				shard: g.shard,
+				keys:  []string{s.k.pool(g.shard), s.k.due(g.shard)},
+				argv:  []any{s.scriptNow(), s.k.tag(g.shard), h, WakeHorizon.Milliseconds(), j.Tenant},
+			}
+			open[g] = c
+			calls = append(calls, c)
+		}
+		c.idx = append(c.idx, i)
+		c.argv = append(c.argv, j.ID, ms(j.RunAt), j.Timeout.Milliseconds(), len(set), string(set)+string(j.Payload))
+	}
+	return calls
+}
+
+// enqueueGroup runs the calls in one pipeline, followed by WAIT when
+// replicas must confirm, and records each job's result.
+func (s *Store) enqueueGroup(ctx context.Context, target redis.Cmdable, calls []*enqueueCall, jobs []kairos.Job, out []BatchResult, after redis.Pipeliner, retried bool) {
+	if len(calls) == 0 {
+		return
+	}
+	pipe := target.Pipeline()
+	cmds := make([]*redis.Cmd, len(calls))
+	for n, c := range calls {
+		cmds[n] = enqueueScript.EvalSha(ctx, pipe, c.keys, c.argv...)
+	}
+	var wait *redis.Cmd
+	if s.opts.WaitReplicas > 0 {
+		wait = pipe.Do(ctx, "WAIT", s.opts.WaitReplicas, s.opts.WaitTimeout.Milliseconds())
+	}
+	pipe.Exec(ctx)
+	var missing []*enqueueCall
+	for n, c := range cmds {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && !retried {
+			missing = append(missing, calls[n]) // a restarted or promoted node lost its script cache
+		}
+	}
+	if len(missing) > 0 {
+		enqueueScript.Load(ctx, target)
+		s.enqueueGroup(ctx, target, missing, jobs, out, after, true)
+	}
+	var replicaErr error
+	if wait != nil {
+		n, err := wait.Int64()
+		switch {
+		case err != nil:
+			replicaErr = fmt.Errorf("%w: %v", ErrNotReplicated, err)
+		case n < int64(s.opts.WaitReplicas):
+			replicaErr = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, n, s.opts.WaitReplicas, s.opts.WaitTimeout)
+		}
+	}
+	for n, c := range cmds {
+		if slices.Contains(missing, calls[n]) {
+			continue
+		}
+		res, err := c.Slice()
+		if err != nil {
+			for _, i := range calls[n].idx {
+				out[i].Err = fmt.Errorf("enqueue %s: %w", jobs[i].JobKey, err)
+			}
+			continue
+		}
+		s.enqueued(ctx, calls[n], res, jobs, out, replicaErr, after)
+	}
+}
+
+// enqueued reads an enqueue call's reply into out, and queues on after the
+// scanner wake-up the call needs. replicaErr, when set, is every stored
+// job's error: it is on the master, and fires if the master survives.
+func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []kairos.Job, out []BatchResult, replicaErr error, after redis.Pipeliner) {
+	results, _ := res[0].([]any)
+	nowMS, _ := strconv.ParseFloat(fmt.Sprint(res[2]), 64)
+	for n, i := range c.idx {
+		if len(results) <= n {
+			out[i].Err = fmt.Errorf("enqueue %s: short reply from Redis", jobs[i].JobKey)
+			continue
+		}
+		code, created := results[n], int64(nowMS)
+		if r, ok := results[n].([]any); ok && len(r) == 2 {
+			code = r[0]
+			created, _ = strconv.ParseInt(fmt.Sprint(r[1]), 10, 64)
+		}
+		j := jobs[i]
+		switch toInt(code) {
+		case replyActive:
+			out[i].Err = fmt.Errorf("%w: job %q is being delivered right now; try again when its attempt ends", kairos.ErrConflict, j.ID)
+			continue
+		case replyOK, replyReplaced:
+		default:
+			out[i].Err = fmt.Errorf("enqueue %s: unexpected reply %v from Redis", j.JobKey, code)
+			continue
+		}
+		j.CreatedAt = fromMS(created)
+		j.UID = s.webhookID(j.JobKey, created)
+		j.State, j.Attempts, j.Log = kairos.StateScheduled, 0, nil
+		if float64(ms(j.RunAt)) <= nowMS {
+			j.State = kairos.StateReady // due: waiting for a claim
+		}
+		j.RunAt = fromMS(ms(j.RunAt))
+		j.NextRunAt = j.RunAt
+		out[i] = BatchResult{Job: j, Replaced: toInt(code) == replyReplaced, Err: replicaErr}
+		if replicaErr == nil && s.opts.OnEnqueued != nil {
+			s.opts.OnEnqueued(j.Tenant, j.Topic)
+		}
+	}
+	if at, ok := res[1].(string); ok {
+		n, _ := strconv.ParseInt(at, 10, 64)
+		s.wake(ctx, after, c.shard, n)
+	}
+}
+
+// wake tells the scanners, through c (the client or a pipeline), that
+// shard has a wheel slot to process at atMS (unix ms; SubscribeWake reads
+// the message). A lost message costs only latency: scanners also wake on
+// their own.
+func (s *Store) wake(ctx context.Context, c redis.Cmdable, shard int, atMS int64) {
+	c.Publish(ctx, s.k.wake(), strconv.Itoa(shard)+" "+strconv.FormatInt(atMS, 10))
+}

@@ -1,0 +1,93 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// handleCache keeps topic handles both ways. Handles never change once
+// given, so entries never expire.
+type handleCache struct {
+	mu     sync.RWMutex
+	byName map[string]string // "tenant/topic" -> handle
+	byH    map[string]string // handle -> "tenant/topic"
+}
+
+func (c *handleCache) name(h string) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n, ok := c.byH[h]
+	return n, ok
+}
+
+func (c *handleCache) handle(name string) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	h, ok := c.byName[name]
+	return h, ok
+}
+
+func (c *handleCache) put(name, h string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byName == nil {
+		c.byName, c.byH = map[string]string{}, map[string]string{}
+	}
+	c.byName[name], c.byH[h] = h, name
+}
+
+// handle returns the handle of a tenant's topic, giving it one on first use
+// when create is set; without create, a topic that never had one is
+// kairos.ErrNotFound (it holds no jobs).
+func (s *Store) handle(ctx context.Context, tenant, topic string, create bool) (string, error) {
+	name := topicField(tenant, topic)
+	if h, ok := s.handles.handle(name); ok {
+		return h, nil
+	}
+	var h string
+	var err error
+	if create {
+		h, err = handleScript.Run(ctx, s.c, []string{s.k.handles()}, name).Text()
+	} else {
+		h, err = s.c.HGet(ctx, s.k.handles(), "n:"+name).Result()
+		if isNil(err) {
+			return "", fmt.Errorf("topic %q: %w", topic, kairos.ErrNotFound)
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("handle of %s: %w", name, err)
+	}
+	s.handles.put(name, h)
+	return h, nil
+}
+
+// topicOf returns the tenant and topic of handle h.
+func (s *Store) topicOf(ctx context.Context, h string) (tenant, topic string, err error) {
+	name, ok := s.handles.name(h)
+	if !ok {
+		name, err = s.c.HGet(ctx, s.k.handles(), "h:"+h).Result()
+		if err != nil {
+			return "", "", fmt.Errorf("topic of handle %s: %w", h, err)
+		}
+		s.handles.put(name, h)
+	}
+	tenant, topic, _ = strings.Cut(name, "/")
+	return tenant, topic, nil
+}
+
+// jobKeyOf returns the key of the job stored under pool field f.
+func (s *Store) jobKeyOf(ctx context.Context, f string) (kairos.JobKey, string, error) {
+	h, id, ok := strings.Cut(f, "/")
+	if !ok {
+		return kairos.JobKey{}, "", fmt.Errorf("pool field %q: %w", f, errBadRecord)
+	}
+	tenant, topic, err := s.topicOf(ctx, h)
+	if err != nil {
+		return kairos.JobKey{}, "", err
+	}
+	return kairos.JobKey{Tenant: tenant, Topic: topic, ID: id}, h, nil
+}

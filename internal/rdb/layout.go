@@ -1,0 +1,150 @@
+package rdb
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// This file is the data layout, written down once: every key, every stored
+// field, every state code, script reply code and limit. The Lua scripts take
+// the codes and limits from the prelude that luaPrelude generates from the
+// tables below, so a reader learns the layout here and nowhere else.
+//
+// # Layout version 2
+//
+// Keys (P is the key prefix, s a shard, h a topic handle):
+//
+//	P:meta              HASH   layout (LayoutVersion), shards, webhook_id_salt, topic_seq
+//	P:topics            HASH   "tenant/topic" -> the topic's settings (JSON)
+//	P:handles           HASH   "n:tenant/topic" -> h, and "h:<h>" -> "tenant/topic"
+//	P:{s}:jobs          HASH   the shard's job pool: "<h>/<id>" -> the job's record
+//	P:{s}:due           ZSET   the shard's timing wheel: slot -> when it is processed
+//	P:{s}:w:<slot>      LIST   a wheel slot's entries: "<h>/<id>,<offset>"
+//	P:{s}:c:<h>         HASH   a topic's counters by state in the shard (see countState)
+//	P:{s}:i:<h>         ZSET   a topic's listing index (see lua/index.lua)
+//	P:{s}:g:<h>:<sec>   LIST   a listing group: "<id>,<ms into the second>" of jobs created in one second
+//	P:{s}:d:<h>         ZSET   a topic's dead letters: id -> when it died
+//	P:{s}:dt:<tenant>   ZSET   a tenant's dead letters across topics: "<h>/<id>" -> when it died
+//	P:{s}:dall          ZSET   every tenant's dead letters: "<h>/<id>" -> when it died
+//	P:ready:{tenant/topic} LIST jobs claimed by a scanner-only process, for workers elsewhere
+//
+// A topic handle is a short base-36 number given to a tenant's topic name
+// when it is first registered and kept for good, so that every per-job
+// entry names its topic in one or two bytes.
+//
+// # The job record
+//
+// One value in the shard's pool: a header of comma-separated fields, '|',
+// then the settings (JSON, read by Go only), the attempt log and the
+// payload, each as long as the header says:
+//
+//	st,n,ca,ra,nx,fa,lt,ls,ll|<settings><log><payload>
+//
+// Numbers are base 36 (unix ms for times); an empty field is 0. The fields
+// are named in recordFields. The attempt log is one JSON object a line,
+// oldest first, at most LogKeep lines.
+//
+// # The timing wheel
+//
+// A job waits as an entry in one slot of its shard's wheel, at its next
+// time (nx): its due time while scheduled or retrying, its lease expiry
+// while active, its record's expiry once delivered. An entry is live only
+// while its time equals the job's nx: a cancelled, rescheduled or finished
+// job leaves stale entries behind, which the claim skips. Slots come in
+// wheelWidths; a job goes to the widest level whose slot is processed after
+// now, and a wide slot, when processed, is cascaded into narrower ones, so
+// a job far ahead costs a few bytes in a list rather than a ZSET entry.
+// A slot is named "<level>:<number>" (number = floor(t / width), base 36)
+// and scored in P:{s}:due by when it is processed: its start for level 0,
+// its start less the next narrower width above that.
+
+// LayoutVersion is the version of the layout this code reads and writes;
+// Init refuses a Redis that holds another.
+const LayoutVersion = 2
+
+// LogKeep is how many attempts a job's log keeps, newest last.
+const LogKeep = 10
+
+// wheelWidths are the widths of the timing wheel's levels in ms: 100 ms,
+// 10 s, about 17 minutes and about 28 hours.
+var wheelWidths = []int64{100, 10_000, 1_000_000, 100_000_000}
+
+// recordFields are the header fields of a job record, in order.
+var recordFields = []struct{ name, meaning string }{
+	{"st", "state code (stateCodes)"},
+	{"n", "attempts started"},
+	{"ca", "created at (ms)"},
+	{"ra", "run_at: the time the job was scheduled for (ms)"},
+	{"nx", "next time: due (scheduled, ready, retrying), lease expiry (active), record expiry (delivered); empty when it is the run_at"},
+	{"fa", "finished at: delivered or dead (ms)"},
+	{"lt", "lease timeout: the callback timeout in force when the job was created (ms)"},
+	{"ls", "length of the settings"},
+	{"ll", "length of the attempt log"},
+}
+
+// stateCodes are the states as one stored byte.
+var stateCodes = map[kairos.State]byte{
+	kairos.StateScheduled: 's',
+	kairos.StateReady:     'r',
+	kairos.StateActive:    'a',
+	kairos.StateRetrying:  't',
+	kairos.StateDelivered: 'd',
+	kairos.StateDead:      'x',
+}
+
+// stateOf returns the state of a stored code, or "" for an unknown one.
+func stateOf(c byte) kairos.State {
+	for st, code := range stateCodes {
+		if code == c {
+			return st
+		}
+	}
+	return ""
+}
+
+// Script reply codes. The scripts answer these; the Go wrappers turn them
+// into sentinels.
+const (
+	replyNotFound  = 0  // no such job
+	replyOK        = 1  // done: created, cancelled, rescheduled, replayed, released
+	replyReplaced  = 2  // an existing job that had not fired was replaced
+	replyActive    = -1 // the job is being delivered right now
+	replyDelivered = -2 // the job was delivered
+	replyDead      = -3 // the job is dead
+	replyNotDead   = -4 // replay of a job that is not dead
+)
+
+// Finish outcomes, as the finish script takes and answers them.
+const (
+	outcomeStale     = 0 // the attempt's lease had lapsed: nothing changed
+	outcomeDelivered = 1
+	outcomeRetrying  = 2
+	outcomeDead      = 3
+)
+
+// luaPrelude is put in front of every script: the codes and limits above.
+var luaPrelude = func() string {
+	var b strings.Builder
+	b.WriteString("-- generated from layout.go\n")
+	codes := make([]string, 0, len(stateCodes))
+	for st, c := range stateCodes {
+		codes = append(codes, fmt.Sprintf("%s = '%c'", st, c))
+	}
+	sort.Strings(codes)
+	fmt.Fprintf(&b, "local ST = {%s}\n", strings.Join(codes, ", "))
+	fmt.Fprintf(&b, "local R = {not_found = %d, ok = %d, replaced = %d, active = %d, delivered = %d, dead = %d, not_dead = %d}\n",
+		replyNotFound, replyOK, replyReplaced, replyActive, replyDelivered, replyDead, replyNotDead)
+	fmt.Fprintf(&b, "local OUT = {stale = %d, delivered = %d, retrying = %d, dead = %d}\n",
+		outcomeStale, outcomeDelivered, outcomeRetrying, outcomeDead)
+	fmt.Fprintf(&b, "local LOG_KEEP = %d\n", LogKeep)
+	ws := make([]string, len(wheelWidths))
+	for i, w := range wheelWidths {
+		ws[i] = strconv.FormatInt(w, 10)
+	}
+	fmt.Fprintf(&b, "local WHEEL = {%s}\n", strings.Join(ws, ", "))
+	return b.String()
+}()

@@ -1,0 +1,275 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// TestLeaseLapseHandsOutAgain: a claimed job whose worker vanished is
+// claimed again once its lease lapses (due + timeout + ready lease + grace),
+// as attempt 2, with the lost attempt logged; the lost attempt's late
+// outcome changes nothing.
+func TestLeaseLapseHandsOutAgain(t *testing.T) {
+	s, clk := newStore(t, Options{ReadyLease: 2 * time.Second, LeaseGrace: time.Second})
+	enqueue(t, s, "o1", clk.Now())
+	first := claimOne(t, s, "o1")
+	lease := 5*time.Second + 2*time.Second + time.Second // claimAll's lease timeout, ready lease, grace
+	clk.Add(lease - 200*time.Millisecond)
+	if cs := claimAll(t, s, 0); len(cs) != 0 {
+		t.Fatalf("claimed %v within the lease", claimedIDs(cs))
+	}
+	clk.Add(200 * time.Millisecond)
+	again := claimOne(t, s, "o1")
+	if again.Job.Attempts != 2 || len(again.Job.Log) != 1 || !strings.Contains(again.Job.Log[0].Error, "worker lost") {
+		t.Fatalf("claimed again: attempts %d log %+v", again.Job.Attempts, again.Job.Log)
+	}
+	if st := finishJob(t, s, first.Job, clk.Now(), 200, true, false, time.Time{}); st != "" {
+		t.Fatalf("the lost attempt's outcome: state %q, want stale", st)
+	}
+	if j := getJob(t, s, "o1"); j.State != kairos.StateActive || j.Attempts != 2 {
+		t.Fatalf("after a stale finish: %s attempt %d", j.State, j.Attempts)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateActive: 1})
+}
+
+func TestRetryThenDeadThenReplay(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	enqueue(t, s, "o1", clk.Now())
+	c := claimOne(t, s, "o1")
+	retryAt := clk.Now().Add(2 * time.Second)
+	if st := finishJob(t, s, c.Job, clk.Now(), 500, false, false, retryAt); st != kairos.StateRetrying {
+		t.Fatalf("finish: %s", st)
+	}
+	if j := getJob(t, s, "o1"); j.State != kairos.StateRetrying || !j.NextRunAt.Equal(retryAt) {
+		t.Fatalf("retrying job: %s next %v", j.State, j.NextRunAt)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateRetrying: 1})
+	clk.Add(2 * time.Second)
+	c = claimOne(t, s, "o1")
+	if c.Job.Attempts != 2 {
+		t.Fatalf("retry attempt %d, want 2", c.Job.Attempts)
+	}
+	if st := finishJob(t, s, c.Job, clk.Now(), 500, false, true, time.Time{}); st != kairos.StateDead {
+		t.Fatalf("finish: %s", st)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateDead: 1})
+	page, err := s.ListJobs(ctx, ListQuery{Tenant: "acme", Topic: "orders", State: kairos.StateDead, Limit: 10})
+	if err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != "o1" {
+		t.Fatalf("dead letters: %+v %v", page, err)
+	}
+	if _, err := s.Reschedule(ctx, key("o1"), clk.Now()); !errors.Is(err, kairos.ErrConflict) {
+		t.Fatalf("reschedule a dead job: %v", err)
+	}
+	j, err := s.Replay(ctx, key("o1"))
+	if err != nil || j.State != kairos.StateReady || j.Attempts != 0 || len(j.Log) != 2 {
+		t.Fatalf("replay: %+v %v", j, err)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateReady: 1})
+	if _, err := s.Replay(ctx, key("o1")); !errors.Is(err, kairos.ErrConflict) {
+		t.Fatalf("replay a job that is not dead: %v", err)
+	}
+	c = claimOne(t, s, "o1")
+	if st := finishJob(t, s, c.Job, clk.Now(), 204, true, false, time.Time{}); st != kairos.StateDelivered {
+		t.Fatalf("finish after replay: %s", st)
+	}
+	page, _ = s.ListJobs(ctx, ListQuery{Tenant: "acme", Topic: "orders", State: kairos.StateDead, Limit: 10})
+	if len(page.Jobs) != 0 {
+		t.Fatalf("dead letters after the replay: %+v", page.Jobs)
+	}
+}
+
+// TestCancelAndRescheduleLeaveStaleEntries: a rescheduled job fires once,
+// at its new time; a cancelled one never; entries they left are skipped.
+func TestCancelAndRescheduleLeaveStaleEntries(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	enqueue(t, s, "moved", clk.Now().Add(time.Second))
+	enqueue(t, s, "gone", clk.Now().Add(time.Second))
+	if _, err := s.Reschedule(ctx, key("moved"), clk.Now().Add(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cancel(ctx, key("gone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cancel(ctx, key("gone")); !errors.Is(err, kairos.ErrNotFound) {
+		t.Fatalf("cancel twice: %v", err)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 1})
+	clk.Add(time.Second)
+	if cs := claimAll(t, s, 0); len(cs) != 0 {
+		t.Fatalf("claimed %v at the old time", claimedIDs(cs))
+	}
+	clk.Add(2 * time.Second)
+	c := claimOne(t, s, "moved")
+	if !c.Due.Equal(clk.Now()) {
+		t.Fatalf("due %v, want %v", c.Due, clk.Now())
+	}
+	for _, op := range []func() error{
+		func() error { return s.Cancel(ctx, key("moved")) },
+		func() error { _, err := s.Reschedule(ctx, key("moved"), clk.Now()); return err },
+		func() error { _, err := s.Enqueue(ctx, kairos.Job{JobKey: key("moved"), RunAt: clk.Now()}); return err },
+	} {
+		if err := op(); !errors.Is(err, kairos.ErrConflict) {
+			t.Fatalf("an active job changed: %v", err)
+		}
+	}
+	finishJob(t, s, c.Job, clk.Now(), 200, true, false, time.Time{})
+	if err := s.Cancel(ctx, key("moved")); !errors.Is(err, kairos.ErrConflict) {
+		t.Fatalf("cancel a delivered job: %v", err)
+	}
+	clk.Add(time.Minute)
+	if cs := claimAll(t, s, 0); len(cs) != 0 {
+		t.Fatalf("claimed %v after delivery", claimedIDs(cs))
+	}
+}
+
+// TestUpsertReplacesUnfiredJob: creating an id that exists and has not
+// fired replaces it, keeping its identity; it fires once, at the new time.
+func TestUpsertReplacesUnfiredJob(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	first := enqueue(t, s, "o1", clk.Now().Add(time.Second))
+	res := s.EnqueueBatch(ctx, []kairos.Job{{JobKey: key("o1"), RunAt: clk.Now().Add(2 * time.Second), Payload: []byte(`"new"`)}})
+	if res[0].Err != nil || !res[0].Replaced || res[0].Job.UID != first.UID || !res[0].Job.CreatedAt.Equal(first.CreatedAt) {
+		t.Fatalf("replace: %+v", res[0])
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 1})
+	clk.Add(time.Second)
+	if cs := claimAll(t, s, 0); len(cs) != 0 {
+		t.Fatalf("claimed %v at the replaced time", claimedIDs(cs))
+	}
+	clk.Add(time.Second)
+	if c := claimOne(t, s, "o1"); string(c.Job.Payload) != `"new"` {
+		t.Fatalf("payload %s", c.Job.Payload)
+	}
+}
+
+// TestBatchRepeatsAndOldOnes: one batch that names an id twice and an id
+// stored before writes each in order: the second of a pair replaces the
+// first.
+func TestBatchRepeatsAndOldOnes(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	old := enqueue(t, s, "old", clk.Now().Add(time.Hour))
+	res := s.EnqueueBatch(ctx, []kairos.Job{
+		{JobKey: key("a"), RunAt: clk.Now().Add(time.Hour), Payload: []byte(`1`)},
+		{JobKey: key("old"), RunAt: clk.Now().Add(2 * time.Hour), Payload: []byte(`2`)},
+		{JobKey: key("a"), RunAt: clk.Now().Add(3 * time.Hour), Payload: []byte(`3`)},
+		{JobKey: key("b"), RunAt: clk.Now().Add(time.Hour), Payload: []byte(`4`)},
+	})
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("item %d: %v", i, r.Err)
+		}
+	}
+	if res[0].Replaced || !res[1].Replaced || !res[2].Replaced || res[3].Replaced || res[1].Job.UID != old.UID {
+		t.Fatalf("replaced flags %v %v %v %v", res[0].Replaced, res[1].Replaced, res[2].Replaced, res[3].Replaced)
+	}
+	if j := getJob(t, s, "a"); string(j.Payload) != `3` || !j.RunAt.Equal(clk.Now().Add(3*time.Hour)) {
+		t.Fatalf("a = %s at %v", j.Payload, j.RunAt)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 3})
+}
+
+// TestWheelCascadesFarJobs: jobs due seconds, minutes, hours and days ahead
+// wait in the wheel's wider levels and are each claimed once, at their due
+// time, after their slots cascade down.
+func TestWheelCascadesFarJobs(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Shards: 1})
+	start := clk.Now()
+	aheads := []time.Duration{5 * time.Second, 3 * time.Minute, 2 * time.Hour, 50 * time.Hour}
+	for i, d := range aheads {
+		enqueue(t, s, "j"+string(rune('0'+i)), start.Add(d))
+	}
+	levels := map[string]bool{}
+	for _, m := range s.c.ZRange(ctx, s.k.due(0), 0, -1).Val() {
+		levels[m[:1]] = true
+	}
+	if len(levels) != 4 {
+		t.Fatalf("wheel slots %v: want one level for each job", s.c.ZRange(ctx, s.k.due(0), 0, -1).Val())
+	}
+	claimed := map[string]time.Time{}
+	for step := time.Duration(0); step <= 50*time.Hour+time.Second; step += 250 * time.Millisecond {
+		if step > 10*time.Second && step < 2*time.Minute+50*time.Second {
+			step = 2*time.Minute + 50*time.Second // skip quiet spans in big steps
+		}
+		clk.Set(start.Add(step))
+		for _, c := range claimAll(t, s, 0) {
+			if _, dup := claimed[c.Job.ID]; dup {
+				t.Fatalf("%s claimed twice", c.Job.ID)
+			}
+			claimed[c.Job.ID] = clk.Now()
+			finishJob(t, s, c.Job, clk.Now(), 200, true, false, time.Time{})
+		}
+		if len(claimed) == 2 && step < 2*time.Hour-time.Minute {
+			step = 2*time.Hour - time.Minute
+		} else if len(claimed) == 3 && step < 50*time.Hour-time.Minute {
+			step = 50*time.Hour - time.Minute
+		}
+	}
+	for i, d := range aheads {
+		id := "j" + string(rune('0'+i))
+		at, ok := claimed[id]
+		if !ok || at.Before(start.Add(d)) || at.Sub(start.Add(d)) >= 250*time.Millisecond {
+			t.Errorf("%s due at +%v claimed at +%v (claimed: %v)", id, d, at.Sub(start), ok)
+		}
+	}
+}
+
+// TestReleaseKeepsItsPlace: a claimed job given back is due again at its
+// own time, with the attempt it was claimed for not counted.
+func TestReleaseKeepsItsPlace(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	due := clk.Now().Add(40 * time.Millisecond)
+	enqueue(t, s, "o1", due)
+	cs := claimAll(t, s, 50*time.Millisecond)
+	if len(cs) != 1 {
+		t.Fatalf("claimed %v", claimedIDs(cs))
+	}
+	if err := s.Release(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	if j := getJob(t, s, "o1"); j.State != kairos.StateScheduled || j.Attempts != 0 || !j.NextRunAt.Equal(due) {
+		t.Fatalf("released: %s attempts %d next %v", j.State, j.Attempts, j.NextRunAt)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 1})
+	if err := s.Release(ctx, cs); err != nil { // twice: the claim is no longer current, nothing changes
+		t.Fatal(err)
+	}
+	clk.Add(40 * time.Millisecond)
+	if c := claimOne(t, s, "o1"); c.Job.Attempts != 1 || !c.Due.Equal(due) {
+		t.Fatalf("claimed again: attempt %d due %v", c.Job.Attempts, c.Due)
+	}
+}
+
+// TestAttemptLogKeepsTheLastTen: a job retried a dozen times keeps the
+// last ten attempts, oldest first.
+func TestAttemptLogKeepsTheLastTen(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	enqueue(t, s, "o1", clk.Now())
+	for n := 1; n <= 12; n++ {
+		c := claimOne(t, s, "o1")
+		if c.Job.Attempts != n {
+			t.Fatalf("attempt %d, want %d", c.Job.Attempts, n)
+		}
+		st, err := s.Finish(context.Background(), c.Job.JobKey, kairos.Attempt{N: n, At: clk.Now(), Status: 500,
+			Error: "line one\nline two \"quoted\"", Response: strings.Repeat("r", 300)}, false, n == 12, clk.Now().Add(time.Second))
+		if err != nil || st == "" {
+			t.Fatalf("finish %d: %v %v", n, st, err)
+		}
+		clk.Add(time.Second)
+	}
+	j := getJob(t, s, "o1")
+	if j.State != kairos.StateDead || len(j.Log) != LogKeep || j.Log[0].N != 3 || j.Log[9].N != 12 ||
+		j.Log[9].Error != "line one\nline two \"quoted\"" || len(j.Log[9].Response) != 300 {
+		t.Fatalf("log: %d entries, first %d, last %+v", len(j.Log), j.Log[0].N, j.Log[len(j.Log)-1])
+	}
+}

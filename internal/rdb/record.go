@@ -1,0 +1,180 @@
+package rdb
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// record is a job as stored in its shard's pool (see layout.go).
+type record struct {
+	state    byte
+	attempts int64
+	created  int64 // unix ms
+	runAt    int64
+	next     int64
+	finished int64
+	lease    int64 // lease timeout, ms
+	settings []byte
+	log      []byte
+	payload  []byte
+}
+
+// settings are a job's own settings, stored as JSON that only Go reads.
+// Zero values are left out: the job then inherits its topic's.
+type settings struct {
+	URL            string            `json:"u,omitempty"`
+	Method         string            `json:"m,omitempty"`
+	ContentType    string            `json:"ct,omitempty"`
+	Headers        map[string]string `json:"h,omitempty"`
+	TimeoutMS      int64             `json:"to,omitempty"`
+	MaxAttempts    int               `json:"ma,omitempty"`
+	BackoffInitial int64             `json:"bi,omitempty"`
+	BackoffMax     int64             `json:"bm,omitempty"`
+}
+
+// encodeSettings returns j's own settings as stored; nil when it has none.
+func encodeSettings(j kairos.Job) ([]byte, error) {
+	s := settings{URL: j.CallbackURL, Method: j.Method, ContentType: j.ContentType, Headers: j.Headers,
+		TimeoutMS: j.Timeout.Milliseconds(), MaxAttempts: j.MaxAttempts,
+		BackoffInitial: j.BackoffInitial.Milliseconds(), BackoffMax: j.BackoffMax.Milliseconds()}
+	if s.URL == "" && s.Method == "" && s.ContentType == "" && len(s.Headers) == 0 && s.TimeoutMS == 0 &&
+		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encode job settings: %w", err)
+	}
+	return b, nil
+}
+
+// header returns the record's header, "|" included.
+func (r record) header() string {
+	var b strings.Builder
+	b.Grow(48)
+	b.WriteByte(r.state)
+	next := r.next
+	if next == r.runAt {
+		next = 0 // an empty next time is the run_at
+	}
+	for _, v := range []int64{r.attempts, r.created, r.runAt, next, r.finished, r.lease, int64(len(r.settings)), int64(len(r.log))} {
+		b.WriteByte(',')
+		if v != 0 {
+			b.WriteString(strconv.FormatInt(v, 36))
+		}
+	}
+	b.WriteByte('|')
+	return b.String()
+}
+
+// body is what follows the header: settings, log and payload.
+func (r record) body() string {
+	return string(r.settings) + string(r.log) + string(r.payload)
+}
+
+func (r record) encode() string { return r.header() + r.body() }
+
+var errBadRecord = errors.New("malformed job record")
+
+// decodeRecord parses a stored record. The slices point into v.
+func decodeRecord(v string) (record, error) {
+	bar := strings.IndexByte(v, '|')
+	if bar < 1 {
+		return record{}, errBadRecord
+	}
+	var nums [8]int64
+	head := v[1:bar]
+	if len(head) == 0 || head[0] != ',' {
+		return record{}, errBadRecord
+	}
+	head = head[1:]
+	for i := range nums {
+		f, rest, more := strings.Cut(head, ",")
+		if more != (i < len(nums)-1) {
+			return record{}, errBadRecord
+		}
+		if f != "" {
+			n, err := strconv.ParseInt(f, 36, 64)
+			if err != nil || n < 0 {
+				return record{}, errBadRecord
+			}
+			nums[i] = n
+		}
+		head = rest
+	}
+	r := record{state: v[0], attempts: nums[0], created: nums[1], runAt: nums[2], next: nums[3], finished: nums[4], lease: nums[5]}
+	if r.next == 0 {
+		r.next = r.runAt // an empty next time is the run_at
+	}
+	body := v[bar+1:]
+	ls, ll := nums[6], nums[7]
+	if ls+ll > int64(len(body)) {
+		return record{}, errBadRecord
+	}
+	r.settings = []byte(body[:ls])
+	r.log = []byte(body[ls : ls+ll])
+	r.payload = []byte(body[ls+ll:])
+	if stateOf(r.state) == "" {
+		return record{}, errBadRecord
+	}
+	return r, nil
+}
+
+// job turns the record of key into a Job; webhookID derives its webhook id.
+func (r record) job(key kairos.JobKey, webhookID func(kairos.JobKey, int64) string) (kairos.Job, error) {
+	j := kairos.Job{
+		JobKey: key, State: stateOf(r.state), Attempts: int(r.attempts),
+		RunAt: fromMS(r.runAt), CreatedAt: fromMS(r.created), DoneAt: fromMS(r.finished),
+		Payload: r.payload,
+	}
+	j.UID = webhookID(key, r.created)
+	switch j.State {
+	case kairos.StateScheduled, kairos.StateRetrying, kairos.StateReady:
+		j.NextRunAt = fromMS(r.next)
+	case kairos.StateActive:
+		j.NextRunAt = j.RunAt
+	}
+	if len(r.settings) > 0 {
+		var s settings
+		if err := json.Unmarshal(r.settings, &s); err != nil {
+			return kairos.Job{}, fmt.Errorf("job %s: decode settings: %w", key, err)
+		}
+		j.CallbackURL, j.Method, j.ContentType, j.Headers = s.URL, s.Method, s.ContentType, s.Headers
+		j.Timeout = time.Duration(s.TimeoutMS) * time.Millisecond
+		j.MaxAttempts = s.MaxAttempts
+		j.BackoffInitial = time.Duration(s.BackoffInitial) * time.Millisecond
+		j.BackoffMax = time.Duration(s.BackoffMax) * time.Millisecond
+	}
+	log, err := decodeLogLines(r.log)
+	if err != nil {
+		return kairos.Job{}, fmt.Errorf("job %s: %w", key, err)
+	}
+	j.Log = log
+	return j, nil
+}
+
+// decodeLogLines reads an attempt log: one JSON attempt a line.
+func decodeLogLines(b []byte) ([]kairos.Attempt, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var out []kairos.Attempt
+	for line := range bytes.SplitSeq(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		var a storedAttempt
+		if err := json.Unmarshal(line, &a); err != nil {
+			return nil, fmt.Errorf("decode attempt log: %w", err)
+		}
+		out = append(out, kairos.Attempt{
+			N: a.N, At: fromMS(a.T), Duration: time.Duration(a.MS * float64(time.Millisecond)),
+			Status: a.Status, Error: a.Error, Response: a.Response,
+		})
+	}
+	return out, nil
+}
