@@ -43,7 +43,9 @@ func TestParseConfig(t *testing.T) {
 		{name: "boolean flag =false", args: []string{"-allow-private-urls=false"}},
 		{name: "env true", env: map[string]string{"KAIROS_ALLOW_PRIVATE_URLS": "true"}, want: func(c *Config) { c.AllowPrivate = true }},
 		{name: "bare cluster flag", args: []string{"--redis-cluster", "--redis-url", "redis://r:1"}, env: map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"},
-			want: func(c *Config) { c.RedisCluster, c.RedisURL, c.AuthSecret, c.Addr = true, "redis://r:1", "0123456789abcdef", ":8080" }},
+			want: func(c *Config) {
+				c.RedisCluster, c.RedisURL, c.AuthSecret, c.Addr = true, "redis://r:1", "0123456789abcdef", ":8080"
+			}},
 		{name: "ready lease", env: map[string]string{"KAIROS_READY_LEASE": "5s"}, want: func(c *Config) { c.ReadyLease = 5 * time.Second }},
 		{name: "ready lease too short", args: []string{"--ready-lease", "10ms"}, wantErr: "ready-lease"},
 		{name: "bad shards", args: []string{"--shards", "0"}, wantErr: "shards"},
@@ -52,7 +54,9 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad bool", env: map[string]string{"KAIROS_ALLOW_PRIVATE_URLS": "yes please"}, wantErr: "KAIROS_ALLOW_PRIVATE_URLS"},
 		{name: "external redis needs a secret", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379"}, wantErr: "KAIROS_AUTH_SECRET is required"},
 		{name: "workers alone need no secret", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_ROLES": "worker"},
-			want: func(c *Config) { c.RedisURL, c.Roles, c.Addr = "redis://r:6379", map[string]bool{"worker": true}, ":8080" }},
+			want: func(c *Config) {
+				c.RedisURL, c.Roles, c.Addr = "redis://r:6379", map[string]bool{"worker": true}, ":8080"
+			}},
 		{name: "short secret", env: map[string]string{"KAIROS_AUTH_SECRET": "short"}, wantErr: "too short"},
 		{name: "secret is not a flag", args: []string{"--auth-secret", "x"}, wantErr: "flag provided but not defined"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments"},

@@ -16,9 +16,9 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/auth"
-	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/dispatch"
 	"github.com/kairos-sh/kairos/internal/metrics"

@@ -36,7 +36,9 @@ func TestServeBannerBeforeListening(t *testing.T) {
 			defer cancel()
 			var out testproc.Buffer
 			done := make(chan error, 1)
-			go func() { done <- run(ctx, append([]string{"serve", "--grace", "1s"}, tt.args...), fakeEnv(tt.env), &out, &out) }()
+			go func() {
+				done <- run(ctx, append([]string{"serve", "--grace", "1s"}, tt.args...), fakeEnv(tt.env), &out, &out)
+			}()
 			deadline := time.Now().Add(20 * time.Second)
 			var seen string
 			for seen = out.String(); !strings.Contains(seen, "kairos listening"); seen = out.String() {

@@ -2,8 +2,8 @@ package rdb
 
 import (
 	"context"
-	"errors"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"

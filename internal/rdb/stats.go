@@ -1,11 +1,11 @@
 package rdb
 
 import (
-	"strings"
 	"context"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 

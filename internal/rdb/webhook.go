@@ -28,4 +28,3 @@ func (s *Store) webhookID(key kairos.JobKey, createdMS int64) string {
 	uidEncoding.Encode(out[4:], sum[:15])
 	return string(out[:])
 }
-
