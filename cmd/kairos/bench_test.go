@@ -25,7 +25,9 @@ func TestBenchEndToEnd(t *testing.T) {
 
 	var out, errOut strings.Builder
 	args := []string{"bench", "--redis-url", srv.URL(), "--scenario", "all", "--json", "--prefix", "kb-test",
-		"--jobs", "200", "--clients", "4", "--batch-size", "50", "--concurrency", "8",
+		// enough jobs that their memory outweighs Redis's own noise (client
+		// buffers it shrinks, lazy frees): 2,000 x ~230 B
+		"--jobs", "2000", "--clients", "4", "--batch-size", "500", "--concurrency", "8",
 		"--precision-jobs", "200", "--precision-over", "500ms", "--burst-jobs", "200",
 		"--cost-jobs", "200", "--idle-jobs", "500", "--idle-settle", "200ms", "--idle-window", "1s",
 		"--scale-jobs", "2000", "--lead", "1s", "--grace", "3s", "--timeout", "50s"}
@@ -40,7 +42,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Fatalf("errors: %v", rep.Errors)
 	}
 
-	if e := rep.Enqueue; e == nil || e.Single.Created != 200 || e.Batch.Created != 200 || e.Batch.Calls != 4 || e.Batch.MemoryPerJob <= 0 {
+	if e := rep.Enqueue; e == nil || e.Single.Created != 2000 || e.Batch.Created != 2000 || e.Batch.Calls != 4 || e.Batch.MemoryPerJob <= 0 {
 		t.Errorf("enqueue: %+v", e)
 	}
 	checkDelivery := func(name string, d bench.Delivery, n int) {
@@ -157,7 +159,7 @@ func TestBenchExternal(t *testing.T) {
 	defer k.stop()
 	var out, errOut strings.Builder
 	args := []string{"bench", "--url", k.target.URL, "--redis-url", srv.URL(), "--scenario", "enqueue,precision", "--json",
-		"--jobs", "100", "--clients", "4", "--batch-size", "25", "--concurrency", "4",
+		"--jobs", "1000", "--clients", "4", "--batch-size", "250", "--concurrency", "4",
 		"--precision-jobs", "100", "--precision-over", "300ms", "--lead", "1s"}
 	if err := run(ctx, args, fakeEnv(map[string]string{"KAIROS_TOKEN": k.target.Token}), &out, &errOut); err != nil {
 		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
@@ -166,7 +168,7 @@ func TestBenchExternal(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if e := rep.Enqueue; e == nil || e.Single.Created != 100 || e.Batch.Created != 100 || e.Batch.MemoryPerJob <= 0 {
+	if e := rep.Enqueue; e == nil || e.Single.Created != 1000 || e.Batch.Created != 1000 || e.Batch.MemoryPerJob <= 0 {
 		t.Errorf("enqueue: %+v", e)
 	}
 	if p := rep.Precision; p == nil || p.Delivery.Delivered != 100 || p.Delivery.Missing+p.Delivery.Duplicated+p.Delivery.Early != 0 {

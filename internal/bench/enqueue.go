@@ -42,6 +42,7 @@ func (b *Bench) Enqueue(ctx context.Context, n int) (*EnqueueResult, error) {
 		base := b.now().Add(time.Hour).UnixMilli()
 		// Due times spread over ten minutes, in no particular order.
 		s := b.newSpec("enq", func(i int) int64 { return base + int64(i)*7919%600_000 })
+		b.settleMemory(ctx) // the previous phase's clean-up freed in the background
 		mem0, memOK := b.usedMemory(ctx)
 		mark := b.mark(ctx)
 		stop := b.profile("enqueue-" + ph.name)
