@@ -48,5 +48,23 @@ var (
 	finishScript = redis.NewScript(logSrc + finishSrc)
 )
 
-var allScripts = []*redis.Script{enqueueScript, cancelScript, rescheduleScript, replayScript,
-	claimScript, startScript, unindexScript, finishScript}
+// allScripts are every script, by name; Init loads them all.
+var allScripts = []struct {
+	name   string
+	script *redis.Script
+}{
+	{"enqueue", enqueueScript}, {"cancel", cancelScript}, {"reschedule", rescheduleScript}, {"replay", replayScript},
+	{"claim", claimScript}, {"start", startScript}, {"unindex", unindexScript}, {"finish", finishScript},
+}
+
+// ScriptNames maps the SHA1 by which EVALSHA names each of kairos's scripts
+// to the script's name ("claim", "start", ...), so that a tool reading
+// Redis's slow log can tell which script took the time. The map is new on
+// every call.
+func ScriptNames() map[string]string {
+	out := make(map[string]string, len(allScripts))
+	for _, s := range allScripts {
+		out[s.script.Hash()] = s.name
+	}
+	return out
+}
