@@ -41,6 +41,9 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
              --idle-jobs pending far ahead: Redis commands per second idle
   scale      --scale-jobs jobs pending (10M took 4.2 GiB of Redis memory), then precision again
 
+Every scenario reports Redis CPU per job: the growth of INFO used_cpu_user+sys
+over the scenario's window (background included) divided by its jobs.
+
 flags:
 `
 
@@ -61,7 +64,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	fs.StringVar(&redisURL, "redis-url", "", "Redis to start kairos on (or, with --url, the Redis of that kairos)")
 	fs.StringVar(&apiURL, "url", "", "API URL of a running kairos on loopback, instead of starting one")
 	fs.StringVar(&token, "token", "", "API token for --url (default $KAIROS_TOKEN)")
-	fs.StringVar(&scenarios, "scenario", bench.DefaultScenarios, "scenarios: enqueue, precision, burst, cost, scale, comma-separated, or all")
+	fs.StringVar(&scenarios, "scenario", bench.DefaultScenarios, "scenarios: "+strings.Join(bench.Names, ", ")+", comma-separated, or all")
 	fs.IntVar(&o.EnqueueJobs, "jobs", 100_000, "enqueue: jobs created each way")
 	fs.IntVar(&o.Clients, "clients", 32, "concurrent API clients")
 	fs.IntVar(&o.BatchSize, "batch-size", 1000, "jobs per batch create (the API allows 1000)")

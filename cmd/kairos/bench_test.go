@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -17,18 +18,21 @@ import (
 
 // TestBenchEndToEnd runs every scenario at a tiny size against a kairos
 // started in process on a real redis-server, and checks the counts the
-// tool reports and that it leaves no key behind.
+// tool reports, that every figure is there and adds up, and that it leaves
+// no key behind.
 func TestBenchEndToEnd(t *testing.T) {
 	srv := testredis.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
 
 	var out, errOut strings.Builder
 	args := []string{"bench", "--redis-url", srv.URL(), "--scenario", "all", "--json", "--prefix", "kb-test",
 		"--jobs", "200", "--clients", "4", "--batch-size", "50", "--concurrency", "8",
 		"--precision-jobs", "200", "--precision-over", "500ms", "--burst-jobs", "200",
 		"--cost-jobs", "200", "--idle-jobs", "500", "--idle-settle", "200ms", "--idle-window", "1s",
-		"--scale-jobs", "2000", "--lead", "1s", "--grace", "3s", "--timeout", "50s"}
+		"--scale-jobs", "2000", "--lead", "1s", "--grace", "3s", "--timeout", "80s"}
 	if err := run(ctx, args, fakeEnv(nil), &out, &errOut); err != nil {
 		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
 	}
@@ -42,6 +46,9 @@ func TestBenchEndToEnd(t *testing.T) {
 
 	if e := rep.Enqueue; e == nil || e.Single.Created != 200 || e.Batch.Created != 200 || e.Batch.Calls != 4 || e.Batch.MemoryPerJob <= 0 {
 		t.Errorf("enqueue: %+v", e)
+	} else {
+		checkRedisCPU(t, "enqueue single", e.Single.CPU, e.Single.RedisCPUPerJobUS, e.Single.Created)
+		checkRedisCPU(t, "enqueue batch", e.Batch.CPU, e.Batch.RedisCPUPerJobUS, e.Batch.Created)
 	}
 	checkDelivery := func(name string, d bench.Delivery, n int) {
 		t.Helper()
@@ -58,6 +65,10 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Error("no precision result")
 	} else {
 		checkDelivery("precision", p.Delivery, 200)
+		checkRedisCPU(t, "precision", p.Life, p.RedisCPUPerJobUS, p.Jobs)
+		if p.Life.Seconds < p.CPU.Seconds {
+			t.Errorf("precision: the job-life window (%vs) is shorter than the firing window (%vs) it holds", p.Life.Seconds, p.CPU.Seconds)
+		}
 		if p.Delivery.LastMS < 400 {
 			t.Errorf("precision: last arrival %vms after the first due time, want the jobs spread over 500ms", p.Delivery.LastMS)
 		}
@@ -66,6 +77,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Error("no burst result")
 	} else {
 		checkDelivery("burst", b.Delivery, 200)
+		checkRedisCPU(t, "burst", b.Life, b.RedisCPUPerJobUS, b.Jobs)
 		if b.DrainSeconds <= 0 || b.PerSec <= 0 {
 			t.Errorf("burst: %+v", b)
 		}
@@ -81,6 +93,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		if c.Idle == nil || c.Idle.ExecutedPerSec <= 0 {
 			t.Errorf("cost: idle %+v", c.Idle)
 		}
+		checkRedisCPU(t, "cost", c.Life, c.RedisCPUPerJobUS, c.Jobs)
 	}
 	if s := rep.Scale; s == nil || s.Loaded != 2000 || s.Precision == nil {
 		t.Errorf("scale: %+v", s)
@@ -89,12 +102,25 @@ func TestBenchEndToEnd(t *testing.T) {
 		if s.Precision.Pending != 2000 || s.MemoryPerJob <= 0 {
 			t.Errorf("scale: %+v", s)
 		}
+		checkRedisCPU(t, "scale", s.CPU, s.RedisCPUPerJobUS, s.Loaded)
+		checkRedisCPU(t, "scale precision", s.Precision.Life, s.Precision.RedisCPUPerJobUS, s.Precision.Jobs)
 	}
 
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer c.Close()
 	if keys := testredis.Keys(t, c, "kb-test"); len(keys) > 0 {
 		t.Errorf("keys left behind: %v", keys)
+	}
+}
+
+// checkRedisCPU checks that a scenario's Redis CPU per job is there and is
+// its window's Redis CPU divided by its jobs.
+func checkRedisCPU(t *testing.T, name string, u bench.Usage, perJob float64, jobs int) {
+	t.Helper()
+	if u.RedisSeconds <= 0 || u.Seconds <= 0 || perJob <= 0 {
+		t.Errorf("%s: no Redis CPU per job: %v µs, window %+v", name, perJob, u)
+		return
+	}
+	if want := u.RedisSeconds * 1e6 / float64(jobs); math.Abs(perJob-want) > 1e-6*want {
+		t.Errorf("%s: Redis CPU per job %v µs, want %v (%vs over %d jobs)", name, perJob, want, u.RedisSeconds, jobs)
 	}
 }
 

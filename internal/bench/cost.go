@@ -21,10 +21,12 @@ type CostResult struct {
 	// commands; pipelined ones each count); 0 when unknown.
 	SentPerJob float64        `json:"sent_per_job,omitempty"`
 	ByCommand  []CommandCount `json:"by_command"`
-	// CPU per job over the whole run, creation included, in microseconds:
-	// Redis's, and this process's (kairos and the tool when self-started).
+	// CPU per job over the jobs' whole life (the window of the precision
+	// and burst figures), in microseconds: Redis's, and this process's
+	// (kairos and the tool when self-started).
 	RedisCPUPerJobUS   float64     `json:"redis_cpu_per_job_us,omitempty"`
 	ProcessCPUPerJobUS float64     `json:"process_cpu_per_job_us"`
+	Life               Usage       `json:"cpu_life"`
 	Idle               *IdleResult `json:"idle,omitempty"`
 	Checks             []Check     `json:"checks"`
 }
@@ -95,17 +97,11 @@ func (b *Bench) Cost(ctx context.Context, c CostConfig) (*CostResult, error) {
 		return nil, fmt.Errorf("cost: CONFIG RESETSTAT: %w", err)
 	}
 	sent0 := b.sent()
-	start := time.Now()
-	mark := b.mark(ctx)
 	var measureErr error
 	// Due over one second, so that the scanner claims in ordinary passes.
 	at := func(i int) time.Duration { return time.Duration(int64(time.Second) * int64(i) / int64(c.Jobs)) }
 	// The settle lets the last acks and the stats recorder's flush land.
 	f, err := b.fire(ctx, "cost", c.Jobs, at, time.Second, 1500*time.Millisecond, "cost", func() {
-		r.Seconds = time.Since(start).Seconds()
-		u := b.usage(ctx, mark)
-		perJob := u.Seconds / float64(c.Jobs) * 1e6 / 100
-		r.ProcessCPUPerJobUS, r.RedisCPUPerJobUS = u.ProcessPct*perJob, u.RedisPct*perJob
 		ex, usec, ok := b.commandStats(ctx)
 		if !ok {
 			measureErr = errors.New("read INFO commandstats")
@@ -113,7 +109,9 @@ func (b *Bench) Cost(ctx context.Context, c CostConfig) (*CostResult, error) {
 		}
 		r.ByCommand, r.ExecutedPerJob, r.SentPerJob = commandTable(ex, diff(b.sent(), sent0), usec, float64(c.Jobs))
 	})
-	r.Delivery = f.delivery
+	r.Delivery, r.Life, r.Seconds = f.delivery, f.life, f.life.Seconds
+	r.RedisCPUPerJobUS = f.life.redisUSPerJob(c.Jobs)
+	r.ProcessCPUPerJobUS = f.life.ProcessPct / 100 * f.life.Seconds * 1e6 / float64(c.Jobs)
 	if err == nil {
 		err = measureErr
 	}
@@ -180,13 +178,16 @@ func (r *CostResult) Tables() []Table {
 	for _, c := range r.ByCommand {
 		life.Rows = append(life.Rows, []string{c.Command, f2(c.Executed), sentCell(c.Sent, sentKnown), f2(c.USec)})
 	}
-	life.Rows = append(life.Rows, []string{"TOTAL", f2(r.ExecutedPerJob), sentCell(r.SentPerJob, sentKnown), ""})
+	life.Rows = append(life.Rows, []string{"TOTAL", f2(r.ExecutedPerJob), sentCell(r.SentPerJob, sentKnown), ""},
+		[]string{"Redis CPU per job life (INFO)", "", "", f2(r.RedisCPUPerJobUS)})
 	life.Notes = []string{
 		"executed: INFO commandstats after CONFIG RESETSTAT; Redis 7 counts each redis.call inside a script under its own name, plus the EVALSHA itself",
 		"sent: commands the kairos process sent (a script call counts once); background work (heartbeats, lock extends, idle BRPOP timeouts) is included",
 		fmt.Sprintf("target: <= 12 commands per job life: executed %s -> %s", f2(r.ExecutedPerJob), lifeCheck.verdict()),
 		"redis µs/job: Redis's time in the command (INFO commandstats usec); an EVALSHA's includes the commands its script runs",
-		fmt.Sprintf("CPU per job over the run, creation included: Redis %s µs, this process %s µs (kairos and, self-started, the tool)", f2(r.RedisCPUPerJobUS), f2(r.ProcessCPUPerJobUS)),
+		fmt.Sprintf("CPU per job life: Redis %s µs, this process %s µs (kairos and, self-started, the tool) over %.1f s (%s)",
+			f2(r.RedisCPUPerJobUS), f2(r.ProcessCPUPerJobUS), r.Life.Seconds, fmtCPU(r.Life)),
+		lifeWindow,
 		fmt.Sprintf("delivered %d of %d, missing %d, duplicated %d, early %d", r.Delivery.Delivered, r.Delivery.Jobs, r.Delivery.Missing, r.Delivery.Duplicated, r.Delivery.Early),
 	}
 	out := []Table{life}
