@@ -37,8 +37,9 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
   precision  --precision-jobs jobs due uniformly over --precision-over: lateness
              at the receiver, and jobs fired early, missing or duplicated
   burst      --burst-jobs jobs due at one instant: time to the last delivery
-  cost       --cost-jobs jobs through their life: Redis commands per job; then
-             --idle-jobs pending far ahead: Redis commands per second idle
+  cost       --cost-jobs jobs through their life: Redis commands per job; again
+             with Redis's slow log on: Redis time by script; then --idle-jobs
+             pending far ahead: Redis commands per second idle
   scale      --scale-jobs jobs pending (10M took 4.2 GiB of Redis memory), then precision again
 
 Every scenario reports Redis CPU per job: the growth of INFO used_cpu_user+sys
@@ -135,6 +136,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			defer probe.Close()
 			t.Redis = benchRedis{probe}
 		}
+		t.Scripts = rdb.ScriptNames() // the scripts of this build; a kairos of another shows SHA1s
 	case redisURL != "":
 		if prefix == "" {
 			prefix = "kbench-" + randomHex(4)
@@ -187,6 +189,8 @@ func benchRedisClient(redisURL string) (*redis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--redis-url: %w (want redis://host:port)", err)
 	}
+	opt.ClientName = bench.ClientName
+	opt.ReadTimeout = time.Minute // SLOWLOG GET of a full slow log is a large reply
 	return redis.NewClient(opt), nil
 }
 
@@ -248,7 +252,7 @@ func startBenchKairos(ctx context.Context, redisURL, prefix string, shards int, 
 		return err
 	}
 	return &benchKairos{stop: stop, target: bench.Target{
-		URL: in.url, Token: token, Redis: benchRedis{probe},
+		URL: in.url, Token: token, Redis: benchRedis{probe}, Scripts: rdb.ScriptNames(),
 		// Every job key carries a shard hash tag; ready lists are per topic.
 		DropJobs: func(ctx context.Context) (int, error) {
 			p := globEscape(prefix)
@@ -311,6 +315,32 @@ func (r benchRedis) Info(ctx context.Context, section string) (string, error) {
 func (r benchRedis) ResetStat(ctx context.Context) error { return r.c.ConfigResetStat(ctx).Err() }
 func (r benchRedis) Time(ctx context.Context) (time.Time, error) {
 	return r.c.Time(ctx).Result()
+}
+func (r benchRedis) ConfigGet(ctx context.Context, name string) (string, error) {
+	m, err := r.c.ConfigGet(ctx, name).Result()
+	if err != nil {
+		return "", err
+	}
+	v, ok := m[name]
+	if !ok {
+		return "", fmt.Errorf("CONFIG GET %s: no such setting", name)
+	}
+	return v, nil
+}
+func (r benchRedis) ConfigSet(ctx context.Context, name, value string) error {
+	return r.c.ConfigSet(ctx, name, value).Err()
+}
+func (r benchRedis) SlowlogReset(ctx context.Context) error { return r.c.SlowLogReset(ctx).Err() }
+func (r benchRedis) Slowlog(ctx context.Context) ([]bench.SlowlogEntry, error) {
+	logs, err := r.c.SlowLogGet(ctx, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("SLOWLOG GET: %w", err)
+	}
+	out := make([]bench.SlowlogEntry, len(logs))
+	for i, l := range logs {
+		out[i] = bench.SlowlogEntry{ID: l.ID, USec: l.Duration.Microseconds(), Args: l.Args, Client: l.ClientAddr, ClientName: l.ClientName}
+	}
+	return out, nil
 }
 
 // countHook counts the commands a client sends, pipelined ones each.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -13,19 +14,21 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kairos-sh/kairos/internal/bench"
+	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
 // TestBenchEndToEnd runs every scenario at a tiny size against a kairos
 // started in process on a real redis-server, and checks the counts the
 // tool reports, that every figure is there and adds up, and that it leaves
-// no key behind.
+// no key and no changed setting behind.
 func TestBenchEndToEnd(t *testing.T) {
 	srv := testredis.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
+	slowlogBefore := c.ConfigGet(ctx, "slowlog-*").Val()
 
 	var out, errOut strings.Builder
 	args := []string{"bench", "--redis-url", srv.URL(), "--scenario", "all", "--json", "--prefix", "kb-test",
@@ -94,6 +97,12 @@ func TestBenchEndToEnd(t *testing.T) {
 			t.Errorf("cost: idle %+v", c.Idle)
 		}
 		checkRedisCPU(t, "cost", c.Life, c.RedisCPUPerJobUS, c.Jobs)
+		if c.ByScript == nil {
+			t.Error("cost: no figures by script")
+		} else {
+			checkDelivery("cost by script", c.ByScript.Delivery, 200)
+			checkScriptCosts(t, c.ByScript)
+		}
 	}
 	if s := rep.Scale; s == nil || s.Loaded != 2000 || s.Precision == nil {
 		t.Errorf("scale: %+v", s)
@@ -109,6 +118,12 @@ func TestBenchEndToEnd(t *testing.T) {
 	if keys := testredis.Keys(t, c, "kb-test"); len(keys) > 0 {
 		t.Errorf("keys left behind: %v", keys)
 	}
+	if after := c.ConfigGet(ctx, "slowlog-*").Val(); !maps.Equal(after, slowlogBefore) {
+		t.Errorf("slow log settings %v after the bench, want them restored to %v", after, slowlogBefore)
+	}
+	if n := c.SlowLogLen(ctx).Val(); n > 100 {
+		t.Errorf("the bench left %d entries in the slow log", n)
+	}
 }
 
 // checkRedisCPU checks that a scenario's Redis CPU per job is there and is
@@ -121,6 +136,44 @@ func checkRedisCPU(t *testing.T, name string, u bench.Usage, perJob float64, job
 	}
 	if want := u.RedisSeconds * 1e6 / float64(jobs); math.Abs(perJob-want) > 1e-6*want {
 		t.Errorf("%s: Redis CPU per job %v µs, want %v (%vs over %d jobs)", name, perJob, want, u.RedisSeconds, jobs)
+	}
+}
+
+// checkScriptCosts checks the cost scenario's figures by script: kairos's
+// scripts are named, the slow log saw what commandstats counted, and the
+// rows add up.
+func checkScriptCosts(t *testing.T, s *bench.ScriptCosts) {
+	t.Helper()
+	for _, n := range s.Notes {
+		t.Errorf("cost by script: note %q", n)
+	}
+	names := map[string]bool{}
+	for _, n := range rdb.ScriptNames() {
+		names[n] = true
+	}
+	var calls, sum float64
+	for _, r := range s.Rows {
+		sum += r.USecPerJob
+		if r.Script && names[r.Name] {
+			calls += r.CallsPerJob
+		}
+		if r.CallsPerJob <= 0 || r.USecPerJob < 0 || r.CommandsUSecPerCall > r.USecPerCall {
+			t.Errorf("cost by script: row %+v", r)
+		}
+	}
+	// Creating, claiming, starting and finishing each run a script of kairos's.
+	if calls < 2 {
+		t.Errorf("cost by script: %v calls a job of kairos's scripts, want at least 2: %+v", calls, s.Rows)
+	}
+	if math.Abs(sum-s.TotalUSecPerJob) > 1e-6*sum {
+		t.Errorf("cost by script: rows sum to %v µs/job, total says %v", sum, s.TotalUSecPerJob)
+	}
+	// Both are Redis's own timings of the same calls.
+	if s.ScriptUSecPerJob < 0.9*s.StatsUSecPerJob || s.ScriptUSecPerJob > 1.1*s.StatsUSecPerJob {
+		t.Errorf("cost by script: slow log %v µs/job of scripts, commandstats %v µs/job of evalsha", s.ScriptUSecPerJob, s.StatsUSecPerJob)
+	}
+	if s.UnloggedUSecPerJob <= 0 || s.Entries == 0 {
+		t.Errorf("cost by script: %+v", s)
 	}
 }
 

@@ -33,6 +33,9 @@ type Target struct {
 	// Sent returns the commands the kairos process has sent to Redis so
 	// far, by lowercase name, a script call counting once; nil if unknown.
 	Sent func() map[string]int64
+	// Scripts maps the SHA1 of each of kairos's scripts to its name, for
+	// the cost scenario's figures by script; nil shows them by SHA1.
+	Scripts map[string]string
 	// Counters returns monotonic counters of the kairos process worth
 	// reading next to the figures, such as its Redis pool's waits; nil if none.
 	Counters func() map[string]int64

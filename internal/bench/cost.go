@@ -24,11 +24,14 @@ type CostResult struct {
 	// CPU per job over the jobs' whole life (the window of the precision
 	// and burst figures), in microseconds: Redis's, and this process's
 	// (kairos and the tool when self-started).
-	RedisCPUPerJobUS   float64     `json:"redis_cpu_per_job_us,omitempty"`
-	ProcessCPUPerJobUS float64     `json:"process_cpu_per_job_us"`
-	Life               Usage       `json:"cpu_life"`
-	Idle               *IdleResult `json:"idle,omitempty"`
-	Checks             []Check     `json:"checks"`
+	RedisCPUPerJobUS   float64 `json:"redis_cpu_per_job_us,omitempty"`
+	ProcessCPUPerJobUS float64 `json:"process_cpu_per_job_us"`
+	Life               Usage   `json:"cpu_life"`
+	// ByScript is Redis's time by script and command, from a second pass
+	// with the slow log on.
+	ByScript *ScriptCosts `json:"by_script,omitempty"`
+	Idle     *IdleResult  `json:"idle,omitempty"`
+	Checks   []Check      `json:"checks"`
 }
 
 // IdleResult is Redis's load while nothing is due.
@@ -98,15 +101,15 @@ func (b *Bench) Cost(ctx context.Context, c CostConfig) (*CostResult, error) {
 	}
 	sent0 := b.sent()
 	var measureErr error
-	// Due over one second, so that the scanner claims in ordinary passes.
-	at := func(i int) time.Duration { return time.Duration(int64(time.Second) * int64(i) / int64(c.Jobs)) }
+	var evalUSec int64
 	// The settle lets the last acks and the stats recorder's flush land.
-	f, err := b.fire(ctx, "cost", c.Jobs, at, time.Second, 1500*time.Millisecond, "cost", func() {
+	f, err := b.fire(ctx, "cost", c.Jobs, costDue(c.Jobs), time.Second, 1500*time.Millisecond, "cost", func() {
 		ex, usec, ok := b.commandStats(ctx)
 		if !ok {
 			measureErr = errors.New("read INFO commandstats")
 			return
 		}
+		evalUSec = usec["evalsha"] + usec["eval"]
 		r.ByCommand, r.ExecutedPerJob, r.SentPerJob = commandTable(ex, diff(b.sent(), sent0), usec, float64(c.Jobs))
 	})
 	r.Delivery, r.Life, r.Seconds = f.delivery, f.life, f.life.Seconds
@@ -119,6 +122,10 @@ func (b *Bench) Cost(ctx context.Context, c CostConfig) (*CostResult, error) {
 		return r, fmt.Errorf("cost: %w", err)
 	}
 	r.Checks = []Check{atMost("commands per job life", r.ExecutedPerJob, 12, "")}
+	b.progressf("cost: once more with the slow log recording every command, for the figures by script")
+	if r.ByScript, err = b.scriptPass(ctx, c.Jobs, float64(evalUSec)/float64(c.Jobs)); err != nil {
+		return r, fmt.Errorf("cost: by script: %w", err)
+	}
 	if c.IdleJobs > 0 {
 		idle, err := b.idle(ctx, c)
 		r.Idle = idle
@@ -128,6 +135,12 @@ func (b *Bench) Cost(ctx context.Context, c CostConfig) (*CostResult, error) {
 		r.Checks = append(r.Checks, atMost("commands per second idle", idle.ExecutedPerSec, 20, "/s"))
 	}
 	return r, nil
+}
+
+// costDue spreads the cost scenario's jobs over one second, so that the
+// scanner claims in ordinary passes.
+func costDue(jobs int) func(i int) time.Duration {
+	return func(i int) time.Duration { return time.Duration(int64(time.Second) * int64(i) / int64(jobs)) }
 }
 
 // idle loads jobs far ahead, waits for the steady state and counts the
@@ -191,6 +204,9 @@ func (r *CostResult) Tables() []Table {
 		fmt.Sprintf("delivered %d of %d, missing %d, duplicated %d, early %d", r.Delivery.Delivered, r.Delivery.Jobs, r.Delivery.Missing, r.Delivery.Duplicated, r.Delivery.Early),
 	}
 	out := []Table{life}
+	if r.ByScript != nil {
+		out = append(out, r.ByScript.tables()...)
+	}
 	if r.Idle != nil {
 		idle := Table{
 			Title: fmt.Sprintf("cost: Redis commands per second with nothing due, %s jobs pending far ahead (%gs window)", fmtInt(int64(r.Idle.Pending)), r.Idle.WindowSeconds),

@@ -22,6 +22,14 @@ type Redis interface {
 	ResetStat(ctx context.Context) error
 	// Time returns Redis's clock (TIME).
 	Time(ctx context.Context) (time.Time, error)
+	// ConfigGet returns a server setting (CONFIG GET).
+	ConfigGet(ctx context.Context, name string) (string, error)
+	// ConfigSet changes a server setting (CONFIG SET); a managed Redis may refuse.
+	ConfigSet(ctx context.Context, name, value string) error
+	// Slowlog returns every entry of the slow log (SLOWLOG GET -1).
+	Slowlog(ctx context.Context) ([]SlowlogEntry, error)
+	// SlowlogReset empties the slow log (SLOWLOG RESET).
+	SlowlogReset(ctx context.Context) error
 }
 
 // parseInfo reads INFO's "name:value" lines.
@@ -67,7 +75,8 @@ func commandStat(s, field string) map[string]int64 {
 }
 
 // ownCommands are the bench's own reads, left out of kairos's counts.
-var ownCommands = map[string]bool{"info": true, "config|resetstat": true, "time": true}
+var ownCommands = map[string]bool{"info": true, "config|resetstat": true, "time": true,
+	"config|get": true, "config|set": true, "slowlog|get": true, "slowlog|reset": true}
 
 // CommandCount is one command's share.
 type CommandCount struct {
