@@ -40,6 +40,9 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
   cost       --cost-jobs jobs through their life: Redis commands per job; again
              with Redis's slow log on: Redis time by script; then --idle-jobs
              pending far ahead: Redis commands per second idle
+  sustained  jobs created and due continuously, each --sustained-lead after its
+             creation, at each of --sustained-rates for --sustained-step: lateness,
+             CPU, and the sustained capacity (about 1.5 minutes; not in the default)
   scale      --scale-jobs jobs pending (10M took 4.2 GiB of Redis memory), then precision again
 
 Every scenario reports Redis CPU per job: the growth of INFO used_cpu_user+sys
@@ -59,6 +62,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		redisURL, apiURL, token   string
 		scenarios, prefix, logLvl string
 		idleJobs, shards          int
+		rates                     string
 		timeout                   time.Duration
 		quiet                     bool
 	)
@@ -77,6 +81,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	fs.IntVar(&idleJobs, "idle-jobs", 1_000_000, "cost: jobs pending far ahead while idle commands are counted; 0 skips the idle count")
 	fs.DurationVar(&o.Cost.IdleSettle, "idle-settle", 15*time.Second, "cost: wait after loading the idle jobs")
 	fs.DurationVar(&o.Cost.IdleWindow, "idle-window", 10*time.Second, "cost: idle window measured")
+	fs.StringVar(&rates, "sustained-rates", bench.DefaultSustainedRates, "sustained: jobs/s of each step, comma-separated, raised in order")
+	fs.DurationVar(&o.Sustained.Step, "sustained-step", 20*time.Second, "sustained: how long each step lasts")
+	fs.DurationVar(&o.Sustained.Lead, "sustained-lead", 500*time.Millisecond, "sustained: how long after its creation each job is due")
 	fs.IntVar(&o.Scale.Jobs, "scale-jobs", 10_000_000, "scale: jobs loaded")
 	fs.DurationVar(&o.Scale.MaxLoad, "scale-max-load", 10*time.Minute, "scale: loading stops after this long")
 	fs.DurationVar(&o.Lead, "lead", 0, "how long before the first due time a run starts being created (default: from the measured create rate)")
@@ -97,6 +104,12 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	var err error
 	if o.Scenarios, err = bench.ParseScenarios(scenarios); err != nil {
 		return err
+	}
+	if o.Sustained.Rates, err = bench.ParseRates(rates); err != nil {
+		return fmt.Errorf("--sustained-rates: %w", err)
+	}
+	if o.Sustained.Step <= 0 || o.Sustained.Lead <= 0 {
+		return errors.New("--sustained-step and --sustained-lead: use durations above 0")
 	}
 	if o.BatchSize < 1 || o.BatchSize > 1000 {
 		return errors.New("--batch-size: use 1 to 1000")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -35,7 +36,8 @@ func TestBenchEndToEnd(t *testing.T) {
 		"--jobs", "200", "--clients", "4", "--batch-size", "50", "--concurrency", "8",
 		"--precision-jobs", "200", "--precision-over", "500ms", "--burst-jobs", "200",
 		"--cost-jobs", "200", "--idle-jobs", "500", "--idle-settle", "200ms", "--idle-window", "1s",
-		"--scale-jobs", "2000", "--lead", "1s", "--grace", "3s", "--timeout", "80s"}
+		"--scale-jobs", "2000", "--sustained-rates", "100,200", "--sustained-step", "1s", "--sustained-lead", "300ms",
+		"--lead", "1s", "--grace", "3s", "--timeout", "80s"}
 	if err := run(ctx, args, fakeEnv(nil), &out, &errOut); err != nil {
 		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
 	}
@@ -103,6 +105,11 @@ func TestBenchEndToEnd(t *testing.T) {
 			checkDelivery("cost by script", c.ByScript.Delivery, 200)
 			checkScriptCosts(t, c.ByScript)
 		}
+	}
+	if s := rep.Sustained; s == nil || len(s.Steps) == 0 {
+		t.Errorf("sustained: %+v", s)
+	} else {
+		checkSustained(t, s, checkDelivery)
 	}
 	if s := rep.Scale; s == nil || s.Loaded != 2000 || s.Precision == nil {
 		t.Errorf("scale: %+v", s)
@@ -177,6 +184,37 @@ func checkScriptCosts(t *testing.T, s *bench.ScriptCosts) {
 	}
 }
 
+// checkSustained checks each step's figures and that the capacity is the
+// highest step that passed.
+func checkSustained(t *testing.T, s *bench.SustainedResult, checkDelivery func(string, bench.Delivery, int)) {
+	t.Helper()
+	capacity := 0
+	for _, st := range s.Steps {
+		name := fmt.Sprintf("sustained %d/s", st.Rate)
+		if st.Jobs != st.Rate {
+			t.Errorf("%s: %d jobs in a 1s step", name, st.Jobs)
+		}
+		checkDelivery(name, st.Delivery, st.Jobs)
+		checkRedisCPU(t, name, st.Life, st.RedisCPUPerJobUS, st.Jobs)
+		if st.CPU.RedisSeconds <= 0 || st.CPU.Seconds <= 0 || st.CPU.Seconds > st.Life.Seconds || st.CreatedPerSec <= 0 {
+			t.Errorf("%s: %+v", name, st)
+		}
+		d := st.Delivery
+		if passed := d.P99MS <= 5 && d.Missing+d.Early+d.Duplicated+st.CreatedLate == 0; st.Passed != passed {
+			t.Errorf("%s: passed = %v with p99 %v ms and %d created late", name, st.Passed, d.P99MS, st.CreatedLate)
+		}
+		if st.Passed {
+			capacity = st.Rate
+		}
+	}
+	if s.Capacity != capacity {
+		t.Errorf("sustained capacity %d, want %d, the highest step that passed", s.Capacity, capacity)
+	}
+	if s.Stopped == "" && len(s.Steps) != len(s.Rates) {
+		t.Errorf("sustained: ran %d of %d steps without saying why it stopped", len(s.Steps), len(s.Rates))
+	}
+}
+
 func TestBenchTables(t *testing.T) {
 	srv := testredis.New(t)
 	var out strings.Builder
@@ -211,6 +249,7 @@ func TestBenchFlags(t *testing.T) {
 		{"bad scenario", []string{"--redis-url", srv.URL(), "--scenario", "speed"}, nil, `scenario "speed"`},
 		{"prefix in use", []string{"--redis-url", srv.URL(), "--prefix", "taken"}, nil, "in use"},
 		{"batch too big", []string{"--redis-url", srv.URL(), "--batch-size", "5000"}, nil, "--batch-size"},
+		{"bad rates", []string{"--redis-url", srv.URL(), "--sustained-rates", "1000,fast"}, nil, "--sustained-rates"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -149,9 +149,9 @@ func (b *Bench) idle(ctx context.Context, c CostConfig) (*IdleResult, error) {
 	base := b.now().Add(24 * time.Hour).UnixMilli()
 	s := b.newSpec("idle", func(i int) int64 { return base + int64(i)*7919%3_600_000 })
 	r := &IdleResult{Pending: c.IdleJobs, WindowSeconds: c.IdleWindow.Seconds()}
-	l, err := b.load(ctx, s, c.IdleJobs, b.cfg.BatchSize, time.Time{}, func(n int, d time.Duration) {
+	l, err := b.load(ctx, s, c.IdleJobs, b.cfg.BatchSize, loadOpts{progress: func(n int, d time.Duration) {
 		b.progressf("cost: loaded %d of %d idle jobs in %v", n, c.IdleJobs, d.Round(time.Second))
-	})
+	}})
 	if err == nil {
 		b.progressf("cost: %d jobs pending far ahead (loaded in %.1fs); settling %v, then measuring %v", l.Created, l.Elapsed.Seconds(), c.IdleSettle, c.IdleWindow)
 		sleep(ctx, c.IdleSettle)

@@ -47,7 +47,7 @@ func (b *Bench) Enqueue(ctx context.Context, n int) (*EnqueueResult, error) {
 		mem0, memOK := b.usedMemory(ctx)
 		mark := b.mark(ctx)
 		stop := b.profile("enqueue-" + ph.name)
-		l, err := b.load(ctx, s, n, ph.size, time.Time{}, nil)
+		l, err := b.load(ctx, s, n, ph.size, loadOpts{})
 		stop()
 		u := b.usage(ctx, mark)
 		*ph.out = EnqueuePhase{Created: l.Created, Calls: len(l.Lat), Seconds: l.Elapsed.Seconds(), JobsPerSec: l.rate(), CPU: u,

@@ -32,7 +32,7 @@ func (b *Bench) fire(ctx context.Context, scenario string, n int, at func(i int)
 	f.run = b.rec.Expect(f.spec.run, n)
 	stray := b.rec.Stray()
 	life := b.mark(ctx)
-	l, err := b.load(ctx, f.spec, n, b.cfg.BatchSize, time.Time{}, nil)
+	l, err := b.load(ctx, f.spec, n, b.cfg.BatchSize, loadOpts{})
 	f.load = l
 	f.ahead = f.t0.Sub(b.now())
 	if err == nil {

@@ -65,9 +65,9 @@ func (b *Bench) Scale(ctx context.Context, c ScaleConfig) (*ScaleResult, error) 
 	mem0, memOK := b.usedMemory(ctx)
 	mark := b.mark(ctx)
 	stop := b.profile("scale-load")
-	l, err := b.load(ctx, s, c.Jobs, b.cfg.BatchSize, time.Now().Add(c.MaxLoad), func(n int, d time.Duration) {
+	l, err := b.load(ctx, s, c.Jobs, b.cfg.BatchSize, loadOpts{stopAt: time.Now().Add(c.MaxLoad), progress: func(n int, d time.Duration) {
 		b.progressf("scale: loaded %s of %s jobs in %v (%s jobs/s)", fmtInt(int64(n)), fmtInt(int64(c.Jobs)), d.Round(time.Second), fmtInt(int64(float64(n)/d.Seconds())))
-	})
+	}})
 	stop()
 	r.CPU = b.usage(ctx, mark)
 	r.RedisCPUPerJobUS = r.CPU.redisUSPerJob(l.Created)
