@@ -37,9 +37,16 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
   precision  --precision-jobs jobs due uniformly over --precision-over: lateness
              at the receiver, and jobs fired early, missing or duplicated
   burst      --burst-jobs jobs due at one instant: time to the last delivery
-  cost       --cost-jobs jobs through their life: Redis commands per job; then
-             --idle-jobs pending far ahead: Redis commands per second idle
+  cost       --cost-jobs jobs through their life: Redis commands per job; again
+             with Redis's slow log on: Redis time by script; then --idle-jobs
+             pending far ahead: Redis commands per second idle
+  sustained  jobs created and due continuously, each --sustained-lead after its
+             creation, at each of --sustained-rates for --sustained-step: lateness,
+             CPU, and the sustained capacity (about 1.5 minutes; not in the default)
   scale      --scale-jobs jobs pending (10M took 4.2 GiB of Redis memory), then precision again
+
+Every scenario reports Redis CPU per job: the growth of INFO used_cpu_user+sys
+over the scenario's window (background included) divided by its jobs.
 
 flags:
 `
@@ -55,13 +62,14 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		redisURL, apiURL, token   string
 		scenarios, prefix, logLvl string
 		idleJobs, shards          int
+		rates                     string
 		timeout                   time.Duration
 		quiet                     bool
 	)
 	fs.StringVar(&redisURL, "redis-url", "", "Redis to start kairos on (or, with --url, the Redis of that kairos)")
 	fs.StringVar(&apiURL, "url", "", "API URL of a running kairos on loopback, instead of starting one")
 	fs.StringVar(&token, "token", "", "API token for --url (default $KAIROS_TOKEN)")
-	fs.StringVar(&scenarios, "scenario", bench.DefaultScenarios, "scenarios: enqueue, precision, burst, cost, scale, comma-separated, or all")
+	fs.StringVar(&scenarios, "scenario", bench.DefaultScenarios, "scenarios: "+strings.Join(bench.Names, ", ")+", comma-separated, or all")
 	fs.IntVar(&o.EnqueueJobs, "jobs", 100_000, "enqueue: jobs created each way")
 	fs.IntVar(&o.Clients, "clients", 32, "concurrent API clients")
 	fs.IntVar(&o.BatchSize, "batch-size", 1000, "jobs per batch create (the API allows 1000)")
@@ -73,6 +81,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	fs.IntVar(&idleJobs, "idle-jobs", 1_000_000, "cost: jobs pending far ahead while idle commands are counted; 0 skips the idle count")
 	fs.DurationVar(&o.Cost.IdleSettle, "idle-settle", 15*time.Second, "cost: wait after loading the idle jobs")
 	fs.DurationVar(&o.Cost.IdleWindow, "idle-window", 10*time.Second, "cost: idle window measured")
+	fs.StringVar(&rates, "sustained-rates", bench.DefaultSustainedRates, "sustained: jobs/s of each step, comma-separated, raised in order")
+	fs.DurationVar(&o.Sustained.Step, "sustained-step", 20*time.Second, "sustained: how long each step lasts")
+	fs.DurationVar(&o.Sustained.Lead, "sustained-lead", 500*time.Millisecond, "sustained: how long after its creation each job is due")
 	fs.IntVar(&o.Scale.Jobs, "scale-jobs", 10_000_000, "scale: jobs loaded")
 	fs.DurationVar(&o.Scale.MaxLoad, "scale-max-load", 10*time.Minute, "scale: loading stops after this long")
 	fs.DurationVar(&o.Lead, "lead", 0, "how long before the first due time a run starts being created (default: from the measured create rate)")
@@ -93,6 +104,12 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	var err error
 	if o.Scenarios, err = bench.ParseScenarios(scenarios); err != nil {
 		return err
+	}
+	if o.Sustained.Rates, err = bench.ParseRates(rates); err != nil {
+		return fmt.Errorf("--sustained-rates: %w", err)
+	}
+	if o.Sustained.Step <= 0 || o.Sustained.Lead <= 0 {
+		return errors.New("--sustained-step and --sustained-lead: use durations above 0")
 	}
 	if o.BatchSize < 1 || o.BatchSize > 1000 {
 		return errors.New("--batch-size: use 1 to 1000")
@@ -132,6 +149,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			defer probe.Close()
 			t.Redis = benchRedis{probe}
 		}
+		t.Scripts = rdb.ScriptNames() // the scripts of this build; a kairos of another shows SHA1s
 	case redisURL != "":
 		if prefix == "" {
 			prefix = "kbench-" + randomHex(4)
@@ -184,6 +202,8 @@ func benchRedisClient(redisURL string) (*redis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--redis-url: %w (want redis://host:port)", err)
 	}
+	opt.ClientName = bench.ClientName
+	opt.ReadTimeout = time.Minute // SLOWLOG GET of a full slow log is a large reply
 	return redis.NewClient(opt), nil
 }
 
@@ -245,7 +265,7 @@ func startBenchKairos(ctx context.Context, redisURL, prefix string, shards int, 
 		return err
 	}
 	return &benchKairos{stop: stop, target: bench.Target{
-		URL: in.url, Token: token, Redis: benchRedis{probe},
+		URL: in.url, Token: token, Redis: benchRedis{probe}, Scripts: rdb.ScriptNames(),
 		// Every job key carries a shard hash tag; ready lists are per topic.
 		DropJobs: func(ctx context.Context) (int, error) {
 			p := globEscape(prefix)
@@ -308,6 +328,32 @@ func (r benchRedis) Info(ctx context.Context, section string) (string, error) {
 func (r benchRedis) ResetStat(ctx context.Context) error { return r.c.ConfigResetStat(ctx).Err() }
 func (r benchRedis) Time(ctx context.Context) (time.Time, error) {
 	return r.c.Time(ctx).Result()
+}
+func (r benchRedis) ConfigGet(ctx context.Context, name string) (string, error) {
+	m, err := r.c.ConfigGet(ctx, name).Result()
+	if err != nil {
+		return "", err
+	}
+	v, ok := m[name]
+	if !ok {
+		return "", fmt.Errorf("CONFIG GET %s: no such setting", name)
+	}
+	return v, nil
+}
+func (r benchRedis) ConfigSet(ctx context.Context, name, value string) error {
+	return r.c.ConfigSet(ctx, name, value).Err()
+}
+func (r benchRedis) SlowlogReset(ctx context.Context) error { return r.c.SlowLogReset(ctx).Err() }
+func (r benchRedis) Slowlog(ctx context.Context) ([]bench.SlowlogEntry, error) {
+	logs, err := r.c.SlowLogGet(ctx, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("SLOWLOG GET: %w", err)
+	}
+	out := make([]bench.SlowlogEntry, len(logs))
+	for i, l := range logs {
+		out[i] = bench.SlowlogEntry{ID: l.ID, USec: l.Duration.Microseconds(), Args: l.Args, Client: l.ClientAddr, ClientName: l.ClientName}
+	}
+	return out, nil
 }
 
 // countHook counts the commands a client sends, pipelined ones each.

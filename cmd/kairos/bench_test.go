@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -12,16 +15,21 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kairos-sh/kairos/internal/bench"
+	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
 // TestBenchEndToEnd runs every scenario at a tiny size against a kairos
 // started in process on a real redis-server, and checks the counts the
-// tool reports and that it leaves no key behind.
+// tool reports, that every figure is there and adds up, and that it leaves
+// no key and no changed setting behind.
 func TestBenchEndToEnd(t *testing.T) {
 	srv := testredis.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
+	slowlogBefore := c.ConfigGet(ctx, "slowlog-*").Val()
 
 	var out, errOut strings.Builder
 	args := []string{"bench", "--redis-url", srv.URL(), "--scenario", "all", "--json", "--prefix", "kb-test",
@@ -30,7 +38,8 @@ func TestBenchEndToEnd(t *testing.T) {
 		"--jobs", "2000", "--clients", "4", "--batch-size", "500", "--concurrency", "8",
 		"--precision-jobs", "200", "--precision-over", "500ms", "--burst-jobs", "200",
 		"--cost-jobs", "200", "--idle-jobs", "500", "--idle-settle", "200ms", "--idle-window", "1s",
-		"--scale-jobs", "2000", "--lead", "1s", "--grace", "3s", "--timeout", "50s"}
+		"--scale-jobs", "2000", "--sustained-rates", "100,200", "--sustained-step", "1s", "--sustained-lead", "300ms",
+		"--lead", "1s", "--grace", "3s", "--timeout", "80s"}
 	if err := run(ctx, args, fakeEnv(nil), &out, &errOut); err != nil {
 		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
 	}
@@ -44,6 +53,9 @@ func TestBenchEndToEnd(t *testing.T) {
 
 	if e := rep.Enqueue; e == nil || e.Single.Created != 2000 || e.Batch.Created != 2000 || e.Batch.Calls != 4 || e.Batch.MemoryPerJob <= 0 {
 		t.Errorf("enqueue: %+v", e)
+	} else {
+		checkRedisCPU(t, "enqueue single", e.Single.CPU, e.Single.RedisCPUPerJobUS, e.Single.Created)
+		checkRedisCPU(t, "enqueue batch", e.Batch.CPU, e.Batch.RedisCPUPerJobUS, e.Batch.Created)
 	}
 	checkDelivery := func(name string, d bench.Delivery, n int) {
 		t.Helper()
@@ -60,6 +72,10 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Error("no precision result")
 	} else {
 		checkDelivery("precision", p.Delivery, 200)
+		checkRedisCPU(t, "precision", p.Life, p.RedisCPUPerJobUS, p.Jobs)
+		if p.Life.Seconds < p.CPU.Seconds {
+			t.Errorf("precision: the job-life window (%vs) is shorter than the firing window (%vs) it holds", p.Life.Seconds, p.CPU.Seconds)
+		}
 		if p.Delivery.LastMS < 400 {
 			t.Errorf("precision: last arrival %vms after the first due time, want the jobs spread over 500ms", p.Delivery.LastMS)
 		}
@@ -68,6 +84,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Error("no burst result")
 	} else {
 		checkDelivery("burst", b.Delivery, 200)
+		checkRedisCPU(t, "burst", b.Life, b.RedisCPUPerJobUS, b.Jobs)
 		if b.DrainSeconds <= 0 || b.PerSec <= 0 {
 			t.Errorf("burst: %+v", b)
 		}
@@ -84,6 +101,18 @@ func TestBenchEndToEnd(t *testing.T) {
 		if c.Idle == nil || c.Idle.ExecutedPerSec <= 0 {
 			t.Errorf("cost: idle %+v", c.Idle)
 		}
+		checkRedisCPU(t, "cost", c.Life, c.RedisCPUPerJobUS, c.Jobs)
+		if c.ByScript == nil {
+			t.Error("cost: no figures by script")
+		} else {
+			checkDelivery("cost by script", c.ByScript.Delivery, 200)
+			checkScriptCosts(t, c.ByScript)
+		}
+	}
+	if s := rep.Sustained; s == nil || len(s.Steps) == 0 {
+		t.Errorf("sustained: %+v", s)
+	} else {
+		checkSustained(t, s, checkDelivery)
 	}
 	if s := rep.Scale; s == nil || s.Loaded != 2000 || s.Precision == nil {
 		t.Errorf("scale: %+v", s)
@@ -92,12 +121,101 @@ func TestBenchEndToEnd(t *testing.T) {
 		if s.Precision.Pending != 2000 || s.MemoryPerJob <= 0 {
 			t.Errorf("scale: %+v", s)
 		}
+		checkRedisCPU(t, "scale", s.CPU, s.RedisCPUPerJobUS, s.Loaded)
+		checkRedisCPU(t, "scale precision", s.Precision.Life, s.Precision.RedisCPUPerJobUS, s.Precision.Jobs)
 	}
 
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer c.Close()
 	if keys := testredis.Keys(t, c, "kb-test"); len(keys) > 0 {
 		t.Errorf("keys left behind: %v", keys)
+	}
+	if after := c.ConfigGet(ctx, "slowlog-*").Val(); !maps.Equal(after, slowlogBefore) {
+		t.Errorf("slow log settings %v after the bench, want them restored to %v", after, slowlogBefore)
+	}
+	if n := c.SlowLogLen(ctx).Val(); n > 100 {
+		t.Errorf("the bench left %d entries in the slow log", n)
+	}
+}
+
+// checkRedisCPU checks that a scenario's Redis CPU per job is there and is
+// its window's Redis CPU divided by its jobs.
+func checkRedisCPU(t *testing.T, name string, u bench.Usage, perJob float64, jobs int) {
+	t.Helper()
+	if u.RedisSeconds <= 0 || u.Seconds <= 0 || perJob <= 0 {
+		t.Errorf("%s: no Redis CPU per job: %v µs, window %+v", name, perJob, u)
+		return
+	}
+	if want := u.RedisSeconds * 1e6 / float64(jobs); math.Abs(perJob-want) > 1e-6*want {
+		t.Errorf("%s: Redis CPU per job %v µs, want %v (%vs over %d jobs)", name, perJob, want, u.RedisSeconds, jobs)
+	}
+}
+
+// checkScriptCosts checks the cost scenario's figures by script: kairos's
+// scripts are named, the slow log saw what commandstats counted, and the
+// rows add up.
+func checkScriptCosts(t *testing.T, s *bench.ScriptCosts) {
+	t.Helper()
+	for _, n := range s.Notes {
+		t.Errorf("cost by script: note %q", n)
+	}
+	names := map[string]bool{}
+	for _, n := range rdb.ScriptNames() {
+		names[n] = true
+	}
+	var calls, sum float64
+	for _, r := range s.Rows {
+		sum += r.USecPerJob
+		if r.Script && names[r.Name] {
+			calls += r.CallsPerJob
+		}
+		if r.CallsPerJob <= 0 || r.USecPerJob < 0 || r.CommandsUSecPerCall > r.USecPerCall {
+			t.Errorf("cost by script: row %+v", r)
+		}
+	}
+	// Each job's outcome is a script call of its own (finish), and it has its
+	// share of the create and claim calls.
+	if calls <= 1 {
+		t.Errorf("cost by script: %v calls a job of kairos's scripts, want more than 1: %+v", calls, s.Rows)
+	}
+	if math.Abs(sum-s.TotalUSecPerJob) > 1e-6*sum {
+		t.Errorf("cost by script: rows sum to %v µs/job, total says %v", sum, s.TotalUSecPerJob)
+	}
+	// Both are Redis's own timings of the same calls.
+	if s.ScriptUSecPerJob < 0.9*s.StatsUSecPerJob || s.ScriptUSecPerJob > 1.1*s.StatsUSecPerJob {
+		t.Errorf("cost by script: slow log %v µs/job of scripts, commandstats %v µs/job of evalsha", s.ScriptUSecPerJob, s.StatsUSecPerJob)
+	}
+	if s.UnloggedUSecPerJob <= 0 || s.Entries == 0 {
+		t.Errorf("cost by script: %+v", s)
+	}
+}
+
+// checkSustained checks each step's figures and that the capacity is the
+// highest step that passed.
+func checkSustained(t *testing.T, s *bench.SustainedResult, checkDelivery func(string, bench.Delivery, int)) {
+	t.Helper()
+	capacity := 0
+	for _, st := range s.Steps {
+		name := fmt.Sprintf("sustained %d/s", st.Rate)
+		if st.Jobs != st.Rate {
+			t.Errorf("%s: %d jobs in a 1s step", name, st.Jobs)
+		}
+		checkDelivery(name, st.Delivery, st.Jobs)
+		checkRedisCPU(t, name, st.Life, st.RedisCPUPerJobUS, st.Jobs)
+		if st.CPU.RedisSeconds <= 0 || st.CPU.Seconds <= 0 || st.CPU.Seconds > st.Life.Seconds || st.CreatedPerSec <= 0 {
+			t.Errorf("%s: %+v", name, st)
+		}
+		d := st.Delivery
+		if passed := d.P99MS <= 5 && d.Missing+d.Early+d.Duplicated+st.CreatedLate == 0; st.Passed != passed {
+			t.Errorf("%s: passed = %v with p99 %v ms and %d created late", name, st.Passed, d.P99MS, st.CreatedLate)
+		}
+		if st.Passed {
+			capacity = st.Rate
+		}
+	}
+	if s.Capacity != capacity {
+		t.Errorf("sustained capacity %d, want %d, the highest step that passed", s.Capacity, capacity)
+	}
+	if s.Stopped == "" && len(s.Steps) != len(s.Rates) {
+		t.Errorf("sustained: ran %d of %d steps without saying why it stopped", len(s.Steps), len(s.Rates))
 	}
 }
 
@@ -135,6 +253,7 @@ func TestBenchFlags(t *testing.T) {
 		{"bad scenario", []string{"--redis-url", srv.URL(), "--scenario", "speed"}, nil, `scenario "speed"`},
 		{"prefix in use", []string{"--redis-url", srv.URL(), "--prefix", "taken"}, nil, "in use"},
 		{"batch too big", []string{"--redis-url", srv.URL(), "--batch-size", "5000"}, nil, "--batch-size"},
+		{"bad rates", []string{"--redis-url", srv.URL(), "--sustained-rates", "1000,fast"}, nil, "--sustained-rates"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

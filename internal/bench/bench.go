@@ -33,6 +33,9 @@ type Target struct {
 	// Sent returns the commands the kairos process has sent to Redis so
 	// far, by lowercase name, a script call counting once; nil if unknown.
 	Sent func() map[string]int64
+	// Scripts maps the SHA1 of each of kairos's scripts to its name, for
+	// the cost scenario's figures by script; nil shows them by SHA1.
+	Scripts map[string]string
 	// Counters returns monotonic counters of the kairos process worth
 	// reading next to the figures, such as its Redis pool's waits; nil if none.
 	Counters func() map[string]int64
@@ -120,7 +123,7 @@ func (b *Bench) warmUp(ctx context.Context) error {
 	const n = 20
 	s := b.newSpec("warm", func(int) int64 { return b.now().UnixMilli() })
 	run := b.rec.Expect(s.run, n)
-	if _, err := b.load(ctx, s, n, 1, time.Time{}, nil); err != nil {
+	if _, err := b.load(ctx, s, n, 1, loadOpts{}); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
@@ -133,7 +136,7 @@ func (b *Bench) warmUp(ctx context.Context) error {
 	far := b.now().Add(24 * time.Hour).UnixMilli()
 	probe := b.newSpec("probe", func(int) int64 { return far })
 	size := b.cfg.BatchSize
-	l, err := b.load(ctx, probe, size, size, time.Time{}, nil)
+	l, err := b.load(ctx, probe, size, size, loadOpts{})
 	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}

@@ -21,12 +21,17 @@ type CostResult struct {
 	// commands; pipelined ones each count); 0 when unknown.
 	SentPerJob float64        `json:"sent_per_job,omitempty"`
 	ByCommand  []CommandCount `json:"by_command"`
-	// CPU per job over the whole run, creation included, in microseconds:
-	// Redis's, and this process's (kairos and the tool when self-started).
-	RedisCPUPerJobUS   float64     `json:"redis_cpu_per_job_us,omitempty"`
-	ProcessCPUPerJobUS float64     `json:"process_cpu_per_job_us"`
-	Idle               *IdleResult `json:"idle,omitempty"`
-	Checks             []Check     `json:"checks"`
+	// CPU per job over the jobs' whole life (the window of the precision
+	// and burst figures), in microseconds: Redis's, and this process's
+	// (kairos and the tool when self-started).
+	RedisCPUPerJobUS   float64 `json:"redis_cpu_per_job_us,omitempty"`
+	ProcessCPUPerJobUS float64 `json:"process_cpu_per_job_us"`
+	Life               Usage   `json:"cpu_life"`
+	// ByScript is Redis's time by script and command, from a second pass
+	// with the slow log on.
+	ByScript *ScriptCosts `json:"by_script,omitempty"`
+	Idle     *IdleResult  `json:"idle,omitempty"`
+	Checks   []Check      `json:"checks"`
 }
 
 // IdleResult is Redis's load while nothing is due.
@@ -95,25 +100,21 @@ func (b *Bench) Cost(ctx context.Context, c CostConfig) (*CostResult, error) {
 		return nil, fmt.Errorf("cost: CONFIG RESETSTAT: %w", err)
 	}
 	sent0 := b.sent()
-	start := time.Now()
-	mark := b.mark(ctx)
 	var measureErr error
-	// Due over one second, so that the scanner claims in ordinary passes.
-	at := func(i int) time.Duration { return time.Duration(int64(time.Second) * int64(i) / int64(c.Jobs)) }
+	var evalUSec int64
 	// The settle lets the last acks and the stats recorder's flush land.
-	f, err := b.fire(ctx, "cost", c.Jobs, at, time.Second, 1500*time.Millisecond, "cost", func() {
-		r.Seconds = time.Since(start).Seconds()
-		u := b.usage(ctx, mark)
-		perJob := u.Seconds / float64(c.Jobs) * 1e6 / 100
-		r.ProcessCPUPerJobUS, r.RedisCPUPerJobUS = u.ProcessPct*perJob, u.RedisPct*perJob
+	f, err := b.fire(ctx, "cost", c.Jobs, costDue(c.Jobs), time.Second, 1500*time.Millisecond, "cost", func() {
 		ex, usec, ok := b.commandStats(ctx)
 		if !ok {
 			measureErr = errors.New("read INFO commandstats")
 			return
 		}
+		evalUSec = usec["evalsha"] + usec["eval"]
 		r.ByCommand, r.ExecutedPerJob, r.SentPerJob = commandTable(ex, diff(b.sent(), sent0), usec, float64(c.Jobs))
 	})
-	r.Delivery = f.delivery
+	r.Delivery, r.Life, r.Seconds = f.delivery, f.life, f.life.Seconds
+	r.RedisCPUPerJobUS = f.life.redisUSPerJob(c.Jobs)
+	r.ProcessCPUPerJobUS = f.life.ProcessPct / 100 * f.life.Seconds * 1e6 / float64(c.Jobs)
 	if err == nil {
 		err = measureErr
 	}
@@ -121,6 +122,10 @@ func (b *Bench) Cost(ctx context.Context, c CostConfig) (*CostResult, error) {
 		return r, fmt.Errorf("cost: %w", err)
 	}
 	r.Checks = []Check{atMost("commands per job life", r.ExecutedPerJob, 12, "")}
+	b.progressf("cost: once more with the slow log recording every command, for the figures by script")
+	if r.ByScript, err = b.scriptPass(ctx, c.Jobs, float64(evalUSec)/float64(c.Jobs)); err != nil {
+		return r, fmt.Errorf("cost: by script: %w", err)
+	}
 	if c.IdleJobs > 0 {
 		idle, err := b.idle(ctx, c)
 		r.Idle = idle
@@ -132,15 +137,21 @@ func (b *Bench) Cost(ctx context.Context, c CostConfig) (*CostResult, error) {
 	return r, nil
 }
 
+// costDue spreads the cost scenario's jobs over one second, so that the
+// scanner claims in ordinary passes.
+func costDue(jobs int) func(i int) time.Duration {
+	return func(i int) time.Duration { return time.Duration(int64(time.Second) * int64(i) / int64(jobs)) }
+}
+
 // idle loads jobs far ahead, waits for the steady state and counts the
 // commands of a window in which nothing is due.
 func (b *Bench) idle(ctx context.Context, c CostConfig) (*IdleResult, error) {
 	base := b.now().Add(24 * time.Hour).UnixMilli()
 	s := b.newSpec("idle", func(i int) int64 { return base + int64(i)*7919%3_600_000 })
 	r := &IdleResult{Pending: c.IdleJobs, WindowSeconds: c.IdleWindow.Seconds()}
-	l, err := b.load(ctx, s, c.IdleJobs, b.cfg.BatchSize, time.Time{}, func(n int, d time.Duration) {
+	l, err := b.load(ctx, s, c.IdleJobs, b.cfg.BatchSize, loadOpts{progress: func(n int, d time.Duration) {
 		b.progressf("cost: loaded %d of %d idle jobs in %v", n, c.IdleJobs, d.Round(time.Second))
-	})
+	}})
 	if err == nil {
 		b.progressf("cost: %d jobs pending far ahead (loaded in %.1fs); settling %v, then measuring %v", l.Created, l.Elapsed.Seconds(), c.IdleSettle, c.IdleWindow)
 		sleep(ctx, c.IdleSettle)
@@ -180,16 +191,22 @@ func (r *CostResult) Tables() []Table {
 	for _, c := range r.ByCommand {
 		life.Rows = append(life.Rows, []string{c.Command, f2(c.Executed), sentCell(c.Sent, sentKnown), f2(c.USec)})
 	}
-	life.Rows = append(life.Rows, []string{"TOTAL", f2(r.ExecutedPerJob), sentCell(r.SentPerJob, sentKnown), ""})
+	life.Rows = append(life.Rows, []string{"TOTAL", f2(r.ExecutedPerJob), sentCell(r.SentPerJob, sentKnown), ""},
+		[]string{"Redis CPU per job life (INFO)", "", "", f2(r.RedisCPUPerJobUS)})
 	life.Notes = []string{
 		"executed: INFO commandstats after CONFIG RESETSTAT; Redis 7 counts each redis.call inside a script under its own name, plus the EVALSHA itself",
 		"sent: commands the kairos process sent (a script call counts once); background work (heartbeats, lock extends, idle BRPOP timeouts) is included",
 		fmt.Sprintf("target: <= 12 commands per job life: executed %s -> %s", f2(r.ExecutedPerJob), lifeCheck.verdict()),
 		"redis µs/job: Redis's time in the command (INFO commandstats usec); an EVALSHA's includes the commands its script runs",
-		fmt.Sprintf("CPU per job over the run, creation included: Redis %s µs, this process %s µs (kairos and, self-started, the tool)", f2(r.RedisCPUPerJobUS), f2(r.ProcessCPUPerJobUS)),
+		fmt.Sprintf("CPU per job life: Redis %s µs, this process %s µs (kairos and, self-started, the tool) over %.1f s (%s)",
+			f2(r.RedisCPUPerJobUS), f2(r.ProcessCPUPerJobUS), r.Life.Seconds, fmtCPU(r.Life)),
+		lifeWindow,
 		fmt.Sprintf("delivered %d of %d, missing %d, duplicated %d, early %d", r.Delivery.Delivered, r.Delivery.Jobs, r.Delivery.Missing, r.Delivery.Duplicated, r.Delivery.Early),
 	}
 	out := []Table{life}
+	if r.ByScript != nil {
+		out = append(out, r.ByScript.tables()...)
+	}
 	if r.Idle != nil {
 		idle := Table{
 			Title: fmt.Sprintf("cost: Redis commands per second with nothing due, %s jobs pending far ahead (%gs window)", fmtInt(int64(r.Idle.Pending)), r.Idle.WindowSeconds),

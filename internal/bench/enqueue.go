@@ -29,6 +29,8 @@ type EnqueuePhase struct {
 	// MemoryPerJob is Redis's used_memory growth divided by the jobs (0 when unknown).
 	MemoryPerJob float64 `json:"memory_per_job_bytes,omitempty"`
 	CPU          Usage   `json:"cpu"`
+	// RedisCPUPerJobUS is Redis's CPU time over the creates per job created.
+	RedisCPUPerJobUS float64 `json:"redis_cpu_per_job_us,omitempty"`
 }
 
 // Enqueue runs the enqueue scenario with n jobs.
@@ -46,9 +48,11 @@ func (b *Bench) Enqueue(ctx context.Context, n int) (*EnqueueResult, error) {
 		mem0, memOK := b.usedMemory(ctx)
 		mark := b.mark(ctx)
 		stop := b.profile("enqueue-" + ph.name)
-		l, err := b.load(ctx, s, n, ph.size, time.Time{}, nil)
+		l, err := b.load(ctx, s, n, ph.size, loadOpts{})
 		stop()
-		*ph.out = EnqueuePhase{Created: l.Created, Calls: len(l.Lat), Seconds: l.Elapsed.Seconds(), JobsPerSec: l.rate(), CPU: b.usage(ctx, mark)}
+		u := b.usage(ctx, mark)
+		*ph.out = EnqueuePhase{Created: l.Created, Calls: len(l.Lat), Seconds: l.Elapsed.Seconds(), JobsPerSec: l.rate(), CPU: u,
+			RedisCPUPerJobUS: u.redisUSPerJob(l.Created)}
 		if q := durQuantiles(l.Lat, 0.5, 0.99); len(l.Lat) > 0 {
 			ph.out.P50MS, ph.out.P99MS = q[0], q[1]
 		}
@@ -87,16 +91,20 @@ func (r *EnqueueResult) table() Table {
 	}
 	s, b := r.Single, r.Batch
 	verdict := func(name string) (string, string) {
-		for _, c := range r.Checks {
-			if c.Metric == name {
-				return c.Target, c.verdict()
-			}
+		if c, ok := findCheck(r.Checks, name); ok {
+			return c.Target, c.verdict()
 		}
 		return "", ""
 	}
 	st, sv := verdict("single creates")
 	bt, bv := verdict("batch creates")
 	mt, mv := verdict("memory per pending job")
+	redisUS := func(p EnqueuePhase) string {
+		if !p.CPU.Redis {
+			return "n/a"
+		}
+		return fmtUS(p.RedisCPUPerJobUS)
+	}
 	mem := func(p EnqueuePhase) string {
 		if p.MemoryPerJob == 0 {
 			return "n/a"
@@ -111,9 +119,11 @@ func (r *EnqueueResult) table() Table {
 		{"call latency p50", fmtMS(s.P50MS), fmtMS(b.P50MS), "", ""},
 		{"call latency p99", fmtMS(s.P99MS), fmtMS(b.P99MS), "", ""},
 		{"Redis memory per pending job", mem(s), mem(b), mt, mv},
+		{"Redis CPU per job created", redisUS(s), redisUS(b), "", ""},
 		{"CPU (% of one core)", fmtCPU(s.CPU), fmtCPU(b.CPU), "", ""},
 	}
-	t.Notes = append(t.Notes, "memory is INFO used_memory growth / jobs; the client, kairos and Redis share this machine's CPUs")
+	t.Notes = append(t.Notes, "memory is INFO used_memory growth / jobs; the client, kairos and Redis share this machine's CPUs",
+		"Redis CPU per job created = growth of INFO used_cpu_user+used_cpu_sys over the creates (nothing falls due; kairos's background work included) / jobs created")
 	for _, p := range []struct {
 		name string
 		u    Usage

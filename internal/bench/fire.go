@@ -15,7 +15,8 @@ type fired struct {
 	ahead    time.Duration // how far ahead of t0 creation ended; negative: late
 	load     loadResult
 	delivery Delivery
-	cpu      Usage
+	cpu      Usage // from just before the first due time to the end of the deliveries
+	life     Usage // from the first create call to the end of the deliveries
 }
 
 // fire creates n jobs, job i due at t0 + at(i) (at most span after t0),
@@ -30,7 +31,8 @@ func (b *Bench) fire(ctx context.Context, scenario string, n int, at func(i int)
 	f.spec = b.newSpec(scenario, func(i int) int64 { return t0 + at(i).Milliseconds() })
 	f.run = b.rec.Expect(f.spec.run, n)
 	stray := b.rec.Stray()
-	l, err := b.load(ctx, f.spec, n, b.cfg.BatchSize, time.Time{}, nil)
+	life := b.mark(ctx)
+	l, err := b.load(ctx, f.spec, n, b.cfg.BatchSize, loadOpts{})
 	f.load = l
 	f.ahead = f.t0.Sub(b.now())
 	if err == nil {
@@ -43,7 +45,7 @@ func (b *Bench) fire(ctx context.Context, scenario string, n int, at func(i int)
 		stop := b.profile(profile)
 		b.await(ctx, f.run, n, f.t0.Add(span), settle)
 		stop()
-		f.cpu = b.usage(ctx, mark)
+		f.cpu, f.life = b.usage(ctx, mark), b.usage(ctx, life)
 		f.delivery = f.run.Delivery(b.offset, b.rec.Stray()-stray)
 		if after != nil {
 			after()

@@ -37,6 +37,19 @@ type loadResult struct {
 	Elapsed time.Duration
 	Lat     []time.Duration // per call
 	Stopped bool            // stopAt came before every job was created
+	// Late counts the jobs whose create call returned after their due time.
+	Late int
+	// MaxLag is the longest a paced call returned after its planned time.
+	MaxLag time.Duration
+}
+
+// loadOpts are the optional parts of a load.
+type loadOpts struct {
+	stopAt time.Time // no call starts after it
+	// progress is called every 10 seconds with the jobs created so far.
+	progress func(created int, elapsed time.Duration)
+	// pace, when set, is the earliest time (local clock) call k may start.
+	pace func(k int) time.Time
 }
 
 func (l loadResult) rate() float64 {
@@ -47,15 +60,14 @@ func (l loadResult) rate() float64 {
 }
 
 // load creates jobs 0..n-1 of s with the configured number of concurrent
-// clients, size jobs per call (1: single creates, else batch creates). It
-// stops taking new calls at stopAt (if set) and returns at the first error.
-// progress, if set, is called every 10 seconds with the jobs created so far.
-func (b *Bench) load(ctx context.Context, s spec, n, size int, stopAt time.Time, progress func(created int, elapsed time.Duration)) (loadResult, error) {
+// clients, size jobs per call (1: single creates, else batch creates), call
+// k holding jobs k*size and on. It returns at the first error.
+func (b *Bench) load(ctx context.Context, s spec, n, size int, o loadOpts) (loadResult, error) {
 	size = max(size, 1)
 	chunks := (n + size - 1) / size
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var next, created atomic.Int64
+	var next, created, late, maxLag atomic.Int64
 	var stopped atomic.Bool
 	lats := make([][]time.Duration, b.cfg.Clients)
 	start := time.Now()
@@ -68,7 +80,10 @@ func (b *Bench) load(ctx context.Context, s spec, n, size int, stopAt time.Time,
 				if k >= chunks {
 					return
 				}
-				if !stopAt.IsZero() && time.Now().After(stopAt) {
+				if o.pace != nil {
+					sleep(ctx, time.Until(o.pace(k)))
+				}
+				if !o.stopAt.IsZero() && time.Now().After(o.stopAt) {
 					stopped.Store(true)
 					return
 				}
@@ -94,10 +109,19 @@ func (b *Bench) load(ctx context.Context, s spec, n, size int, stopAt time.Time,
 					return
 				}
 				created.Add(int64(hi - lo))
+				now := b.now().UnixMilli()
+				for i := lo; i < hi; i++ {
+					if s.due(i) < now {
+						late.Add(1)
+					}
+				}
+				if o.pace != nil {
+					storeMax(&maxLag, int64(time.Since(o.pace(k))))
+				}
 			}
 		})
 	}
-	if progress != nil {
+	if progress := o.progress; progress != nil {
 		done := make(chan struct{})
 		defer close(done)
 		go func() {
@@ -114,7 +138,8 @@ func (b *Bench) load(ctx context.Context, s spec, n, size int, stopAt time.Time,
 		}()
 	}
 	wg.Wait()
-	res := loadResult{Created: int(created.Load()), Elapsed: time.Since(start), Stopped: stopped.Load()}
+	res := loadResult{Created: int(created.Load()), Elapsed: time.Since(start), Stopped: stopped.Load(),
+		Late: int(late.Load()), MaxLag: time.Duration(maxLag.Load())}
 	for _, l := range lats {
 		res.Lat = append(res.Lat, l...)
 	}

@@ -19,8 +19,12 @@ type PrecisionResult struct {
 	// AheadSeconds is how long before the first due time creating the jobs ended.
 	AheadSeconds float64  `json:"created_ahead_seconds"`
 	Delivery     Delivery `json:"delivery"`
-	CPU          Usage    `json:"cpu"`
-	Checks       []Check  `json:"checks"`
+	CPU          Usage    `json:"cpu"` // while firing
+	// Life is CPU from the first create call to the settled last delivery:
+	// the window of RedisCPUPerJobUS.
+	Life             Usage   `json:"cpu_life"`
+	RedisCPUPerJobUS float64 `json:"redis_cpu_per_job_us,omitempty"`
+	Checks           []Check `json:"checks"`
 }
 
 // Precision runs the precision scenario: n jobs due uniformly over the window.
@@ -32,7 +36,8 @@ func (b *Bench) precision(ctx context.Context, n int, over time.Duration, pendin
 	at := func(i int) time.Duration { return time.Duration(int64(over) * int64(i) / int64(n)) }
 	f, err := b.fire(ctx, "prec", n, at, over, 500*time.Millisecond, profile, nil)
 	r := &PrecisionResult{Jobs: n, OverSeconds: over.Seconds(), PerSec: float64(n) / over.Seconds(), Pending: pending,
-		LeadSeconds: f.lead.Round(time.Millisecond).Seconds(), AheadSeconds: f.ahead.Round(time.Millisecond).Seconds(), Delivery: f.delivery, CPU: f.cpu}
+		LeadSeconds: f.lead.Round(time.Millisecond).Seconds(), AheadSeconds: f.ahead.Round(time.Millisecond).Seconds(), Delivery: f.delivery, CPU: f.cpu,
+		Life: f.life, RedisCPUPerJobUS: f.life.redisUSPerJob(n)}
 	if err != nil {
 		return r, fmt.Errorf("precision: %w", err)
 	}
@@ -40,6 +45,7 @@ func (b *Bench) precision(ctx context.Context, n int, over time.Duration, pendin
 	r.Checks = []Check{atMost("lateness p99", d.P99MS, 5, " ms"), atMost("lateness max", d.MaxMS, 25, " ms")}
 	_, cs := deliveryRows(d)
 	r.Checks = append(r.Checks, cs...)
+	r.Checks = append(r.Checks, redisCPUCheck(f.life, n, 50)...)
 	return r, nil
 }
 
@@ -77,11 +83,14 @@ func (r *PrecisionResult) table() Table {
 	t.Rows = append(t.Rows, rows...)
 	t.Rows = append(t.Rows,
 		[]string{"created ahead of first due time", fmtSeconds(r.AheadSeconds), "", ""},
-		[]string{"CPU while firing (% of one core)", fmtCPU(r.CPU), "", ""})
+		[]string{"CPU while firing (% of one core)", fmtCPU(r.CPU), "", ""},
+		redisCPURow("Redis CPU per job life", r.Life, r.Jobs, r.Checks))
 	if n := countersNote(r.CPU); n != "" {
 		t.Notes = append(t.Notes, n)
 	}
-	t.Notes = append(t.Notes, "lateness = arrival at the bench's receiver minus the job's due time (run_at, ms)")
+	t.Notes = append(t.Notes, "lateness = arrival at the bench's receiver minus the job's due time (run_at, ms)",
+		lifeWindow+fmt.Sprintf(" (%.1f s; %s)", r.Life.Seconds, fmtCPU(r.Life)),
+		"issue 13 sets <= 50 µs with 100,000 other jobs pending: --scenario scale --scale-jobs 100000 runs precision among them")
 	if r.AheadSeconds < 0 {
 		t.Notes = append(t.Notes, "INVALID: creating the jobs took longer than the lead; the first jobs were created after they were due (raise --lead)")
 	}

@@ -94,9 +94,14 @@ func (r *Arrivals) record(seq int, at, dueMS int64) {
 		r.first[seq].Store(at)
 		r.arrived.Add(1)
 	}
+	storeMax(&r.last, at)
+}
+
+// storeMax raises v to x unless it is already at least x.
+func storeMax(v *atomic.Int64, x int64) {
 	for {
-		l := r.last.Load()
-		if at <= l || r.last.CompareAndSwap(l, at) {
+		l := v.Load()
+		if x <= l || v.CompareAndSwap(l, x) {
 			return
 		}
 	}

@@ -22,6 +22,14 @@ type Redis interface {
 	ResetStat(ctx context.Context) error
 	// Time returns Redis's clock (TIME).
 	Time(ctx context.Context) (time.Time, error)
+	// ConfigGet returns a server setting (CONFIG GET).
+	ConfigGet(ctx context.Context, name string) (string, error)
+	// ConfigSet changes a server setting (CONFIG SET); a managed Redis may refuse.
+	ConfigSet(ctx context.Context, name, value string) error
+	// Slowlog returns every entry of the slow log (SLOWLOG GET -1).
+	Slowlog(ctx context.Context) ([]SlowlogEntry, error)
+	// SlowlogReset empties the slow log (SLOWLOG RESET).
+	SlowlogReset(ctx context.Context) error
 }
 
 // parseInfo reads INFO's "name:value" lines.
@@ -67,7 +75,8 @@ func commandStat(s, field string) map[string]int64 {
 }
 
 // ownCommands are the bench's own reads, left out of kairos's counts.
-var ownCommands = map[string]bool{"info": true, "config|resetstat": true, "time": true}
+var ownCommands = map[string]bool{"info": true, "config|resetstat": true, "time": true,
+	"config|get": true, "config|set": true, "slowlog|get": true, "slowlog|reset": true}
 
 // CommandCount is one command's share.
 type CommandCount struct {
@@ -175,7 +184,10 @@ func (b *Bench) clockOffset(ctx context.Context) time.Duration {
 type Usage struct {
 	ProcessPct float64 `json:"process_cpu_pct"` // this process: kairos and the tool when self-started
 	RedisPct   float64 `json:"redis_cpu_pct,omitempty"`
-	Redis      bool    `json:"-"`
+	// RedisSeconds is the growth of Redis's used_cpu_user+used_cpu_sys:
+	// everything Redis did meanwhile, whoever asked.
+	RedisSeconds float64 `json:"redis_cpu_seconds,omitempty"`
+	Redis        bool    `json:"-"`
 	// StallPct is the share of the phase in which some task on this machine
 	// (any process's) was runnable but waited for a CPU (Linux PSI).
 	StallPct float64 `json:"cpu_stall_pct,omitempty"`
@@ -215,12 +227,22 @@ func (b *Bench) usage(ctx context.Context, m cpuMark) Usage {
 		u.Counters[k] = v - m.counters[k]
 	}
 	if m.ok && now.ok {
-		u.Redis, u.RedisPct = true, 100*(now.redis-m.redis)/wall
+		u.Redis, u.RedisSeconds = true, now.redis-m.redis
+		u.RedisPct = 100 * u.RedisSeconds / wall
 	}
 	if m.stall > 0 && now.stall > 0 {
 		u.StallPct = 100 * (now.stall - m.stall).Seconds() / wall
 	}
 	return u
+}
+
+// redisUSPerJob is Redis's CPU time over the phase divided by jobs, in
+// microseconds; 0 when Redis's figures are unknown.
+func (u Usage) redisUSPerJob(jobs int) float64 {
+	if !u.Redis || jobs <= 0 {
+		return 0
+	}
+	return u.RedisSeconds * 1e6 / float64(jobs)
 }
 
 // cpuStall returns the machine's CPU pressure so far: the time during which

@@ -59,7 +59,7 @@ func (t Table) Write(w io.Writer) error {
 	return err
 }
 
-// Check holds one figure against a target of issue 5.
+// Check holds one figure against a target of issue 5 or 13.
 type Check struct {
 	Metric string  `json:"metric"`
 	Value  float64 `json:"value"`
@@ -103,6 +103,47 @@ func (c Check) verdict() string {
 func checkRow(name, value string, c Check) []string {
 	return []string{name, value, c.Target, c.verdict()}
 }
+
+// findCheck returns the check of metric among cs.
+func findCheck(cs []Check, metric string) (Check, bool) {
+	for _, c := range cs {
+		if c.Metric == metric {
+			return c, true
+		}
+	}
+	return Check{}, false
+}
+
+// metricRedisCPU names the checks of Redis CPU per job (issue 13).
+const metricRedisCPU = "Redis CPU per job"
+
+// lifeWindow says what the Redis CPU per job of a firing scenario covers.
+const lifeWindow = "Redis CPU per job = growth of INFO used_cpu_user+used_cpu_sys from the first create call until the last delivery has settled, " +
+	"divided by the jobs: their whole life (create, wait, claim, fire, ack) and whatever else Redis did meanwhile, kairos's background work included"
+
+// redisCPUCheck holds Redis CPU per job against a limit of issue 13; none
+// when Redis's figures are unknown.
+func redisCPUCheck(u Usage, jobs int, limit float64) []Check {
+	if !u.Redis {
+		return nil
+	}
+	return []Check{atMost(metricRedisCPU, u.redisUSPerJob(jobs), limit, " µs")}
+}
+
+// redisCPURow shows Redis CPU per job, with its check among cs if any.
+func redisCPURow(name string, u Usage, jobs int, cs []Check) []string {
+	if !u.Redis {
+		return []string{name, "n/a (Redis not read: give --redis-url)", "", ""}
+	}
+	v := fmtUS(u.redisUSPerJob(jobs))
+	if c, ok := findCheck(cs, metricRedisCPU); ok {
+		return checkRow(name, v, c)
+	}
+	return []string{name, v, "", ""}
+}
+
+// fmtUS prints microseconds.
+func fmtUS(us float64) string { return strconv.FormatFloat(us, 'f', 1, 64) + " µs" }
 
 func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) + "%" }
 

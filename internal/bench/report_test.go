@@ -84,24 +84,33 @@ func TestParseCommandStats(t *testing.T) {
 }
 
 func TestParseScenarios(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    []string
-		wantErr bool
-	}{
+	testListParser(t, "ParseScenarios", ParseScenarios, []parseCase[string]{
 		{in: "all", want: Names},
 		{in: DefaultScenarios, want: []string{"enqueue", "precision", "burst", "cost"}},
+		{in: "scale,sustained", want: []string{"sustained", "scale"}},
 		{in: "burst, enqueue,burst", want: []string{"enqueue", "burst"}},
 		{in: "fast", wantErr: true},
 		{in: "", wantErr: true},
-	}
+	})
+}
+
+// parseCase is one input of a comma-separated list's parser and what it gives.
+type parseCase[T any] struct {
+	in      string
+	want    []T
+	wantErr bool
+}
+
+// testListParser checks parse, named name, on each case.
+func testListParser[T any](t *testing.T, name string, parse func(string) ([]T, error), tests []parseCase[T]) {
+	t.Helper()
 	for _, tt := range tests {
-		got, err := ParseScenarios(tt.in)
+		got, err := parse(tt.in)
 		if (err != nil) != tt.wantErr {
-			t.Errorf("ParseScenarios(%q): err %v", tt.in, err)
+			t.Errorf("%s(%q): err %v", name, tt.in, err)
 		}
 		if d := cmp.Diff(tt.want, got); d != "" {
-			t.Errorf("ParseScenarios(%q) (-want +got):\n%s", tt.in, d)
+			t.Errorf("%s(%q) (-want +got):\n%s", name, tt.in, d)
 		}
 	}
 }

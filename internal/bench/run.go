@@ -13,10 +13,11 @@ import (
 )
 
 // Names of the scenarios, in the order "all" runs them.
-var Names = []string{"enqueue", "precision", "burst", "cost", "scale"}
+var Names = []string{"enqueue", "precision", "burst", "cost", "sustained", "scale"}
 
-// DefaultScenarios run when none are named: all but scale, which at its
-// default of 10M jobs loads gigabytes into Redis (6 GiB in November 2026).
+// DefaultScenarios run when none are named: all but sustained, which
+// saturates the machine for about a minute and a half, and scale, which at
+// its default of 10M jobs loads gigabytes into Redis (6 GiB in November 2026).
 const DefaultScenarios = "enqueue,precision,burst,cost"
 
 // ParseScenarios reads a comma-separated list of names, or "all".
@@ -56,6 +57,7 @@ type Options struct {
 	PrecisionOver time.Duration // default 10s
 	BurstJobs     int           // default 20,000
 	Cost          CostConfig
+	Sustained     SustainedConfig
 	Scale         ScaleConfig
 	JSON          bool // write one JSON document instead of tables
 }
@@ -75,6 +77,7 @@ func (o Options) withDefaults() Options {
 		o.BurstJobs = 20000
 	}
 	o.Cost = o.Cost.withDefaults()
+	o.Sustained = o.Sustained.withDefaults()
 	o.Scale = o.Scale.withDefaults()
 	return o
 }
@@ -90,6 +93,7 @@ type Report struct {
 	Precision *PrecisionResult `json:"precision,omitempty"`
 	Burst     *BurstResult     `json:"burst,omitempty"`
 	Cost      *CostResult      `json:"cost,omitempty"`
+	Sustained *SustainedResult `json:"sustained,omitempty"`
 	Scale     *ScaleResult     `json:"scale,omitempty"`
 	Errors    []string         `json:"errors,omitempty"`
 }
@@ -138,6 +142,9 @@ func Run(ctx context.Context, t Target, o Options, out io.Writer) error {
 		case "cost":
 			rep.Cost, err = b.Cost(ctx, o.Cost)
 			res = rep.Cost
+		case "sustained":
+			rep.Sustained, err = b.Sustained(ctx, o.Sustained)
+			res = rep.Sustained
 		case "scale":
 			rep.Scale, err = b.Scale(ctx, o.Scale)
 			res = rep.Scale

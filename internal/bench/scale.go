@@ -15,12 +15,14 @@ type ScaleResult struct {
 	Seconds    float64 `json:"seconds"`
 	JobsPerSec float64 `json:"jobs_per_sec"`
 	// Memory is Redis's used_memory once loaded, MemoryDelta its growth.
-	Memory       int64            `json:"used_memory_bytes,omitempty"`
-	MemoryDelta  int64            `json:"memory_growth_bytes,omitempty"`
-	MemoryPerJob float64          `json:"memory_per_job_bytes,omitempty"`
-	CPU          Usage            `json:"cpu"`
-	Precision    *PrecisionResult `json:"precision,omitempty"`
-	Checks       []Check          `json:"checks"`
+	Memory       int64   `json:"used_memory_bytes,omitempty"`
+	MemoryDelta  int64   `json:"memory_growth_bytes,omitempty"`
+	MemoryPerJob float64 `json:"memory_per_job_bytes,omitempty"`
+	CPU          Usage   `json:"cpu"` // while loading
+	// RedisCPUPerJobUS is Redis's CPU time while loading per job loaded.
+	RedisCPUPerJobUS float64          `json:"redis_cpu_per_job_us,omitempty"`
+	Precision        *PrecisionResult `json:"precision,omitempty"`
+	Checks           []Check          `json:"checks"`
 }
 
 // ScaleConfig sizes the scale scenario.
@@ -63,11 +65,12 @@ func (b *Bench) Scale(ctx context.Context, c ScaleConfig) (*ScaleResult, error) 
 	mem0, memOK := b.usedMemory(ctx)
 	mark := b.mark(ctx)
 	stop := b.profile("scale-load")
-	l, err := b.load(ctx, s, c.Jobs, b.cfg.BatchSize, time.Now().Add(c.MaxLoad), func(n int, d time.Duration) {
+	l, err := b.load(ctx, s, c.Jobs, b.cfg.BatchSize, loadOpts{stopAt: time.Now().Add(c.MaxLoad), progress: func(n int, d time.Duration) {
 		b.progressf("scale: loaded %s of %s jobs in %v (%s jobs/s)", fmtInt(int64(n)), fmtInt(int64(c.Jobs)), d.Round(time.Second), fmtInt(int64(float64(n)/d.Seconds())))
-	})
+	}})
 	stop()
 	r.CPU = b.usage(ctx, mark)
+	r.RedisCPUPerJobUS = r.CPU.redisUSPerJob(l.Created)
 	r.Loaded, r.Stopped, r.Seconds, r.JobsPerSec = l.Created, l.Stopped, l.Elapsed.Seconds(), l.rate()
 	if mem1, ok := b.usedMemory(ctx); ok && memOK {
 		r.Memory, r.MemoryDelta = mem1, mem1-mem0
@@ -126,10 +129,12 @@ func (r *ScaleResult) Tables() []Table {
 			[]string{"Redis used_memory once loaded", fmtBytes(float64(r.Memory)), "", ""},
 			[]string{"memory per pending job", fmtBytes(r.MemoryPerJob), "", ""})
 	}
-	t.Rows = append(t.Rows, []string{"CPU while loading (% of one core)", fmtCPU(r.CPU), "", ""})
+	t.Rows = append(t.Rows, []string{"CPU while loading (% of one core)", fmtCPU(r.CPU), "", ""},
+		redisCPURow("Redis CPU per job loaded", r.CPU, r.Loaded, nil))
 	if n := countersNote(r.CPU); n != "" {
 		t.Notes = append(t.Notes, n)
 	}
+	t.Notes = append(t.Notes, "Redis CPU per job loaded = growth of INFO used_cpu_user+used_cpu_sys over the load (kairos's background work included) / jobs loaded")
 	if r.Stopped {
 		t.Notes = append(t.Notes, "loading stopped at the time limit (--scale-max-load)")
 	}

@@ -52,16 +52,22 @@ func newScript(src string) *redis.Script {
 	return redis.NewScript(luaPrelude + jobSrc + indexSrc + src)
 }
 
-var allScripts = []*redis.Script{enqueueScript, claimScript, finishScript, cancelScript, rescheduleScript,
-	replayScript, releaseScript, unindexScript, handleScript, undeadScript}
+// allScripts are the scripts with their names (Init loads them).
+var allScripts = []struct {
+	name   string
+	script *redis.Script
+}{
+	{"enqueue", enqueueScript}, {"claim", claimScript}, {"finish", finishScript}, {"cancel", cancelScript},
+	{"reschedule", rescheduleScript}, {"replay", replayScript}, {"release", releaseScript},
+	{"unindex", unindexScript}, {"handle", handleScript}, {"undead", undeadScript},
+}
 
 // ScriptNames maps each script's SHA1 to its name, for tools that break
 // Redis's time down by script (EVALSHA calls name the SHA1).
 func ScriptNames() map[string]string {
-	return map[string]string{
-		enqueueScript.Hash(): "enqueue", claimScript.Hash(): "claim", finishScript.Hash(): "finish",
-		cancelScript.Hash(): "cancel", rescheduleScript.Hash(): "reschedule", replayScript.Hash(): "replay",
-		releaseScript.Hash(): "release", unindexScript.Hash(): "unindex", handleScript.Hash(): "handle",
-		undeadScript.Hash(): "undead",
+	out := make(map[string]string, len(allScripts))
+	for _, s := range allScripts {
+		out[s.script.Hash()] = s.name
 	}
+	return out
 }

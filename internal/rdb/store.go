@@ -134,7 +134,7 @@ func (s *Store) Init(ctx context.Context) error {
 		return err
 	}
 	for _, sc := range allScripts {
-		if err := sc.Load(ctx, s.c).Err(); err != nil {
+		if err := sc.script.Load(ctx, s.c).Err(); err != nil {
 			return fmt.Errorf("load scripts: %w", err)
 		}
 	}

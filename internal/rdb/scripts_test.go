@@ -1,0 +1,27 @@
+package rdb
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"testing"
+)
+
+// TestScriptNames checks that every script is named once, by the SHA1 of
+// the source EVALSHA runs.
+func TestScriptNames(t *testing.T) {
+	names := ScriptNames()
+	if len(names) != len(allScripts) {
+		t.Fatalf("%d names for %d scripts: two scripts share a source", len(names), len(allScripts))
+	}
+	seen := map[string]bool{}
+	for _, s := range allScripts {
+		if names[s.script.Hash()] != s.name || seen[s.name] {
+			t.Errorf("script %q: named %q, or named twice", s.name, names[s.script.Hash()])
+		}
+		seen[s.name] = true
+	}
+	want := sha1.Sum([]byte(luaPrelude + jobSrc + indexSrc + claimSrc))
+	if got := names[hex.EncodeToString(want[:])]; got != "claim" {
+		t.Errorf("SHA1 of the claim script's source names %q, want claim", got)
+	}
+}
