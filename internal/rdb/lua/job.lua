@@ -8,17 +8,26 @@ for name, code in pairs(ST) do
   NAME[code] = name
 end
 
-local DIGITS = '0123456789abcdefghijklmnopqrstuvwxyz'
-
--- b36 writes a whole number >= 0 in base 36; 0 is ''.
+-- b36 writes a whole number >= 0 (below 36^12) in base 36; 0 is ''. The
+-- digits go to a buffer and become one string: building it a digit at a
+-- time would make (and intern) a string a digit.
+local B36 = {}
 local function b36(n)
-  local s = ''
-  while n and n > 0 do
-    local r = n % 36
-    s = string.sub(DIGITS, r + 1, r + 1) .. s
-    n = (n - r) / 36
+  if not n or n <= 0 then
+    return ''
   end
-  return s
+  local i = 13
+  while n > 0 do
+    local d = n % 36
+    i = i - 1
+    if d < 10 then
+      B36[i] = 48 + d
+    else
+      B36[i] = 87 + d
+    end
+    n = (n - d) / 36
+  end
+  return string.char(unpack(B36, i, 12))
 end
 
 local function num(s)
@@ -28,7 +37,9 @@ local function num(s)
   return tonumber(s, 36)
 end
 
--- parse returns record v as a table, or nil when v is false.
+-- parse returns record v as a table, or nil when v is false. It keeps the
+-- header's fields as read (r.raw), so that format writes again only what
+-- changed: base 36 in Lua costs a string a digit.
 local function parse(v)
   if not v then
     return nil
@@ -40,21 +51,37 @@ local function parse(v)
   if nx == '' then
     r.nx = r.ra -- an empty next time is the run_at
   end
+  r.raw = {n = n, ca = ca, ra = ra, fa = fa, lt = lt, ls = ls, ll = ll, nxv = r.nx, nx = nx}
   return r
 end
 
+local function field36(r, f)
+  local raw = r.raw
+  if raw and raw[f .. 'v'] == nil and num(raw[f]) == r[f] then
+    return raw[f]
+  end
+  return b36(r[f])
+end
+
 local function format(r)
-  local nx = ''
-  if r.nx ~= r.ra then
+  local raw, nx = r.raw, ''
+  if raw and raw.nxv == r.nx and (raw.nx ~= '' or r.nx == r.ra) then
+    nx = raw.nx
+  elseif r.nx ~= r.ra then
     nx = b36(r.nx)
   end
-  return r.st .. ',' .. b36(r.n) .. ',' .. b36(r.ca) .. ',' .. b36(r.ra) .. ',' .. nx .. ',' ..
-    b36(r.fa) .. ',' .. b36(r.lt) .. ',' .. b36(r.ls) .. ',' .. b36(r.ll) .. '|' .. r.body
+  return r.st .. ',' .. field36(r, 'n') .. ',' .. field36(r, 'ca') .. ',' .. field36(r, 'ra') .. ',' .. nx .. ',' ..
+    field36(r, 'fa') .. ',' .. field36(r, 'lt') .. ',' .. field36(r, 'ls') .. ',' .. field36(r, 'll') .. '|' .. r.body
 end
 
 -- addLog appends one attempt line (ending in a newline) to r's log and
 -- keeps the last LOG_KEEP lines.
 local function addLog(r, line)
+  if r.ll == 0 then -- the first attempt: nothing to count or drop
+    r.ll = #line
+    r.body = string.sub(r.body, 1, r.ls) .. line .. string.sub(r.body, r.ls + 1)
+    return
+  end
   local settings = string.sub(r.body, 1, r.ls)
   local log = string.sub(r.body, r.ls + 1, r.ls + r.ll) .. line
   local payload = string.sub(r.body, r.ls + r.ll + 1)
@@ -79,21 +106,21 @@ end
 -- its end by wheelFlush: one APPEND a slot and one ZADD.
 local wheel, wheelScore = {}, {}
 
--- slotAt returns the slot of level (1-based) holding time t: its name, the
--- score it is processed at, and its start.
-local function slotAt(level, t)
+-- slotScore returns the score that the slot of level (1-based) holding
+-- time t is processed at, and the slot's number.
+local function slotScore(level, t)
   local w = WHEEL[level]
   local n = math.floor(t / w)
-  local start = n * w
-  local score = start
   if level > 1 then
-    score = start - WHEEL[level - 1]
+    return n * w - WHEEL[level - 1], n
   end
-  return (level - 1) .. ':' .. b36(n), score, start
+  return n * w, n
 end
 
 local function wheelPutAt(field, t, level)
-  local m, score, start = slotAt(level, t)
+  local score, n = slotScore(level, t)
+  local start = n * WHEEL[level]
+  local m = (level - 1) .. ':' .. b36(n)
   local e = wheel[m]
   if not e then
     e = {}
@@ -106,8 +133,7 @@ end
 -- wheelPut files field at time t in the widest level processed after now.
 local function wheelPut(field, t, now)
   for level = #WHEEL, 2, -1 do
-    local _, score = slotAt(level, t)
-    if score > now then
+    if slotScore(level, t) > now then
       return wheelPutAt(field, t, level)
     end
   end
