@@ -46,7 +46,8 @@ const maxClaim = 2000
 func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTimeout time.Duration) (Claim, error) {
 	limit = min(max(limit, 1), maxClaim)
 	res, err := claimScript.Run(ctx, s.c, []string{s.k.pool(shard), s.k.due(shard)},
-		s.scriptNow(), s.k.tag(shard), ahead.Milliseconds(), limit, s.leaseMargin().Milliseconds(), leaseTimeout.Milliseconds()).Slice()
+		s.scriptNow(), s.k.tag(shard), ahead.Milliseconds(), limit, s.leaseMargin().Milliseconds(), leaseTimeout.Milliseconds(),
+		s.opts.Retention.Milliseconds()).Slice()
 	received := time.Now()
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim shard %d: %w", shard, err)

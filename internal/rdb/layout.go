@@ -79,7 +79,7 @@ var recordFields = []struct{ name, meaning string }{
 	{"n", "attempts started"},
 	{"ca", "created at (ms)"},
 	{"ra", "run_at: the time the job was scheduled for (ms)"},
-	{"nx", "next time: due (scheduled, ready, retrying), lease expiry (active), record expiry (delivered); empty when it is the run_at"},
+	{"nx", "next time: due (scheduled, ready, retrying), lease expiry (active, and delivered until the claim files its record's expiry), record expiry (delivered); empty when it is the run_at"},
 	{"fa", "finished at: delivered or dead (ms)"},
 	{"lt", "lease timeout: the callback timeout in force when the job was created (ms)"},
 	{"ls", "length of the settings"},

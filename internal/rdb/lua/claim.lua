@@ -4,7 +4,8 @@
 -- another machine's clock), ARGV[2] the shard's key tag, ARGV[3] how far
 -- ahead to claim (ms), ARGV[4] most jobs to claim, ARGV[5] lease margin
 -- (ms): added to a job's due time and lease timeout to make its lease,
--- ARGV[6] the lease timeout of a job that records none (ms)
+-- ARGV[6] the lease timeout of a job that records none (ms), ARGV[7] how
+-- long a delivered job stays readable (ms)
 -- It processes the wheel's slots due by now + ahead, oldest first. A wide
 -- slot is cascaded into narrower ones; a level-0 slot's live entries are
 -- claimed: a scheduled or retrying job gets attempt n+1, state active and a
@@ -23,7 +24,7 @@ local now, nowStr = clock(ARGV[1])
 local upTo = now + tonumber(ARGV[3])
 local budget = tonumber(ARGV[4])
 local cascades = 8 * budget
-local margin, defaultLease = tonumber(ARGV[5]), tonumber(ARGV[6])
+local margin, defaultLease, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local out, written, hset, hdel = {}, {}, {}, {}
 
 local function claim(field, t)
@@ -34,6 +35,17 @@ local function claim(field, t)
   local h, id = string.match(field, '^([^/]*)/(.*)$')
   local dueAt = math.max(t, now)
   if r.st == ST.delivered then
+    local expires = r.fa + retention
+    if expires > upTo then
+      -- the lease's entry of a delivered job: file its record's expiry
+      r.nx = expires
+      wheelPut(field, expires, now)
+      local v = format(r)
+      written[field] = v
+      hset[#hset + 1] = field
+      hset[#hset + 1] = v
+      return
+    end
     hdel[#hdel + 1] = field
     written[field] = false
     unindex(tag, h, id, r.ca)

@@ -4,8 +4,8 @@
 -- ARGV[4] attempt number, ARGV[5] now (ms), ARGV[6] outcome (OUT.delivered,
 -- OUT.retrying or OUT.dead), ARGV[7] the attempt's log line (JSON and a
 -- newline), ARGV[8] next run (ms, for a retry), ARGV[9] how long a
--- delivered job stays readable (ms), ARGV[10] wake horizon (ms), ARGV[11]
--- tenant
+-- delivered job stays readable (ms; unused: the claim files the expiry),
+-- ARGV[10] wake horizon (ms), ARGV[11] tenant
 -- An outcome from a stale attempt (its lease lapsed and the job was handed
 -- out again, or it was cancelled) changes nothing.
 -- Reply: {outcome, earliest}: OUT.stale or the outcome recorded; earliest
@@ -19,8 +19,9 @@ end
 local now, outcome = tonumber(ARGV[5]), tonumber(ARGV[6])
 addLog(r, ARGV[7])
 if outcome == OUT.delivered then
-  r.st, r.fa, r.nx = ST.delivered, now, now + tonumber(ARGV[9])
-  wheelPut(field, r.nx, now)
+  -- nx stays the lease's expiry: the claim that processes the lease's
+  -- entry files the record's expiry then, in a batch, rather than here
+  r.st, r.fa = ST.delivered, now
   count(h, 'active>delivered')
 elseif outcome == OUT.retrying then
   r.st, r.nx = ST.retrying, tonumber(ARGV[8])
