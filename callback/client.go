@@ -46,8 +46,10 @@ type Result struct {
 	// HasRetryAfter says it gave one (see the RetryAfter func).
 	RetryAfter    time.Duration
 	HasRetryAfter bool
-	// Permanent is true when the address policy refused the target: Err is
-	// then a *BlockedAddressError, and retrying cannot succeed.
+	// Permanent is true when retrying cannot succeed: the address policy
+	// refused the target (Err is then a *BlockedAddressError), or the
+	// receiver answered 410 Gone, which Standard Webhooks defines as "stop
+	// calling me".
 	Permanent bool
 }
 
@@ -127,8 +129,11 @@ func (c *Client) Fire(ctx context.Context, req Request) Result {
 	}
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
-	if res.Status == http.StatusTooManyRequests || res.Status == http.StatusServiceUnavailable {
+	switch res.Status {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		res.RetryAfter, res.HasRetryAfter = RetryAfter(resp.Header, time.Now())
+	case http.StatusGone:
+		res.Permanent = true
 	}
 	buf := make([]byte, snippetLen)
 	n, _ := io.ReadFull(resp.Body, buf)

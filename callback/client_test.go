@@ -96,6 +96,14 @@ func TestFireStatuses(t *testing.T) {
 			want: Result{Status: 500},
 		},
 		{
+			name: "410 Gone is permanent",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "120")
+				http.Error(w, "unsubscribed", http.StatusGone)
+			},
+			want: Result{Status: 410, Snippet: "unsubscribed\n", Permanent: true},
+		},
+		{
 			name: "invalid UTF-8 in the body",
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(http.StatusBadRequest)

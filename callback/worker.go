@@ -284,12 +284,10 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	}
 	called()
 	a.Duration, a.Status, a.Response = res.Duration, res.Status, res.Snippet
-	if res.Err != nil {
-		a.Error = res.Err.Error()
-	} else if !res.OK() {
-		a.Error = "callback answered " + strconv.Itoa(res.Status) + " " + http.StatusText(res.Status)
-	}
 	ok := res.OK()
+	if !ok {
+		a.Error = failure(res)
+	}
 	dead := !ok && (res.Permanent || j.Attempts >= j.MaxAttempts)
 	var retryAt time.Time
 	if !ok && !dead {
@@ -318,6 +316,17 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	if w.cfg.OnAttempt != nil {
 		w.cfg.OnAttempt(Event{Job: j, Attempt: a, State: state, Lateness: start.Sub(DueAt(j))})
 	}
+}
+
+// failure says why an attempt that did not deliver failed, for its attempt log.
+func failure(res Result) string {
+	switch {
+	case res.Err != nil:
+		return res.Err.Error()
+	case res.Status == http.StatusGone:
+		return "callback answered 410 Gone: the receiver asked not to be called again, so the job is dead without further attempts"
+	}
+	return "callback answered " + strconv.Itoa(res.Status) + " " + http.StatusText(res.Status)
 }
 
 // request builds the signed callback request of attempt j.Attempts.

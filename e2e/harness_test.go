@@ -102,15 +102,20 @@ func startEngine(t *testing.T, o engineOpts) *engine {
 }
 
 // do sends an API request and decodes the JSON answer into out (if not nil).
+// A []byte body is sent as is; any other is sent as JSON.
 func (e *engine) do(method, path string, body any, out any) int {
 	e.t.Helper()
 	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		rd = bytes.NewReader(b)
+		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequest(method, e.api.URL+path, rd)
 	if err != nil {

@@ -186,24 +186,33 @@ func TestSigtermFinishesInFlightAndReleasesLocks(t *testing.T) {
 	}
 }
 
-// locksHeld reads kairos_scanner_locks_held from the child's /metrics; -1
-// when it cannot be read.
-func locksHeld(url string) int {
+// readMetric reads one sample from a kairos /metrics endpoint, named with
+// its labels as the exposition writes them (`kairos_gone_total{topic="acme/t"}`);
+// ok is false when the endpoint or the sample cannot be read.
+func readMetric(url, name string) (v float64, ok bool) {
 	resp, err := http.Get(url + "/metrics")
 	if err != nil {
-		return -1
+		return 0, false
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "kairos_scanner_locks_held "); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err == nil {
-				return n
-			}
+		if rest, found := strings.CutPrefix(line, name+" "); found {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v, err == nil
 		}
 	}
-	return -1
+	return 0, false
+}
+
+// locksHeld reads kairos_scanner_locks_held from the child's /metrics; -1
+// when it cannot be read.
+func locksHeld(url string) int {
+	v, ok := readMetric(url, "kairos_scanner_locks_held")
+	if !ok {
+		return -1
+	}
+	return int(v)
 }
 
 func TestKillBusiestOfThreeUnderLoad(t *testing.T) {

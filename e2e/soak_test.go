@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -143,25 +142,14 @@ func TestSoak(t *testing.T) {
 	}
 }
 
-// metric reads one unlabelled metric from a kairos /metrics endpoint.
+// metric reads one sample from a kairos /metrics endpoint.
 func metric(t *testing.T, url, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	v, ok := readMetric(url, name)
+	if !ok {
+		t.Fatalf("metric %s not found at %s/metrics", name, url)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err == nil {
-				return f
-			}
-		}
-	}
-	t.Fatalf("metric %s not found", name)
-	return 0
+	return v
 }
 
 // rss reads a child's resident set size from /proc.

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs, from Debian's packages, when missing:
-# redis-server (the tests start their own servers on free loopback ports) and
-# chromium (web's browser test drives it headless; it looks for /usr/bin/chromium).
+# redis-server (the tests start their own servers on free loopback ports),
+# chromium (web's browser test drives it headless; it looks for /usr/bin/chromium),
+# and nodejs, npm and python3 (e2e runs the example receivers in examples/receivers).
 set -euo pipefail
 
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1 || need+=(chromium fonts-liberation)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

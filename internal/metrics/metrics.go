@@ -28,6 +28,7 @@ type Metrics struct {
 	delivered *prometheus.CounterVec
 	failed    *prometheus.CounterVec
 	dead      *prometheus.CounterVec
+	gone      *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	lateness  *prometheus.HistogramVec
 	redisErrs prometheus.Counter
@@ -53,6 +54,8 @@ func New() *Metrics {
 			Help: "Callback attempts that failed (non-2xx, timeout, connection error, refused target)."}, []string{"topic"}),
 		dead: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_jobs_dead_total",
 			Help: "Jobs that failed their last attempt and went to the dead letters."}, []string{"topic"}),
+		gone: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_gone_total",
+			Help: "Jobs that went to the dead letters at once because their receiver answered 410 Gone."}, []string{"topic"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kairos_attempt_duration_seconds",
 			Help:    "Time from sending a callback to its response headers or error.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"topic"}),
@@ -62,7 +65,7 @@ func New() *Metrics {
 		redisErrs: prometheus.NewCounter(prometheus.CounterOpts{Name: "kairos_redis_errors_total",
 			Help: "Redis commands that failed (not counting empty replies)."}),
 	}
-	reg.MustRegister(m.created, m.delivered, m.failed, m.dead, m.duration, m.lateness, m.redisErrs,
+	reg.MustRegister(m.created, m.delivered, m.failed, m.dead, m.gone, m.duration, m.lateness, m.redisErrs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -95,6 +98,9 @@ func (m *Metrics) Attempt(e callback.Event) {
 	case kairos.StateDead:
 		m.failed.WithLabelValues(topic).Inc()
 		m.dead.WithLabelValues(topic).Inc()
+		if e.Attempt.Status == http.StatusGone {
+			m.gone.WithLabelValues(topic).Inc()
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -56,6 +57,8 @@ func TestMetricsExposition(t *testing.T) {
 	m.Attempt(callback.Event{Job: job, Attempt: kairos.Attempt{N: 1, Duration: 30 * time.Millisecond}, State: kairos.StateRetrying, Lateness: 2 * time.Millisecond})
 	m.Attempt(callback.Event{Job: job, Attempt: kairos.Attempt{N: 2, Duration: 10 * time.Millisecond}, State: kairos.StateDead})
 	m.Attempt(callback.Event{Job: job, Attempt: kairos.Attempt{N: 1, Duration: 5 * time.Millisecond}, State: kairos.StateDelivered, Lateness: time.Millisecond})
+	gone := kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "orders", ID: "b"}}
+	m.Attempt(callback.Event{Job: gone, Attempt: kairos.Attempt{N: 1, Status: http.StatusGone}, State: kairos.StateDead})
 	client.Do(ctx, "NOSUCHCOMMAND") // one Redis error
 
 	srv := httptest.NewServer(m.Handler())
@@ -70,10 +73,11 @@ func TestMetricsExposition(t *testing.T) {
 	for _, want := range []string{
 		`kairos_jobs_created_total{topic="acme/orders"} 4`,
 		`kairos_jobs_delivered_total{topic="acme/orders"} 1`,
-		`kairos_attempts_failed_total{topic="acme/orders"} 2`,
-		`kairos_jobs_dead_total{topic="acme/orders"} 1`,
-		`kairos_attempt_duration_seconds_count{topic="acme/orders"} 3`,
-		`kairos_lateness_seconds_count{topic="acme/orders"} 2`,
+		`kairos_attempts_failed_total{topic="acme/orders"} 3`,
+		`kairos_jobs_dead_total{topic="acme/orders"} 2`,
+		`kairos_gone_total{topic="acme/orders"} 1`, // the 410, not the other dead job
+		`kairos_attempt_duration_seconds_count{topic="acme/orders"} 4`,
+		`kairos_lateness_seconds_count{topic="acme/orders"} 3`,
 		`kairos_ready_list_length{topic="acme/orders"} 1`,
 		`kairos_scanner_locks_held 3`,
 		`kairos_callbacks_in_flight 2`,

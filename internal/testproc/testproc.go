@@ -1,6 +1,7 @@
-// Package testproc runs `kairos serve` as a child process for tests:
-// built once per test binary, started in its own process group, stopped
-// by PID, its output kept and shown when the test fails.
+// Package testproc runs `kairos serve`, or another program, as a child
+// process for tests: kairos built once per test binary, each child started
+// in its own process group, stopped by PID, its output kept and shown when
+// the test fails.
 package testproc
 
 import (
@@ -49,7 +50,7 @@ func (s *Buffer) String() string {
 	return s.b.String()
 }
 
-// Proc is a `kairos serve` child process.
+// Proc is a child process: `kairos serve` or what StartCmd started.
 type Proc struct {
 	Name string
 	Cmd  *exec.Cmd
@@ -71,9 +72,17 @@ func StartArgs(tb testing.TB, name string, args []string, env ...string) *Proc {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &Proc{Name: name, out: &Buffer{}, done: make(chan struct{})}
-	p.Cmd = exec.Command(bin, append([]string{"serve"}, args...)...)
-	p.Cmd.Env = append(os.Environ(), env...)
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	return StartCmd(tb, name, cmd)
+}
+
+// StartCmd starts cmd, any program, the way Start starts kairos: in its own
+// process group, its stdout and stderr kept (they must be unset), killed by
+// PID at cleanup if still running.
+func StartCmd(tb testing.TB, name string, cmd *exec.Cmd) *Proc {
+	tb.Helper()
+	p := &Proc{Name: name, Cmd: cmd, out: &Buffer{}, done: make(chan struct{})}
 	p.Cmd.Stdout, p.Cmd.Stderr = p.out, p.out
 	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.Cmd.Start(); err != nil {
