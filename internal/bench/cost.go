@@ -109,7 +109,7 @@ func (b *Bench) Cost(ctx context.Context, c CostConfig) (*CostResult, error) {
 			measureErr = errors.New("read INFO commandstats")
 			return
 		}
-		evalUSec = usec["evalsha"] + usec["eval"]
+		evalUSec = usec["evalsha"] + usec["eval"] + usec["fcall"]
 		r.ByCommand, r.ExecutedPerJob, r.SentPerJob = commandTable(ex, diff(b.sent(), sent0), usec, float64(c.Jobs))
 	})
 	r.Delivery, r.Life, r.Seconds = f.delivery, f.life, f.life.Seconds

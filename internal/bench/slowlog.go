@@ -132,9 +132,17 @@ func tally(entries []SlowlogEntry, names map[string]string) (scripts, commands m
 	return scripts, commands, orphans + len(inner)
 }
 
-// scriptName names the script an EVALSHA or EVAL entry ran.
+// scriptName names the script an EVALSHA, EVAL or FCALL entry ran.
 func scriptName(cmd string, args []string, names map[string]string) (string, bool) {
 	switch cmd {
+	case "fcall", "fcall_ro":
+		if len(args) < 2 {
+			return "function ?", true
+		}
+		if n, ok := names[args[1]]; ok {
+			return n, true
+		}
+		return "function " + args[1], true
 	case "evalsha", "evalsha_ro":
 		if len(args) < 2 {
 			return "script ?", true
@@ -252,7 +260,7 @@ func (b *Bench) scriptPass(ctx context.Context, jobs int, unlogged float64) (*Sc
 			readErr = errors.New("read INFO commandstats")
 			return
 		}
-		statsUSec = usec["evalsha"] + usec["eval"]
+		statsUSec = usec["evalsha"] + usec["eval"] + usec["fcall"]
 		entries, readErr = b.t.Redis.Slowlog(ctx)
 		if readErr == nil {
 			readErr = restore(cctx)

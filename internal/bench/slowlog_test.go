@@ -67,6 +67,26 @@ type fakeRedis struct {
 	resets int
 }
 
+// TestScriptNameOfFunctionCalls: an FCALL entry is named by its function,
+// as an EVALSHA one by its SHA1.
+func TestScriptNameOfFunctionCalls(t *testing.T) {
+	names := map[string]string{"kairos_ab12_finish": "finish", "aaaa1111": "claim"}
+	for _, c := range []struct {
+		cmd  string
+		args []string
+		want string
+	}{
+		{"fcall", []string{"FCALL", "kairos_ab12_finish", "2"}, "finish"},
+		{"fcall", []string{"FCALL", "other_lib_fn", "0"}, "function other_lib_fn"},
+		{"evalsha", []string{"EVALSHA", "AAAA1111", "2"}, "claim"},
+		{"get", []string{"GET", "k"}, ""},
+	} {
+		if got, _ := scriptName(c.cmd, c.args, names); got != c.want {
+			t.Errorf("%s %v: %q, want %q", c.cmd, c.args, got, c.want)
+		}
+	}
+}
+
 func (f *fakeRedis) Info(context.Context, string) (string, error)    { return "", nil }
 func (f *fakeRedis) ResetStat(context.Context) error                 { return nil }
 func (f *fakeRedis) Time(context.Context) (time.Time, error)         { return time.Now(), nil }

@@ -45,7 +45,7 @@ const maxClaim = 2000
 // back with Release.
 func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTimeout time.Duration) (Claim, error) {
 	limit = min(max(limit, 1), maxClaim)
-	res, err := claimScript.Run(ctx, s.c, []string{s.k.pool(shard), s.k.due(shard)},
+	res, err := s.run(ctx, claimScript, []string{s.k.pool(shard), s.k.due(shard)},
 		s.scriptNow(), s.k.tag(shard), ahead.Milliseconds(), limit, s.leaseMargin().Milliseconds(), leaseTimeout.Milliseconds(),
 		s.opts.Retention.Milliseconds()).Slice()
 	received := time.Now()

@@ -249,10 +249,10 @@ func (s *Store) writeFinishes(batch []*finish) {
 // of call i from args. Calls a node answered NOSCRIPT (a restarted or
 // promoted node lost its script cache) are run again once the script is
 // loaded.
-func (s *Store) evalAll(ctx context.Context, script *redis.Script, n int, args func(i int) ([]string, []any)) []*redis.Cmd {
+func (s *Store) evalAll(ctx context.Context, script *script, n int, args func(i int) ([]string, []any)) []*redis.Cmd {
 	run := func(pipe redis.Pipeliner, i int) *redis.Cmd {
 		keys, argv := args(i)
-		return script.EvalSha(ctx, pipe, keys, argv...)
+		return s.call(ctx, pipe, script, keys, argv...)
 	}
 	cmds := make([]*redis.Cmd, n)
 	pipe := s.c.Pipeline()
@@ -262,12 +262,12 @@ func (s *Store) evalAll(ctx context.Context, script *redis.Script, n int, args f
 	pipe.Exec(ctx)
 	var retry []int
 	for i, c := range cmds {
-		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if lostScript(c.Err()) {
 			retry = append(retry, i)
 		}
 	}
 	if len(retry) > 0 {
-		script.Load(ctx, s.c)
+		s.loadScripts(ctx)
 		pipe := s.c.Pipeline()
 		for _, i := range retry {
 			cmds[i] = run(pipe, i)

@@ -182,7 +182,7 @@ func (s *Store) enqueueGroup(ctx context.Context, target redis.Cmdable, calls []
 	pipe := target.Pipeline()
 	cmds := make([]*redis.Cmd, len(calls))
 	for n, c := range calls {
-		cmds[n] = enqueueScript.EvalSha(ctx, pipe, c.keys, c.argv...)
+		cmds[n] = s.call(ctx, pipe, enqueueScript, c.keys, c.argv...)
 	}
 	var wait *redis.Cmd
 	if s.opts.WaitReplicas > 0 {
@@ -191,12 +191,12 @@ func (s *Store) enqueueGroup(ctx context.Context, target redis.Cmdable, calls []
 	pipe.Exec(ctx)
 	var missing []*enqueueCall
 	for n, c := range cmds {
-		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && !retried {
-			missing = append(missing, calls[n]) // a restarted or promoted node lost its script cache
+		if lostScript(c.Err()) && !retried {
+			missing = append(missing, calls[n]) // a restarted or promoted node lost its scripts
 		}
 	}
 	if len(missing) > 0 {
-		enqueueScript.Load(ctx, target)
+		s.loadScripts(ctx)
 		s.enqueueGroup(ctx, target, missing, jobs, out, after, true)
 	}
 	var replicaErr error

@@ -51,7 +51,7 @@ func (s *Store) handle(ctx context.Context, tenant, topic string, create bool) (
 	var h string
 	var err error
 	if create {
-		h, err = handleScript.Run(ctx, s.c, []string{s.k.handles()}, name).Text()
+		h, err = s.run(ctx, handleScript, []string{s.k.handles()}, name).Text()
 	} else {
 		h, err = s.c.HGet(ctx, s.k.handles(), "n:"+name).Result()
 		if isNil(err) {

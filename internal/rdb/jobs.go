@@ -61,7 +61,7 @@ func (s *Store) Cancel(ctx context.Context, key kairos.JobKey) error {
 	if err != nil {
 		return err
 	}
-	n, err := cancelScript.Run(ctx, s.c, []string{s.k.pool(at.shard)}, s.k.tag(at.shard), at.h, key.ID, key.Tenant).Int()
+	n, err := s.run(ctx, cancelScript, []string{s.k.pool(at.shard)}, s.k.tag(at.shard), at.h, key.ID, key.Tenant).Int()
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", key, err)
 	}
@@ -82,7 +82,7 @@ func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Ti
 	if err != nil {
 		return kairos.Job{}, err
 	}
-	res, err := rescheduleScript.Run(ctx, s.c, []string{s.k.pool(at.shard), s.k.due(at.shard)},
+	res, err := s.run(ctx, rescheduleScript, []string{s.k.pool(at.shard), s.k.due(at.shard)},
 		s.k.tag(at.shard), at.h, key.ID, ms(runAt), ms(s.Now()), WakeHorizon.Milliseconds()).Slice()
 	if err != nil {
 		return kairos.Job{}, fmt.Errorf("reschedule %s: %w", key, err)
@@ -108,7 +108,7 @@ func (s *Store) Replay(ctx context.Context, key kairos.JobKey) (kairos.Job, erro
 	if err != nil {
 		return kairos.Job{}, err
 	}
-	res, err := replayScript.Run(ctx, s.c, []string{s.k.pool(at.shard), s.k.due(at.shard)},
+	res, err := s.run(ctx, replayScript, []string{s.k.pool(at.shard), s.k.due(at.shard)},
 		s.k.tag(at.shard), at.h, key.ID, ms(s.Now()), key.Tenant).Slice()
 	if err != nil {
 		return kairos.Job{}, fmt.Errorf("replay %s: %w", key, err)

@@ -136,6 +136,12 @@ var luaPrelude = func() string {
 	}
 	sort.Strings(codes)
 	fmt.Fprintf(&b, "local ST = {%s}\n", strings.Join(codes, ", "))
+	names := make([]string, 0, len(stateCodes))
+	for st, c := range stateCodes {
+		names = append(names, fmt.Sprintf("%c = '%s'", c, st))
+	}
+	sort.Strings(names)
+	fmt.Fprintf(&b, "local NAME = {%s} -- a state's name by its code (counter fields use names)\n", strings.Join(names, ", "))
 	fmt.Fprintf(&b, "local R = {not_found = %d, ok = %d, replaced = %d, active = %d, delivered = %d, dead = %d, not_dead = %d}\n",
 		replyNotFound, replyOK, replyReplaced, replyActive, replyDelivered, replyDead, replyNotDead)
 	fmt.Fprintf(&b, "local OUT = {stale = %d, delivered = %d, retrying = %d, dead = %d}\n",

@@ -165,7 +165,8 @@ func TestDeleteTopicTakesItsKeys(t *testing.T) {
 }
 
 // TestScriptCacheLost: every script still runs after Redis forgot them all
-// (a restarted or promoted node).
+// (a restarted or promoted node): the EVALSHA cache and the function
+// library alike.
 func TestScriptCacheLost(t *testing.T) {
 	ctx := context.Background()
 	srv := testredis.New(t)
@@ -176,9 +177,18 @@ func TestScriptCacheLost(t *testing.T) {
 	if err := s.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if !s.functions.Load() {
+		t.Fatal("the scripts do not run as functions on a redis-server 7")
+	}
+	if libs := c.FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: library.name}).Val(); len(libs) != 1 || len(libs[0].Functions) != len(allScripts) {
+		t.Fatalf("function library %s: %+v", library.name, libs)
+	}
 	flush := func() {
 		t.Helper()
 		if err := c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.FunctionFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

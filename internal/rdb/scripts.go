@@ -1,14 +1,23 @@
 package rdb
 
 import (
+	"context"
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Each script is the prelude layout.go generates, the shared helpers, then
-// the script itself. It runs with EVALSHA and falls back to EVAL when
-// Redis has not seen it yet. Every script touches keys of one slot.
+// The scripts are the prelude layout.go generates, the shared helpers, then
+// each script's body. On a Redis with functions (7.0 and later) they are
+// one function library, loaded once and called with FCALL: the prelude and
+// helpers are set up when the library loads, not on every call (measured:
+// a finish-shaped call took 15 us by FCALL against 27-35 us by EVALSHA).
+// Elsewhere (the embedded Redis) each runs with EVALSHA. Every script
+// touches keys of one slot.
 var (
 	//go:embed lua/job.lua
 	jobSrc string // records, the timing wheel, counters and the clock
@@ -36,38 +45,133 @@ var (
 	//go:embed lua/undead.lua
 	undeadSrc string
 
-	enqueueScript    = newScript(enqueueSrc)
-	claimScript      = newScript(claimSrc)
-	finishScript     = newScript(finishSrc)
-	cancelScript     = newScript(cancelSrc)
-	rescheduleScript = newScript(rescheduleSrc)
-	replayScript     = newScript(replaySrc)
-	releaseScript    = newScript(releaseSrc)
-	unindexScript    = newScript(unindexSrc)
-	handleScript     = newScript(handleSrc)
-	undeadScript     = newScript(undeadSrc)
+	enqueueScript    = newScript("enqueue", enqueueSrc)
+	claimScript      = newScript("claim", claimSrc)
+	finishScript     = newScript("finish", finishSrc)
+	cancelScript     = newScript("cancel", cancelSrc)
+	rescheduleScript = newScript("reschedule", rescheduleSrc)
+	replayScript     = newScript("replay", replaySrc)
+	releaseScript    = newScript("release", releaseSrc)
+	unindexScript    = newScript("unindex", unindexSrc)
+	handleScript     = newScript("handle", handleSrc)
+	undeadScript     = newScript("undead", undeadSrc)
 )
 
-func newScript(src string) *redis.Script {
-	return redis.NewScript(luaPrelude + jobSrc + indexSrc + src)
+// helpersSrc is what every script body runs after.
+var helpersSrc = luaPrelude + jobSrc + indexSrc
+
+// script is one of kairos's Lua scripts.
+type script struct {
+	name string
+	body string
+	eval *redis.Script // helpers and body, for EVALSHA
 }
 
-// allScripts are the scripts with their names (Init loads them).
-var allScripts = []struct {
-	name   string
-	script *redis.Script
-}{
-	{"enqueue", enqueueScript}, {"claim", claimScript}, {"finish", finishScript}, {"cancel", cancelScript},
-	{"reschedule", rescheduleScript}, {"replay", replayScript}, {"release", releaseScript},
-	{"unindex", unindexScript}, {"handle", handleScript}, {"undead", undeadScript},
+func newScript(name, body string) *script {
+	return &script{name: name, body: body, eval: redis.NewScript(helpersSrc + body)}
 }
 
-// ScriptNames maps each script's SHA1 to its name, for tools that break
-// Redis's time down by script (EVALSHA calls name the SHA1).
+// allScripts are the scripts (Init loads them).
+var allScripts = []*script{enqueueScript, claimScript, finishScript, cancelScript, rescheduleScript,
+	replayScript, releaseScript, unindexScript, handleScript, undeadScript}
+
+// library is the function library of this version of the scripts: its
+// name carries a hash of its source, so that processes of two versions
+// sharing a Redis each call their own.
+var library = func() (lib struct{ name, src string }) {
+	var b strings.Builder
+	b.WriteString(helpersSrc)
+	b.WriteString("\n-- resetCall clears what a call leaves in the helpers' tables, in case it failed midway\n")
+	b.WriteString("local function resetCall()\n  wheel, wheelScore, delta = {}, {}, {}\nend\n")
+	sum := sha1.Sum([]byte(helpersSrc + strings.Join(func() []string {
+		var bodies []string
+		for _, sc := range allScripts {
+			bodies = append(bodies, sc.name, sc.body)
+		}
+		return bodies
+	}(), "\x00")))
+	lib.name = "kairos_" + hex.EncodeToString(sum[:6])
+	for _, sc := range allScripts {
+		fmt.Fprintf(&b, "\nredis.register_function('%s', function(KEYS, ARGV)\nresetCall()\n%s\nend)\n", lib.name+"_"+sc.name, sc.body)
+	}
+	lib.src = "#!lua name=" + lib.name + "\n" + b.String()
+	return lib
+}()
+
+// fn is the script's function name in the library.
+func (sc *script) fn() string { return library.name + "_" + sc.name }
+
+// ScriptNames maps each script's SHA1 (EVALSHA calls name it) and function
+// name (FCALL calls name it) to its name, for tools that break Redis's time
+// down by script.
 func ScriptNames() map[string]string {
-	out := make(map[string]string, len(allScripts))
-	for _, s := range allScripts {
-		out[s.script.Hash()] = s.name
+	out := make(map[string]string, 2*len(allScripts))
+	for _, sc := range allScripts {
+		out[sc.eval.Hash()] = sc.name
+		out[sc.fn()] = sc.name
 	}
 	return out
+}
+
+// loadScripts loads the function library on every master, or, where Redis
+// has no functions, the scripts' EVALSHA cache; it records which in
+// s.functions.
+func (s *Store) loadScripts(ctx context.Context) error {
+	err := s.loadLibrary(ctx)
+	if err == nil {
+		s.functions.Store(true)
+		return nil
+	}
+	if !noFunctions(err) {
+		return fmt.Errorf("load the function library: %w", err)
+	}
+	s.functions.Store(false)
+	for _, sc := range allScripts {
+		if err := sc.eval.Load(ctx, s.c).Err(); err != nil {
+			return fmt.Errorf("load scripts: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) loadLibrary(ctx context.Context) error {
+	load := func(ctx context.Context, c redis.Cmdable) error {
+		return c.FunctionLoadReplace(ctx, library.src).Err()
+	}
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return load(ctx, c) })
+	}
+	return load(ctx, s.c)
+}
+
+// noFunctions reports whether err says the server has no FUNCTION command.
+func noFunctions(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown subcommand")
+}
+
+// lostScript reports whether a call failed because the node no longer has
+// the script or library (a restarted or promoted node, FUNCTION FLUSH).
+func lostScript(err error) bool {
+	return err != nil && (redis.HasErrorPrefix(err, "NOSCRIPT") || strings.Contains(err.Error(), "Function not found"))
+}
+
+// call queues (or, on a client, runs) sc on c.
+func (s *Store) call(ctx context.Context, c redis.Cmdable, sc *script, keys []string, args ...any) *redis.Cmd {
+	if s.functions.Load() {
+		return c.FCall(ctx, sc.fn(), keys, args...)
+	}
+	return sc.eval.EvalSha(ctx, c, keys, args...)
+}
+
+// run runs sc, loading the scripts again once when the node lost them.
+func (s *Store) run(ctx context.Context, sc *script, keys []string, args ...any) *redis.Cmd {
+	cmd := s.call(ctx, s.c, sc, keys, args...)
+	if lostScript(cmd.Err()) {
+		if err := s.loadScripts(ctx); err != nil {
+			return cmd
+		}
+		cmd = s.call(ctx, s.c, sc, keys, args...)
+	}
+	return cmd
 }

@@ -10,13 +10,13 @@ import (
 // the source EVALSHA runs.
 func TestScriptNames(t *testing.T) {
 	names := ScriptNames()
-	if len(names) != len(allScripts) {
+	if len(names) != 2*len(allScripts) {
 		t.Fatalf("%d names for %d scripts: two scripts share a source", len(names), len(allScripts))
 	}
 	seen := map[string]bool{}
 	for _, s := range allScripts {
-		if names[s.script.Hash()] != s.name || seen[s.name] {
-			t.Errorf("script %q: named %q, or named twice", s.name, names[s.script.Hash()])
+		if names[s.eval.Hash()] != s.name || names[s.fn()] != s.name || seen[s.name] {
+			t.Errorf("script %q: named %q / %q, or named twice", s.name, names[s.eval.Hash()], names[s.fn()])
 		}
 		seen[s.name] = true
 	}

@@ -55,17 +55,18 @@ const (
 
 // Store is kairos's Redis data model. It is safe for concurrent use.
 type Store struct {
-	c        redis.UniversalClient
-	blocking redis.UniversalClient
-	k        keys
-	opts     Options
-	offset   atomic.Int64     // Redis clock minus local clock, in ns
-	finishes batcher[*finish] // outcomes waiting to be written together
-	creates  batcher[*create] // single creates waiting to be written together
-	topics   topicCache       // topics GetTopic read recently
-	handles  handleCache      // topic handles this Store has read
-	noBLMPop atomic.Bool      // the server lacks BLMPOP: pop with BRPOP and RPOP
-	idSalt   []byte           // the deployment's webhook id salt, read by Init
+	c         redis.UniversalClient
+	blocking  redis.UniversalClient
+	k         keys
+	opts      Options
+	offset    atomic.Int64     // Redis clock minus local clock, in ns
+	finishes  batcher[*finish] // outcomes waiting to be written together
+	creates   batcher[*create] // single creates waiting to be written together
+	topics    topicCache       // topics GetTopic read recently
+	handles   handleCache      // topic handles this Store has read
+	functions atomic.Bool      // the scripts run as the function library (FCALL), not with EVALSHA
+	noBLMPop  atomic.Bool      // the server lacks BLMPOP: pop with BRPOP and RPOP
+	idSalt    []byte           // the deployment's webhook id salt, read by Init
 }
 
 // New returns a Store over c. Call Init before using it.
@@ -133,10 +134,8 @@ func (s *Store) Init(ctx context.Context) error {
 	if err := s.initSalt(ctx); err != nil {
 		return err
 	}
-	for _, sc := range allScripts {
-		if err := sc.script.Load(ctx, s.c).Err(); err != nil {
-			return fmt.Errorf("load scripts: %w", err)
-		}
+	if err := s.loadScripts(ctx); err != nil {
+		return err
 	}
 	return s.SyncClock(ctx)
 }

@@ -2,12 +2,6 @@
 -- layout.go generates (ST, R, OUT, LOG_KEEP, WHEEL). A job record is
 -- "st,n,ca,ra,nx,fa,lt,ls,ll|<settings><log><payload>" (layout.go).
 
--- NAME maps a state code to the state's name (counter fields use names).
-local NAME = {}
-for name, code in pairs(ST) do
-  NAME[code] = name
-end
-
 -- b36 writes a whole number >= 0 (below 36^12) in base 36; 0 is ''. The
 -- digits go to a buffer and become one string: building it a digit at a
 -- time would make (and intern) a string a digit.
