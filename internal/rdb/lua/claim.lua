@@ -27,8 +27,17 @@ local cascades = 8 * budget
 local margin, defaultLease, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local out, written, hset, hdel = {}, {}, {}, {}
 
-local function claim(field, t)
-  local r = parse(written[field] or redis.call('HGET', pool, field))
+-- TO_ACTIVE names the counter field of a move to active, by state code.
+local TO_ACTIVE = {[ST.scheduled] = 'scheduled>active', [ST.ready] = 'ready>active',
+  [ST.retrying] = 'retrying>active'}
+
+-- claim processes field's entry at time t; v is its record as read before
+-- this call wrote any.
+local function claim(field, t, v)
+  if written[field] ~= nil then
+    v = written[field]
+  end
+  local r = parse(v)
   if not r or r.nx ~= t then
     return -- a stale entry: cancelled, rescheduled or finished since
   end
@@ -47,7 +56,7 @@ local function claim(field, t)
       return
     end
     hdel[#hdel + 1] = field
-    written[field] = false
+    written[field] = false -- gone
     unindex(tag, h, id, r.ca)
     return
   elseif r.st == ST.active then
@@ -56,7 +65,7 @@ local function claim(field, t)
   elseif r.st == ST.dead then
     return
   else
-    count(h, NAME[r.st] .. '>active')
+    count(h, TO_ACTIVE[r.st])
   end
   r.st, r.n = ST.active, r.n + 1
   local lt = r.lt
@@ -89,14 +98,20 @@ while budget > 0 and cascades > 0 do
       take = cascades
     end
     local es = redis.call('LPOP', key, take) or {}
-    for _, e in ipairs(es) do
+    local fields, times = {}, {}
+    for i, e in ipairs(es) do
       local field, off = string.match(e, '^(.*),(%w*)$')
-      local t = start + num(off)
-      if level > 1 then
-        wheelPutAt(field, t, level - 1)
-        cascades = cascades - 1
-      else
-        claim(field, t)
+      fields[i], times[i] = field, start + num(off)
+    end
+    if level > 1 then
+      for i, field in ipairs(fields) do
+        wheelPutAt(field, times[i], level - 1)
+      end
+      cascades = cascades - #fields
+    elseif #fields > 0 then
+      local vs = redis.call('HMGET', pool, unpack(fields)) -- one read for the slot's jobs
+      for i, field in ipairs(fields) do
+        claim(field, times[i], vs[i])
       end
     end
     if #es < take then -- the slot is empty (and its key gone)

@@ -45,22 +45,23 @@ local function parse(v)
   if nx == '' then
     r.nx = r.ra -- an empty next time is the run_at
   end
-  r.raw = {n = n, ca = ca, ra = ra, fa = fa, lt = lt, ls = ls, ll = ll, nxv = r.nx, nx = nx}
+  r.raw = {n = n, ca = ca, ra = ra, fa = fa, lt = lt, ls = ls, ll = ll, nx = nx}
+  r.was = {n = r.n, ca = r.ca, ra = r.ra, fa = r.fa, lt = r.lt, ls = r.ls, ll = r.ll, nx = r.nx}
   return r
 end
 
+-- field36 is field f of r as stored: as read when it did not change.
 local function field36(r, f)
-  local raw = r.raw
-  if raw and raw[f .. 'v'] == nil and num(raw[f]) == r[f] then
-    return raw[f]
+  if r.was and r.was[f] == r[f] then
+    return r.raw[f]
   end
   return b36(r[f])
 end
 
 local function format(r)
-  local raw, nx = r.raw, ''
-  if raw and raw.nxv == r.nx and (raw.nx ~= '' or r.nx == r.ra) then
-    nx = raw.nx
+  local nx = ''
+  if r.was and r.was.nx == r.nx and (r.raw.nx ~= '' or r.nx == r.ra) then
+    nx = r.raw.nx
   elseif r.nx ~= r.ra then
     nx = b36(r.nx)
   end
