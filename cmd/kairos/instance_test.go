@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -97,16 +98,17 @@ func TestPastRunAtIsNotLate(t *testing.T) {
 // tenant acme (it also reads /metrics), the receiver's hit count and URL.
 func startTestInstance(t *testing.T) (call func(method, path, body string, want int) string, hits *atomic.Int64, rcvURL string) {
 	t.Helper()
-	srv := testredis.New(t)
+	return startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL()})
+}
+
+// startTestInstanceOn is startTestInstance with the Redis env names
+// (KAIROS_REDIS_URL and any other KAIROS_* variables).
+func startTestInstanceOn(t *testing.T, env map[string]string) (call func(method, path, body string, want int) string, hits *atomic.Int64, rcvURL string) {
+	t.Helper()
 	hits = new(atomic.Int64)
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	t.Cleanup(rcv.Close)
-	cfg, err := parseConfig([]string{"--addr", "127.0.0.1:0", "--grace", "1s", "--allow-private-urls"},
-		fakeEnv(map[string]string{"KAIROS_REDIS_URL": srv.URL(), "KAIROS_AUTH_SECRET": "0123456789abcdef0123"}), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	in, err := startWith(env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,4 +134,17 @@ func startTestInstance(t *testing.T) (call func(method, path, body string, want 
 		return string(b)
 	}
 	return call, hits, rcv.URL
+}
+
+// startWith starts kairos in this process as the tests do (loopback
+// listener, loopback callbacks allowed, a short grace, a fixed auth
+// secret), with env added to the environment.
+func startWith(env map[string]string) (*instance, error) {
+	all := map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef0123"}
+	maps.Copy(all, env)
+	cfg, err := parseConfig([]string{"--addr", "127.0.0.1:0", "--grace", "1s", "--allow-private-urls"}, fakeEnv(all), io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	return start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
