@@ -98,42 +98,69 @@ func TestPastRunAtIsNotLate(t *testing.T) {
 // tenant acme (it also reads /metrics), the receiver's hit count and URL.
 func startTestInstance(t *testing.T) (call func(method, path, body string, want int) string, hits *atomic.Int64, rcvURL string) {
 	t.Helper()
-	return startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL()})
+	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL()})
+	call = func(method, path, body string, want int) string {
+		t.Helper()
+		return ti.call(t, method, path, body, want)
+	}
+	return call, ti.hits, ti.rcvURL
+}
+
+// testInstance is kairos started in this process for a test, with a
+// receiver on loopback.
+type testInstance struct {
+	hits       *atomic.Int64 // the receiver's
+	rcvURL     string
+	url, token string // the API's, and a token of tenant acme
 }
 
 // startTestInstanceOn is startTestInstance with the Redis env names
 // (KAIROS_REDIS_URL and any other KAIROS_* variables).
-func startTestInstanceOn(t *testing.T, env map[string]string) (call func(method, path, body string, want int) string, hits *atomic.Int64, rcvURL string) {
+func startTestInstanceOn(t *testing.T, env map[string]string) *testInstance {
 	t.Helper()
-	hits = new(atomic.Int64)
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	ti := &testInstance{hits: new(atomic.Int64)}
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ti.hits.Add(1) }))
 	t.Cleanup(rcv.Close)
+	ti.rcvURL = rcv.URL
 	in, err := startWith(env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.stop)
-	tok, err := in.authn.Mint("acme", false, time.Hour)
+	ti.url = in.url
+	if ti.token, err = in.authn.Mint("acme", false, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	return ti
+}
+
+// do calls the API as tenant acme and returns the status and body. It may
+// be called from any goroutine.
+func (ti *testInstance) do(method, path, body string) (int, string, error) {
+	req, _ := http.NewRequest(method, ti.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+ti.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// call is do from the test's goroutine, failing the test unless the
+// status is want.
+func (ti *testInstance) call(t *testing.T, method, path, body string, want int) string {
+	t.Helper()
+	status, b, err := ti.do(method, path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	call = func(method, path, body string, want int) string {
-		t.Helper()
-		req, _ := http.NewRequest(method, in.url+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, b)
-		}
-		return string(b)
+	if status != want {
+		t.Fatalf("%s %s: %d, want %d: %s", method, path, status, want, b)
 	}
-	return call, hits, rcv.URL
+	return b
 }
 
 // startWith starts kairos in this process as the tests do (loopback

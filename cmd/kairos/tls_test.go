@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,8 +19,7 @@ import (
 func TestServeOverTLSWithCustomCA(t *testing.T) {
 	t.Run("single", func(t *testing.T) {
 		srv := testredis.NewTLS(t)
-		call, hits, rcvURL := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": srv.URL(), "KAIROS_REDIS_CA": srv.CAFile})
-		createAndFire(t, call, hits, rcvURL)
+		createAndFire(t, startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": srv.URL(), "KAIROS_REDIS_CA": srv.CAFile}))
 	})
 	t.Run("cluster", func(t *testing.T) {
 		c, err := testredis.StartTLSCluster(t.TempDir(), 3)
@@ -32,17 +30,16 @@ func TestServeOverTLSWithCustomCA(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.Stop)
-		call, hits, rcvURL := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": c.URL(), "KAIROS_REDIS_CLUSTER": "1", "KAIROS_REDIS_CA": c.CAFile})
-		createAndFire(t, call, hits, rcvURL)
+		createAndFire(t, startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": c.URL(), "KAIROS_REDIS_CLUSTER": "1", "KAIROS_REDIS_CA": c.CAFile}))
 	})
 }
 
-func createAndFire(t *testing.T, call func(method, path, body string, want int) string, hits *atomic.Int64, rcvURL string) {
+func createAndFire(t *testing.T, ti *testInstance) {
 	t.Helper()
-	call("PUT", "/v1/topics/tls", `{"callback_url": "`+rcvURL+`"}`, http.StatusCreated)
-	call("POST", "/v1/topics/tls/jobs", `{"delay": "100ms", "payload": {"over": "tls"}}`, http.StatusCreated)
+	ti.call(t, "PUT", "/v1/topics/tls", `{"callback_url": "`+ti.rcvURL+`"}`, http.StatusCreated)
+	ti.call(t, "POST", "/v1/topics/tls/jobs", `{"delay": "100ms", "payload": {"over": "tls"}}`, http.StatusCreated)
 	deadline := time.Now().Add(20 * time.Second)
-	for hits.Load() < 1 {
+	for ti.hits.Load() < 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("the job was not delivered within 20s")
 		}
