@@ -70,7 +70,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 	scanCtx, stopScanner := context.WithCancel(run)
 	workCtx, stopWorker := context.WithCancel(run)
 	var scanWG, workWG, srvWG sync.WaitGroup
-	gauges := metrics.Gauges{Store: store}
+	gauges := metrics.Gauges{Store: store, Pools: map[string]func() *redis.PoolStats{"main": client.PoolStats, "blocking": blocking.PoolStats}}
 	var worker *callback.Worker
 	var disp *dispatch.Dispatcher
 	if cfg.Roles["worker"] {

@@ -87,16 +87,9 @@ func printBanner(w io.Writer, cfg Config, in *instance) error {
 
 // redisClients connects to KAIROS_REDIS_URL (a Redis Cluster when
 // KAIROS_REDIS_CLUSTER is set) or starts the embedded Redis. It returns the
-// main client and the one for blocking pops: blocked consumers hold their
-// connections, so they get a pool of their own and can never take the
-// connections API calls need. A rediss:// URL verifies the server against
-// KAIROS_REDIS_CA when it is set.
+// main client and the one for blocking pops (see redisPool). A rediss://
+// URL verifies the server against KAIROS_REDIS_CA when it is set.
 func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.UniversalClient, closeEmbedded func(), err error) {
-	const blockingPool = 4096 // an upper bound; connections open on demand
-	// The main pool serves API calls, claims and callback outcomes at once;
-	// go-redis's default (10 per CPU) left callers waiting for a connection
-	// under load. A pool_size in the URL still wins.
-	const mainPool = 128
 	roots, err := redisCA(cfg)
 	if err != nil {
 		return nil, nil, nil, err
@@ -107,11 +100,9 @@ func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.Universa
 			return nil, nil, nil, fmt.Errorf("KAIROS_REDIS_URL: %w (want redis://[user:password@]host:port?addr=host2:port&addr=host3:port for a cluster)", urlErr(err))
 		}
 		trustCA(opt.TLSConfig, roots)
-		if opt.PoolSize == 0 {
-			opt.PoolSize = mainPool
-		}
 		bopt := *opt
-		bopt.PoolSize = blockingPool
+		mainPool.set(&opt.ClientName, &opt.PoolSize, &opt.MaxIdleConns)
+		blockingPool.set(&bopt.ClientName, &bopt.PoolSize, &bopt.MaxIdleConns)
 		return redis.NewClusterClient(opt), redis.NewClusterClient(&bopt), func() {}, nil
 	}
 	var opt *redis.Options
@@ -131,11 +122,9 @@ func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.Universa
 			"NOTHING PERSISTS: every job is lost when this process stops. Set KAIROS_REDIS_URL for real use.")
 		opt, closeEmbedded = &redis.Options{Addr: m.Addr()}, m.Close
 	}
-	if opt.PoolSize == 0 {
-		opt.PoolSize = mainPool
-	}
 	bopt := *opt
-	bopt.PoolSize = blockingPool
+	mainPool.set(&opt.ClientName, &opt.PoolSize, &opt.MaxIdleConns)
+	blockingPool.set(&bopt.ClientName, &bopt.PoolSize, &bopt.MaxIdleConns)
 	return redis.NewClient(opt), redis.NewClient(&bopt), closeEmbedded, nil
 }
 
