@@ -54,18 +54,18 @@ func explainTLS(err error, cfg Config) error {
 	)
 	switch {
 	case errors.As(err, &unknown) && cfg.RedisCA != "":
-		return fmt.Errorf("Redis TLS: the server's certificate is not signed by the CA in KAIROS_REDIS_CA (%s): %w; check KAIROS_REDIS_CA or the URL's host (%s)", cfg.RedisCA, err, host)
+		return fmt.Errorf("TLS to Redis: the server's certificate is not signed by the CA in KAIROS_REDIS_CA (%s): %w; check KAIROS_REDIS_CA or the URL's host (%s)", cfg.RedisCA, err, host)
 	case errors.As(err, &unknown):
-		return fmt.Errorf("Redis TLS: the server's certificate is not signed by a CA this system trusts: %w; set KAIROS_REDIS_CA to the PEM file of the CA that signed it", err)
+		return fmt.Errorf("TLS to Redis: the server's certificate is not signed by a CA this system trusts: %w; set KAIROS_REDIS_CA to the PEM file of the CA that signed it", err)
 	case errors.As(err, &hostname):
-		return fmt.Errorf("Redis TLS: the server's certificate is not valid for %q, the host in KAIROS_REDIS_URL: %w; use a host name the certificate names (%s)",
+		return fmt.Errorf("TLS to Redis: the server's certificate is not valid for %q, the host in KAIROS_REDIS_URL: %w; use a host name the certificate names (%s)",
 			hostname.Host, err, certNames(hostname.Certificate))
 	case errors.As(err, &invalid):
-		return fmt.Errorf("Redis TLS: the server's certificate is not valid: %w; check its dates and this machine's clock", err)
+		return fmt.Errorf("TLS to Redis: the server's certificate is not valid: %w; check its dates and this machine's clock", err)
 	case errors.As(err, &verify):
-		return fmt.Errorf("Redis TLS: the server's certificate was refused: %w", err)
+		return fmt.Errorf("TLS to Redis: the server's certificate was refused: %w", err)
 	case errors.As(err, &record):
-		return fmt.Errorf("Redis TLS: the server at %s does not speak TLS: %w; use redis:// for it, or its TLS port", host, err)
+		return fmt.Errorf("TLS to Redis: the server at %s does not speak TLS: %w; use redis:// for it, or its TLS port", host, err)
 	}
 	return nil
 }
