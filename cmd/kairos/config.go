@@ -16,6 +16,7 @@ import (
 type Config struct {
 	Addr         string
 	RedisURL     string
+	RedisCA      string // PEM file of the CA that signs the TLS Redis's certificate; empty: the system's roots
 	RedisCluster bool
 	WaitReplicas int
 	AuthSecret   string // env only
@@ -63,6 +64,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	var roles, shards, retention, grace, lockTTL, leaseGrace, readyLease, maxPayload, waitReplicas string
 	fs.StringVar(&c.Addr, "addr", env("KAIROS_ADDR", ""), "listen address of the API and admin page; default :8080, or 127.0.0.1:8080 on the embedded Redis (KAIROS_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("KAIROS_REDIS_URL", ""), "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (KAIROS_REDIS_URL)")
+	fs.StringVar(&c.RedisCA, "redis-ca", env("KAIROS_REDIS_CA", ""), "PEM file of the CA that signed a rediss:// Redis's certificate; default the system's roots (KAIROS_REDIS_CA)")
 	fs.BoolVar(&c.RedisCluster, "redis-cluster", envBool("KAIROS_REDIS_CLUSTER"), "KAIROS_REDIS_URL names Redis Cluster nodes, redis://host:port?addr=host2:port (KAIROS_REDIS_CLUSTER=1)")
 	fs.StringVar(&waitReplicas, "wait-replicas", env("KAIROS_WAIT_REPLICAS", "0"), "acknowledge a create only once this many replicas have it (Redis WAIT), so a failover cannot lose it (KAIROS_WAIT_REPLICAS)")
 	fs.BoolVar(&c.AllowPrivate, "allow-private-urls", envBool("KAIROS_ALLOW_PRIVATE_URLS"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS=1)")
@@ -94,6 +96,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	}
 	if c.RedisCluster && c.RedisURL == "" {
 		errs = append(errs, errors.New("KAIROS_REDIS_CLUSTER needs KAIROS_REDIS_URL naming at least one cluster node"))
+	}
+	if c.RedisCA != "" && !strings.HasPrefix(strings.ToLower(c.RedisURL), "rediss://") {
+		errs = append(errs, errors.New("KAIROS_REDIS_CA is set but KAIROS_REDIS_URL is not a rediss:// URL: the CA verifies TLS connections only"))
 	}
 	if c.WaitReplicas, err = strconv.Atoi(waitReplicas); err != nil || c.WaitReplicas < 0 || c.WaitReplicas > 16 {
 		errs = append(errs, fmt.Errorf("wait-replicas %q: use a whole number from 0 to 16", waitReplicas))

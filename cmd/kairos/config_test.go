@@ -46,6 +46,18 @@ func TestParseConfig(t *testing.T) {
 			want: func(c *Config) {
 				c.RedisCluster, c.RedisURL, c.AuthSecret, c.Addr = true, "redis://r:1", "0123456789abcdef", ":8080"
 			}},
+		{name: "redis CA", env: map[string]string{"KAIROS_REDIS_URL": "rediss://r:6380", "KAIROS_REDIS_CA": "/etc/ca.pem", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
+			want: func(c *Config) {
+				c.RedisURL, c.RedisCA, c.AuthSecret, c.Addr = "rediss://r:6380", "/etc/ca.pem", "0123456789abcdef", ":8080"
+			}},
+		{name: "redis CA flag beats env", args: []string{"--redis-ca", "/flag.pem"},
+			env: map[string]string{"KAIROS_REDIS_URL": "REDISS://r:6380", "KAIROS_REDIS_CA": "/env.pem", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
+			want: func(c *Config) {
+				c.RedisURL, c.RedisCA, c.AuthSecret, c.Addr = "REDISS://r:6380", "/flag.pem", "0123456789abcdef", ":8080"
+			}},
+		{name: "redis CA needs rediss", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_REDIS_CA": "/etc/ca.pem", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
+			wantErr: "KAIROS_REDIS_CA is set but KAIROS_REDIS_URL is not a rediss:// URL"},
+		{name: "redis CA on the embedded Redis", env: map[string]string{"KAIROS_REDIS_CA": "/etc/ca.pem"}, wantErr: "not a rediss:// URL"},
 		{name: "ready lease", env: map[string]string{"KAIROS_READY_LEASE": "5s"}, want: func(c *Config) { c.ReadyLease = 5 * time.Second }},
 		{name: "ready lease too short", args: []string{"--ready-lease", "10ms"}, wantErr: "ready-lease"},
 		{name: "bad shards", args: []string{"--shards", "0"}, wantErr: "shards"},

@@ -53,7 +53,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 	}
 	store := rdb.New(client, rdb.Options{Prefix: cfg.Prefix, Shards: cfg.Shards, Retention: cfg.Retention, LeaseGrace: cfg.LeaseGrace, ReadyLease: cfg.ReadyLease,
 		Blocking: blocking, NewSecret: callback.NewSecret, OnEnqueued: m.Created, WaitReplicas: cfg.WaitReplicas})
-	if err := initStore(ctx, store, log); err != nil {
+	if err := initStore(ctx, cfg, store, log); err != nil {
 		closeRedis()
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 	scanCtx, stopScanner := context.WithCancel(run)
 	workCtx, stopWorker := context.WithCancel(run)
 	var scanWG, workWG, srvWG sync.WaitGroup
-	gauges := metrics.Gauges{Store: store}
+	gauges := metrics.Gauges{Store: store, Pools: map[string]func() *redis.PoolStats{"main": client.PoolStats, "blocking": blocking.PoolStats}}
 	var worker *callback.Worker
 	var disp *dispatch.Dispatcher
 	if cfg.Roles["worker"] {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -97,39 +98,80 @@ func TestPastRunAtIsNotLate(t *testing.T) {
 // tenant acme (it also reads /metrics), the receiver's hit count and URL.
 func startTestInstance(t *testing.T) (call func(method, path, body string, want int) string, hits *atomic.Int64, rcvURL string) {
 	t.Helper()
-	srv := testredis.New(t)
-	hits = new(atomic.Int64)
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
-	t.Cleanup(rcv.Close)
-	cfg, err := parseConfig([]string{"--addr", "127.0.0.1:0", "--grace", "1s", "--allow-private-urls"},
-		fakeEnv(map[string]string{"KAIROS_REDIS_URL": srv.URL(), "KAIROS_AUTH_SECRET": "0123456789abcdef0123"}), io.Discard)
-	if err != nil {
-		t.Fatal(err)
+	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL()})
+	call = func(method, path, body string, want int) string {
+		t.Helper()
+		return ti.call(t, method, path, body, want)
 	}
-	in, err := start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return call, ti.hits, ti.rcvURL
+}
+
+// testInstance is kairos started in this process for a test, with a
+// receiver on loopback.
+type testInstance struct {
+	hits       *atomic.Int64 // the receiver's
+	rcvURL     string
+	url, token string // the API's, and a token of tenant acme
+}
+
+// startTestInstanceOn is startTestInstance with the Redis env names
+// (KAIROS_REDIS_URL and any other KAIROS_* variables).
+func startTestInstanceOn(t *testing.T, env map[string]string) *testInstance {
+	t.Helper()
+	ti := &testInstance{hits: new(atomic.Int64)}
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ti.hits.Add(1) }))
+	t.Cleanup(rcv.Close)
+	ti.rcvURL = rcv.URL
+	in, err := startWith(env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.stop)
-	tok, err := in.authn.Mint("acme", false, time.Hour)
+	ti.url = in.url
+	if ti.token, err = in.authn.Mint("acme", false, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	return ti
+}
+
+// do calls the API as tenant acme and returns the status and body. It may
+// be called from any goroutine.
+func (ti *testInstance) do(method, path, body string) (int, string, error) {
+	req, _ := http.NewRequest(method, ti.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+ti.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// call is do from the test's goroutine, failing the test unless the
+// status is want.
+func (ti *testInstance) call(t *testing.T, method, path, body string, want int) string {
+	t.Helper()
+	status, b, err := ti.do(method, path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	call = func(method, path, body string, want int) string {
-		t.Helper()
-		req, _ := http.NewRequest(method, in.url+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, b)
-		}
-		return string(b)
+	if status != want {
+		t.Fatalf("%s %s: %d, want %d: %s", method, path, status, want, b)
 	}
-	return call, hits, rcv.URL
+	return b
+}
+
+// startWith starts kairos in this process as the tests do (loopback
+// listener, loopback callbacks allowed, a short grace, a fixed auth
+// secret), with env added to the environment.
+func startWith(env map[string]string) (*instance, error) {
+	all := map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef0123"}
+	maps.Copy(all, env)
+	cfg, err := parseConfig([]string{"--addr", "127.0.0.1:0", "--grace", "1s", "--allow-private-urls"}, fakeEnv(all), io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	return start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }

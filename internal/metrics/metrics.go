@@ -39,6 +39,20 @@ type Gauges struct {
 	Store     *rdb.Store
 	LocksHeld func() int // nil when this process runs no scanner
 	InFlight  func() int64
+	// Pools are the process's Redis clients by pool name ("main",
+	// "blocking"): their PoolStats, read for kairos_redis_connections.
+	Pools map[string]func() *redis.PoolStats
+}
+
+// Connections returns the connections a go-redis client has open: its
+// pool's, its pipeline pool's and its pub/sub ones (go-redis counts the
+// last on a single Redis only, not on a cluster).
+func Connections(s *redis.PoolStats) int {
+	n := int(s.TotalConns) + int(s.PubSubStats.Active)
+	if s.PipelineStats != nil {
+		n += int(s.PipelineStats.TotalConns)
+	}
+	return n
 }
 
 // New registers the metrics. Call Watch to add the Redis-side gauges.
@@ -174,6 +188,7 @@ var (
 	locksDesc    = prometheus.NewDesc("kairos_scanner_locks_held", "Delay Bucket shard locks this process holds.", nil, nil)
 	inflightDesc = prometheus.NewDesc("kairos_callbacks_in_flight", "Callbacks this process is firing now.", nil, nil)
 	upDesc       = prometheus.NewDesc("kairos_redis_up", "1 when the last scrape could read Redis.", nil, nil)
+	connsDesc    = prometheus.NewDesc("kairos_redis_connections", "Redis connections this process has open, by pool (main includes pub/sub and pipelines).", []string{"pool"}, nil)
 )
 
 func (c *redisCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -182,6 +197,7 @@ func (c *redisCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- locksDesc
 	ch <- inflightDesc
 	ch <- upDesc
+	ch <- connsDesc
 }
 
 func (c *redisCollector) Collect(ch chan<- prometheus.Metric) {
@@ -190,6 +206,9 @@ func (c *redisCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.g.InFlight != nil {
 		ch <- prometheus.MustNewConstMetric(inflightDesc, prometheus.GaugeValue, float64(c.g.InFlight()))
+	}
+	for name, stats := range c.g.Pools {
+		ch <- prometheus.MustNewConstMetric(connsDesc, prometheus.GaugeValue, float64(Connections(stats())), name)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/rdb"
@@ -48,7 +50,13 @@ func TestMetricsExposition(t *testing.T) {
 		}
 	}
 	m := New()
-	m.Watch(Gauges{Store: store, LocksHeld: func() int { return 3 }, InFlight: func() int64 { return 2 }})
+	mainPool := &redis.PoolStats{TotalConns: 3}
+	mainPool.PubSubStats.Active = 1
+	m.Watch(Gauges{Store: store, LocksHeld: func() int { return 3 }, InFlight: func() int64 { return 2 },
+		Pools: map[string]func() *redis.PoolStats{
+			"main":     func() *redis.PoolStats { return mainPool },
+			"blocking": func() *redis.PoolStats { return &redis.PoolStats{TotalConns: 5} },
+		}})
 	client.AddHook(m.Hook())
 	for range 4 {
 		m.Created("acme", "orders")
@@ -83,6 +91,8 @@ func TestMetricsExposition(t *testing.T) {
 		`kairos_callbacks_in_flight 2`,
 		`kairos_redis_up 1`,
 		`kairos_redis_errors_total 1`,
+		`kairos_redis_connections{pool="main"} 4`, // its pool's and pub/sub
+		`kairos_redis_connections{pool="blocking"} 5`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(text, want) {
@@ -101,5 +111,38 @@ func TestMetricsExposition(t *testing.T) {
 	}
 	if depth != 4 { // the jobs stored: three scheduled and the claimed one
 		t.Errorf("bucket depths sum to %d, want 4\n%s", depth, text)
+	}
+}
+
+// TestConnectionsCountsEveryPoolOfAClient: a client that ran a command, a
+// pipeline and a subscription has connections in three go-redis pools;
+// Connections counts what CLIENT LIST shows under its name.
+func TestConnectionsCountsEveryPoolOfAClient(t *testing.T) {
+	ctx := context.Background()
+	opt, err := redis.ParseURL(testredis.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.ClientName = testredis.Prefix(t)
+	c := redis.NewClient(opt)
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pipelined(ctx, func(p redis.Pipeliner) error { p.Ping(ctx); p.Ping(ctx); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	sub := c.Subscribe(ctx, opt.ClientName)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list, err := testredis.Client(t).ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := strings.Count(list, " name="+opt.ClientName+" ")
+	if got := Connections(c.PoolStats()); got != listed || listed < 3 {
+		t.Errorf("Connections = %d; CLIENT LIST shows %d under the client's name, want the same and at least 3 (command, pipeline, pub/sub):\n%s", got, listed, list)
 	}
 }

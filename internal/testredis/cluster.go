@@ -15,13 +15,39 @@ import (
 // Cluster is a real Redis Cluster of redis-server child processes on
 // loopback ports: masters with one replica each.
 type Cluster struct {
-	Nodes []*Server
+	Nodes  []*Server
+	CAFile string // for a TLS cluster: the CA that signed every node's certificate
 }
 
 // StartCluster starts 2*masters nodes in dir, joins them with
 // `redis-cli --cluster create --cluster-replicas 1` and waits until every
 // node reports cluster_state:ok. extra is appended to every node's arguments.
 func StartCluster(dir string, masters int, extra ...string) (*Cluster, error) {
+	return startCluster(dir, masters, nil, func(ndir string, args []string) (*Server, error) { return Start(ndir, args...) })
+}
+
+// StartTLSCluster is StartCluster with nodes that speak only TLS, to
+// clients and to each other, with certificates for 127.0.0.1 and localhost
+// signed by one CA made for the cluster (Cluster.CAFile). A redis-server
+// without TLS support gives an error wrapping ErrNoTLS.
+func StartTLSCluster(dir string, masters int, extra ...string) (*Cluster, error) {
+	certs, err := MakeCerts(dir, "127.0.0.1", "localhost")
+	if err != nil {
+		return nil, fmt.Errorf("make test certificates: %w", err)
+	}
+	extra = append([]string{"--tls-cluster", "yes", "--tls-replication", "yes"}, extra...)
+	c, err := startCluster(dir, masters, []string{"--tls", "--cacert", certs.CAFile},
+		func(ndir string, args []string) (*Server, error) { return startTLS(ndir, certs, args...) }, extra...)
+	if err != nil {
+		return nil, err
+	}
+	c.CAFile = certs.CAFile
+	return c, nil
+}
+
+// startCluster starts the nodes with startNode, then joins them with
+// redis-cli (given cliArgs first).
+func startCluster(dir string, masters int, cliArgs []string, startNode func(dir string, args []string) (*Server, error), extra ...string) (*Cluster, error) {
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		return nil, fmt.Errorf("redis-cli not found on PATH: run `make test`, which installs redis-tools")
@@ -34,14 +60,14 @@ func StartCluster(dir string, masters int, extra ...string) (*Cluster, error) {
 		}
 		args := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(ndir, "nodes.conf"),
 			"--cluster-node-timeout", "2000"}, extra...)
-		s, err := Start(ndir, args...)
+		s, err := startNode(ndir, args)
 		if err != nil {
 			c.Stop()
 			return nil, err
 		}
 		c.Nodes = append(c.Nodes, s)
 	}
-	args := []string{"--cluster", "create"}
+	args := append(cliArgs, "--cluster", "create")
 	for _, n := range c.Nodes {
 		args = append(args, n.Addr)
 	}
@@ -68,7 +94,9 @@ func (c *Cluster) WaitOK(within time.Duration) error {
 			if !n.Alive() {
 				continue
 			}
-			cl := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+			opt := n.Options()
+			opt.MaxRetries = -1
+			cl := redis.NewClient(opt)
 			info, err := cl.ClusterInfo(context.Background()).Result()
 			repl, rerr := cl.Info(context.Background(), "replication").Result()
 			cl.Close()
@@ -97,9 +125,10 @@ func (c *Cluster) Addrs() []string {
 }
 
 // URL returns the cluster in the form KAIROS_REDIS_URL takes with
-// KAIROS_REDIS_CLUSTER=1: redis://first?addr=second&addr=...
+// KAIROS_REDIS_CLUSTER=1: redis://first?addr=second&addr=... (rediss://
+// for a TLS cluster).
 func (c *Cluster) URL() string {
-	u := "redis://" + c.Nodes[0].Addr
+	u := c.Nodes[0].URL()
 	for i, n := range c.Nodes[1:] {
 		sep := "&"
 		if i == 0 {
@@ -112,7 +141,7 @@ func (c *Cluster) URL() string {
 
 // Client returns a cluster client over every node.
 func (c *Cluster) Client() *redis.ClusterClient {
-	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), TLSConfig: c.Nodes[0].Options().TLSConfig})
 }
 
 // Master returns the node serving key's slot as master.

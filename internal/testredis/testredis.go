@@ -3,8 +3,10 @@
 package testredis
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -23,15 +25,28 @@ import (
 
 // Server is a redis-server child process.
 type Server struct {
-	Addr string // 127.0.0.1:port
-	Dir  string
-	args []string
-	cmd  *exec.Cmd
-	done chan struct{}
+	Addr   string // 127.0.0.1:port
+	Dir    string
+	CAFile string // for a TLS server (StartTLS): the PEM file of the CA that signed its certificate
+	tls    *tls.Config
+	args   []string
+	cmd    *exec.Cmd
+	done   chan struct{}
 }
 
-// URL returns the server's redis:// URL.
-func (s *Server) URL() string { return "redis://" + s.Addr }
+// URL returns the server's redis:// URL, or rediss:// for a TLS server.
+func (s *Server) URL() string {
+	if s.tls != nil {
+		return "rediss://" + s.Addr
+	}
+	return "redis://" + s.Addr
+}
+
+// Options returns client options for the server (trusting its CA when it
+// speaks TLS).
+func (s *Server) Options() *redis.Options {
+	return &redis.Options{Addr: s.Addr, TLSConfig: s.tls.Clone()}
+}
 
 // Binary finds redis-server. A missing binary is an error, never a skip:
 // `make test` installs it.
@@ -56,6 +71,13 @@ func FreePort() (int, error) {
 // Start runs a fresh redis-server in dir with extra arguments appended to
 // the defaults (no persistence unless extra asks for it).
 func Start(dir string, extra ...string) (*Server, error) {
+	return startOn(dir, nil, func(port string) []string { return append([]string{"--port", port}, extra...) })
+}
+
+// startOn starts a redis-server on a free loopback port, with the port
+// arguments listen returns for it; tlsCfg is how clients reach it over TLS
+// (nil: plain TCP).
+func startOn(dir string, tlsCfg *tls.Config, listen func(port string) []string) (*Server, error) {
 	bin, err := Binary()
 	if err != nil {
 		return nil, err
@@ -66,10 +88,11 @@ func Start(dir string, extra ...string) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir}
-		s.args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		p := strconv.Itoa(port)
+		s := &Server{Addr: "127.0.0.1:" + p, Dir: dir, tls: tlsCfg}
+		s.args = append([]string{"--bind", "127.0.0.1", "--dir", dir,
 			"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
-			"--logfile", filepath.Join(dir, "redis-"+strconv.Itoa(port)+".log")}, extra...)
+			"--logfile", filepath.Join(dir, "redis-"+p+".log")}, listen(p)...)
 		if lastErr = s.start(bin); lastErr == nil {
 			return s, nil
 		}
@@ -80,18 +103,29 @@ func Start(dir string, extra ...string) (*Server, error) {
 func (s *Server) start(bin string) error {
 	s.cmd = exec.Command(bin, s.args...)
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// What redis-server prints before its log file is open (a refused
+	// configuration) goes to a file beside the log.
+	out, err := os.Create(s.outFile())
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	s.cmd.Stdout, s.cmd.Stderr = out, out
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}
 	s.done = make(chan struct{})
 	go func() { s.cmd.Wait(); close(s.done) }()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	opt := s.Options()
+	opt.MaxRetries = -1
+	c := redis.NewClient(opt)
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.done:
-			return fmt.Errorf("redis-server on %s exited at start (see %s)", s.Addr, s.Dir)
+			said, _ := os.ReadFile(s.outFile())
+			return fmt.Errorf("redis-server on %s exited at start (see %s): %s", s.Addr, s.Dir, bytes.TrimSpace(said))
 		default:
 		}
 		if c.Ping(context.Background()).Err() == nil {
@@ -138,6 +172,12 @@ func (s *Server) Alive() bool {
 }
 
 func mkdir(dir string) error { return os.MkdirAll(dir, 0o755) }
+
+// outFile is where the process's own output goes.
+func (s *Server) outFile() string {
+	_, port, _ := net.SplitHostPort(s.Addr)
+	return filepath.Join(s.Dir, "redis-"+port+".out")
+}
 
 // Kill stops the server with SIGKILL and waits for it.
 func (s *Server) Kill() {
