@@ -213,32 +213,53 @@ type finish struct {
 	done  chan struct{}
 }
 
-// writeFinishes runs the finish scripts of a batch in one pipeline, on the
-// batch's context (batchContext).
+// writeFinishes writes a batch of outcomes in one pipeline: one finish call
+// a shard, on the batch's context (batchContext).
 func (s *Store) writeFinishes(batch []*finish) {
 	ctx, cancel := batchContext(batch[0].ctx)
 	defer cancel()
 	now := ms(s.Now())
-	retention := s.opts.Retention.Milliseconds()
-	cmds := s.evalAll(ctx, finishScript, len(batch), func(i int) ([]string, []any) {
-		f := batch[i]
-		sh := f.at.shard
-		return []string{s.k.pool(sh), s.k.due(sh)},
-			[]any{s.k.tag(sh), f.at.h, f.key.ID, f.n, now, f.outcome, f.line, ms(f.retryAt), retention, WakeHorizon.Milliseconds(), f.key.Tenant}
+	byShard := map[int][]*finish{}
+	var shards []int
+	for _, f := range batch {
+		if _, ok := byShard[f.at.shard]; !ok {
+			shards = append(shards, f.at.shard)
+		}
+		byShard[f.at.shard] = append(byShard[f.at.shard], f)
+	}
+	cmds := s.evalAll(ctx, finishScript, len(shards), func(i int) ([]string, []any) {
+		sh := shards[i]
+		args := []any{s.k.tag(sh), now, WakeHorizon.Milliseconds()}
+		for _, f := range byShard[sh] {
+			args = append(args, f.at.h, f.key.ID, f.n, f.outcome, f.line, ms(f.retryAt), f.key.Tenant)
+		}
+		return []string{s.k.pool(sh), s.k.due(sh)}, args
 	})
 	wake := s.c.Pipeline()
-	for i, f := range batch {
+	states := map[int64]kairos.State{outcomeDelivered: kairos.StateDelivered, outcomeRetrying: kairos.StateRetrying, outcomeDead: kairos.StateDead}
+	for i, sh := range shards {
 		res, err := cmds[i].Slice()
-		f.err = err
+		var outs []any
 		if err == nil && len(res) == 2 {
-			f.state = map[int64]kairos.State{outcomeDelivered: kairos.StateDelivered, outcomeRetrying: kairos.StateRetrying,
-				outcomeDead: kairos.StateDead}[toInt(res[0])]
+			outs, _ = res[0].([]any)
 			if at, ok := res[1].(string); ok {
 				n, _ := strconv.ParseInt(at, 10, 64)
-				s.wake(ctx, wake, f.at.shard, n) // the retry may be due before the shard's scanner plans to wake
+				s.wake(ctx, wake, sh, n) // a retry may be due before the shard's scanner plans to wake
 			}
+		} else if err == nil {
+			err = fmt.Errorf("short reply from Redis")
 		}
-		close(f.done)
+		for k, f := range byShard[sh] {
+			switch {
+			case err != nil:
+				f.err = err
+			case k < len(outs):
+				f.state = states[toInt(outs[k])]
+			default:
+				f.err = fmt.Errorf("short reply from Redis")
+			}
+			close(f.done)
+		}
 	}
 	if wake.Len() > 0 {
 		wake.Exec(ctx)

@@ -3,7 +3,9 @@ package rdb
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -272,4 +274,57 @@ func TestAttemptLogKeepsTheLastTen(t *testing.T) {
 		j.Log[9].Error != "line one\nline two \"quoted\"" || len(j.Log[9].Response) != 300 {
 		t.Fatalf("log: %d entries, first %d, last %+v", len(j.Log), j.Log[0].N, j.Log[len(j.Log)-1])
 	}
+}
+
+// TestFinishesTogether: outcomes recorded at the same moment share calls
+// (one a shard), each with its own result: delivered, retrying, dead, or
+// stale for an attempt whose claim is no longer current.
+func TestFinishesTogether(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Shards: 2})
+	const n = 60
+	for i := range n {
+		enqueue(t, s, "f"+strconv.Itoa(i), clk.Now())
+	}
+	cs := claimAll(t, s, 0)
+	if len(cs) != n {
+		t.Fatalf("claimed %d of %d", len(cs), n)
+	}
+	want := map[string]kairos.State{}
+	var wg sync.WaitGroup
+	got := make([]kairos.State, len(cs))
+	for i, c := range cs {
+		a := kairos.Attempt{N: c.Job.Attempts, At: clk.Now(), Status: 200}
+		ok, dead := false, false
+		switch i % 4 {
+		case 0:
+			ok, want[c.Job.ID] = true, kairos.StateDelivered
+		case 1:
+			want[c.Job.ID] = kairos.StateRetrying
+		case 2:
+			dead, want[c.Job.ID] = true, kairos.StateDead
+		case 3:
+			a.N++ // not the attempt it was claimed for
+			ok, want[c.Job.ID] = true, ""
+		}
+		wg.Go(func() {
+			st, err := s.Finish(ctx, c.Job.JobKey, a, ok, dead, clk.Now().Add(time.Minute))
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = st
+		})
+	}
+	wg.Wait()
+	for i, c := range cs {
+		if got[i] != want[c.Job.ID] {
+			t.Errorf("%s: finish answered %q, want %q", c.Job.ID, got[i], want[c.Job.ID])
+		}
+		j := getJob(t, s, c.Job.ID)
+		if w := want[c.Job.ID]; (w == "" && j.State != kairos.StateActive) || (w != "" && j.State != w) {
+			t.Errorf("%s: stored %s, want %q (or active for a stale outcome)", c.Job.ID, j.State, w)
+		}
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateDelivered: n / 4, kairos.StateRetrying: n / 4,
+		kairos.StateDead: n / 4, kairos.StateActive: n / 4})
 }
