@@ -129,6 +129,11 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		if disp != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			disp.Close(ctx) // what was claimed and not started goes back, keeping its place
+			// the outcomes of the last callbacks are applied now, not at
+			// the next claim of another process
+			if err := store.RecordOutcomes(ctx); err != nil {
+				log.Warn("apply the last outcomes; the next claim of their shards applies them", "err", err)
+			}
 			cancel()
 		}
 	}

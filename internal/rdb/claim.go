@@ -44,10 +44,10 @@ const maxClaim = 2000
 // script. A job claimed ahead is the caller's to hold until Due, or to give
 // back with Release.
 func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTimeout time.Duration) (Claim, error) {
-	limit = min(max(limit, 1), maxClaim)
+	limit = min(max(limit, 0), maxClaim) // 0: apply outcomes only
 	res, err := s.run(ctx, claimScript, []string{s.k.pool(shard), s.k.due(shard)},
 		s.scriptNow(), s.k.tag(shard), ahead.Milliseconds(), limit, s.leaseMargin().Milliseconds(), leaseTimeout.Milliseconds(),
-		s.opts.Retention.Milliseconds()).Slice()
+		s.opts.Retention.Milliseconds(), maxOutcomes).Slice()
 	received := time.Now()
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim shard %d: %w", shard, err)

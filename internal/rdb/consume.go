@@ -162,10 +162,14 @@ func (s *Store) ints(ctx context.Context, n int, cmd func(pipe redis.Pipeliner, 
 	return out, nil
 }
 
-// Finish records attempt a of a job and returns the job's new state. With
-// ok it is delivered; otherwise it retries at retryAt, or dies when dead is
-// set. The result of a stale attempt (its lease lapsed and the job was
-// handed out again) changes nothing and returns "".
+// Finish records attempt a of a job: with ok it is delivered; otherwise it
+// retries at retryAt, or dies when dead is set. It appends the outcome to
+// the shard's outcome list, and the shard's next claim applies it (in a
+// batch, before it reads any lease entry), so the job reads as active
+// until then: about outcomeDelay at most while a scanner holds the shard,
+// which Finish wakes when the list was empty. It returns the state the
+// outcome moves the job to; an outcome of a stale attempt (its lease lapsed
+// and the job was handed out again) is dropped when applied.
 //
 // Outcomes recorded at the same moment by many callbacks share one
 // pipelined round trip: the first caller writes its own, and whatever
@@ -180,14 +184,23 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 	if err != nil {
 		return "", err
 	}
-	outcome := outcomeRetrying
+	outcome, state := outcomeRetrying, kairos.StateRetrying
 	switch {
 	case ok:
-		outcome = outcomeDelivered
+		outcome, state = outcomeDelivered, kairos.StateDelivered
 	case dead:
-		outcome = outcomeDead
+		outcome, state = outcomeDead, kairos.StateDead
 	}
-	f := &finish{ctx: ctx, key: key, at: at, n: a.N, outcome: outcome, line: line, retryAt: retryAt, done: make(chan struct{})}
+	var retry string
+	if outcome == outcomeRetrying {
+		retry = strconv.FormatInt(ms(retryAt), 36)
+	}
+	entry := field(at.h, key.ID) + "," + strconv.FormatInt(int64(a.N), 36) + "," + strconv.Itoa(outcome) + "," +
+		retry + "," + key.Tenant + "|" + strings.TrimSuffix(line, "\n") + "\n"
+	f := &finish{ctx: ctx, shard: at.shard, entry: entry, wakeAt: s.Now().Add(outcomeDelay), done: make(chan struct{})}
+	if outcome == outcomeRetrying && retryAt.Before(f.wakeAt) {
+		f.wakeAt = retryAt
+	}
 	s.finishes.do(f)
 	if err := await(ctx, f.done); err != nil {
 		return "", fmt.Errorf("finish %s attempt %d: %w", key, a.N, err)
@@ -195,75 +208,82 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 	if f.err != nil {
 		return "", fmt.Errorf("finish %s attempt %d: %w", key, a.N, f.err)
 	}
-	return f.state, nil
+	return state, nil
 }
 
-// finish is one outcome waiting to be written.
+// outcomeDelay is how soon after an outcome is appended the shard's scanner
+// is asked to apply it.
+const outcomeDelay = 50 * time.Millisecond
+
+// maxOutcomes bounds the outcomes one claim applies.
+const maxOutcomes = 2000
+
+// finish is one outcome waiting to be appended.
 type finish struct {
-	ctx     context.Context
-	key     kairos.JobKey
-	at      jobAt
-	n       int
-	outcome int
-	line    string
-	retryAt time.Time
+	ctx    context.Context
+	shard  int
+	entry  string
+	wakeAt time.Time
 
-	state kairos.State
-	err   error
-	done  chan struct{}
+	err  error
+	done chan struct{}
 }
 
-// writeFinishes writes a batch of outcomes in one pipeline: one finish call
-// a shard, on the batch's context (batchContext).
+// writeFinishes appends a batch of outcomes in one pipeline, one RPUSH a
+// shard, and wakes the scanners of shards whose list was empty, on the
+// batch's context (batchContext).
 func (s *Store) writeFinishes(batch []*finish) {
 	ctx, cancel := batchContext(batch[0].ctx)
 	defer cancel()
-	now := ms(s.Now())
 	byShard := map[int][]*finish{}
 	var shards []int
 	for _, f := range batch {
-		if _, ok := byShard[f.at.shard]; !ok {
-			shards = append(shards, f.at.shard)
+		if _, ok := byShard[f.shard]; !ok {
+			shards = append(shards, f.shard)
 		}
-		byShard[f.at.shard] = append(byShard[f.at.shard], f)
+		byShard[f.shard] = append(byShard[f.shard], f)
 	}
-	cmds := s.evalAll(ctx, finishScript, len(shards), func(i int) ([]string, []any) {
-		sh := shards[i]
-		args := []any{s.k.tag(sh), now, WakeHorizon.Milliseconds()}
-		for _, f := range byShard[sh] {
-			args = append(args, f.at.h, f.key.ID, f.n, f.outcome, f.line, ms(f.retryAt), f.key.Tenant)
-		}
-		return []string{s.k.pool(sh), s.k.due(sh)}, args
-	})
-	wake := s.c.Pipeline()
-	states := map[int64]kairos.State{outcomeDelivered: kairos.StateDelivered, outcomeRetrying: kairos.StateRetrying, outcomeDead: kairos.StateDead}
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.IntCmd, len(shards))
 	for i, sh := range shards {
-		res, err := cmds[i].Slice()
-		var outs []any
-		if err == nil && len(res) == 2 {
-			outs, _ = res[0].([]any)
-			if at, ok := res[1].(string); ok {
-				n, _ := strconv.ParseInt(at, 10, 64)
-				s.wake(ctx, wake, sh, n) // a retry may be due before the shard's scanner plans to wake
-			}
-		} else if err == nil {
-			err = fmt.Errorf("short reply from Redis")
-		}
+		entries := make([]any, len(byShard[sh]))
 		for k, f := range byShard[sh] {
-			switch {
-			case err != nil:
-				f.err = err
-			case k < len(outs):
-				f.state = states[toInt(outs[k])]
-			default:
-				f.err = fmt.Errorf("short reply from Redis")
+			entries[k] = f.entry
+		}
+		cmds[i] = pipe.RPush(ctx, s.k.outcomes(sh), entries...)
+	}
+	pipe.Exec(ctx)
+	wake := s.c.Pipeline()
+	for i, sh := range shards {
+		n, err := cmds[i].Result()
+		if err == nil && n == int64(len(byShard[sh])) { // the list was empty: no wake-up asked yet
+			wakeAt := byShard[sh][0].wakeAt
+			for _, f := range byShard[sh] {
+				if f.wakeAt.Before(wakeAt) {
+					wakeAt = f.wakeAt
+				}
 			}
+			s.wake(ctx, wake, sh, ms(wakeAt))
+		}
+		for _, f := range byShard[sh] {
+			f.err = err
 			close(f.done)
 		}
 	}
 	if wake.Len() > 0 {
 		wake.Exec(ctx)
 	}
+}
+
+// RecordOutcomes applies every shard's appended outcomes now, claiming
+// nothing: for tests, and for processes that stop scanning.
+func (s *Store) RecordOutcomes(ctx context.Context) error {
+	for sh := range s.k.shards {
+		if _, err := s.ClaimDue(ctx, sh, 0, 0, time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // evalAll runs script n times in one pipeline, with the keys and arguments

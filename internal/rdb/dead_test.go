@@ -23,6 +23,9 @@ func kill(t *testing.T, s *Store, k kairos.JobKey) {
 	if err != nil || st != kairos.StateDead {
 		t.Fatalf("finish %s: %q %v", k, st, err)
 	}
+	if err := s.RecordOutcomes(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // deadPages pages through ListDead, limit jobs a page, and returns the
@@ -125,6 +128,9 @@ func TestDeadAcrossTopics(t *testing.T) {
 	clk.Add(time.Second)
 	j := claimKey(t, s, order[0])
 	if _, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 500}, false, true, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordOutcomes(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := deadPages(t, s, "", 1); len(got) == 0 || got[0] != order[0].String() {

@@ -90,6 +90,10 @@ func (k keys) deadTenant(shard int, tenant string) string { return k.tag(shard) 
 
 func (k keys) deadAll(shard int) string { return k.tag(shard) + "dall" }
 
+// outcomes is a shard's list of attempt outcomes waiting for its next
+// claim to apply them (Store.Finish).
+func (k keys) outcomes(shard int) string { return k.tag(shard) + "o" }
+
 // field is a job's field in its shard's pool.
 func field(h, id string) string { return h + "/" + id }
 

@@ -24,6 +24,7 @@ import (
 //	P:{s}:jobs          HASH   the shard's job pool: "<h>/<id>" -> the job's record
 //	P:{s}:due           ZSET   the shard's timing wheel: slot -> when it is processed
 //	P:{s}:w:<slot>      LIST   a wheel slot's entries: "<h>/<id>,<offset>"
+//	P:{s}:o             LIST   attempt outcomes the shard's next claim applies (claim.lua)
 //	P:{s}:c:<h>         HASH   a topic's counters by state in the shard (see countState)
 //	P:{s}:i:<h>         ZSET   a topic's listing index (see lua/index.lua)
 //	P:{s}:g:<h>:<sec>   LIST   a listing group: "<id>,<ms into the second>" of jobs created in one second

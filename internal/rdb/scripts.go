@@ -28,8 +28,6 @@ var (
 	enqueueSrc string
 	//go:embed lua/claim.lua
 	claimSrc string
-	//go:embed lua/finish.lua
-	finishSrc string
 	//go:embed lua/cancel.lua
 	cancelSrc string
 	//go:embed lua/reschedule.lua
@@ -47,7 +45,6 @@ var (
 
 	enqueueScript    = newScript("enqueue", enqueueSrc)
 	claimScript      = newScript("claim", claimSrc)
-	finishScript     = newScript("finish", finishSrc)
 	cancelScript     = newScript("cancel", cancelSrc)
 	rescheduleScript = newScript("reschedule", rescheduleSrc)
 	replayScript     = newScript("replay", replaySrc)
@@ -72,7 +69,7 @@ func newScript(name, body string) *script {
 }
 
 // allScripts are the scripts (Init loads them).
-var allScripts = []*script{enqueueScript, claimScript, finishScript, cancelScript, rescheduleScript,
+var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript}
 
 // library is the function library of this version of the scripts: its

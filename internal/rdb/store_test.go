@@ -91,13 +91,18 @@ func claimedIDs(cs []Claimed) []string {
 	return ids
 }
 
+// finishJob records an outcome of j's attempt, has it applied, and returns
+// the job's state as stored then.
 func finishJob(t *testing.T, s *Store, j kairos.Job, at time.Time, status int, ok, dead bool, retryAt time.Time) kairos.State {
 	t.Helper()
-	st, err := s.Finish(context.Background(), j.JobKey, kairos.Attempt{N: j.Attempts, At: at, Status: status, Duration: 3 * time.Millisecond}, ok, dead, retryAt)
-	if err != nil {
+	ctx := context.Background()
+	if _, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: j.Attempts, At: at, Status: status, Duration: 3 * time.Millisecond}, ok, dead, retryAt); err != nil {
 		t.Fatal(err)
 	}
-	return st
+	if err := s.RecordOutcomes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return getJob(t, s, j.ID).State
 }
 
 func getJob(t *testing.T, s *Store, id string) kairos.Job {

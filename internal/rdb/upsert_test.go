@@ -54,6 +54,9 @@ func TestUpsertSaysCreatedOrReplaced(t *testing.T) {
 	if _, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 500}, false, true, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.RecordOutcomes(ctx); err != nil {
+		t.Fatal(err)
+	}
 	check("over a dead job", []bool{false}, s.Upsert(ctx, job("d", time.Hour)))
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 4})
 }

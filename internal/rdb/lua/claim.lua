@@ -5,7 +5,14 @@
 -- ahead to claim (ms), ARGV[4] most jobs to claim, ARGV[5] lease margin
 -- (ms): added to a job's due time and lease timeout to make its lease,
 -- ARGV[6] the lease timeout of a job that records none (ms), ARGV[7] how
--- long a delivered job stays readable (ms)
+-- long a delivered job stays readable (ms), ARGV[8] most outcomes to record
+-- First it records the outcomes workers appended to the shard's outcome list
+-- (<tag>o, see Store.Finish): each "<h>/<id>,<attempt>,<outcome>,<retry
+-- at>,<tenant>|<log line>". An outcome changes its job only while the job
+-- is active in that attempt: a stale one (its lease lapsed and the job was
+-- handed out again) changes nothing. Recording them here, before the wheel,
+-- means a lease entry is never read before its job's outcome, and a call
+-- records many outcomes at once.
 -- It processes the wheel's slots due by now + ahead, oldest first. A wide
 -- slot is cascaded into narrower ones; a level-0 slot's live entries are
 -- claimed: a scheduled or retrying job gets attempt n+1, state active and a
@@ -26,6 +33,53 @@ local budget = tonumber(ARGV[4])
 local cascades = 8 * budget
 local margin, defaultLease, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local out, written, hset, hdel = {}, {}, {}, {}
+
+-- record applies the outcomes on the shard's outcome list.
+local function record()
+wheelFlush(tag, due) -- retries may be due already
+  local os = redis.call('LPOP', tag .. 'o', tonumber(ARGV[8]))
+  if not os then
+    return
+  end
+  local fields, parts = {}, {}
+  for i, o in ipairs(os) do
+    local head, line = string.match(o, '^([^|]*)|(.*)$')
+    local f, n, oc, at, tenant = string.match(head, '^([^,]*),(%w*),(%d),(%w*),(.*)$')
+    fields[i], parts[i] = f, {n = num(n), oc = tonumber(oc), at = num(at), tenant = tenant, line = line}
+  end
+  local vs = redis.call('HMGET', pool, unpack(fields))
+  for i, field in ipairs(fields) do
+    local v = written[field]
+    if v == nil then
+      v = vs[i]
+    end
+    local r, p = parse(v), parts[i]
+    if r and r.st == ST.active and r.n == p.n then
+      local h, id = string.match(field, '^([^/]*)/(.*)$')
+      addLog(r, p.line)
+      if p.oc == OUT.delivered then
+        -- nx stays the lease's expiry: the claim that processes the
+        -- lease's entry files the record's expiry then
+        r.st, r.fa = ST.delivered, now
+        count(h, 'active>delivered')
+      elseif p.oc == OUT.retrying then
+        r.st, r.nx = ST.retrying, p.at
+        wheelPut(field, r.nx, now)
+        count(h, 'active>retrying')
+      else
+        r.st, r.fa = ST.dead, now
+        deadAdd(tag, p.tenant, h, id, now)
+        count(h, 'active>dead')
+      end
+      local nv = format(r)
+      written[field] = nv
+      hset[#hset + 1] = field
+      hset[#hset + 1] = nv
+    end
+  end
+end
+record()
+wheelFlush(tag, due) -- retries may be due already
 
 -- TO_ACTIVE names the counter field of a move to active, by state code.
 local TO_ACTIVE = {[ST.scheduled] = 'scheduled>active', [ST.ready] = 'ready>active',
@@ -84,7 +138,7 @@ local function claim(field, t, v)
   budget = budget - 1
 end
 
-while budget > 0 and cascades > 0 do
+while budget > 0 and cascades > 0 do -- a budget of 0 records outcomes only
   local slots = redis.call('ZRANGEBYSCORE', due, '-inf', upTo, 'LIMIT', 0, 8)
   if #slots == 0 then
     break
