@@ -19,8 +19,8 @@ type Claimed struct {
 	Due time.Time
 	// FireAt is when, on this machine's monotonic clock, Redis's clock has
 	// surely reached Due: the claim's reply came after Redis read its
-	// clock, so counting from the reply cannot be early, whatever this
-	// machine's clock says. Zero when unknown (use Store.Local).
+	// clock as the call ended, so counting from the reply cannot be early,
+	// whatever this machine's clock says. Zero when unknown (use Store.Local).
 	FireAt time.Time
 }
 
@@ -61,6 +61,13 @@ func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTime
 		f, _ := strconv.ParseFloat(v, 64)
 		c.Now = time.UnixMicro(int64(math.Round(f * 1000))).UTC()
 	}
+	ended := c.Now
+	if len(res) > 3 {
+		if v, ok := res[3].(string); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			ended = time.UnixMicro(int64(math.Round(f * 1000))).UTC()
+		}
+	}
 	flat, _ := res[0].([]any)
 	var first error
 	for i := 0; i+2 < len(flat); i += 3 {
@@ -77,8 +84,8 @@ func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTime
 			continue
 		}
 		cl := Claimed{Job: j, Due: fromMS(toInt(flat[i+2]))}
-		if !c.Now.IsZero() && s.opts.Now == nil {
-			cl.FireAt = received.Add(cl.Due.Sub(c.Now))
+		if !ended.IsZero() && s.opts.Now == nil {
+			cl.FireAt = received.Add(cl.Due.Sub(ended))
 		}
 		c.Jobs = append(c.Jobs, cl)
 	}

@@ -22,10 +22,10 @@
 -- ahead: the caller holds them until their due time.
 -- Wheel slots are lists of "<h>/<id>,<offset>" entries, popped as they
 -- are processed.
--- Reply: {claimed, next, now}: claimed is a flat list field, record, due
+-- Reply: {claimed, next, now, end}: claimed is a flat list field, record, due
 -- (ms) for each job claimed; next is the score of the earliest slot left
--- (false when the wheel is empty); now is the time used (ms, with
--- microseconds).
+-- (false when the wheel is empty); now is the time used and end Redis's
+-- time as the call ends (ms, with microseconds).
 local pool, due, tag = KEYS[1], KEYS[2], ARGV[2]
 local now, nowStr = clock(ARGV[1])
 local upTo = now + tonumber(ARGV[3])
@@ -191,4 +191,7 @@ local next = false
 if first[2] then
   next = first[2]
 end
-return {out, next, nowStr}
+-- Redis's clock as the call ends: the caller counts claimed jobs' due
+-- times from it, so that the time this call took does not make them late
+local _, endStr = clock(ARGV[1])
+return {out, next, nowStr, endStr}
