@@ -43,7 +43,7 @@ func deadPages(t *testing.T, s *Store, tenant string, limit int) []string {
 			t.Fatalf("page of %d with limit %d", len(p.Jobs), limit)
 		}
 		for _, j := range p.Jobs {
-			if j.State != kairos.StateDead || j.Payload != nil && len(j.Payload) > 0 {
+			if j.State != kairos.StateDead || len(j.Payload) > 0 {
 				t.Errorf("listed %s in state %s with payload %q", j.JobKey, j.State, j.Payload)
 			}
 			out = append(out, j.JobKey.String())

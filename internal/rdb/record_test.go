@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,22 @@ func TestRecordRoundTrip(t *testing.T) {
 		}
 		if d := cmp.Diff(r.encode(), got.encode()); d != "" {
 			t.Errorf("round trip (-want +got):\n%s", d)
+		}
+	}
+}
+
+// TestRecordHeaderIsTheLayout: a record's header has the fields layout.go
+// names, in that order, the state first.
+func TestRecordHeaderIsTheLayout(t *testing.T) {
+	r := record{state: 'a', attempts: 1, created: 2, runAt: 3, next: 4, finished: 5, lease: 6, settings: []byte("s"), log: []byte("l\n")}
+	h := strings.TrimSuffix(r.header(), "|")
+	fields := strings.Split(h, ",")
+	if len(fields) != len(recordFields) || recordFields[0].name != "st" || fields[0] != "a" {
+		t.Fatalf("header %q has %d fields; layout.go names %d: %v", h, len(fields), len(recordFields), recordFields)
+	}
+	for i, want := range []string{"a", "1", "2", "3", "4", "5", "6", "1", "2"} {
+		if fields[i] != want {
+			t.Errorf("field %d (%s) = %q, want %q", i, recordFields[i].name, fields[i], want)
 		}
 	}
 }
