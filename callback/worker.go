@@ -72,6 +72,7 @@ type Worker struct {
 	log    *slog.Logger
 
 	topics   map[string]*topicRun
+	longest  atomic.Int64 // the longest callback timeout of the topics, as last read (ns)
 	inflight atomic.Int64
 	secrets  sync.Map // tenant -> cachedSecret
 	deliver  context.Context
@@ -116,6 +117,16 @@ func (w *Worker) Refresh() {
 	case w.kick <- struct{}{}:
 	default:
 	}
+}
+
+// LongestTimeout returns the longest callback timeout of the topics as the
+// worker last read them (kairos.DefaultTimeout before it has read any):
+// what a claim's lease must cover for a job that sets no timeout of its own.
+func (w *Worker) LongestTimeout() time.Duration {
+	if d := time.Duration(w.longest.Load()); d > 0 {
+		return d
+	}
+	return kairos.DefaultTimeout
 }
 
 // InFlight returns the number of callbacks being fired now.
@@ -165,7 +176,9 @@ func (w *Worker) sync(ctx context.Context, wg *sync.WaitGroup) {
 		return
 	}
 	seen := make(map[string]bool, len(topics))
+	var longest time.Duration
 	for _, t := range topics {
+		longest = max(longest, t.WithDefaults().Timeout)
 		name := t.Tenant + "/" + t.Name
 		seen[name] = true
 		t := t.WithDefaults()
@@ -182,6 +195,7 @@ func (w *Worker) sync(ctx context.Context, wg *sync.WaitGroup) {
 			wg.Go(func() { w.consume(cctx, run, wg) })
 		}
 	}
+	w.longest.Store(int64(longest))
 	for name, run := range w.topics {
 		if !seen[name] {
 			run.cancel()

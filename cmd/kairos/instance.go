@@ -94,7 +94,8 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 	if cfg.Roles["scanner"] {
 		scfg := scanner.Config{LockTTL: cfg.LockTTL, Logger: log, LeaseTimeout: leaseTimeouts(store, log)}
 		if disp != nil {
-			scfg.Dispatch, scfg.Capacity = disp.Add, disp.Capacity
+			// the workers read the topics anyway: no read of its own
+			scfg.Dispatch, scfg.Capacity, scfg.LeaseTimeout = disp.Add, disp.Capacity, worker.LongestTimeout
 		} else {
 			scfg.Dispatch = func(ctx context.Context, cs []rdb.Claimed) {
 				if err := store.PushReady(ctx, cs); err != nil {
@@ -165,7 +166,8 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 
 // leaseTimeouts returns the callback timeout that claimed jobs' leases
 // cover when a job sets none: the longest of the topics' (their default
-// included), read again at most every few seconds.
+// included), read again at most every few seconds. A process that runs
+// workers takes it from them instead (callback.Worker.LongestTimeout).
 func leaseTimeouts(store *rdb.Store, log *slog.Logger) func() time.Duration {
 	var mu sync.Mutex
 	var at time.Time

@@ -8,6 +8,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -156,7 +157,7 @@ func (d *Dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait
 		}
 		if d.cfg.Remote {
 			cs, err := d.PopReady(ctx, tenant, topic, n, wait)
-			if err != nil && err != rdb.ErrNoJob {
+			if err != nil && !errors.Is(err, rdb.ErrNoJob) {
 				return nil, err
 			}
 			if len(cs) > 0 {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -53,19 +52,12 @@ func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTime
 		return Claim{}, fmt.Errorf("claim shard %d: %w", shard, err)
 	}
 	var c Claim
-	if sc, ok := res[1].(string); ok {
-		f, _ := strconv.ParseFloat(sc, 64)
-		c.Next = fromMS(int64(f))
-	}
-	if v, ok := res[2].(string); ok {
-		f, _ := strconv.ParseFloat(v, 64)
-		c.Now = time.UnixMicro(int64(math.Round(f * 1000))).UTC()
-	}
+	c.Next, _ = redisTime(res[1])
+	c.Now, _ = redisTime(res[2])
 	ended := c.Now
 	if len(res) > 3 {
-		if v, ok := res[3].(string); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			ended = time.UnixMicro(int64(math.Round(f * 1000))).UTC()
+		if t, ok := redisTime(res[3]); ok {
+			ended = t
 		}
 	}
 	flat, _ := res[0].([]any)
@@ -118,7 +110,7 @@ func (s *Store) Release(ctx context.Context, cs []Claimed) error {
 			continue
 		}
 		if len(res) > 1 {
-			s.wakeFor(ctx, shards[i], res[1])
+			s.wakeFor(ctx, s.c, shards[i], res[1])
 		}
 	}
 	return first

@@ -196,7 +196,7 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 		retry = strconv.FormatInt(ms(retryAt), 36)
 	}
 	entry := field(at.h, key.ID) + "," + strconv.FormatInt(int64(a.N), 36) + "," + strconv.Itoa(outcome) + "," +
-		retry + "," + key.Tenant + "|" + strings.TrimSuffix(line, "\n") + "\n"
+		retry + "," + key.Tenant + "|" + line // logLine ends the line
 	f := &finish{ctx: ctx, shard: at.shard, entry: entry, wakeAt: s.Now().Add(outcomeDelay), done: make(chan struct{})}
 	if outcome == outcomeRetrying && retryAt.Before(f.wakeAt) {
 		f.wakeAt = retryAt

@@ -229,16 +229,16 @@ func (s *Store) enqueueGroup(ctx context.Context, target redis.Cmdable, calls []
 // job's error: it is on the master, and fires if the master survives.
 func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []kairos.Job, out []BatchResult, replicaErr error, after redis.Pipeliner) {
 	results, _ := res[0].([]any)
-	nowMS, _ := strconv.ParseFloat(fmt.Sprint(res[2]), 64)
+	now, _ := redisTime(res[2])
+	nowMS := ms(now)
 	for n, i := range c.idx {
 		if len(results) <= n {
 			out[i].Err = fmt.Errorf("enqueue %s: short reply from Redis", jobs[i].JobKey)
 			continue
 		}
-		code, created := results[n], int64(nowMS)
+		code, created := results[n], nowMS
 		if r, ok := results[n].([]any); ok && len(r) == 2 {
-			code = r[0]
-			created, _ = strconv.ParseInt(fmt.Sprint(r[1]), 10, 64)
+			code, created = r[0], toInt(r[1])
 		}
 		j := jobs[i]
 		switch toInt(code) {
@@ -253,7 +253,7 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 		j.CreatedAt = fromMS(created)
 		j.UID = s.webhookID(j.JobKey, created)
 		j.State, j.Attempts, j.Log = kairos.StateScheduled, 0, nil
-		if float64(ms(j.RunAt)) <= nowMS {
+		if ms(j.RunAt) <= nowMS {
 			j.State = kairos.StateReady // due: waiting for a claim
 		}
 		j.RunAt = fromMS(ms(j.RunAt))
@@ -263,10 +263,7 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 			s.opts.OnEnqueued(j.Tenant, j.Topic)
 		}
 	}
-	if at, ok := res[1].(string); ok {
-		n, _ := strconv.ParseInt(at, 10, 64)
-		s.wake(ctx, after, c.shard, n)
-	}
+	s.wakeFor(ctx, after, c.shard, res[1])
 }
 
 // wake tells the scanners, through c (the client or a pipeline), that

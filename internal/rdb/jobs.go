@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -97,7 +99,7 @@ func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Ti
 	case replyDead:
 		return kairos.Job{}, fmt.Errorf("%w: job %q is dead; replay it with POST .../jobs/%s/retry", kairos.ErrConflict, key.ID, key.ID)
 	}
-	s.wakeFor(ctx, at.shard, res[1])
+	s.wakeFor(ctx, s.c, at.shard, res[1])
 	v, _ := res[2].(string)
 	return s.decode(key, v)
 }
@@ -119,19 +121,32 @@ func (s *Store) Replay(ctx context.Context, key kairos.JobKey) (kairos.Job, erro
 	case replyNotDead:
 		return kairos.Job{}, fmt.Errorf("%w: job %q is not dead; only dead jobs can be replayed", kairos.ErrConflict, key.ID)
 	}
-	s.wakeFor(ctx, at.shard, res[1])
+	s.wakeFor(ctx, s.c, at.shard, res[1])
 	v, _ := res[2].(string)
 	return s.decode(key, v)
 }
 
-// wakeFor wakes the shard's scanner when a script answered an earliest
-// slot (a string of unix ms) rather than false.
-func (s *Store) wakeFor(ctx context.Context, shard int, earliest any) {
-	if at, ok := earliest.(string); ok {
-		var n int64
-		fmt.Sscan(at, &n)
-		s.wake(ctx, s.c, shard, n)
+// wakeFor wakes the shard's scanner, through c (the client or a
+// pipeline), when a script answered an earliest slot (a string of unix ms)
+// rather than false.
+func (s *Store) wakeFor(ctx context.Context, c redis.Cmdable, shard int, earliest any) {
+	if at, ok := redisTime(earliest); ok {
+		s.wake(ctx, c, shard, ms(at))
 	}
+}
+
+// redisTime reads a time a script answered as a string of unix ms, with or
+// without a fraction (the microseconds of Redis's TIME); false is no time.
+func redisTime(v any) (time.Time, bool) {
+	str, ok := v.(string)
+	if !ok {
+		return time.Time{}, false
+	}
+	f, err := strconv.ParseFloat(str, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(int64(math.Round(f * 1000))).UTC(), true
 }
 
 func toInt(v any) int64 {
@@ -139,8 +154,7 @@ func toInt(v any) int64 {
 	case int64:
 		return n
 	case string:
-		var i int64
-		fmt.Sscan(n, &i)
+		i, _ := strconv.ParseInt(n, 10, 64)
 		return i
 	}
 	return 0

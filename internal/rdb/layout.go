@@ -119,9 +119,8 @@ const (
 	replyNotDead   = -4 // replay of a job that is not dead
 )
 
-// Finish outcomes, as the finish script takes and answers them.
+// Attempt outcomes, as Finish appends them and the claim applies them.
 const (
-	outcomeStale     = 0 // the attempt's lease had lapsed: nothing changed
 	outcomeDelivered = 1
 	outcomeRetrying  = 2
 	outcomeDead      = 3
@@ -145,8 +144,8 @@ var luaPrelude = func() string {
 	fmt.Fprintf(&b, "local NAME = {%s} -- a state's name by its code (counter fields use names)\n", strings.Join(names, ", "))
 	fmt.Fprintf(&b, "local R = {not_found = %d, ok = %d, replaced = %d, active = %d, delivered = %d, dead = %d, not_dead = %d}\n",
 		replyNotFound, replyOK, replyReplaced, replyActive, replyDelivered, replyDead, replyNotDead)
-	fmt.Fprintf(&b, "local OUT = {stale = %d, delivered = %d, retrying = %d, dead = %d}\n",
-		outcomeStale, outcomeDelivered, outcomeRetrying, outcomeDead)
+	fmt.Fprintf(&b, "local OUT = {delivered = %d, retrying = %d, dead = %d}\n",
+		outcomeDelivered, outcomeRetrying, outcomeDead)
 	fmt.Fprintf(&b, "local LOG_KEEP = %d\n", LogKeep)
 	ws := make([]string, len(wheelWidths))
 	for i, w := range wheelWidths {

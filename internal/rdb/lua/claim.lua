@@ -34,6 +34,15 @@ local cascades = 8 * budget
 local margin, defaultLease, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local out, written, hset, hdel = {}, {}, {}, {}
 
+-- keep queues r as field's record, to be written with the call's HSET.
+local function keep(field, r)
+  local v = format(r)
+  written[field] = v
+  hset[#hset + 1] = field
+  hset[#hset + 1] = v
+  return v
+end
+
 -- record applies the outcomes on the shard's outcome list.
 local function record()
 wheelFlush(tag, due) -- retries may be due already
@@ -71,10 +80,7 @@ wheelFlush(tag, due) -- retries may be due already
         deadAdd(tag, p.tenant, h, id, now)
         count(h, 'active>dead')
       end
-      local nv = format(r)
-      written[field] = nv
-      hset[#hset + 1] = field
-      hset[#hset + 1] = nv
+      keep(field, r)
     end
   end
 end
@@ -103,10 +109,7 @@ local function claim(field, t, v)
       -- the lease's entry of a delivered job: file its record's expiry
       r.nx = expires
       wheelPut(field, expires, now)
-      local v = format(r)
-      written[field] = v
-      hset[#hset + 1] = field
-      hset[#hset + 1] = v
+      keep(field, r)
       return
     end
     hdel[#hdel + 1] = field
@@ -128,12 +131,8 @@ local function claim(field, t, v)
   end
   r.nx = dueAt + lt + margin
   wheelPut(field, r.nx, now)
-  local v = format(r)
-  written[field] = v
-  hset[#hset + 1] = field
-  hset[#hset + 1] = v
   out[#out + 1] = field
-  out[#out + 1] = v
+  out[#out + 1] = keep(field, r)
   out[#out + 1] = dueAt
   budget = budget - 1
 end
