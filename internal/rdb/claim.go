@@ -125,10 +125,13 @@ func (s *Store) scriptNow() any {
 	return ""
 }
 
-// Wake is a scanner wake-up: shard has a job due at At.
+// Wake is a scanner wake-up: shard has a wheel slot to process at At (a
+// claim ahead of it takes its jobs), or, with Outcomes, outcomes that a
+// claim should apply by At.
 type Wake struct {
-	Shard int
-	At    time.Time
+	Shard    int
+	At       time.Time
+	Outcomes bool
 }
 
 // SubscribeWake delivers wake-ups on the returned channel until ctx ends.
@@ -147,14 +150,12 @@ func (s *Store) SubscribeWake(ctx context.Context) <-chan Wake {
 				if !ok {
 					return
 				}
-				a, b, _ := strings.Cut(m.Payload, " ")
-				shard, err1 := strconv.Atoi(a)
-				at, err2 := strconv.ParseInt(b, 10, 64)
-				if err1 != nil || err2 != nil {
+				w, ok := parseWake(m.Payload)
+				if !ok {
 					continue
 				}
 				select {
-				case out <- Wake{Shard: shard, At: fromMS(at)}:
+				case out <- w:
 				case <-ctx.Done():
 					return
 				}
@@ -162,6 +163,21 @@ func (s *Store) SubscribeWake(ctx context.Context) <-chan Wake {
 		}
 	}()
 	return out
+}
+
+// parseWake reads a wake message: "<shard> <unix ms>", and " o" after
+// them for outcomes (Store.wake writes them).
+func parseWake(msg string) (Wake, bool) {
+	parts := strings.Split(msg, " ")
+	if len(parts) < 2 || len(parts) > 3 || (len(parts) == 3 && parts[2] != "o") {
+		return Wake{}, false
+	}
+	shard, err1 := strconv.Atoi(parts[0])
+	at, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return Wake{}, false
+	}
+	return Wake{Shard: shard, At: fromMS(at), Outcomes: len(parts) == 3}, true
 }
 
 // Heartbeat records that scanner instance id is alive and holds held

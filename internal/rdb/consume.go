@@ -212,8 +212,11 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 }
 
 // outcomeDelay is how soon after an outcome is appended the shard's scanner
-// is asked to apply it.
-const outcomeDelay = 50 * time.Millisecond
+// is asked to apply it: longer than a wheel slot, so that while jobs are
+// due the shard's regular claims apply outcomes and they cost no claim of
+// their own (measured in the precision scenario: 5,032 claim calls with
+// 50 ms, 2,065 with 200 ms, and Redis CPU per job 94-100 us against 75-77).
+const outcomeDelay = 200 * time.Millisecond
 
 // maxOutcomes bounds the outcomes one claim applies.
 const maxOutcomes = 2000
@@ -263,7 +266,7 @@ func (s *Store) writeFinishes(batch []*finish) {
 					wakeAt = f.wakeAt
 				}
 			}
-			s.wake(ctx, wake, sh, ms(wakeAt))
+			s.wake(ctx, wake, sh, ms(wakeAt), true)
 		}
 		for _, f := range byShard[sh] {
 			f.err = err

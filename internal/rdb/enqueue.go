@@ -267,9 +267,13 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 }
 
 // wake tells the scanners, through c (the client or a pipeline), that
-// shard has a wheel slot to process at atMS (unix ms; SubscribeWake reads
-// the message). A lost message costs only latency: scanners also wake on
-// their own.
-func (s *Store) wake(ctx context.Context, c redis.Cmdable, shard int, atMS int64) {
-	c.Publish(ctx, s.k.wake(), strconv.Itoa(shard)+" "+strconv.FormatInt(atMS, 10))
+// shard has a wheel slot to process at atMS (unix ms), or with outcomes,
+// outcomes to apply by then (SubscribeWake reads the message). A lost
+// message costs only latency: scanners also wake on their own.
+func (s *Store) wake(ctx context.Context, c redis.Cmdable, shard int, atMS int64, outcomes bool) {
+	msg := strconv.Itoa(shard) + " " + strconv.FormatInt(atMS, 10)
+	if outcomes {
+		msg += " o"
+	}
+	c.Publish(ctx, s.k.wake(), msg)
 }

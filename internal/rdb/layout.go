@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kairos-sh/kairos"
 )
@@ -72,7 +73,11 @@ const LogKeep = 10
 
 // wheelWidths are the widths of the timing wheel's levels in ms: 100 ms,
 // 10 s, about 17 minutes and about 28 hours.
-var wheelWidths = []int64{100, 10_000, 1_000_000, 100_000_000}
+var wheelWidths = []int64{SlotWidth.Milliseconds(), 10_000, 1_000_000, 100_000_000}
+
+// SlotWidth is the width of the timing wheel's narrowest slots: a claim
+// takes a whole slot's jobs.
+const SlotWidth = 100 * time.Millisecond
 
 // recordFields are the header fields of a job record, in order.
 var recordFields = []struct{ name, meaning string }{
