@@ -8,16 +8,23 @@ import (
 
 // batcher gathers requests that arrive together so that they share one
 // round trip to Redis. A request that finds no write under way writes at
-// once, in its caller's goroutine; requests queued while a write is under
-// way go together in the next one, written by a goroutine that drains the
-// queue and then exits. So a lone caller pays no hand-off, and callers at
-// the same moment share round trips.
+// once, in its caller's goroutine (after waiting up to linger for company,
+// when linger is set); requests queued while a write is under way go
+// together in the next one, written by a goroutine that drains the queue
+// and then exits. So a lone caller pays no hand-off, and callers at the
+// same moment share round trips.
 type batcher[T any] struct {
 	write func([]T) // set before first use
+	// linger is how long a request that finds no write under way waits for
+	// others to share its write; a queue of lingerMax ends the wait early.
+	// Zero: it writes at once.
+	linger    time.Duration
+	lingerMax int
 
 	mu      sync.Mutex
 	queue   []T
 	writing bool
+	full    chan struct{} // signalled when the queue reaches lingerMax while lingering
 }
 
 // do writes r, alone or with others; it returns once r is written or
@@ -26,12 +33,38 @@ func (b *batcher[T]) do(r T) {
 	b.mu.Lock()
 	if b.writing {
 		b.queue = append(b.queue, r)
+		if b.full != nil && b.lingerMax > 0 && len(b.queue) >= b.lingerMax {
+			select {
+			case b.full <- struct{}{}:
+			default:
+			}
+		}
 		b.mu.Unlock()
 		return
 	}
 	b.writing = true
+	batch := []T{r}
+	if b.linger > 0 {
+		if b.full == nil {
+			b.full = make(chan struct{}, 1)
+		}
+		select { // a signal left from an earlier wait
+		case <-b.full:
+		default:
+		}
+		b.mu.Unlock()
+		t := time.NewTimer(b.linger)
+		select {
+		case <-t.C:
+		case <-b.full:
+			t.Stop()
+		}
+		b.mu.Lock()
+		batch = append(batch, b.queue...)
+		b.queue = nil
+	}
 	b.mu.Unlock()
-	b.write([]T{r})
+	b.write(batch)
 	b.mu.Lock()
 	if len(b.queue) == 0 {
 		b.writing = false

@@ -10,6 +10,12 @@ import (
 // once, a lone request is written in its caller's goroutine, and requests
 // that arrive during a write share the next one.
 func TestBatcherWritesEachOnce(t *testing.T) {
+	for _, linger := range []time.Duration{0, 5 * time.Millisecond} {
+		t.Run("linger="+linger.String(), func(t *testing.T) { testBatcherWritesEachOnce(t, linger) })
+	}
+}
+
+func testBatcherWritesEachOnce(t *testing.T, linger time.Duration) {
 	type req struct {
 		n    int
 		done chan struct{}
@@ -17,7 +23,7 @@ func TestBatcherWritesEachOnce(t *testing.T) {
 	var mu sync.Mutex
 	written := map[int]int{}
 	writes := 0
-	b := &batcher[*req]{write: func(batch []*req) {
+	b := &batcher[*req]{linger: linger, lingerMax: 50, write: func(batch []*req) {
 		time.Sleep(2 * time.Millisecond) // a round trip
 		mu.Lock()
 		writes++

@@ -94,6 +94,7 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	}
 	s := &Store{c: c, blocking: opts.Blocking, k: keys{prefix: opts.Prefix, shards: opts.Shards}, opts: opts}
 	s.finishes.write = s.writeFinishes
+	s.finishes.linger, s.finishes.lingerMax = outcomeLinger, 500
 	s.creates.write = s.writeCreates
 	return s
 }
