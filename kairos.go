@@ -4,6 +4,8 @@ package kairos
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -179,4 +181,61 @@ func (j Job) Resolve(t Topic) Job {
 		j.Headers = h
 	}
 	return j
+}
+
+// Schedule is a recurring schedule: each of its instants fires an
+// occurrence, an ordinary job whose id is OccurrenceID(ID, instant).
+type Schedule struct {
+	Tenant, Topic, ID string
+	Cron              string        // a cron expression, or empty with Every
+	Every             time.Duration // an interval, or zero with Cron
+	Timezone          string        // IANA name; "" is UTC
+	StartAt, EndAt    time.Time     // zero: unbounded
+	CatchUp           CatchUp
+	Paused            bool
+	Job               Job // each occurrence's settings and payload; its key and times are unused
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+
+	// As stored, read back:
+	Pending   time.Time // the instant of the occurrence waiting to fire; zero when none
+	LastFired time.Time // the instant of the last occurrence the pattern fired; zero when none
+}
+
+// CatchUp says what a schedule does with occurrences missed while no kairos
+// ran (or while one was claimed more than MisfireGrace late).
+type CatchUp string
+
+const (
+	CatchUpOne  CatchUp = "one"  // fire once for all the missed ones (the default)
+	CatchUpNone CatchUp = "none" // fire none of them
+	CatchUpAll  CatchUp = "all"  // fire each, at most MaxCatchUp of them
+)
+
+// MisfireGrace is how late an occurrence may be claimed and still count as
+// on time rather than missed (catch_up "none" skips a missed one).
+const MisfireGrace = time.Minute
+
+// MaxCatchUp bounds the missed occurrences catch_up "all" fires.
+const MaxCatchUp = 100
+
+// OccurrenceID is the job id of a schedule's occurrence at instant t.
+func OccurrenceID(scheduleID string, t time.Time) string {
+	return scheduleID + "@" + strconv.FormatInt(t.UnixMilli(), 10)
+}
+
+// ScheduleOf returns the schedule id of an occurrence's job id, or false
+// when id is not one: "<schedule id>@<unix ms>". Job ids of that form are
+// reserved for occurrences.
+func ScheduleOf(id string) (string, bool) {
+	i := strings.LastIndexByte(id, '@')
+	if i <= 0 || i == len(id)-1 {
+		return "", false
+	}
+	for _, c := range id[i+1:] {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	return id[:i], true
 }

@@ -355,6 +355,9 @@ func (w *Worker) request(j kairos.Job, secret string, now time.Time) (Request, e
 	h.Set("Kairos-Topic", j.Topic)
 	h.Set("Kairos-Attempt", strconv.Itoa(j.Attempts))
 	h.Set("Kairos-Scheduled-At", j.RunAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	if sid, ok := kairos.ScheduleOf(j.ID); ok {
+		h.Set("Kairos-Schedule-Id", sid) // an occurrence of a recurring schedule
+	}
 	sig := Signature{MsgID: j.UID, DeliveryID: j.UID + "." + strconv.Itoa(j.Attempts), URL: j.CallbackURL, Timestamp: now}
 	if err := Sign(h, secret, sig, j.Payload); err != nil {
 		return Request{}, fmt.Errorf("sign callback: %w", err)

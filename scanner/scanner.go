@@ -325,6 +325,11 @@ func (s *Scanner) scan(ctx context.Context, sh *shard) {
 			timer.Reset(250 * time.Millisecond)
 			continue
 		}
+		if c.Refills > 0 {
+			if err := s.store.RefillSchedules(context.WithoutCancel(ctx), sh.n, refillBatch); err != nil {
+				s.log.Warn("refill schedules", "shard", sh.n, "err", err)
+			}
+		}
 		// Sleep until the earliest slot left is due to be claimed, measured
 		// on the Redis clock the claim itself used: no clock offset enters
 		// the timer.
@@ -384,6 +389,9 @@ func (s *Scanner) ahead(n int) time.Duration {
 	shards := time.Duration(s.store.Shards())
 	return s.cfg.Ahead + rdb.SlotWidth*(time.Duration(n)%shards)/shards
 }
+
+// refillBatch is how many schedules a shard's loop refills after a claim.
+const refillBatch = 100
 
 // fullRetry is how soon a pass that found Dispatch full looks again.
 const fullRetry = 20 * time.Millisecond

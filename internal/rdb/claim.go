@@ -28,6 +28,9 @@ type Claim struct {
 	Jobs []Claimed
 	Next time.Time // when the shard's earliest remaining wheel slot is processed; zero when none
 	Now  time.Time // the Redis time the claim was decided at
+	// Refills is how many of the shard's schedules wait for more instants
+	// (Store.RefillSchedules).
+	Refills int
 }
 
 // maxClaim bounds a claim's batch: Lua limits how many values one call can
@@ -44,7 +47,7 @@ const maxClaim = 2000
 // back with Release.
 func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTimeout time.Duration) (Claim, error) {
 	limit = min(max(limit, 0), maxClaim) // 0: apply outcomes only
-	res, err := s.run(ctx, claimScript, []string{s.k.pool(shard), s.k.due(shard)},
+	res, err := s.run(ctx, claimScript, []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard)},
 		s.scriptNow(), s.k.tag(shard), ahead.Milliseconds(), limit, s.leaseMargin().Milliseconds(), leaseTimeout.Milliseconds(),
 		s.opts.Retention.Milliseconds(), maxOutcomes).Slice()
 	received := time.Now()
@@ -59,6 +62,9 @@ func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTime
 		if t, ok := redisTime(res[3]); ok {
 			ended = t
 		}
+	}
+	if len(res) > 4 {
+		c.Refills = int(toInt(res[4]))
 	}
 	flat, _ := res[0].([]any)
 	var first error

@@ -16,8 +16,13 @@ type keys struct {
 	shards int
 }
 
-// shardOf routes a job to its Delay Bucket shard by a hash of its key.
+// shardOf routes a job to its Delay Bucket shard by a hash of its key. A
+// schedule's occurrence ("<schedule id>@<ms>") goes to its schedule's
+// shard, so that one script fires an occurrence and files the next.
 func (k keys) shardOf(jk kairos.JobKey) int {
+	if sid, ok := kairos.ScheduleOf(jk.ID); ok {
+		jk.ID = sid
+	}
 	h := fnv.New32a()
 	h.Write([]byte(jk.Tenant))
 	h.Write([]byte{'/'})
@@ -93,6 +98,16 @@ func (k keys) deadAll(shard int) string { return k.tag(shard) + "dall" }
 // outcomes is a shard's list of attempt outcomes waiting for its next
 // claim to apply them (Store.Finish).
 func (k keys) outcomes(shard int) string { return k.tag(shard) + "o" }
+
+// schedules is a shard's schedules: "<h>/<id>" -> the schedule's record.
+func (k keys) schedules(shard int) string { return k.tag(shard) + "sch" }
+
+// scheduleIndex is a topic's schedule ids in one shard (all scored 0, so
+// they list in id order).
+func (k keys) scheduleIndex(shard int, h string) string { return k.tag(shard) + "si:" + h }
+
+// refills is a shard's set of schedules whose queue of instants runs low.
+func (k keys) refills(shard int) string { return k.tag(shard) + "sr" }
 
 // field is a job's field in its shard's pool.
 func field(h, id string) string { return h + "/" + id }

@@ -15,7 +15,7 @@ import (
 // the codes and limits from the prelude that luaPrelude generates from the
 // tables below, so a reader learns the layout here and nowhere else.
 //
-// # Layout version 2
+// # Layout version 3 (3 added schedules, and routes occurrences by their schedule)
 //
 // Keys (P is the key prefix, s a shard, h a topic handle):
 //
@@ -32,6 +32,9 @@ import (
 //	P:{s}:d:<h>         ZSET   a topic's dead letters: id -> when it died
 //	P:{s}:dt:<tenant>   ZSET   a tenant's dead letters across topics: "<h>/<id>" -> when it died
 //	P:{s}:dall          ZSET   every tenant's dead letters: "<h>/<id>" -> when it died
+//	P:{s}:sch           HASH   the shard's schedules: "<h>/<id>" -> the schedule's record
+//	P:{s}:si:<h>        ZSET   a topic's schedule ids in the shard, all scored 0 (listed by id)
+//	P:{s}:sr            SET    schedules whose queue of instants runs low: "<h>/<id>"
 //	P:ready:{tenant/topic} LIST jobs claimed by a scanner-only process, for workers elsewhere
 //
 // A topic handle is a short base-36 number given to a tenant's topic name
@@ -50,6 +53,21 @@ import (
 // are named in recordFields. The attempt log is one JSON object a line,
 // oldest first, at most LogKeep lines.
 //
+// # Schedules
+//
+// A schedule is one value in its shard's schedule hash:
+//
+//	gen,cur,hi,lf,cu,pa,lt,ls,lm,q|<settings><meta><payload>
+//
+// (fields in scheduleFields; numbers base 36, times unix ms). Its occurrences
+// are ordinary jobs with ids "<schedule id>@<unix ms>" (decimal), in the
+// schedule's shard (keys.shardOf). Exactly one occurrence is pending (cur)
+// while the schedule runs: the claim that fires it files the next one, the
+// first instant of q, in the same script (claim.lua), so a crash can neither
+// skip nor double one. Go computes the instants (cron and time zones are
+// Go's) and keeps q topped up: a claim that leaves q short adds the schedule
+// to P:{s}:sr, and the scanner refills it (schedrefill.lua).
+//
 // # The timing wheel
 //
 // A job waits as an entry in one slot of its shard's wheel, at its next
@@ -66,7 +84,7 @@ import (
 
 // LayoutVersion is the version of the layout this code reads and writes;
 // Init refuses a Redis that holds another.
-const LayoutVersion = 2
+const LayoutVersion = 3
 
 // LogKeep is how many attempts a job's log keeps, newest last.
 const LogKeep = 10
@@ -91,6 +109,30 @@ var recordFields = []struct{ name, meaning string }{
 	{"ls", "length of the settings"},
 	{"ll", "length of the attempt log"},
 }
+
+// scheduleFields are the header fields of a schedule record, in order.
+var scheduleFields = []struct{ name, meaning string }{
+	{"gen", "version: every put, pause and resume adds one; a refill computed for another version is dropped"},
+	{"cur", "the instant of the pending occurrence (ms); empty when none (paused, ended, or waiting for a refill)"},
+	{"hi", "the latest instant ever queued (ms): a refill computes the instants after it"},
+	{"lf", "the instant of the last occurrence the pattern fired (ms)"},
+	{"cu", "catch-up: o one, n none, a all"},
+	{"pa", "1 when paused"},
+	{"lt", "lease timeout of the occurrences (ms), as a job's lt"},
+	{"ls", "length of the settings (the occurrences' own, as a job's)"},
+	{"lm", "length of the meta (JSON, read by Go only: the pattern and its bounds)"},
+	{"q", "the instants after cur, ';'-separated, ascending"},
+}
+
+// catchUpCodes are the catch-up settings as one stored byte.
+var catchUpCodes = map[kairos.CatchUp]byte{kairos.CatchUpOne: 'o', kairos.CatchUpNone: 'n', kairos.CatchUpAll: 'a'}
+
+// scheduleQueue is how many instants a schedule keeps queued after its
+// pending one; refillBelow is the length under which a claim asks for more.
+const (
+	scheduleQueue = 16
+	refillBelow   = 8
+)
 
 // stateCodes are the states as one stored byte.
 var stateCodes = map[kairos.State]byte{
@@ -152,6 +194,8 @@ var luaPrelude = func() string {
 	fmt.Fprintf(&b, "local OUT = {delivered = %d, retrying = %d, dead = %d}\n",
 		outcomeDelivered, outcomeRetrying, outcomeDead)
 	fmt.Fprintf(&b, "local LOG_KEEP = %d\n", LogKeep)
+	fmt.Fprintf(&b, "local MISFIRE_GRACE, CATCHUP_MAX, REFILL_BELOW = %d, %d, %d\n",
+		kairos.MisfireGrace.Milliseconds(), kairos.MaxCatchUp, refillBelow)
 	ws := make([]string, len(wheelWidths))
 	for i, w := range wheelWidths {
 		ws[i] = strconv.FormatInt(w, 10)

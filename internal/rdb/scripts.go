@@ -23,6 +23,8 @@ var (
 	jobSrc string // records, the timing wheel, counters and the clock
 	//go:embed lua/index.lua
 	indexSrc string // the listing index
+	//go:embed lua/sched.lua
+	schedSrc string // schedules and their occurrences
 
 	//go:embed lua/enqueue.lua
 	enqueueSrc string
@@ -42,20 +44,29 @@ var (
 	handleSrc string
 	//go:embed lua/undead.lua
 	undeadSrc string
+	//go:embed lua/schedset.lua
+	schedsetSrc string
+	//go:embed lua/scheddel.lua
+	scheddelSrc string
+	//go:embed lua/schedrefill.lua
+	schedrefillSrc string
 
-	enqueueScript    = newScript("enqueue", enqueueSrc)
-	claimScript      = newScript("claim", claimSrc)
-	cancelScript     = newScript("cancel", cancelSrc)
-	rescheduleScript = newScript("reschedule", rescheduleSrc)
-	replayScript     = newScript("replay", replaySrc)
-	releaseScript    = newScript("release", releaseSrc)
-	unindexScript    = newScript("unindex", unindexSrc)
-	handleScript     = newScript("handle", handleSrc)
-	undeadScript     = newScript("undead", undeadSrc)
+	enqueueScript     = newScript("enqueue", enqueueSrc)
+	claimScript       = newScript("claim", claimSrc)
+	cancelScript      = newScript("cancel", cancelSrc)
+	rescheduleScript  = newScript("reschedule", rescheduleSrc)
+	replayScript      = newScript("replay", replaySrc)
+	releaseScript     = newScript("release", releaseSrc)
+	unindexScript     = newScript("unindex", unindexSrc)
+	handleScript      = newScript("handle", handleSrc)
+	undeadScript      = newScript("undead", undeadSrc)
+	schedsetScript    = newScript("schedset", schedsetSrc)
+	scheddelScript    = newScript("scheddel", scheddelSrc)
+	schedrefillScript = newScript("schedrefill", schedrefillSrc)
 )
 
 // helpersSrc is what every script body runs after.
-var helpersSrc = luaPrelude + jobSrc + indexSrc
+var helpersSrc = luaPrelude + jobSrc + indexSrc + schedSrc
 
 // script is one of kairos's Lua scripts.
 type script struct {
@@ -70,7 +81,8 @@ func newScript(name, body string) *script {
 
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
-	replayScript, releaseScript, unindexScript, handleScript, undeadScript}
+	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
+	schedsetScript, scheddelScript, schedrefillScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions

@@ -20,7 +20,7 @@ func TestScriptNames(t *testing.T) {
 		}
 		seen[s.name] = true
 	}
-	want := sha1.Sum([]byte(luaPrelude + jobSrc + indexSrc + claimSrc))
+	want := sha1.Sum([]byte(luaPrelude + jobSrc + indexSrc + schedSrc + claimSrc))
 	if got := names[hex.EncodeToString(want[:])]; got != "claim" {
 		t.Errorf("SHA1 of the claim script's source names %q, want claim", got)
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos"
 )
 
 // Options configure a Store. Zero values take the defaults.
@@ -42,6 +44,9 @@ type Options struct {
 	WaitTimeout  time.Duration
 	// OnEnqueued, if set, is told of every job stored by Enqueue or EnqueueBatch (metrics).
 	OnEnqueued func(tenant, topic string)
+	// Patterns parses a schedule's recurrence (internal/schedule); required
+	// for schedules.
+	Patterns func(kairos.Schedule) (Pattern, error)
 }
 
 // Defaults for Options.

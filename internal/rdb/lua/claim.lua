@@ -1,5 +1,6 @@
 -- claim.lua: hand out a shard's due jobs and start an attempt on each.
--- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due)
+-- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due), KEYS[3] its
+-- schedules, KEYS[4] its refill set
 -- ARGV[1] now (ms), or '' to read Redis's TIME (a claim must never trust
 -- another machine's clock), ARGV[2] the shard's key tag, ARGV[3] how far
 -- ahead to claim (ms), ARGV[4] most jobs to claim, ARGV[5] lease margin
@@ -22,10 +23,13 @@
 -- ahead: the caller holds them until their due time.
 -- Wheel slots are lists of "<h>/<id>,<offset>" entries, popped as they
 -- are processed.
--- Reply: {claimed, next, now, end}: claimed is a flat list field, record, due
+-- Claiming a schedule's pending occurrence files the schedule's next one
+-- (chain), and applies its catch-up setting to the instants missed.
+-- Reply: {claimed, next, now, end, refills}: claimed is a flat list field, record, due
 -- (ms) for each job claimed; next is the score of the earliest slot left
 -- (false when the wheel is empty); now is the time used and end Redis's
--- time as the call ends (ms, with microseconds).
+-- time as the call ends (ms, with microseconds); refills is how many
+-- schedules of the shard wait for more instants.
 local pool, due, tag = KEYS[1], KEYS[2], ARGV[2]
 local now, nowStr = clock(ARGV[1])
 local upTo = now + tonumber(ARGV[3])
@@ -91,6 +95,43 @@ wheelFlush(tag, due) -- retries may be due already
 local TO_ACTIVE = {[ST.scheduled] = 'scheduled>active', [ST.ready] = 'ready>active',
   [ST.retrying] = 'retrying>active'}
 
+-- chain is called as schedule sid's occurrence r (of topic h) is claimed
+-- for its first attempt: when it is the schedule's pending one, the next
+-- instant becomes pending, in this call. Instants that passed meanwhile
+-- (all kairos down) are missed: catch-up "all" fires each, "one" lets this
+-- occurrence stand for them, "none" drops them and this one too when it
+-- is itself missed. It returns true when r must not fire.
+local function chain(h, sid, r)
+  local sf = h .. '/' .. sid
+  local s = sparse(redis.call('HGET', KEYS[3], sf))
+  if not s or s.cur ~= r.ra then
+    return false -- a trigger, or the schedule changed
+  end
+  local missed = {}
+  while s.q[1] and s.q[1] <= now do
+    missed[#missed + 1] = table.remove(s.q, 1)
+  end
+  local skip = s.cu == 'n' and (#missed > 0 or now - r.ra > MISFIRE_GRACE)
+  if s.cu == 'a' then
+    for i = 1, math.min(#missed, CATCHUP_MAX) do
+      occur(tag, pool, h, sid, s, missed[i], now)
+    end
+  end
+  if not skip then
+    s.lf = r.ra
+  end
+  s.cur = 0
+  if s.q[1] then
+    s.cur = table.remove(s.q, 1)
+    occur(tag, pool, h, sid, s, s.cur, now)
+  end
+  if #s.q < REFILL_BELOW then
+    redis.call('SADD', KEYS[4], sf)
+  end
+  redis.call('HSET', KEYS[3], sf, sformat(s))
+  return skip
+end
+
 -- claim processes field's entry at time t; v is its record as read before
 -- this call wrote any.
 local function claim(field, t, v)
@@ -122,6 +163,14 @@ local function claim(field, t, v)
   elseif r.st == ST.dead then
     return
   else
+    local sid = r.n == 0 and string.find(id, '@', 1, true) and string.match(id, '^(.*)@%d+$')
+    if sid and chain(h, sid, r) then
+      hdel[#hdel + 1] = field -- missed, and catch-up "none"
+      written[field] = false
+      unindex(tag, h, id, r.ca)
+      count(h, NAME[r.st], -1)
+      return
+    end
     count(h, TO_ACTIVE[r.st])
   end
   r.st, r.n = ST.active, r.n + 1
@@ -193,4 +242,4 @@ end
 -- Redis's clock as the call ends: the caller counts claimed jobs' due
 -- times from it, so that the time this call took does not make them late
 local _, endStr = clock(ARGV[1])
-return {out, next, nowStr, endStr}
+return {out, next, nowStr, endStr, redis.call('SCARD', KEYS[4])}

@@ -1,0 +1,69 @@
+-- sched.lua: schedules (layout.go, "Schedules"), put in front of every
+-- script. A schedule record is
+-- "gen,cur,hi,lf,cu,pa,lt,ls,lm,q|<settings><meta><payload>".
+
+local function sparse(v)
+  if not v then
+    return nil
+  end
+  local gen, cur, hi, lf, cu, pa, lt, ls, lm, q, at =
+    string.match(v, '^(%w*),(%w*),(%w*),(%w*),(%a),(%d),(%w*),(%w*),(%w*),([%w;]*)|()')
+  if not gen then
+    return nil
+  end
+  local s = {gen = num(gen), cur = num(cur), hi = num(hi), lf = num(lf), cu = cu, pa = pa == '1', lt = num(lt),
+    ls = num(ls), lm = num(lm), body = string.sub(v, at), q = {}}
+  for x in string.gmatch(q, '[^;]+') do
+    s.q[#s.q + 1] = num(x)
+  end
+  return s
+end
+
+local function sformat(s)
+  local q = {}
+  for i, t in ipairs(s.q) do
+    q[i] = b36(t)
+  end
+  local pa = '0'
+  if s.pa then
+    pa = '1'
+  end
+  return b36(s.gen) .. ',' .. b36(s.cur) .. ',' .. b36(s.hi) .. ',' .. b36(s.lf) .. ',' .. s.cu .. ',' .. pa .. ',' ..
+    b36(s.lt) .. ',' .. b36(s.ls) .. ',' .. b36(s.lm) .. ',' .. table.concat(q, ';') .. '|' .. s.body
+end
+
+-- occurrenceID is the job id of schedule sid's occurrence at t (ms).
+local function occurrenceID(sid, t)
+  return sid .. '@' .. string.format('%d', t)
+end
+
+-- occur files schedule s's occurrence at t as a new job of topic h, unless
+-- a job of that id exists (a trigger at the same ms). The wheel entry is
+-- written by the caller's wheelFlush.
+local function occur(tag, pool, h, sid, s, t, now)
+  local id = occurrenceID(sid, t)
+  local field = h .. '/' .. id
+  if redis.call('HEXISTS', pool, field) == 1 then
+    return
+  end
+  local body = string.sub(s.body, 1, s.ls) .. string.sub(s.body, s.ls + s.lm + 1)
+  local r = {st = waiting(t, now), n = 0, ca = now, ra = t, nx = t, fa = 0, lt = s.lt, ls = s.ls, ll = 0, body = body}
+  redis.call('HSET', pool, field, format(r))
+  wheelPut(field, t, now)
+  index(tag, h, {{id, now}})
+  count(h, NAME[r.st])
+end
+
+-- unoccur removes schedule sid's occurrence at t if it has not fired yet;
+-- one being delivered or retried is left to finish.
+local function unoccur(tag, pool, h, sid, t)
+  local id = occurrenceID(sid, t)
+  local field = h .. '/' .. id
+  local r = parse(redis.call('HGET', pool, field))
+  if not r or r.n > 0 or (r.st ~= ST.scheduled and r.st ~= ST.ready) then
+    return
+  end
+  unindex(tag, h, id, r.ca)
+  redis.call('HDEL', pool, field)
+  count(h, NAME[r.st], -1)
+end

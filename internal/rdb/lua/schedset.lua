@@ -1,0 +1,65 @@
+-- schedset.lua: create or replace a schedule, pause or resume it.
+-- KEYS[1] the shard's pool, KEYS[2] its wheel (due), KEYS[3] its schedules,
+-- KEYS[4] its refill set, KEYS[5] the topic's schedule index in the shard
+-- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] the shard's key tag,
+-- ARGV[3] the topic's handle, ARGV[4] the schedule id, ARGV[5] the mode:
+-- 'put', 'pause' or 'resume', ARGV[6] wake horizon (ms), ARGV[7] 1 when
+-- Go can compute more instants after the last given (the pattern has not
+-- ended); for 'put' ARGV[8] catch-up code, ARGV[9] paused (1/0), ARGV[10]
+-- lease timeout (ms), ARGV[11] settings length, ARGV[12] meta length,
+-- ARGV[13] settings, meta and payload; then (put and resume) the next
+-- instants (ms), ascending, the first of them after now.
+-- The pending occurrence of the schedule as it was is removed unless it
+-- is being delivered; the first instant given becomes the pending one.
+-- Reply: {R.ok (created) or R.replaced, earliest} ({R.not_found} when
+-- pausing or resuming no schedule).
+local pool, due, scheds, refills, idx = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local now = clock(ARGV[1])
+local tag, h, sid, mode = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local sf = h .. '/' .. sid
+local old = sparse(redis.call('HGET', scheds, sf))
+local s, first
+local pending = old and old.cur or 0
+if mode == 'put' then
+  s = {gen = 1, cur = 0, hi = 0, lf = 0, cu = ARGV[8], pa = ARGV[9] == '1', lt = tonumber(ARGV[10]),
+    ls = tonumber(ARGV[11]), lm = tonumber(ARGV[12]), body = ARGV[13], q = {}}
+  if old then
+    s.gen, s.lf = old.gen + 1, old.lf
+  end
+  first = 14
+else
+  if not old then
+    return {R.not_found}
+  end
+  if old.pa == (mode == 'pause') then
+    return {R.ok, false} -- already so
+  end
+  s = old
+  s.gen, s.pa, s.q, s.cur, s.hi = old.gen + 1, mode == 'pause', {}, 0, 0
+  first = 8
+end
+if pending ~= 0 then
+  unoccur(tag, pool, h, sid, pending)
+end
+redis.call('SREM', refills, sf)
+if not s.pa then
+  for i = first, #ARGV do
+    s.q[#s.q + 1] = tonumber(ARGV[i])
+  end
+  if #s.q > 0 then
+    s.hi = s.q[#s.q]
+    s.cur = table.remove(s.q, 1)
+    occur(tag, pool, h, sid, s, s.cur, now)
+  end
+  if #s.q < REFILL_BELOW and ARGV[7] == '1' then
+    redis.call('SADD', refills, sf)
+  end
+end
+redis.call('HSET', scheds, sf, sformat(s))
+redis.call('ZADD', idx, 0, sid)
+countFlush(tag)
+local result = R.ok
+if old then
+  result = R.replaced
+end
+return {result, earliestOf(due, wheelFlush(tag, due), now + tonumber(ARGV[6]))}

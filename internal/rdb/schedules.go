@@ -1,0 +1,442 @@
+package rdb
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// Pattern computes a schedule's instants.
+type Pattern interface {
+	// NextN returns up to n instants strictly after t, ascending (fewer
+	// when the pattern ends).
+	NextN(t time.Time, n int) []time.Time
+}
+
+// scheduleMeta is the part of a schedule record only Go reads.
+type scheduleMeta struct {
+	Cron     string `json:"cron,omitempty"`
+	EveryMS  int64  `json:"every_ms,omitempty"`
+	Timezone string `json:"tz,omitempty"`
+	StartMS  int64  `json:"start,omitempty"`
+	EndMS    int64  `json:"end,omitempty"`
+	Created  int64  `json:"created"`
+	Updated  int64  `json:"updated"`
+}
+
+// scheduleRecord is a schedule as stored (layout.go, "Schedules").
+type scheduleRecord struct {
+	gen, cur, hi, lastFired int64
+	catchUp                 kairos.CatchUp
+	paused                  bool
+	settings, meta, payload []byte
+	queue                   []int64
+}
+
+func decodeSchedule(v string) (scheduleRecord, error) {
+	head, body, ok := strings.Cut(v, "|")
+	f := strings.Split(head, ",")
+	if !ok || len(f) != len(scheduleFields) {
+		return scheduleRecord{}, fmt.Errorf("schedule record: %w", errBadRecord)
+	}
+	var r scheduleRecord
+	nums := make([]int64, 9)
+	for i := range 9 {
+		if i == 4 || i == 5 {
+			continue
+		}
+		if f[i] == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(f[i], 36, 64)
+		if err != nil {
+			return scheduleRecord{}, fmt.Errorf("schedule record field %s: %w", scheduleFields[i].name, errBadRecord)
+		}
+		nums[i] = n
+	}
+	r.gen, r.cur, r.hi, r.lastFired = nums[0], nums[1], nums[2], nums[3]
+	for cu, c := range catchUpCodes {
+		if f[4] == string(c) {
+			r.catchUp = cu
+		}
+	}
+	r.paused = f[5] == "1"
+	ls, lm := nums[7], nums[8]
+	if r.catchUp == "" || ls < 0 || lm < 0 || ls+lm > int64(len(body)) {
+		return scheduleRecord{}, fmt.Errorf("schedule record: %w", errBadRecord)
+	}
+	r.settings, r.meta, r.payload = []byte(body[:ls]), []byte(body[ls:ls+lm]), []byte(body[ls+lm:])
+	for q := range strings.SplitSeq(f[9], ";") {
+		if q == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(q, 36, 64)
+		if err != nil {
+			return scheduleRecord{}, fmt.Errorf("schedule record queue: %w", errBadRecord)
+		}
+		r.queue = append(r.queue, n)
+	}
+	return r, nil
+}
+
+// schedule returns the record as a kairos.Schedule of key.
+func (r scheduleRecord) schedule(tenant, topic, id string) (kairos.Schedule, error) {
+	var m scheduleMeta
+	if err := json.Unmarshal(r.meta, &m); err != nil {
+		return kairos.Schedule{}, fmt.Errorf("schedule %s: decode meta: %w", id, err)
+	}
+	sc := kairos.Schedule{Tenant: tenant, Topic: topic, ID: id, Cron: m.Cron, Every: time.Duration(m.EveryMS) * time.Millisecond,
+		Timezone: m.Timezone, CatchUp: r.catchUp, Paused: r.paused,
+		CreatedAt: fromMS(m.Created), UpdatedAt: fromMS(m.Updated)}
+	if m.StartMS != 0 {
+		sc.StartAt = fromMS(m.StartMS)
+	}
+	if m.EndMS != 0 {
+		sc.EndAt = fromMS(m.EndMS)
+	}
+	if r.cur != 0 {
+		sc.Pending = fromMS(r.cur)
+	}
+	if r.lastFired != 0 {
+		sc.LastFired = fromMS(r.lastFired)
+	}
+	j, err := record{settings: r.settings, payload: r.payload}.job(kairos.JobKey{Tenant: tenant, Topic: topic},
+		func(kairos.JobKey, int64) string { return "" })
+	if err != nil {
+		return kairos.Schedule{}, fmt.Errorf("schedule %s: %w", id, err)
+	}
+	j.State, j.RunAt, j.CreatedAt, j.DoneAt = "", time.Time{}, time.Time{}, time.Time{}
+	sc.Job = j
+	return sc, nil
+}
+
+// scheduleAt is where a schedule lives.
+func (s *Store) scheduleAt(ctx context.Context, tenant, topic, id string, create bool) (shard int, h string, err error) {
+	h, err = s.handle(ctx, tenant, topic, create)
+	if err != nil {
+		return 0, "", err
+	}
+	return s.k.shardOf(kairos.JobKey{Tenant: tenant, Topic: topic, ID: id}), h, nil
+}
+
+func (s *Store) pattern(sc kairos.Schedule) (Pattern, error) {
+	if s.opts.Patterns == nil {
+		return nil, errors.New("schedules: this store has no pattern parser (Options.Patterns)")
+	}
+	return s.opts.Patterns(sc)
+}
+
+// PutSchedule creates or replaces a schedule and files its first
+// occurrence (the first instant after now), unless it is paused. A
+// replaced schedule's pending occurrence is removed unless it is being
+// delivered. It reports whether a schedule was replaced.
+func (s *Store) PutSchedule(ctx context.Context, sc kairos.Schedule) (bool, error) {
+	p, err := s.pattern(sc)
+	if err != nil {
+		return false, err
+	}
+	shard, h, err := s.scheduleAt(ctx, sc.Tenant, sc.Topic, sc.ID, true)
+	if err != nil {
+		return false, err
+	}
+	set, err := encodeSettings(sc.Job)
+	if err != nil {
+		return false, err
+	}
+	now := s.Now()
+	m := scheduleMeta{Cron: sc.Cron, EveryMS: sc.Every.Milliseconds(), Timezone: sc.Timezone,
+		Created: ms(cmp.Or(sc.CreatedAt, now)), Updated: ms(now)}
+	if !sc.StartAt.IsZero() {
+		m.StartMS = ms(sc.StartAt)
+	}
+	if !sc.EndAt.IsZero() {
+		m.EndMS = ms(sc.EndAt)
+	}
+	meta, err := json.Marshal(m)
+	if err != nil {
+		return false, fmt.Errorf("encode schedule: %w", err)
+	}
+	cu := catchUpCodes[cmp.Or(sc.CatchUp, kairos.CatchUpOne)]
+	paused := "0"
+	if sc.Paused {
+		paused = "1"
+	}
+	argv := []any{s.scriptNow(), s.k.tag(shard), h, sc.ID, "put", WakeHorizon.Milliseconds(), "",
+		string(cu), paused, sc.Job.Timeout.Milliseconds(), len(set), len(meta), string(set) + string(meta) + string(sc.Job.Payload)}
+	argv = instantsArgs(argv, p, now)
+	res, err := s.run(ctx, schedsetScript, s.scheduleKeys(shard, h), argv...).Slice()
+	if err != nil {
+		return false, fmt.Errorf("put schedule %s: %w", sc.ID, err)
+	}
+	s.wakeFor(ctx, s.c, shard, res[1])
+	return toInt(res[0]) == replyReplaced, nil
+}
+
+// instantsArgs appends whether more instants follow, then the next
+// scheduleQueue+1 instants after now.
+func instantsArgs(argv []any, p Pattern, now time.Time) []any {
+	next := p.NextN(now, scheduleQueue+1)
+	if len(next) == scheduleQueue+1 {
+		argv[6] = "1" // more can follow
+	} else {
+		argv[6] = "0"
+	}
+	for _, t := range next {
+		argv = append(argv, ms(t))
+	}
+	return argv
+}
+
+func (s *Store) scheduleKeys(shard int, h string) []string {
+	return []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard), s.k.scheduleIndex(shard, h)}
+}
+
+// PauseSchedule pauses (pause) or resumes a schedule. Pausing removes the
+// pending occurrence (unless it is being delivered); resuming files the
+// first instant after now: occurrences that fell while it was paused do
+// not fire. Either is a no-op when the schedule is already so.
+func (s *Store) PauseSchedule(ctx context.Context, tenant, topic, id string, pause bool) error {
+	shard, h, err := s.scheduleAt(ctx, tenant, topic, id, false)
+	if err != nil {
+		return scheduleNotFound(id, err)
+	}
+	mode := "resume"
+	argv := []any{s.scriptNow(), s.k.tag(shard), h, id, mode, WakeHorizon.Milliseconds(), "0"}
+	if pause {
+		argv[4] = "pause"
+	} else {
+		sc, err := s.GetSchedule(ctx, tenant, topic, id)
+		if err != nil {
+			return err
+		}
+		p, err := s.pattern(sc)
+		if err != nil {
+			return err
+		}
+		argv = instantsArgs(argv, p, s.Now())
+	}
+	res, err := s.run(ctx, schedsetScript, s.scheduleKeys(shard, h), argv...).Slice()
+	if err != nil {
+		return fmt.Errorf("%s schedule %s: %w", argv[4], id, err)
+	}
+	if toInt(res[0]) == replyNotFound {
+		return fmt.Errorf("schedule %q: %w", id, kairos.ErrNotFound)
+	}
+	s.wakeFor(ctx, s.c, shard, res[1])
+	return nil
+}
+
+func scheduleNotFound(id string, err error) error {
+	if errors.Is(err, kairos.ErrNotFound) {
+		return fmt.Errorf("schedule %q: %w", id, kairos.ErrNotFound)
+	}
+	return err
+}
+
+// GetSchedule returns a schedule or kairos.ErrNotFound.
+func (s *Store) GetSchedule(ctx context.Context, tenant, topic, id string) (kairos.Schedule, error) {
+	shard, h, err := s.scheduleAt(ctx, tenant, topic, id, false)
+	if err != nil {
+		return kairos.Schedule{}, scheduleNotFound(id, err)
+	}
+	v, err := s.c.HGet(ctx, s.k.schedules(shard), field(h, id)).Result()
+	if isNil(err) {
+		return kairos.Schedule{}, fmt.Errorf("schedule %q: %w", id, kairos.ErrNotFound)
+	}
+	if err != nil {
+		return kairos.Schedule{}, fmt.Errorf("get schedule %s: %w", id, err)
+	}
+	r, err := decodeSchedule(v)
+	if err != nil {
+		return kairos.Schedule{}, fmt.Errorf("schedule %s: %w", id, err)
+	}
+	return r.schedule(tenant, topic, id)
+}
+
+// DeleteSchedule removes a schedule and its pending occurrence, unless that
+// is being delivered (it then finishes, and files no next one).
+func (s *Store) DeleteSchedule(ctx context.Context, tenant, topic, id string) error {
+	shard, h, err := s.scheduleAt(ctx, tenant, topic, id, false)
+	if err != nil {
+		return scheduleNotFound(id, err)
+	}
+	n, err := s.run(ctx, scheddelScript, []string{s.k.pool(shard), s.k.schedules(shard), s.k.refills(shard), s.k.scheduleIndex(shard, h)},
+		s.k.tag(shard), h, id).Int64()
+	if err != nil {
+		return fmt.Errorf("delete schedule %s: %w", id, err)
+	}
+	if n == replyNotFound {
+		return fmt.Errorf("schedule %q: %w", id, kairos.ErrNotFound)
+	}
+	return nil
+}
+
+// ListSchedules returns up to limit of a topic's schedules in id order,
+// after the id cursor ("" for the first page), and the cursor of the next
+// page ("" when this is the last).
+func (s *Store) ListSchedules(ctx context.Context, tenant, topic, cursor string, limit int) ([]kairos.Schedule, string, error) {
+	h, err := s.handle(ctx, tenant, topic, false)
+	if errors.Is(err, kairos.ErrNotFound) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	lo := "-"
+	if cursor != "" {
+		lo = "(" + cursor
+	}
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, s.k.shards)
+	for sh := range s.k.shards {
+		cmds[sh] = pipe.ZRangeByLex(ctx, s.k.scheduleIndex(sh, h), &redis.ZRangeBy{Min: lo, Max: "+", Count: int64(limit + 1)})
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		return nil, "", fmt.Errorf("list schedules: %w", err)
+	}
+	var ids []string
+	for _, c := range cmds {
+		ids = append(ids, c.Val()...)
+	}
+	slices.Sort(ids)
+	next := ""
+	if len(ids) > limit {
+		ids = ids[:limit]
+		next = ids[limit-1]
+	}
+	out := make([]kairos.Schedule, 0, len(ids))
+	for _, id := range ids {
+		sc, err := s.GetSchedule(ctx, tenant, topic, id)
+		if errors.Is(err, kairos.ErrNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, sc)
+	}
+	return out, next, nil
+}
+
+// TriggerSchedule fires one occurrence now, outside the pattern: a job
+// like the schedule's occurrences, due now, with the id of an occurrence at
+// this instant. The schedule's pending occurrence is not affected.
+func (s *Store) TriggerSchedule(ctx context.Context, tenant, topic, id string) (kairos.Job, error) {
+	sc, err := s.GetSchedule(ctx, tenant, topic, id)
+	if err != nil {
+		return kairos.Job{}, err
+	}
+	j := sc.Job
+	now := s.Now().Truncate(time.Millisecond)
+	if !sc.Pending.IsZero() && sc.Pending.Equal(now) {
+		now = now.Add(time.Millisecond) // not the pending one's id
+	}
+	j.JobKey = kairos.JobKey{Tenant: tenant, Topic: topic, ID: kairos.OccurrenceID(id, now)}
+	j.RunAt = now
+	r := s.EnqueueBatch(ctx, []kairos.Job{j})[0]
+	return r.Job, r.Err
+}
+
+// RefillSchedules tops up the instants of the shard's schedules that a
+// claim found short (Claim.Refills), at most most of them. A schedule with
+// no pending occurrence (its queue ran out, as after all kairos were down
+// longer than its queue lasts) gets one: the first instant after now,
+// and before it, with catch-up "all", each instant missed.
+func (s *Store) RefillSchedules(ctx context.Context, shard, most int) error {
+	fields, err := s.c.SRandMemberN(ctx, s.k.refills(shard), int64(most)).Result()
+	if err != nil {
+		return fmt.Errorf("refill schedules of shard %d: %w", shard, err)
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	vals, err := s.c.HMGet(ctx, s.k.schedules(shard), fields...).Result()
+	if err != nil {
+		return fmt.Errorf("refill schedules of shard %d: %w", shard, err)
+	}
+	now := s.Now()
+	var first error
+	for i, f := range fields {
+		v, _ := vals[i].(string)
+		if err := s.refill(ctx, shard, f, v, now); err != nil {
+			first = cmp.Or(first, err)
+		}
+	}
+	return first
+}
+
+func (s *Store) refill(ctx context.Context, shard int, f, v string, now time.Time) error {
+	h, id, _ := strings.Cut(f, "/")
+	argv := []any{s.scriptNow(), s.k.tag(shard), h, id}
+	if v == "" { // deleted: the script drops it from the set
+		argv = append(argv, -1, -1, WakeHorizon.Milliseconds(), 0)
+	} else {
+		r, err := decodeSchedule(v)
+		if err != nil {
+			return fmt.Errorf("schedule %s: %w", f, err)
+		}
+		tenant, topic, err := s.topicOf(ctx, h)
+		if err != nil {
+			return err
+		}
+		sc, err := r.schedule(tenant, topic, id)
+		if err != nil {
+			return err
+		}
+		p, err := s.pattern(sc)
+		if err != nil {
+			return fmt.Errorf("schedule %s: %w", f, err)
+		}
+		after := fromMS(r.hi)
+		var missed []time.Time
+		if r.hi < ms(now) {
+			if r.cur == 0 && r.catchUp == kairos.CatchUpAll {
+				// the claim that ran out of instants fired the pending one
+				// and those after it up to hi: they count against the bound
+				budget := kairos.MaxCatchUp - 1
+				for _, t := range p.NextN(fromMS(r.lastFired), kairos.MaxCatchUp) {
+					if ms(t) <= r.hi {
+						budget--
+					}
+				}
+				for _, t := range p.NextN(after, max(budget, 0)) {
+					if t.After(now) {
+						break
+					}
+					missed = append(missed, t)
+				}
+			}
+			after = now
+		}
+		want := scheduleQueue - len(r.queue)
+		if r.cur == 0 {
+			want++
+		}
+		next := p.NextN(after, max(want, 1))
+		argv = append(argv, r.gen, r.hi, WakeHorizon.Milliseconds(), len(missed))
+		for _, t := range missed {
+			argv = append(argv, ms(t))
+		}
+		for _, t := range next {
+			argv = append(argv, ms(t))
+		}
+	}
+	res, err := s.run(ctx, schedrefillScript, []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard)}, argv...).Slice()
+	if err != nil {
+		return fmt.Errorf("refill schedule %s: %w", f, err)
+	}
+	if len(res) > 1 {
+		s.wakeFor(ctx, s.c, shard, res[1])
+	}
+	return nil
+}

@@ -1,0 +1,224 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// everyPattern fires every d from anchor: the storage tests' pattern (the
+// real ones are internal/schedule's).
+type everyPattern struct {
+	anchor time.Time
+	d      time.Duration
+	end    time.Time
+}
+
+func (p everyPattern) NextN(t time.Time, n int) []time.Time {
+	var out []time.Time
+	k := int64(0)
+	if t.After(p.anchor) || t.Equal(p.anchor) {
+		k = int64(t.Sub(p.anchor)/p.d) + 1
+	}
+	for len(out) < n {
+		at := p.anchor.Add(time.Duration(k) * p.d)
+		if !p.end.IsZero() && at.After(p.end) {
+			break
+		}
+		out = append(out, at)
+		k++
+	}
+	return out
+}
+
+func newScheduleStore(t *testing.T) (*Store, func() time.Time, func(time.Duration)) {
+	s, clk := newStore(t, Options{Shards: 4, Patterns: func(sc kairos.Schedule) (Pattern, error) {
+		return everyPattern{anchor: sc.StartAt, d: sc.Every, end: sc.EndAt}, nil
+	}})
+	return s, clk.Now, clk.Add
+}
+
+func everySecond(id string, start time.Time, cu kairos.CatchUp) kairos.Schedule {
+	return kairos.Schedule{Tenant: "acme", Topic: "orders", ID: id, Every: time.Second, StartAt: start, CatchUp: cu,
+		Job: kairos.Job{Payload: []byte(`{"tick":true}`)}}
+}
+
+// fireDue claims everything due now (ahead 0) and delivers it, refilling
+// schedules as the scanner does; it returns the ids claimed.
+func fireDue(t *testing.T, s *Store) []string {
+	t.Helper()
+	ctx := context.Background()
+	var ids []string
+	for sh := range s.Shards() {
+		for range 10 {
+			c, err := s.ClaimDue(ctx, sh, 500, 0, 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cl := range c.Jobs {
+				ids = append(ids, cl.Job.ID)
+				a := kairos.Attempt{N: cl.Job.Attempts, At: s.Now(), Duration: time.Millisecond, Status: 200}
+				if _, err := s.Finish(ctx, cl.Job.JobKey, a, true, false, time.Time{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.Refills > 0 {
+				if err := s.RefillSchedules(ctx, sh, 100); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(c.Jobs) == 0 && c.Refills == 0 {
+				break
+			}
+		}
+	}
+	if err := s.RecordOutcomes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// A schedule's occurrences chain: each claim fires the pending one and
+// files the next, across more instants than one queue holds (so refills
+// happen), each exactly once, with ids "<id>@<ms>".
+func TestScheduleOccurrencesChain(t *testing.T) {
+	s, now, add := newScheduleStore(t)
+	ctx := context.Background()
+	start := now().Add(500 * time.Millisecond)
+	if _, err := s.PutSchedule(ctx, everySecond("tick", start, "")); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	var order []string
+	for range 40 {
+		add(time.Second)
+		for _, id := range fireDue(t, s) {
+			seen[id]++
+			order = append(order, id)
+		}
+	}
+	if len(order) != 40 {
+		t.Fatalf("40 seconds fired %d occurrences: %v", len(order), order)
+	}
+	for i, id := range order {
+		want := kairos.OccurrenceID("tick", start.Add(time.Duration(i)*time.Second))
+		if id != want || seen[id] != 1 {
+			t.Fatalf("occurrence %d is %s (seen %d times), want %s once", i, id, seen[id], want)
+		}
+	}
+	sc, err := s.GetSchedule(ctx, "acme", "orders", "tick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := start.Add(39 * time.Second); !sc.LastFired.Equal(want) || !sc.Pending.Equal(want.Add(time.Second)) {
+		t.Fatalf("last fired %v pending %v, want %v and a second later", sc.LastFired, sc.Pending, want)
+	}
+	j, err := s.GetJob(ctx, kairos.JobKey{Tenant: "acme", Topic: "orders", ID: order[3]})
+	if err != nil || j.State != kairos.StateDelivered || string(j.Payload) != `{"tick":true}` {
+		t.Fatalf("occurrence job: %+v %v", j, err)
+	}
+}
+
+// After an outage of 10 minutes (no claims), catch-up decides what fires:
+// one fires once then goes on, none fires nothing missed, all fires each
+// missed instant (up to MaxCatchUp).
+func TestScheduleCatchUp(t *testing.T) {
+	for _, tc := range []struct {
+		cu   kairos.CatchUp
+		want int // occurrences fired by the first pass after the outage
+	}{{kairos.CatchUpOne, 1}, {kairos.CatchUpNone, 0}, {kairos.CatchUpAll, kairos.MaxCatchUp}} {
+		t.Run(string(tc.cu), func(t *testing.T) {
+			s, now, add := newScheduleStore(t)
+			ctx := context.Background()
+			start := now().Add(500 * time.Millisecond)
+			if _, err := s.PutSchedule(ctx, everySecond("tick", start, tc.cu)); err != nil {
+				t.Fatal(err)
+			}
+			add(10 * time.Minute)
+			fired := 0
+			for range 5 { // the outage's claims, refills and what they file as due
+				fired += len(fireDue(t, s))
+			}
+			if fired != tc.want {
+				t.Fatalf("after the outage %d occurrences fired, want %d", fired, tc.want)
+			}
+			add(time.Second)
+			if got := fireDue(t, s); len(got) != 1 {
+				t.Fatalf("the next second fired %v, want one occurrence", got)
+			}
+		})
+	}
+}
+
+// Pause removes the pending occurrence and nothing fires; resume files
+// the next future instant without replaying the paused ones; delete
+// removes the schedule and its pending occurrence.
+func TestSchedulePauseResumeDelete(t *testing.T) {
+	s, now, add := newScheduleStore(t)
+	ctx := context.Background()
+	start := now().Add(500 * time.Millisecond)
+	if _, err := s.PutSchedule(ctx, everySecond("tick", start, kairos.CatchUpAll)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PauseSchedule(ctx, "acme", "orders", "tick", true); err != nil {
+		t.Fatal(err)
+	}
+	add(5 * time.Second)
+	if got := fireDue(t, s); len(got) != 0 {
+		t.Fatalf("paused, yet fired %v", got)
+	}
+	if err := s.PauseSchedule(ctx, "acme", "orders", "tick", false); err != nil {
+		t.Fatal(err)
+	}
+	add(time.Second)
+	if got := fireDue(t, s); len(got) != 1 {
+		t.Fatalf("resumed: fired %v, want only the next occurrence", got)
+	}
+	if err := s.DeleteSchedule(ctx, "acme", "orders", "tick"); err != nil {
+		t.Fatal(err)
+	}
+	add(5 * time.Second)
+	if got := fireDue(t, s); len(got) != 0 {
+		t.Fatalf("deleted, yet fired %v", got)
+	}
+	if _, err := s.GetSchedule(ctx, "acme", "orders", "tick"); !errors.Is(err, kairos.ErrNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	scs, _, err := s.ListSchedules(ctx, "acme", "orders", "", 10)
+	if err != nil || len(scs) != 0 {
+		t.Fatalf("list after delete: %v %v", scs, err)
+	}
+}
+
+// Replacing a schedule replaces its pending occurrence: the old pattern
+// fires no more.
+func TestSchedulePutReplaces(t *testing.T) {
+	s, now, add := newScheduleStore(t)
+	ctx := context.Background()
+	start := now().Add(500 * time.Millisecond)
+	if _, err := s.PutSchedule(ctx, everySecond("tick", start, "")); err != nil {
+		t.Fatal(err)
+	}
+	sc := everySecond("tick", start.Add(3*time.Second), "")
+	sc.Every = 10 * time.Second
+	replaced, err := s.PutSchedule(ctx, sc)
+	if err != nil || !replaced {
+		t.Fatalf("replace: %v %v", replaced, err)
+	}
+	var fired []string
+	for range 14 {
+		add(time.Second)
+		fired = append(fired, fireDue(t, s)...)
+	}
+	want := []string{kairos.OccurrenceID("tick", start.Add(3*time.Second)), kairos.OccurrenceID("tick", start.Add(13*time.Second))}
+	if len(fired) != 2 || fired[0] != want[0] || fired[1] != want[1] {
+		t.Fatalf("fired %v, want %v", fired, want)
+	}
+	scs, next, err := s.ListSchedules(ctx, "acme", "orders", "", 10)
+	if err != nil || len(scs) != 1 || next != "" || scs[0].Every != 10*time.Second {
+		t.Fatalf("list: %+v %q %v", scs, next, err)
+	}
+}
