@@ -140,7 +140,7 @@ func TestAuthEveryRoute(t *testing.T) {
 			wantProblem(t, res, http.StatusUnauthorized)
 		}
 	}
-	if n != 15 {
-		t.Errorf("checked %d /v1 operations, want 15", n)
+	if n != 22 {
+		t.Errorf("checked %d /v1 operations, want 22", n)
 	}
 }

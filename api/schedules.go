@@ -1,0 +1,372 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kairos-sh/kairos"
+	recur "github.com/kairos-sh/kairos/internal/schedule"
+)
+
+// scheduleRequest is the body of PUT /v1/topics/{topic}/schedules/{id}:
+// the pattern, then the occurrences' settings as a job's.
+type scheduleRequest struct {
+	Cron     *string `json:"cron"`
+	Every    *string `json:"every"`
+	Timezone *string `json:"timezone"`
+	StartAt  *string `json:"start_at"`
+	EndAt    *string `json:"end_at"`
+	CatchUp  *string `json:"catch_up"`
+	Paused   *bool   `json:"paused"`
+
+	Payload     json.RawMessage   `json:"payload"`
+	CallbackURL *string           `json:"callback_url"`
+	Method      *string           `json:"method"`
+	Headers     map[string]string `json:"headers"`
+	MaxAttempts *int              `json:"max_attempts"`
+	Timeout     *string           `json:"timeout"`
+	Backoff     *backoffRequest   `json:"backoff"`
+}
+
+// scheduleResponse is a schedule as the API shows it.
+type scheduleResponse struct {
+	ID          string            `json:"id"`
+	Topic       string            `json:"topic"`
+	Tenant      string            `json:"tenant"`
+	Cron        string            `json:"cron,omitempty"`
+	Every       string            `json:"every,omitempty"`
+	Timezone    string            `json:"timezone"`
+	StartAt     string            `json:"start_at,omitempty"`
+	EndAt       string            `json:"end_at,omitempty"`
+	CatchUp     kairos.CatchUp    `json:"catch_up"`
+	Paused      bool              `json:"paused"`
+	NextRuns    []string          `json:"next_runs"`
+	PendingJob  string            `json:"pending_job,omitempty"`
+	LastRun     *lastRunResponse  `json:"last_run,omitempty"`
+	Payload     json.RawMessage   `json:"payload,omitempty"`
+	CallbackURL string            `json:"callback_url,omitempty"`
+	Method      string            `json:"method,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	MaxAttempts int               `json:"max_attempts,omitempty"`
+	Timeout     string            `json:"timeout,omitempty"`
+	Backoff     *backoffResponse  `json:"backoff,omitempty"`
+	CreatedAt   string            `json:"created_at"`
+	UpdatedAt   string            `json:"updated_at"`
+	Result      string            `json:"result,omitempty"`
+}
+
+// lastRunResponse is the last occurrence the pattern fired, and how it went.
+type lastRunResponse struct {
+	At          string           `json:"at"`
+	JobID       string           `json:"job_id"`
+	State       kairos.State     `json:"state,omitempty"`
+	LastAttempt *attemptResponse `json:"last_attempt,omitempty"`
+}
+
+// scheduleListResponse is a page of schedules.
+type scheduleListResponse struct {
+	Schedules  []scheduleResponse `json:"schedules"`
+	NextCursor string             `json:"next_cursor,omitempty"`
+}
+
+// nextRunsShown is how many fire instants a schedule's answer lists.
+const nextRunsShown = 5
+
+// Patterns parses a schedule's pattern as stored: the store's
+// Options.Patterns.
+func Patterns(sc kairos.Schedule) (*recur.Pattern, error) {
+	anchor := sc.StartAt
+	if anchor.IsZero() {
+		anchor = sc.CreatedAt
+	}
+	every := ""
+	if sc.Every > 0 {
+		every = sc.Every.String()
+	}
+	return recur.Parse(sc.Cron, every, sc.Timezone, anchor, sc.StartAt, sc.EndAt)
+}
+
+// toSchedule validates a put request against now.
+func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, maxPayload int64, allowPrivate bool) (kairos.Schedule, error) {
+	var fe fieldErrors
+	sc := kairos.Schedule{Tenant: tenant, Topic: topic, ID: id, CatchUp: kairos.CatchUpOne}
+	if req.Cron != nil {
+		sc.Cron = *req.Cron
+	}
+	every := ""
+	if req.Every != nil {
+		every = *req.Every
+	}
+	if req.Timezone != nil {
+		sc.Timezone = *req.Timezone
+	}
+	if req.StartAt != nil {
+		sc.StartAt = parseRunAt(&fe, "start_at", *req.StartAt, now)
+	}
+	if req.EndAt != nil {
+		sc.EndAt = parseRunAt(&fe, "end_at", *req.EndAt, now)
+	}
+	if req.CatchUp != nil {
+		switch cu := kairos.CatchUp(*req.CatchUp); cu {
+		case kairos.CatchUpOne, kairos.CatchUpNone, kairos.CatchUpAll:
+			sc.CatchUp = cu
+		default:
+			fe.add("catch_up", "%q is not a catch-up rule: use one (fire once for the occurrences missed while kairos was down; the default), none, or all (each, at most %d)", *req.CatchUp, kairos.MaxCatchUp)
+		}
+	}
+	if req.Paused != nil {
+		sc.Paused = *req.Paused
+	}
+	delay := "0s"
+	jr := jobRequest{ID: &id, Delay: &delay, Payload: req.Payload, CallbackURL: req.CallbackURL, Method: req.Method,
+		Headers: req.Headers, MaxAttempts: req.MaxAttempts, Timeout: req.Timeout, Backoff: req.Backoff}
+	j, err := jr.toJob(tenant, topic, now, maxPayload, allowPrivate)
+	var ve *ValidationError
+	switch {
+	case errors.As(err, &ve):
+		for _, f := range ve.Errors {
+			if f.Field != "id" && f.Field != "run_at" {
+				fe = append(fe, f)
+			}
+		}
+	case err != nil:
+		return kairos.Schedule{}, err
+	}
+	sc.Job = j
+	sc.CreatedAt = now
+	if len(fe) == 0 {
+		anchor := sc.StartAt
+		if anchor.IsZero() {
+			anchor = now
+		}
+		if _, err := recur.Parse(sc.Cron, every, sc.Timezone, anchor, sc.StartAt, sc.EndAt); err != nil {
+			var pe *recur.FieldError
+			if !errors.As(err, &pe) {
+				return kairos.Schedule{}, err
+			}
+			fe.add(pe.Field, "%s", pe.Reason)
+		}
+		if every != "" {
+			sc.Every, _ = time.ParseDuration(every) // Parse accepted it
+		}
+	}
+	if err := fe.err(); err != nil {
+		return kairos.Schedule{}, err
+	}
+	return sc, nil
+}
+
+func (s *Server) scheduleTarget(r *http.Request) (tenant, topic, id string, err error) {
+	tenant, topic, err = s.topicTarget(r)
+	if err != nil {
+		return "", "", "", err
+	}
+	id = chi.URLParam(r, "id")
+	if !validID(id) {
+		return "", "", "", errorf(http.StatusNotFound, "schedule "+id+" not found: "+idRule)
+	}
+	return tenant, topic, id, nil
+}
+
+// putSchedule handles PUT /v1/topics/{topic}/schedules/{id}.
+func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) {
+	tenant, topic, id, err := s.scheduleTarget(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, ok := kairos.ScheduleOf(id); ok {
+		s.writeError(w, r, &ValidationError{Errors: []FieldError{{Field: "id", Message: "ids ending in '@' and digits are kept for occurrences: use another separator"}}})
+		return
+	}
+	var req scheduleRequest
+	if err := decode(r, s.cfg.MaxPayload+64<<10, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	now := s.store.Now()
+	sc, err := req.toSchedule(tenant, topic, id, now, s.cfg.MaxPayload, s.cfg.AllowPrivate)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, known, err := s.jobTopic(r.Context(), tenant, topic)
+	if err == nil {
+		err = needCallback(t, known, sc.Job)
+	}
+	if err == nil {
+		err = s.ensureTopic(r.Context(), t, known)
+	}
+	if err == nil {
+		if old, gerr := s.store.GetSchedule(r.Context(), tenant, topic, id); gerr == nil {
+			sc.CreatedAt = old.CreatedAt
+		}
+	}
+	var replaced bool
+	if err == nil {
+		replaced, err = s.store.PutSchedule(r.Context(), sc)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	v, err := s.scheduleView(r, tenant, topic, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	v.Result = resultCreated
+	if replaced {
+		status, v.Result = http.StatusOK, resultReplaced
+	}
+	writeJSON(w, status, v)
+}
+
+// scheduleView reads a schedule and shows it, with its next runs and how
+// its last occurrence went.
+func (s *Server) scheduleView(r *http.Request, tenant, topic, id string) (scheduleResponse, error) {
+	sc, err := s.store.GetSchedule(r.Context(), tenant, topic, id)
+	if err != nil {
+		return scheduleResponse{}, err
+	}
+	return s.showSchedule(r, sc)
+}
+
+func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResponse, error) {
+	jv := jobView(sc.Job)
+	v := scheduleResponse{ID: sc.ID, Topic: sc.Topic, Tenant: sc.Tenant, Cron: sc.Cron, Timezone: sc.Timezone,
+		StartAt: formatTime(sc.StartAt), EndAt: formatTime(sc.EndAt), CatchUp: sc.CatchUp, Paused: sc.Paused,
+		NextRuns: []string{}, Payload: jv.Payload, CallbackURL: jv.CallbackURL, Method: jv.Method, Headers: jv.Headers,
+		MaxAttempts: jv.MaxAttempts, Timeout: jv.Timeout, Backoff: jv.Backoff,
+		CreatedAt: formatTime(sc.CreatedAt), UpdatedAt: formatTime(sc.UpdatedAt)}
+	if v.Timezone == "" {
+		v.Timezone = "UTC"
+	}
+	if sc.Every > 0 {
+		v.Every = sc.Every.String()
+	}
+	if !sc.Paused && !sc.Pending.IsZero() {
+		v.PendingJob = kairos.OccurrenceID(sc.ID, sc.Pending)
+		v.NextRuns = append(v.NextRuns, formatTime(sc.Pending))
+		if p, err := Patterns(sc); err == nil {
+			for _, t := range p.NextN(sc.Pending, nextRunsShown-1) {
+				v.NextRuns = append(v.NextRuns, formatTime(t))
+			}
+		}
+	}
+	if !sc.LastFired.IsZero() {
+		lr := &lastRunResponse{At: formatTime(sc.LastFired), JobID: kairos.OccurrenceID(sc.ID, sc.LastFired)}
+		j, err := s.store.GetJob(r.Context(), kairos.JobKey{Tenant: sc.Tenant, Topic: sc.Topic, ID: lr.JobID})
+		switch {
+		case err == nil:
+			lr.State, lr.LastAttempt = j.State, jobView(j).LastAttempt
+		case !errors.Is(err, kairos.ErrNotFound): // gone after its retention: shown without its state
+			return scheduleResponse{}, err
+		}
+		v.LastRun = lr
+	}
+	return v, nil
+}
+
+// getSchedule handles GET /v1/topics/{topic}/schedules/{id}.
+func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) {
+	tenant, topic, id, err := s.scheduleTarget(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	v, err := s.scheduleView(r, tenant, topic, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// listSchedules handles GET /v1/topics/{topic}/schedules?cursor=&limit=.
+func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) {
+	tenant, topic, err := s.topicTarget(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var fe fieldErrors
+	limit := pageLimit(&fe, r.URL.Query().Get("limit"))
+	if err := fe.err(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, err := s.store.GetTopic(r.Context(), tenant, topic); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	scs, next, err := s.store.ListSchedules(r.Context(), tenant, topic, r.URL.Query().Get("cursor"), limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := scheduleListResponse{Schedules: []scheduleResponse{}, NextCursor: next}
+	for _, sc := range scs {
+		v, err := s.showSchedule(r, sc)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out.Schedules = append(out.Schedules, v)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// deleteSchedule handles DELETE /v1/topics/{topic}/schedules/{id}.
+func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) {
+	tenant, topic, id, err := s.scheduleTarget(r)
+	if err == nil {
+		err = s.store.DeleteSchedule(r.Context(), tenant, topic, id)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// pauseSchedule handles POST .../schedules/{id}/pause and /resume.
+func (s *Server) pauseSchedule(pause bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tenant, topic, id, err := s.scheduleTarget(r)
+		if err == nil {
+			err = s.store.PauseSchedule(r.Context(), tenant, topic, id, pause)
+		}
+		var v scheduleResponse
+		if err == nil {
+			v, err = s.scheduleView(r, tenant, topic, id)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// triggerSchedule handles POST .../schedules/{id}/trigger: one occurrence
+// now, outside the pattern. It answers the occurrence's job.
+func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) {
+	tenant, topic, id, err := s.scheduleTarget(r)
+	var j kairos.Job
+	if err == nil {
+		j, err = s.store.TriggerSchedule(r.Context(), tenant, topic, id)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	v := jobView(j)
+	v.Result = resultCreated
+	writeJSON(w, http.StatusCreated, v)
+}
