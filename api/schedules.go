@@ -23,6 +23,7 @@ type scheduleRequest struct {
 	CatchUp  *string `json:"catch_up"`
 	Paused   *bool   `json:"paused"`
 
+	// the occurrences' settings, as a job request's (jobRequest)
 	Payload     json.RawMessage   `json:"payload"`
 	CallbackURL *string           `json:"callback_url"`
 	Method      *string           `json:"method"`
@@ -79,13 +80,19 @@ const nextRunsShown = 5
 // Patterns parses a schedule's pattern as stored: the store's
 // Options.Patterns.
 func Patterns(sc kairos.Schedule) (*recur.Pattern, error) {
-	anchor := sc.StartAt
-	if anchor.IsZero() {
-		anchor = sc.CreatedAt
-	}
 	every := ""
 	if sc.Every > 0 {
 		every = sc.Every.String()
+	}
+	return parsePattern(sc, every)
+}
+
+// parsePattern parses sc's pattern with every as given: an interval counts
+// from start_at, or else from the schedule's creation.
+func parsePattern(sc kairos.Schedule, every string) (*recur.Pattern, error) {
+	anchor := sc.StartAt
+	if anchor.IsZero() {
+		anchor = sc.CreatedAt
 	}
 	return recur.Parse(sc.Cron, every, sc.Timezone, anchor, sc.StartAt, sc.EndAt)
 }
@@ -139,11 +146,7 @@ func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, m
 	sc.Job = j
 	sc.CreatedAt = now
 	if len(fe) == 0 {
-		anchor := sc.StartAt
-		if anchor.IsZero() {
-			anchor = now
-		}
-		if _, err := recur.Parse(sc.Cron, every, sc.Timezone, anchor, sc.StartAt, sc.EndAt); err != nil {
+		if _, err := parsePattern(sc, every); err != nil {
 			var pe *recur.FieldError
 			if !errors.As(err, &pe) {
 				return kairos.Schedule{}, err

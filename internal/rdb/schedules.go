@@ -256,6 +256,11 @@ func (s *Store) GetSchedule(ctx context.Context, tenant, topic, id string) (kair
 	if err != nil {
 		return kairos.Schedule{}, fmt.Errorf("get schedule %s: %w", id, err)
 	}
+	return readSchedule(v, tenant, topic, id)
+}
+
+// readSchedule reads the stored record v of a tenant's schedule.
+func readSchedule(v, tenant, topic, id string) (kairos.Schedule, error) {
 	r, err := decodeSchedule(v)
 	if err != nil {
 		return kairos.Schedule{}, fmt.Errorf("schedule %s: %w", id, err)
@@ -304,22 +309,37 @@ func (s *Store) ListSchedules(ctx context.Context, tenant, topic, cursor string,
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 		return nil, "", fmt.Errorf("list schedules: %w", err)
 	}
-	var ids []string
-	for _, c := range cmds {
-		ids = append(ids, c.Val()...)
+	type found struct {
+		id    string
+		shard int
 	}
-	slices.Sort(ids)
+	var ids []found
+	for sh, c := range cmds {
+		for _, id := range c.Val() {
+			ids = append(ids, found{id, sh})
+		}
+	}
+	slices.SortFunc(ids, func(a, b found) int { return strings.Compare(a.id, b.id) })
 	next := ""
 	if len(ids) > limit {
 		ids = ids[:limit]
-		next = ids[limit-1]
+		next = ids[limit-1].id
+	}
+	pipe = s.c.Pipeline() // the page's records in one round trip
+	gets := make([]*redis.StringCmd, len(ids))
+	for i, f := range ids {
+		gets[i] = pipe.HGet(ctx, s.k.schedules(f.shard), field(h, f.id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		return nil, "", fmt.Errorf("list schedules: %w", err)
 	}
 	out := make([]kairos.Schedule, 0, len(ids))
-	for _, id := range ids {
-		sc, err := s.GetSchedule(ctx, tenant, topic, id)
-		if errors.Is(err, kairos.ErrNotFound) {
+	for i, f := range ids {
+		v, err := gets[i].Result()
+		if isNil(err) {
 			continue // deleted meanwhile
 		}
+		sc, err := readSchedule(v, tenant, topic, f.id)
 		if err != nil {
 			return nil, "", err
 		}
