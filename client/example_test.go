@@ -111,7 +111,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("runs in about", time.Until(job.RunAt).Round(time.Hour))
+	fmt.Println("runs in about", time.Until(job.RunAt.Time).Round(time.Hour))
 	if err := c.CancelJob(ctx, "orders", job.ID); err != nil {
 		log.Fatal(err)
 	}

@@ -30,6 +30,19 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Time is a time of an answer. It travels as the API spells times, RFC
+// 3339 in UTC to the millisecond ("2026-11-21T10:30:00.250Z"), so that an
+// answer encoded again reads as the server wrote it.
+type Time struct{ time.Time }
+
+// MarshalJSON encodes t as RFC 3339 in UTC with milliseconds.
+func (t Time) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + t.UTC().Format("2006-01-02T15:04:05.000Z07:00") + `"`), nil
+}
+
+// UnmarshalJSON decodes an RFC 3339 time.
+func (t *Time) UnmarshalJSON(b []byte) error { return t.Time.UnmarshalJSON(b) }
+
 // State is where a job is in its life.
 type State string
 
@@ -80,18 +93,18 @@ type Topic struct {
 	MaxAttempts int               `json:"max_attempts"`
 	Backoff     Backoff           `json:"backoff"`
 	Concurrency int               `json:"concurrency"`
-	CreatedAt   time.Time         `json:"created_at"`
-	UpdatedAt   time.Time         `json:"updated_at"`
+	CreatedAt   Time              `json:"created_at"`
+	UpdatedAt   Time              `json:"updated_at"`
 }
 
 // Attempt is one callback attempt.
 type Attempt struct {
-	N          int       `json:"n"` // 1-based
-	At         time.Time `json:"at"`
-	DurationMS float64   `json:"duration_ms"`
-	Status     int       `json:"status,omitempty"`   // the HTTP status; 0 when there was no answer
-	Error      string    `json:"error,omitempty"`    // why the attempt failed
-	Response   string    `json:"response,omitempty"` // the start of a failed attempt's response body
+	N          int     `json:"n"` // 1-based
+	At         Time    `json:"at"`
+	DurationMS float64 `json:"duration_ms"`
+	Status     int     `json:"status,omitempty"`   // the HTTP status; 0 when there was no answer
+	Error      string  `json:"error,omitempty"`    // why the attempt failed
+	Response   string  `json:"response,omitempty"` // the start of a failed attempt's response body
 }
 
 // Job is a job as the API shows it. The settings it does not set itself
@@ -103,10 +116,10 @@ type Job struct {
 	Topic       string            `json:"topic"`
 	Tenant      string            `json:"tenant"`
 	State       State             `json:"state"`
-	RunAt       time.Time         `json:"run_at"`
-	NextRunAt   time.Time         `json:"next_run_at,omitzero"` // pending jobs only
-	CreatedAt   time.Time         `json:"created_at"`
-	DoneAt      time.Time         `json:"done_at,omitzero"` // when it was delivered or died
+	RunAt       Time              `json:"run_at"`
+	NextRunAt   Time              `json:"next_run_at,omitzero"` // pending jobs only
+	CreatedAt   Time              `json:"created_at"`
+	DoneAt      Time              `json:"done_at,omitzero"` // when it was delivered or died
 	Attempts    int               `json:"attempts"`
 	MaxAttempts int               `json:"max_attempts,omitempty"`
 	CallbackURL string            `json:"callback_url,omitempty"`
@@ -171,7 +184,7 @@ type SigningKeys struct {
 
 // Stats are per-topic counts and recent delivery figures.
 type Stats struct {
-	At     time.Time    `json:"at"`
+	At     Time         `json:"at"`
 	Topics []TopicStats `json:"topics"`
 	// DueNextHour counts the jobs due in each 5-minute slot of the next
 	// hour, over every tenant; for admins naming no tenant only.
