@@ -12,18 +12,17 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/go-chi/chi/v5"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/internal/spectest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -34,29 +33,11 @@ type spec struct {
 	router routers.Router
 }
 
-var loadSpec = sync.OnceValues(func() (*spec, error) {
-	doc, err := openapi3.NewLoader().LoadFromData(kairos.OpenAPI)
-	if err != nil {
-		return nil, fmt.Errorf("load openapi.yaml: %w", err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		return nil, fmt.Errorf("validate openapi.yaml: %w", err)
-	}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		return nil, fmt.Errorf("route openapi.yaml: %w", err)
-	}
-	return &spec{doc: doc, router: router}, nil
-})
-
 // mustSpec returns the loaded spec or stops the test.
 func mustSpec(tb testing.TB) *spec {
 	tb.Helper()
-	s, err := loadSpec()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
+	s := spectest.Must(tb)
+	return &spec{doc: s.Doc, router: s.Router}
 }
 
 func TestOpenAPIValid(t *testing.T) {

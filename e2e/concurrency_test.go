@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kairos-sh/kairos/client"
 )
 
 // TestTopicConcurrencyBoundsCallbacks: a topic's worker has at most
@@ -34,16 +36,14 @@ func TestTopicConcurrencyBoundsCallbacks(t *testing.T) {
 
 	run := func(concurrency, jobs int, prefix string) {
 		t.Helper()
-		if code := e.do("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL, "concurrency": concurrency}, nil); code != http.StatusCreated && code != http.StatusOK {
-			t.Fatalf("PUT topic: status %d", code)
-		}
+		e.putTopicWith("t", client.TopicRequest{CallbackURL: rcv.URL, Concurrency: concurrency})
 		peak.Store(0)
 		before := hits.Load()
-		items := make([]map[string]any, jobs)
+		items := make([]client.JobRequest, jobs)
 		for i := range items {
-			items[i] = map[string]any{"id": fmt.Sprintf("%s-%d", prefix, i), "delay": "0s"}
+			items[i] = client.JobRequest{ID: fmt.Sprintf("%s-%d", prefix, i)}
 		}
-		e.mustDo("POST", "/v1/topics/t/jobs/batch", map[string]any{"jobs": items}, nil, http.StatusCreated)
+		e.createBatch("t", items)
 		deadline := time.Now().Add(20 * time.Second)
 		for hits.Load()-before < int64(jobs) {
 			if time.Now().After(deadline) {

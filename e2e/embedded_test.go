@@ -1,14 +1,14 @@
 package e2e
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/testproc"
 )
 
@@ -24,33 +24,26 @@ func TestEmbeddedServeDelivers(t *testing.T) {
 	p := testproc.StartArgs(t, "embedded", []string{"--allow-private-urls"}, "KAIROS_REDIS_URL=", "KAIROS_AUTH_SECRET=",
 		"KAIROS_ADDR=127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS=")
 	token := p.WaitMatch(t, regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`), 20*time.Second)
-	base := p.URL(t)
-	call := func(method, path string, body any, want int) []byte {
-		t.Helper()
-		b, _ := json.Marshal(body)
-		req, _ := http.NewRequest(method, base+path, bytes.NewReader(b))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out bytes.Buffer
-		out.ReadFrom(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, out.String())
-		}
-		return out.Bytes()
+	c, err := client.New(p.URL(t), client.WithToken(token))
+	if err != nil {
+		t.Fatal(err)
 	}
+	ctx := context.Background()
 	rcv := newReceiver(t, nil)
-	call("PUT", "/v1/topics/demo", map[string]any{"callback_url": rcv.URL}, http.StatusCreated)
+	if _, created, err := c.PutTopic(ctx, "demo", client.TopicRequest{CallbackURL: rcv.URL}); err != nil || !created {
+		t.Fatalf("put topic: created %v, %v", created, err)
+	}
 	long := `{"note":"` + strings.Repeat("a long payload, stored in 64-byte pieces; ", 5) + `"}`
-	call("POST", "/v1/topics/demo/jobs", map[string]any{"id": "single", "delay": "500ms", "payload": json.RawMessage(long)}, http.StatusCreated)
-	call("POST", "/v1/topics/demo/jobs/batch", map[string]any{"jobs": []map[string]any{
-		{"id": "now", "delay": "0s", "payload": 1},
-		{"id": "later", "delay": "1s", "payload": 2},
-	}}, http.StatusCreated)
+	if _, err := c.CreateJob(ctx, "demo", client.JobRequest{ID: "single", Delay: client.Duration(500 * time.Millisecond), Payload: json.RawMessage(long)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.CreateJobs(ctx, "demo", []client.JobRequest{
+		{ID: "now", Payload: json.RawMessage("1")},
+		{ID: "later", Delay: client.Duration(time.Second), Payload: json.RawMessage("2")},
+	})
+	if err != nil || res.Created != 2 {
+		t.Fatalf("batch: %+v, %v", res, err)
+	}
 	rcv.waitHits(t, 3, 20*time.Second)
 	time.Sleep(500 * time.Millisecond) // room for a duplicate to show
 	jobs := rcv.byJob()
@@ -64,9 +57,11 @@ func TestEmbeddedServeDelivers(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		var v jobView
-		json.Unmarshal(call("GET", "/v1/topics/demo/jobs/single", nil, http.StatusOK), &v)
-		if v.State == "delivered" {
+		v, err := c.GetJob(ctx, "demo", "single")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.State == client.StateDelivered {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -13,12 +15,8 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/client"
 )
-
-type signingKeys struct {
-	Current string `json:"current"`
-	Next    string `json:"next"`
-}
 
 func TestFiresOnceAtItsTimeSigned(t *testing.T) { testFiresOnceAtItsTimeSigned(t, startEngine) }
 
@@ -26,13 +24,13 @@ func testFiresOnceAtItsTimeSigned(t *testing.T, start starter) {
 	t.Parallel()
 	e := start(t, engineOpts{allowPrivate: true})
 	rcv := newReceiver(t, nil)
-	e.mustDo("PUT", "/v1/topics/orders", map[string]any{"callback_url": rcv.URL + "/hook", "headers": map[string]string{"X-Team": "billing"}}, nil, http.StatusCreated)
+	ctx := context.Background()
+	if _, _, err := e.c.PutTopic(ctx, "orders", client.TopicRequest{CallbackURL: rcv.URL + "/hook", Headers: map[string]string{"X-Team": "billing"}}); err != nil {
+		t.Fatal(err)
+	}
 	runAt := e.store.Now().Add(1500 * time.Millisecond).Truncate(time.Millisecond)
-	var created jobView
-	e.mustDo("POST", "/v1/topics/orders/jobs", map[string]any{
-		"id": "order-1", "run_at": rfc3339ms(runAt), "payload": map[string]any{"order": 1, "action": "cancel"},
-	}, &created, http.StatusCreated)
-	if created.State != "scheduled" || created.RunAt != rfc3339ms(runAt) {
+	created := e.create("orders", client.JobRequest{ID: "order-1", RunAt: runAt, Payload: json.RawMessage(`{"action":"cancel","order":1}`)})
+	if created.State != client.StateScheduled || !created.RunAt.Equal(runAt) || created.Result != client.ResultCreated {
 		t.Fatalf("created %+v", created)
 	}
 	got := rcv.waitHits(t, 1, 10*time.Second)[0]
@@ -62,8 +60,10 @@ func testFiresOnceAtItsTimeSigned(t *testing.T, start starter) {
 	if got.URL != "/hook" {
 		t.Errorf("path = %s", got.URL)
 	}
-	var keys signingKeys
-	e.mustDo("GET", "/v1/signing-keys", nil, &keys, http.StatusOK)
+	keys, err := e.c.GetSigningKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := callback.Verify([]string{keys.Current, keys.Next}, h, got.Body, callback.VerifyOptions{URL: rcv.URL + "/hook"}); err != nil {
 		t.Fatalf("callback.Verify: %v", err)
 	}
@@ -92,18 +92,21 @@ func testCancelBeforeDueNeverFires(t *testing.T, start starter) {
 	e := start(t, engineOpts{allowPrivate: true})
 	rcv := newReceiver(t, nil)
 	e.putTopic("t", rcv.URL)
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "c1", "delay": "2s"}, nil, http.StatusCreated)
-	e.mustDo("DELETE", "/v1/topics/t/jobs/c1", nil, nil, http.StatusNoContent)
+	ctx := context.Background()
+	e.create("t", client.JobRequest{ID: "c1", Delay: client.Duration(2 * time.Second)})
+	if err := e.c.CancelJob(ctx, "t", "c1"); err != nil {
+		t.Fatal(err)
+	}
 	// A control job due after the cancelled one proves the engine was firing.
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "control", "delay": "2500ms"}, nil, http.StatusCreated)
+	e.create("t", client.JobRequest{ID: "control", Delay: client.Duration(2500 * time.Millisecond)})
 	rcv.waitHits(t, 1, 10*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	jobs := rcv.byJob()
 	if len(jobs["c1"]) != 0 || len(jobs["control"]) != 1 {
 		t.Fatalf("hits by job: c1=%d control=%d; want 0 and 1", len(jobs["c1"]), len(jobs["control"]))
 	}
-	if code := e.do("GET", "/v1/topics/t/jobs/c1", nil, nil); code != http.StatusNotFound {
-		t.Fatalf("GET cancelled job: %d, want 404", code)
+	if _, err := e.c.GetJob(ctx, "t", "c1"); !client.IsNotFound(err) {
+		t.Fatalf("GET cancelled job: %v, want not found", err)
 	}
 }
 
@@ -115,16 +118,18 @@ func testRescheduleEarlierAndLater(t *testing.T, start starter) {
 	rcv := newReceiver(t, nil)
 	e.putTopic("t", rcv.URL)
 	now := e.store.Now()
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "earlier", "delay": "1h"}, nil, http.StatusCreated)
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "later", "delay": "2s"}, nil, http.StatusCreated)
+	e.create("t", client.JobRequest{ID: "earlier", Delay: client.Duration(time.Hour)})
+	e.create("t", client.JobRequest{ID: "later", Delay: client.Duration(2 * time.Second)})
 	earlierAt := now.Add(1200 * time.Millisecond).Truncate(time.Millisecond)
 	laterAt := now.Add(4 * time.Second).Truncate(time.Millisecond)
-	var v jobView
-	e.mustDo("PATCH", "/v1/topics/t/jobs/earlier", map[string]any{"run_at": rfc3339ms(earlierAt)}, &v, http.StatusOK)
-	if v.NextRunAt != rfc3339ms(earlierAt) || v.State != "scheduled" {
-		t.Fatalf("rescheduled %+v", v)
+	ctx := context.Background()
+	v, err := e.c.RescheduleJob(ctx, "t", "earlier", client.RescheduleRequest{RunAt: earlierAt})
+	if err != nil || !v.NextRunAt.Equal(earlierAt) || v.State != client.StateScheduled {
+		t.Fatalf("rescheduled %+v, %v", v, err)
 	}
-	e.mustDo("PATCH", "/v1/topics/t/jobs/later", map[string]any{"run_at": rfc3339ms(laterAt)}, nil, http.StatusOK)
+	if _, err := e.c.RescheduleJob(ctx, "t", "later", client.RescheduleRequest{RunAt: laterAt}); err != nil {
+		t.Fatal(err)
+	}
 	rcv.waitHits(t, 2, 10*time.Second)
 	time.Sleep(700 * time.Millisecond)
 	jobs := rcv.byJob()
@@ -151,8 +156,10 @@ func testUpsertByIDDeliversOnce(t *testing.T, start starter) {
 	e := start(t, engineOpts{allowPrivate: true})
 	rcv := newReceiver(t, nil)
 	e.putTopic("t", rcv.URL)
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "u", "delay": "600ms", "payload": "v1"}, nil, http.StatusCreated)
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "u", "delay": "1s", "payload": "v2"}, nil, http.StatusOK) // replaced
+	e.create("t", client.JobRequest{ID: "u", Delay: client.Duration(600 * time.Millisecond), Payload: json.RawMessage(`"v1"`)})
+	if j := e.create("t", client.JobRequest{ID: "u", Delay: client.Duration(time.Second), Payload: json.RawMessage(`"v2"`)}); j.Result != client.ResultReplaced {
+		t.Fatalf("second create of u: %s, want replaced", j.Result)
+	}
 	rcv.waitHits(t, 1, 10*time.Second)
 	time.Sleep(time.Second)
 	hs := rcv.all()
@@ -173,9 +180,8 @@ func testFailTwiceThenSucceed(t *testing.T, start starter) {
 		return http.StatusNoContent
 	})
 	initial, maxB := 300*time.Millisecond, 2*time.Second
-	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL,
-		"backoff": map[string]string{"initial": initial.String(), "max": maxB.String()}}, nil, http.StatusCreated)
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "flaky", "delay": "0s"}, nil, http.StatusCreated)
+	e.putTopicWith("t", client.TopicRequest{CallbackURL: rcv.URL, Backoff: &client.Backoff{Initial: client.Duration(initial), Max: client.Duration(maxB)}})
+	e.create("t", client.JobRequest{ID: "flaky"})
 	hs := rcv.waitHits(t, 3, 15*time.Second)
 	v := e.waitState("t", "flaky", "delivered", 5*time.Second)
 	if v.Attempts != 3 || len(v.AttemptLog) != 3 || v.AttemptLog[0].Status != 500 || v.AttemptLog[2].Status != 204 {
@@ -217,8 +223,8 @@ func testRetryAfterHonoured(t *testing.T, start starter) {
 		}
 		return http.StatusOK
 	})
-	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL, "backoff": map[string]string{"initial": "10ms", "max": "20ms"}}, nil, http.StatusCreated)
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "limited", "delay": "0s"}, nil, http.StatusCreated)
+	e.putTopicWith("t", client.TopicRequest{CallbackURL: rcv.URL, Backoff: &client.Backoff{Initial: client.Duration(10 * time.Millisecond), Max: client.Duration(20 * time.Millisecond)}})
+	e.create("t", client.JobRequest{ID: "limited"})
 	hs := rcv.waitHits(t, 2, 10*time.Second)
 	if gap := hs[1].At.Sub(hs[0].At); gap < time.Second-2*time.Millisecond {
 		t.Fatalf("retried %v after a 429 with Retry-After: 1; want at least 1s (backoff alone is 20ms)", gap)
@@ -241,9 +247,9 @@ func testDeadAfterMaxAttemptsThenReplay(t *testing.T, start starter) {
 			return http.StatusBadGateway
 		}
 	})
-	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL, "max_attempts": 3,
-		"backoff": map[string]string{"initial": "50ms", "max": "100ms"}}, nil, http.StatusCreated)
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "doomed", "delay": "0s", "payload": map[string]int{"n": 1}}, nil, http.StatusCreated)
+	e.putTopicWith("t", client.TopicRequest{CallbackURL: rcv.URL, MaxAttempts: 3,
+		Backoff: &client.Backoff{Initial: client.Duration(50 * time.Millisecond), Max: client.Duration(100 * time.Millisecond)}})
+	e.create("t", client.JobRequest{ID: "doomed", Payload: json.RawMessage(`{"n":1}`)})
 	v := e.waitState("t", "doomed", "dead", 15*time.Second)
 	if v.Attempts != 3 || len(rcv.all()) != 3 {
 		t.Fatalf("dead after %d attempts and %d requests; want 3 and 3", v.Attempts, len(rcv.all()))
@@ -252,26 +258,23 @@ func testDeadAfterMaxAttemptsThenReplay(t *testing.T, start starter) {
 	if last.Status != 502 || !strings.Contains(last.Error, "502") || !strings.Contains(last.Response, "Bad Gateway") {
 		t.Fatalf("last attempt %+v", last)
 	}
-	var page struct {
-		Jobs []jobView `json:"jobs"`
-	}
-	e.mustDo("GET", "/v1/topics/t/jobs?state=dead", nil, &page, http.StatusOK)
-	if len(page.Jobs) != 1 || page.Jobs[0].ID != "doomed" {
-		t.Fatalf("dead letters %+v", page.Jobs)
+	ctx := context.Background()
+	page, err := e.c.ListJobs(ctx, "t", client.ListOptions{State: client.StateDead})
+	if err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != "doomed" {
+		t.Fatalf("dead letters %+v, %v", page, err)
 	}
 	// Dead letters across topics: another topic's dead job is listed too.
 	gone := newReceiver(t, func(int, hit) int { return http.StatusGone })
-	e.mustDo("PUT", "/v1/topics/u", map[string]any{"callback_url": gone.URL, "max_attempts": 1}, nil, http.StatusCreated)
-	e.mustDo("POST", "/v1/topics/u/jobs", map[string]any{"id": "gone", "delay": "0s"}, nil, http.StatusCreated)
+	e.putTopicWith("u", client.TopicRequest{CallbackURL: gone.URL, MaxAttempts: 1})
+	e.create("u", client.JobRequest{ID: "gone"})
 	e.waitState("u", "gone", "dead", 15*time.Second)
 	deadKeys := func() []string {
-		var all struct {
-			Jobs []struct{ ID, Topic, State string } `json:"jobs"`
-		}
-		e.mustDo("GET", "/v1/dead", nil, &all, http.StatusOK)
 		var out []string
-		for _, j := range all.Jobs {
-			out = append(out, j.Topic+"/"+j.ID+" "+j.State)
+		for j, err := range e.c.AllDead(ctx, client.ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, j.Topic+"/"+j.ID+" "+string(j.State))
 		}
 		return out
 	}
@@ -279,7 +282,9 @@ func testDeadAfterMaxAttemptsThenReplay(t *testing.T, start starter) {
 		t.Fatalf("GET /v1/dead lists %v; want u/gone, then t/doomed", got)
 	}
 	close(healthy)
-	e.mustDo("POST", "/v1/topics/t/jobs/doomed/retry", nil, nil, http.StatusAccepted)
+	if _, err := e.c.RetryJob(ctx, "t", "doomed"); err != nil {
+		t.Fatal(err)
+	}
 	v = e.waitState("t", "doomed", "delivered", 10*time.Second)
 	if len(rcv.all()) != 4 || string(rcv.all()[3].Body) != `{"n":1}` {
 		t.Fatalf("after replay: %d requests", len(rcv.all()))
@@ -304,38 +309,35 @@ func testPrivateTargetsRefusedByDefault(t *testing.T, start starter) {
 	rcv := newReceiver(t, nil)
 	localhost := strings.Replace(rcv.URL, "127.0.0.1", "localhost", 1)
 	metadata := "http://169.254.169.254/latest/meta-data/"
-	for _, c := range []struct {
-		method, path string
-		body         map[string]any
-	}{
-		{"PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL}},
-		{"POST", "/v1/topics/t/jobs", map[string]any{"delay": "0s", "callback_url": localhost}},
-		{"POST", "/v1/topics/t/jobs", map[string]any{"delay": "0s", "callback_url": metadata}},
-		{"POST", "/v1/topics/t/jobs/batch", map[string]any{"jobs": []any{map[string]any{"delay": "0s", "callback_url": rcv.URL}}}},
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"put topic": func() error {
+			_, _, err := e.c.PutTopic(ctx, "t", client.TopicRequest{CallbackURL: rcv.URL})
+			return err
+		},
+		"create, localhost": func() error { _, err := e.c.CreateJob(ctx, "t", client.JobRequest{CallbackURL: localhost}); return err },
+		"create, metadata":  func() error { _, err := e.c.CreateJob(ctx, "t", client.JobRequest{CallbackURL: metadata}); return err },
+		"batch": func() error {
+			res, err := e.c.CreateJobs(ctx, "t", []client.JobRequest{{CallbackURL: rcv.URL}})
+			if err != nil {
+				return err
+			}
+			if res.Failed != 1 {
+				return nil
+			}
+			return res.Results[0].Error
+		},
 	} {
-		var p struct {
-			Errors  []struct{ Field, Message string } `json:"errors"`
-			Results []struct {
-				Error struct {
-					Errors []struct{ Field, Message string } `json:"errors"`
-				} `json:"error"`
-			} `json:"results"`
-		}
-		code := e.do(c.method, c.path, c.body, &p)
-		if len(p.Results) == 1 {
-			p.Errors = p.Results[0].Error.Errors
-		}
-		if code == http.StatusCreated || len(p.Errors) != 1 || !strings.HasSuffix(p.Errors[0].Field, "callback_url") ||
+		var p *client.Error
+		if !errors.As(call(), &p) || len(p.Errors) != 1 || !strings.HasSuffix(p.Errors[0].Field, "callback_url") ||
 			!strings.Contains(p.Errors[0].Message, "KAIROS_ALLOW_PRIVATE_URLS=1") || !strings.Contains(p.Errors[0].Message, "--allow-private-urls") {
-			t.Errorf("%s %s %v: %d %+v; want the callback_url refused, naming the setting", c.method, c.path, c.body, code, p)
+			t.Errorf("%s: %+v; want the callback_url refused, naming the setting", name, p)
 		}
 	}
-	var topics struct{ Topics []any }
-	if e.mustDo("GET", "/v1/topics", nil, &topics, http.StatusOK); len(topics.Topics) != 0 {
-		t.Fatalf("refused requests registered topics: %+v", topics)
+	if topics, err := e.c.ListTopics(ctx); err != nil || len(topics) != 0 {
+		t.Fatalf("refused requests registered topics: %+v, %v", topics, err)
 	}
 
-	ctx := context.Background()
 	if err := e.store.EnsureTopic(ctx, "acme", "t"); err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +376,7 @@ func TestSkewedClockNeverFiresEarly(t *testing.T) {
 		at := real.Add(time.Second + time.Duration(i)*50*time.Millisecond).Truncate(time.Millisecond)
 		id := "s" + strconv.Itoa(i)
 		due[id] = at
-		e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": id, "run_at": rfc3339ms(at)}, nil, http.StatusCreated)
+		e.create("t", client.JobRequest{ID: id, RunAt: at})
 	}
 	rcv.waitHits(t, len(due), 15*time.Second)
 	worst := time.Hour

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
@@ -23,29 +26,28 @@ func TestRedisRestartWithAOF(t *testing.T) {
 	t.Parallel()
 	srv := testredis.New(t, "--appendonly", "yes", "--appendfsync", "everysec")
 	opt := &redis.Options{Addr: srv.Addr, DialTimeout: time.Second, MaxRetries: 2}
-	client, blocking := redis.NewClient(opt), redis.NewClient(opt)
-	t.Cleanup(func() { client.Close(); blocking.Close() })
-	e := startEngine(t, engineOpts{allowPrivate: true, client: client, blocking: blocking})
+	rc, blocking := redis.NewClient(opt), redis.NewClient(opt)
+	t.Cleanup(func() { rc.Close(); blocking.Close() })
+	e := startEngine(t, engineOpts{allowPrivate: true, client: rc, blocking: blocking})
 	rcv := newReceiver(t, nil)
 	e.putTopic("t", rcv.URL)
 	const n = 50
-	jobs := make([]map[string]any, n)
+	jobs := make([]client.JobRequest, n)
 	for i := range jobs {
-		jobs[i] = map[string]any{"id": "p" + strconv.Itoa(i), "delay": (4*time.Second + time.Duration(i)*20*time.Millisecond).String()}
+		jobs[i] = client.JobRequest{ID: "p" + strconv.Itoa(i), Delay: client.Duration(4*time.Second + time.Duration(i)*20*time.Millisecond)}
 	}
-	e.mustDo("POST", "/v1/topics/t/jobs/batch", map[string]any{"jobs": jobs}, nil, http.StatusCreated)
+	e.createBatch("t", jobs)
 	time.Sleep(1500 * time.Millisecond) // appendfsync everysec: acknowledged writes reach the disk within a second
 	srv.Kill()
 
 	start := time.Now()
-	var problem struct {
-		Status int    `json:"status"`
-		Detail string `json:"detail"`
-	}
-	code := e.do("POST", "/v1/topics/t/jobs", map[string]any{"id": "during", "delay": "1s"}, &problem)
-	t.Logf("create during the outage: %d %q after %v", code, problem.Detail, time.Since(start))
-	if code != http.StatusServiceUnavailable || problem.Status != 503 {
-		t.Fatalf("create while Redis is down: %d, want 503 problem", code)
+	// Sent once: the client would retry a create with an id on a 503.
+	once := e.c.With(client.WithRetryPolicy(client.RetryPolicy{Attempts: 1}))
+	_, err := once.CreateJob(context.Background(), "t", client.JobRequest{ID: "during", Delay: client.Duration(time.Second)})
+	var problem *client.Error
+	t.Logf("create during the outage: %v after %v", err, time.Since(start))
+	if !errors.As(err, &problem) || problem.Status != http.StatusServiceUnavailable || problem.RetryAfter <= 0 {
+		t.Fatalf("create while Redis is down: %v, want a 503 problem with Retry-After", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("the API took %v to answer while Redis was down", d)
@@ -114,10 +116,10 @@ func TestHostileReceivers(t *testing.T) {
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {})
 	rcv := httptest.NewServer(mux)
 	t.Cleanup(rcv.Close)
-	e.mustDo("PUT", "/v1/topics/t", map[string]any{"callback_url": rcv.URL + "/ok", "max_attempts": 2, "timeout": "300ms",
-		"backoff": map[string]string{"initial": "20ms", "max": "40ms"}}, nil, http.StatusCreated)
+	e.putTopicWith("t", client.TopicRequest{CallbackURL: rcv.URL + "/ok", MaxAttempts: 2, Timeout: client.Duration(300 * time.Millisecond),
+		Backoff: &client.Backoff{Initial: client.Duration(20 * time.Millisecond), Max: client.Duration(40 * time.Millisecond)}})
 	for _, path := range []string{"hang", "reset", "500", "429", "redirect", "huge"} {
-		e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": path, "delay": "0s", "callback_url": rcv.URL + "/" + path}, nil, http.StatusCreated)
+		e.create("t", client.JobRequest{ID: path, CallbackURL: rcv.URL + "/" + path})
 	}
 	want := map[string]string{
 		"hang": "timeout after 300ms", "reset": "", "500": "500", "429": "429", "redirect": "302",
@@ -139,7 +141,7 @@ func TestHostileReceivers(t *testing.T) {
 	}
 	// The 429 job waited for its Retry-After (1s) rather than its 20ms backoff.
 	v := e.job("t", "429")
-	if gap := v.AttemptLogGap(); gap < 900*time.Millisecond {
+	if gap := attemptLogGap(v); gap < 900*time.Millisecond {
 		t.Errorf("429 retried after %v; Retry-After said 1s", gap)
 	}
 	t.Logf("peak heap in use while a receiver streamed 100 MB: %d MiB", peakHeap.Load()>>20)
@@ -149,6 +151,6 @@ func TestHostileReceivers(t *testing.T) {
 		t.Errorf("heap grew to %d MiB while a receiver streamed a 100 MB body", peakHeap.Load()>>20)
 	}
 	// The workers are free: a plain job still goes through at once.
-	e.mustDo("POST", "/v1/topics/t/jobs", map[string]any{"id": "after", "delay": "0s"}, nil, http.StatusCreated)
+	e.create("t", client.JobRequest{ID: "after"})
 	e.waitState("t", "after", "delivered", 10*time.Second)
 }

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,6 +18,7 @@ import (
 	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/dispatch"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
@@ -42,7 +41,7 @@ type engine struct {
 	t      *testing.T
 	store  *rdb.Store
 	api    *httptest.Server
-	token  string
+	c      *client.Client // of api, acting for tenant acme
 	prefix string
 }
 
@@ -64,15 +63,15 @@ func testLogger(t *testing.T) *slog.Logger {
 
 func startEngine(t *testing.T, o engineOpts) *engine {
 	t.Helper()
-	client := o.client
-	if client == nil {
-		client = testredis.Client(t)
+	rc := o.client
+	if rc == nil {
+		rc = testredis.Client(t)
 	}
 	if o.blocking == nil {
 		o.blocking = testredis.Client(t)
 	}
 	prefix := testredis.Prefix(t)
-	store := rdb.New(client, rdb.Options{Prefix: prefix, LeaseGrace: o.leaseGrace, Blocking: o.blocking,
+	store := rdb.New(rc, rdb.Options{Prefix: prefix, LeaseGrace: o.leaseGrace, Blocking: o.blocking,
 		NewSecret: callback.NewSecret, WaitReplicas: o.waitReplicas, ClockSkew: o.clockSkew})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := store.Init(ctx); err != nil {
@@ -80,7 +79,7 @@ func startEngine(t *testing.T, o engineOpts) *engine {
 	}
 	log := testLogger(t)
 	disp := dispatch.New(store, dispatch.Config{Logger: log})
-	sc := scanner.New(store, redsync.New(goredis.NewPool(client)), scanner.Config{LockTTL: 2 * time.Second, Logger: log,
+	sc := scanner.New(store, redsync.New(goredis.NewPool(rc)), scanner.Config{LockTTL: 2 * time.Second, Logger: log,
 		Dispatch: disp.Add, Capacity: disp.Capacity})
 	w := callback.NewWorker(disp, callback.WorkerConfig{AllowPrivate: o.allowPrivate, Wait: time.Second, TopicPoll: 200 * time.Millisecond, Grace: 5 * time.Second, Logger: log})
 	authn := auth.New([]byte(secret), nil)
@@ -98,98 +97,68 @@ func startEngine(t *testing.T, o engineOpts) *engine {
 		wg.Wait()
 		disp.Close(context.Background())
 	})
-	return &engine{t: t, store: store, api: srv, token: tok, prefix: prefix}
-}
-
-// do sends an API request and decodes the JSON answer into out (if not nil).
-// A []byte body is sent as is; any other is sent as JSON.
-func (e *engine) do(method, path string, body any, out any) int {
-	e.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, e.api.URL+path, rd)
+	c, err := client.New(srv.URL, client.WithToken(tok))
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+e.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if out != nil && len(raw) > 0 {
-		if err := json.Unmarshal(raw, out); err != nil {
-			e.t.Fatalf("%s %s: decode %q: %v", method, path, raw, err)
-		}
-	}
-	if resp.StatusCode >= 400 {
-		e.t.Logf("%s %s: %d %s", method, path, resp.StatusCode, raw)
-	}
-	return resp.StatusCode
-}
-
-func (e *engine) mustDo(method, path string, body any, out any, want int) {
-	e.t.Helper()
-	if got := e.do(method, path, body, out); got != want {
-		e.t.Fatalf("%s %s: status %d, want %d", method, path, got, want)
-	}
+	return &engine{t: t, store: store, api: srv, c: c, prefix: prefix}
 }
 
 // putTopic registers topic with its callbacks going to url.
 func (e *engine) putTopic(topic, url string) {
 	e.t.Helper()
-	e.mustDo("PUT", "/v1/topics/"+topic, map[string]any{"callback_url": url}, nil, http.StatusCreated)
+	e.putTopicWith(topic, client.TopicRequest{CallbackURL: url})
 }
 
-// jobView is the part of the API's job JSON the tests read.
-type jobView struct {
-	ID         string `json:"id"`
-	State      string `json:"state"`
-	RunAt      string `json:"run_at"`
-	NextRunAt  string `json:"next_run_at"`
-	Attempts   int    `json:"attempts"`
-	AttemptLog []struct {
-		N        int    `json:"n"`
-		At       string `json:"at"`
-		Status   int    `json:"status"`
-		Error    string `json:"error"`
-		Response string `json:"response"`
-	} `json:"attempt_log"`
+// putTopicWith registers topic with the settings of req.
+func (e *engine) putTopicWith(topic string, req client.TopicRequest) {
+	e.t.Helper()
+	if _, _, err := e.c.PutTopic(context.Background(), topic, req); err != nil {
+		e.t.Fatalf("put topic %s: %v", topic, err)
+	}
 }
 
-// AttemptLogGap is the time between the first two recorded attempts.
-func (v jobView) AttemptLogGap() time.Duration {
-	if len(v.AttemptLog) < 2 {
+// create creates a job on topic, failing the test if the API refuses it.
+func (e *engine) create(topic string, req client.JobRequest) *client.Job {
+	e.t.Helper()
+	j, err := e.c.CreateJob(context.Background(), topic, req)
+	if err != nil {
+		e.t.Fatalf("create job %q on %s: %v", req.ID, topic, err)
+	}
+	return j
+}
+
+// createBatch creates jobs on topic in one call; every one must be created.
+func (e *engine) createBatch(topic string, jobs []client.JobRequest) {
+	e.t.Helper()
+	res, err := e.c.CreateJobs(context.Background(), topic, jobs)
+	if err != nil {
+		e.t.Fatalf("create %d jobs on %s: %v", len(jobs), topic, err)
+	}
+	if res.Created != len(jobs) {
+		e.t.Fatalf("batch on %s: created %d of %d: %+v", topic, res.Created, len(jobs), res.Results)
+	}
+}
+
+// attemptLogGap is the time between the first two recorded attempts.
+func attemptLogGap(j *client.Job) time.Duration {
+	if len(j.AttemptLog) < 2 {
 		return 0
 	}
-	a, _ := time.Parse(time.RFC3339Nano, v.AttemptLog[0].At)
-	b, _ := time.Parse(time.RFC3339Nano, v.AttemptLog[1].At)
-	return b.Sub(a)
+	return j.AttemptLog[1].At.Sub(j.AttemptLog[0].At.Time)
 }
 
-func (e *engine) job(topic, id string) jobView {
+func (e *engine) job(topic, id string) *client.Job {
 	e.t.Helper()
-	var v jobView
-	e.mustDo("GET", "/v1/topics/"+topic+"/jobs/"+id, nil, &v, http.StatusOK)
-	return v
+	j, err := e.c.GetJob(context.Background(), topic, id)
+	if err != nil {
+		e.t.Fatalf("get job %s/%s: %v", topic, id, err)
+	}
+	return j
 }
 
 // waitState polls a job until it reaches state, within a generous deadline.
-func (e *engine) waitState(topic, id, state string, within time.Duration) jobView {
+func (e *engine) waitState(topic, id string, state client.State, within time.Duration) *client.Job {
 	e.t.Helper()
 	deadline := time.Now().Add(within)
 	for {

@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/kairos-sh/kairos/client"
 )
 
 func TestBatchListedAndCancelled(t *testing.T) { testBatchListedAndCancelled(t, startEngine) }
@@ -19,20 +21,20 @@ func testBatchListedAndCancelled(t *testing.T, start starter) {
 	e := start(t, engineOpts{allowPrivate: true})
 	rcv := newReceiver(t, nil)
 	e.putTopic("t", rcv.URL)
-	batch := func(prefix string, n int, delay string) []string {
-		var jobs []map[string]any
+	batch := func(prefix string, n int, delay time.Duration) []string {
+		var jobs []client.JobRequest
 		var ids []string
 		for i := range n {
 			id := fmt.Sprintf("%s%03d", prefix, i)
 			ids = append(ids, id)
-			jobs = append(jobs, map[string]any{"id": id, "delay": delay, "payload": map[string]int{"i": i}})
+			jobs = append(jobs, client.JobRequest{ID: id, Delay: client.Duration(delay), Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
 		}
-		e.mustDo("POST", "/v1/topics/t/jobs/batch", map[string]any{"jobs": jobs}, nil, http.StatusCreated)
+		e.createBatch("t", jobs)
 		return ids
 	}
-	later := batch("p", 200, "1h")
+	later := batch("p", 200, time.Hour)
 	time.Sleep(5 * time.Millisecond) // the next batch is created later
-	now := batch("n", 40, "0s")
+	now := batch("n", 40, 0)
 	rcv.waitHits(t, 40, 20*time.Second)
 	for _, id := range now {
 		e.waitState("t", id, "delivered", 10*time.Second)
@@ -42,18 +44,17 @@ func testBatchListedAndCancelled(t *testing.T, start starter) {
 		var ids []string
 		cursor := ""
 		for range 50 {
-			var page struct {
-				Jobs []jobView `json:"jobs"`
-				Next string    `json:"next_cursor"`
+			page, err := e.c.ListJobs(context.Background(), "t", client.ListOptions{Limit: 37, Cursor: cursor})
+			if err != nil {
+				t.Fatal(err)
 			}
-			e.mustDo("GET", "/v1/topics/t/jobs?limit=37&cursor="+url.QueryEscape(cursor), nil, &page, http.StatusOK)
 			for _, j := range page.Jobs {
 				ids = append(ids, j.ID)
 			}
-			if page.Next == "" {
+			if page.NextCursor == "" {
 				return ids
 			}
-			cursor = page.Next
+			cursor = page.NextCursor
 		}
 		t.Fatal("listing never ended")
 		return nil
@@ -82,7 +83,9 @@ func testBatchListedAndCancelled(t *testing.T, start starter) {
 	check(all)
 
 	for _, id := range []string{"p005", "p017", "p123"} {
-		e.mustDo("DELETE", "/v1/topics/t/jobs/"+id, nil, nil, http.StatusNoContent)
+		if err := e.c.CancelJob(context.Background(), "t", id); err != nil {
+			t.Fatal(err)
+		}
 		all = slices.DeleteFunc(all, func(s string) bool { return s == id })
 	}
 	check(all)

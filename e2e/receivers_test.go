@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/testproc"
 )
 
@@ -95,8 +98,10 @@ func TestExampleReceiversVerifyCallbacks(t *testing.T) {
 			t.Parallel()
 			needTools(t, r.tools...)
 			e := startEngine(t, engineOpts{allowPrivate: true})
-			var keys struct{ Current, Next string }
-			e.mustDo("GET", "/v1/signing-keys", nil, &keys, http.StatusOK)
+			keys, err := e.c.GetSigningKeys(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
 
 			start := time.Now()
 			p := testproc.StartCmd(t, r.lang+" receiver", r.start(t, []string{
@@ -107,10 +112,10 @@ func TestExampleReceiversVerifyCallbacks(t *testing.T) {
 
 			e.putTopic("orders", url)
 			ids := []string{"order-42", "order-43"}
+			// The client sends the payload byte for byte.
 			const payload = `{ "order": 42,  "note": "caf\u00e9 \u2615", "total": 1.50 }`
 			for _, id := range ids {
-				body := `{"id": "` + id + `", "delay": "0s", "payload": ` + payload + `}`
-				e.mustDo("POST", "/v1/topics/orders/jobs", []byte(body), nil, http.StatusCreated)
+				e.create("orders", client.JobRequest{ID: id, Payload: json.RawMessage(payload)})
 			}
 			for _, id := range ids {
 				e.waitState("orders", id, "delivered", 10*time.Second)

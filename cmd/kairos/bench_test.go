@@ -40,7 +40,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		"--cost-jobs", "200", "--idle-jobs", "500", "--idle-settle", "200ms", "--idle-window", "1s",
 		"--scale-jobs", "2000", "--sustained-rates", "100,200", "--sustained-step", "1s", "--sustained-lead", "300ms",
 		"--lead", "1s", "--grace", "3s", "--timeout", "80s"}
-	if err := run(ctx, args, fakeEnv(nil), &out, &errOut); err != nil {
+	if err := run(ctx, args, fakeEnv(nil), nil, &out, &errOut); err != nil {
 		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
 	}
 	var rep bench.Report
@@ -225,7 +225,7 @@ func TestBenchTables(t *testing.T) {
 	var out strings.Builder
 	args := []string{"bench", "--redis-url", srv.URL(), "--scenario", "precision", "--quiet",
 		"--precision-jobs", "50", "--precision-over", "500ms", "--lead", "1s", "--concurrency", "4"}
-	if err := run(context.Background(), args, fakeEnv(nil), &out, io.Discard); err != nil {
+	if err := run(context.Background(), args, fakeEnv(nil), nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"precision: 50 jobs due uniformly over 0.5s", "lateness p99", "<= 5 ms", "missing", "duplicated"} {
@@ -258,7 +258,7 @@ func TestBenchFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := run(context.Background(), append([]string{"bench"}, tt.args...), fakeEnv(tt.env), io.Discard, io.Discard)
+			err := run(context.Background(), append([]string{"bench"}, tt.args...), fakeEnv(tt.env), nil, io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
 			}
@@ -281,7 +281,7 @@ func TestBenchExternal(t *testing.T) {
 	args := []string{"bench", "--url", k.target.URL, "--redis-url", srv.URL(), "--scenario", "enqueue,precision", "--json",
 		"--jobs", "1000", "--clients", "4", "--batch-size", "250", "--concurrency", "4",
 		"--precision-jobs", "100", "--precision-over", "300ms", "--lead", "1s"}
-	if err := run(ctx, args, fakeEnv(map[string]string{"KAIROS_TOKEN": k.target.Token}), &out, &errOut); err != nil {
+	if err := run(ctx, args, fakeEnv(map[string]string{"KAIROS_TOKEN": k.target.Token}), nil, &out, &errOut); err != nil {
 		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
 	}
 	var rep bench.Report

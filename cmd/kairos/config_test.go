@@ -134,7 +134,7 @@ func TestHelpExitsZero(t *testing.T) {
 	for _, cmd := range []string{"serve", "token", "bench"} {
 		for _, h := range []string{"-h", "--help"} {
 			var out, errOut strings.Builder
-			if err := run(context.Background(), []string{cmd, h}, fakeEnv(nil), &out, &errOut); err != nil {
+			if err := run(context.Background(), []string{cmd, h}, fakeEnv(nil), nil, &out, &errOut); err != nil {
 				t.Errorf("kairos %s %s: %v", cmd, h, err)
 			}
 			if !strings.Contains(out.String(), "-") || errOut.Len() != 0 {
@@ -142,12 +142,12 @@ func TestHelpExitsZero(t *testing.T) {
 			}
 		}
 		var errOut strings.Builder
-		if err := run(context.Background(), []string{cmd, "--no-such-flag"}, fakeEnv(nil), io.Discard, &errOut); err == nil || errOut.Len() == 0 {
+		if err := run(context.Background(), []string{cmd, "--no-such-flag"}, fakeEnv(nil), nil, io.Discard, &errOut); err == nil || errOut.Len() == 0 {
 			t.Errorf("kairos %s --no-such-flag: err %v, stderr %q; want an error and the usage on stderr", cmd, err, errOut.String())
 		}
 	}
 	var out strings.Builder
-	if err := run(context.Background(), []string{"--help"}, fakeEnv(nil), &out, io.Discard); err != nil || !strings.Contains(out.String(), "kairos token") {
+	if err := run(context.Background(), []string{"--help"}, fakeEnv(nil), nil, &out, io.Discard); err != nil || !strings.Contains(out.String(), "kairos token") {
 		t.Errorf("kairos --help: %v, %q", err, out.String())
 	}
 }

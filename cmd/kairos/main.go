@@ -1,5 +1,7 @@
 // Command kairos is the webhook scheduler: `kairos serve` runs the API, the
-// admin page, the scanner and the workers; `kairos token` mints API tokens.
+// admin page, the scanner and the workers; `kairos token` mints API tokens;
+// `kairos topics|jobs|dead|keys|stats` call a running kairos through its
+// API, with the client package.
 package main
 
 import (
@@ -19,44 +21,65 @@ usage:
   kairos serve [flags]                       run the API, scanner and workers (kairos serve -h for flags)
   kairos token --tenant NAME [--admin] [--ttl D]  print an API token signed with KAIROS_AUTH_SECRET (default expiry 24h; --ttl 0: none)
   kairos bench --redis-url URL [flags]       measure throughput, precision and Redis cost (kairos bench -h)
+
+calling a running kairos (KAIROS_URL, KAIROS_TOKEN; each command's -h for its flags):
+  kairos topics list|put|get|delete          topics and their callback settings
+  kairos jobs create|get|list|cancel|reschedule|retry
+  kairos dead list|replay                    dead letters
+  kairos keys list|rotate                    callback signing secrets
+  kairos stats                               jobs by state and recent deliveries, per topic
+
+exit codes: 0 ok, 1 refused by the server (or another error), 2 usage error,
+3 not found, 4 kairos unreachable or answering 5xx
 `
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "kairos:", err)
-		os.Exit(1)
+	code := runMain(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// runMain runs the command args names, reports its error on stderr and
+// returns the exit code.
+func runMain(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := run(ctx, args, getenv, stdin, stdout, stderr)
+	if err != nil {
+		report(stderr, err)
 	}
+	return exitCode(err)
 }
 
 // run runs the command args names. A subcommand's -h or --help prints its
 // usage and is not an error.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if err := runCommand(ctx, args, getenv, stdout, stderr); !errors.Is(err, flag.ErrHelp) {
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if err := runCommand(ctx, args, stdio{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}); !errors.Is(err, flag.ErrHelp) {
 		return err
 	}
 	return nil
 }
 
-func runCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runCommand(ctx context.Context, args []string, std stdio) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("name a command: serve or token")
+		fmt.Fprint(std.stderr, usage)
+		return usagef("", "name a command: serve, token, bench, topics, jobs, dead, keys or stats")
 	}
 	switch args[0] {
 	case "serve":
-		return serve(ctx, args[1:], getenv, stdout, stderr)
+		return serve(ctx, args[1:], std.getenv, std.stdout, std.stderr)
 	case "token":
-		return token(args[1:], getenv, stdout, stderr)
+		return token(args[1:], std.getenv, std.stdout, std.stderr)
 	case "bench":
-		return runBench(ctx, args[1:], getenv, stdout, stderr)
+		return runBench(ctx, args[1:], std.getenv, std.stdout, std.stderr)
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(std.stdout, usage)
 		return nil
 	}
-	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q", args[0])
+	if _, ok := apiGroups[args[0]]; ok {
+		return runGroup(ctx, args[0], args[1:], std)
+	}
+	fmt.Fprint(std.stderr, usage)
+	return usagef("", "unknown command %q", args[0])
 }
 
 // usageOut is where a subcommand's flag set writes its usage: stdout when

@@ -37,7 +37,7 @@ func TestServeBannerBeforeListening(t *testing.T) {
 			var out testproc.Buffer
 			done := make(chan error, 1)
 			go func() {
-				done <- run(ctx, append([]string{"serve", "--grace", "1s"}, tt.args...), fakeEnv(tt.env), &out, &out)
+				done <- run(ctx, append([]string{"serve", "--grace", "1s"}, tt.args...), fakeEnv(tt.env), nil, &out, &out)
 			}()
 			deadline := time.Now().Add(20 * time.Second)
 			var seen string

@@ -1,0 +1,175 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// CreateJob schedules a job on topic, or, when req.ID names a job of the
+// topic that has not fired, replaces and reschedules it: the answer's
+// Result says which. A topic that is not registered is registered when the
+// job names its own CallbackURL.
+//
+// A create with an ID is retried as the policy allows; one without is
+// sent once.
+func (c *Client) CreateJob(ctx context.Context, topic string, req JobRequest) (*Job, error) {
+	body, err := req.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var j Job
+	r := request{method: http.MethodPost, path: topicPath(topic, "jobs"), body: body, retry: req.ID != ""}
+	if _, err := c.do(ctx, r, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// CreateJobs schedules up to 1000 jobs on topic, each as CreateJob would,
+// on its own: a bad item fails only itself, with its Error in its result.
+// The error returned is the batch's as a whole (a body over the limit, a
+// refused token).
+//
+// A batch whose jobs all carry an ID is retried as the policy allows;
+// any other is sent once.
+func (c *Client) CreateJobs(ctx context.Context, topic string, jobs []JobRequest) (*BatchResult, error) {
+	body, err := batchBody(jobs)
+	if err != nil {
+		return nil, err
+	}
+	retry := len(jobs) > 0
+	for _, j := range jobs {
+		retry = retry && j.ID != ""
+	}
+	var res BatchResult
+	r := request{method: http.MethodPost, path: topicPath(topic, "jobs", "batch"), body: body, retry: retry}
+	if _, err := c.do(ctx, r, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// GetJob returns a job with its state, attempts, recent attempt log and
+// payload. Delivered jobs stay readable for the retention period.
+func (c *Client) GetJob(ctx context.Context, topic, id string) (*Job, error) {
+	var j Job
+	if _, err := c.do(ctx, get(topicPath(topic, "jobs", id), c.revealQuery()), &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// ListJobs returns a page of the topic's jobs, newest first (dead jobs by
+// the time they died), without payloads. A page filtered by state may hold
+// fewer than the limit and still have a next cursor.
+func (c *Client) ListJobs(ctx context.Context, topic string, opts ListOptions) (*JobList, error) {
+	var page JobList
+	if _, err := c.do(ctx, get(topicPath(topic, "jobs"), opts.query(true)), &page); err != nil {
+		return nil, err
+	}
+	return &page, nil
+}
+
+// AllJobs iterates over the topic's jobs from opts.Cursor on, fetching
+// page after page of opts.Limit. It stops at the first error, which it
+// yields.
+func (c *Client) AllJobs(ctx context.Context, topic string, opts ListOptions) iter.Seq2[Job, error] {
+	return pages(opts, func(o ListOptions) (*JobList, error) { return c.ListJobs(ctx, topic, o) })
+}
+
+// CancelJob removes a job that has not been delivered (a dead job is
+// discarded); its id is free again at once. A job being delivered now, or
+// delivered, is a conflict ([IsConflict]).
+func (c *Client) CancelJob(ctx context.Context, topic, id string) error {
+	_, err := c.do(ctx, del(topicPath(topic, "jobs", id)), nil)
+	return err
+}
+
+// RescheduleJob moves a job that has not fired (scheduled, ready or
+// retrying) to a new time. Any other state is a conflict; replay a dead
+// job with RetryJob. It is sent once.
+func (c *Client) RescheduleJob(ctx context.Context, topic, id string, req RescheduleRequest) (*Job, error) {
+	r, err := jsonBody(http.MethodPatch, topicPath(topic, "jobs", id), req, false)
+	if err != nil {
+		return nil, err
+	}
+	var j Job
+	if _, err := c.do(ctx, r, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// RetryJob replays a dead job: a fresh set of attempts, the first now. A
+// job in any other state is a conflict ([IsConflict]). It is sent once.
+func (c *Client) RetryJob(ctx context.Context, topic, id string) (*Job, error) {
+	var j Job
+	r := request{method: http.MethodPost, path: topicPath(topic, "jobs", id, "retry")}
+	if _, err := c.do(ctx, r, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// ListDead returns a page of the dead jobs of every topic of the tenant
+// (an admin's, without [WithTenant], of every tenant), most recently dead
+// first, without payloads. opts.State must be empty or StateDead; a
+// topic's own dead jobs are ListJobs with StateDead.
+func (c *Client) ListDead(ctx context.Context, opts ListOptions) (*JobList, error) {
+	if opts.State != "" && opts.State != StateDead {
+		return nil, errors.New("ListDead lists dead jobs only: leave ListOptions.State empty")
+	}
+	var page JobList
+	if _, err := c.do(ctx, get("/v1/dead", opts.query(false)), &page); err != nil {
+		return nil, err
+	}
+	return &page, nil
+}
+
+// AllDead iterates over the dead jobs as ListDead lists them, page after
+// page. It stops at the first error, which it yields.
+func (c *Client) AllDead(ctx context.Context, opts ListOptions) iter.Seq2[Job, error] {
+	return pages(opts, func(o ListOptions) (*JobList, error) { return c.ListDead(ctx, o) })
+}
+
+// query is the listing's query string; withState adds the state filter.
+func (o ListOptions) query(withState bool) url.Values {
+	q := url.Values{}
+	if withState && o.State != "" {
+		q.Set("state", string(o.State))
+	}
+	if o.Limit != 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	if o.Cursor != "" {
+		q.Set("cursor", o.Cursor)
+	}
+	return q
+}
+
+// pages iterates over the jobs of the pages list returns, following their
+// cursors from opts.Cursor on.
+func pages(opts ListOptions, list func(ListOptions) (*JobList, error)) iter.Seq2[Job, error] {
+	return func(yield func(Job, error) bool) {
+		for {
+			page, err := list(opts)
+			if err != nil {
+				yield(Job{}, err)
+				return
+			}
+			for _, j := range page.Jobs {
+				if !yield(j, nil) {
+					return
+				}
+			}
+			if page.NextCursor == "" {
+				return
+			}
+			opts.Cursor = page.NextCursor
+		}
+	}
+}

@@ -1,0 +1,70 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// topicPath is /v1/topics/{topic} with more path segments, each escaped.
+func topicPath(topic string, more ...string) string {
+	var b strings.Builder
+	b.WriteString("/v1/topics/")
+	b.WriteString(url.PathEscape(topic))
+	for _, s := range more {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	return b.String()
+}
+
+// revealQuery is the query of a read that may reveal masked headers.
+func (c *Client) revealQuery() url.Values {
+	if c.reveal {
+		return url.Values{"reveal": {"headers"}}
+	}
+	return nil
+}
+
+// ListTopics returns the tenant's topics by name (an admin's, without
+// [WithTenant], every tenant's by tenant, then name).
+func (c *Client) ListTopics(ctx context.Context) ([]Topic, error) {
+	var out struct {
+		Topics []Topic `json:"topics"`
+	}
+	_, err := c.do(ctx, get("/v1/topics", nil), &out)
+	return out.Topics, err
+}
+
+// GetTopic returns the topic named name, with its defaults filled in.
+func (c *Client) GetTopic(ctx context.Context, name string) (*Topic, error) {
+	var t Topic
+	if _, err := c.do(ctx, get(topicPath(name), c.revealQuery()), &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// PutTopic registers the topic named name, or replaces all its settings
+// (zero fields go back to the defaults); created says which. A change
+// reaches the topic's pending jobs. It is retried as the policy allows.
+func (c *Client) PutTopic(ctx context.Context, name string, req TopicRequest) (t *Topic, created bool, err error) {
+	r, err := jsonBody(http.MethodPut, topicPath(name), req, true)
+	if err != nil {
+		return nil, false, err
+	}
+	t = new(Topic)
+	status, err := c.do(ctx, r, t)
+	if err != nil {
+		return nil, false, err
+	}
+	return t, status == http.StatusCreated, nil
+}
+
+// DeleteTopic deletes a topic that holds no pending or dead jobs; one that
+// does is a conflict ([IsConflict]): cancel its jobs first.
+func (c *Client) DeleteTopic(ctx context.Context, name string) error {
+	_, err := c.do(ctx, del(topicPath(name)), nil)
+	return err
+}

@@ -1,0 +1,232 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Duration is a time.Duration that travels as a Go duration string, such as
+// "90s" or "1h0m0s", as the API's durations do.
+type Duration time.Duration
+
+// String returns the duration in Go syntax.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON encodes d as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON decodes a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Time is a time of an answer. It travels as the API spells times, RFC
+// 3339 in UTC to the millisecond ("2026-11-21T10:30:00.250Z"), so that an
+// answer encoded again reads as the server wrote it.
+type Time struct{ time.Time }
+
+// MarshalJSON encodes t as RFC 3339 in UTC with milliseconds.
+func (t Time) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + t.UTC().Format("2006-01-02T15:04:05.000Z07:00") + `"`), nil
+}
+
+// UnmarshalJSON decodes an RFC 3339 time.
+func (t *Time) UnmarshalJSON(b []byte) error { return t.Time.UnmarshalJSON(b) }
+
+// State is where a job is in its life.
+type State string
+
+// The states of a job, in life order.
+const (
+	StateScheduled State = "scheduled" // waiting for its run_at
+	StateReady     State = "ready"     // due, waiting for a worker
+	StateActive    State = "active"    // a worker is calling its callback
+	StateRetrying  State = "retrying"  // an attempt failed; waiting for its backoff
+	StateDelivered State = "delivered" // a callback answered 2xx; kept for the retention period
+	StateDead      State = "dead"      // every attempt failed; kept until replayed or cancelled
+)
+
+// States lists every state in life order.
+var States = []State{StateScheduled, StateReady, StateActive, StateRetrying, StateDelivered, StateDead}
+
+// Backoff bounds the waits between a job's failed attempts (full jitter:
+// the n-th retry waits a random time up to min(Max, Initial·2^(n-1))). In a
+// request, a zero field keeps the default; a job shows only the fields it
+// sets itself.
+type Backoff struct {
+	Initial Duration `json:"initial,omitempty"`
+	Max     Duration `json:"max,omitempty"`
+}
+
+// TopicRequest is the body of [Client.PutTopic]: the topic's callback URL
+// and the defaults its jobs inherit. Zero fields take the kairos defaults.
+type TopicRequest struct {
+	CallbackURL string            `json:"callback_url"`
+	Method      string            `json:"method,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Timeout     Duration          `json:"timeout,omitempty"`
+	MaxAttempts int               `json:"max_attempts,omitempty"`
+	Backoff     *Backoff          `json:"backoff,omitempty"`
+	Concurrency int               `json:"concurrency,omitempty"`
+}
+
+// Topic is a topic with the kairos defaults filled in where it sets none.
+// The values of secret-looking headers are masked unless the client asked
+// for them with [WithRevealedHeaders].
+type Topic struct {
+	Name        string            `json:"name"`
+	Tenant      string            `json:"tenant"`
+	CallbackURL string            `json:"callback_url,omitempty"`
+	Method      string            `json:"method"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Timeout     Duration          `json:"timeout"`
+	MaxAttempts int               `json:"max_attempts"`
+	Backoff     Backoff           `json:"backoff"`
+	Concurrency int               `json:"concurrency"`
+	CreatedAt   Time              `json:"created_at"`
+	UpdatedAt   Time              `json:"updated_at"`
+}
+
+// Attempt is one callback attempt.
+type Attempt struct {
+	N          int     `json:"n"` // 1-based
+	At         Time    `json:"at"`
+	DurationMS float64 `json:"duration_ms"`
+	Status     int     `json:"status,omitempty"`   // the HTTP status; 0 when there was no answer
+	Error      string  `json:"error,omitempty"`    // why the attempt failed
+	Response   string  `json:"response,omitempty"` // the start of a failed attempt's response body
+}
+
+// Job is a job as the API shows it. The settings it does not set itself
+// (CallbackURL, Method, Headers, Timeout, MaxAttempts, Backoff) are zero and
+// come from its topic when it fires. Lists and batch results carry no
+// Payload.
+type Job struct {
+	ID          string            `json:"id"`
+	Topic       string            `json:"topic"`
+	Tenant      string            `json:"tenant"`
+	State       State             `json:"state"`
+	RunAt       Time              `json:"run_at"`
+	NextRunAt   Time              `json:"next_run_at,omitzero"` // pending jobs only
+	CreatedAt   Time              `json:"created_at"`
+	DoneAt      Time              `json:"done_at,omitzero"` // when it was delivered or died
+	Attempts    int               `json:"attempts"`
+	MaxAttempts int               `json:"max_attempts,omitempty"`
+	CallbackURL string            `json:"callback_url,omitempty"`
+	Method      string            `json:"method,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Timeout     Duration          `json:"timeout,omitempty"`
+	Backoff     *Backoff          `json:"backoff,omitempty"`
+	Payload     json.RawMessage   `json:"payload,omitempty"`
+	LastAttempt *Attempt          `json:"last_attempt,omitempty"`
+	AttemptLog  []Attempt         `json:"attempt_log,omitempty"` // the last 10 attempts, oldest first
+	// Result is set in the answer to a create only: ResultCreated, or
+	// ResultReplaced when the job replaced one of its id that had not fired.
+	Result string `json:"result,omitempty"`
+}
+
+// The results of a create.
+const (
+	ResultCreated  = "created"
+	ResultReplaced = "replaced"
+)
+
+// JobList is a page of jobs, newest first. NextCursor, passed back as
+// [ListOptions.Cursor], fetches the next page; it is empty on the last.
+type JobList struct {
+	Jobs       []Job  `json:"jobs"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// ListOptions selects a page of a listing. Zero fields are left out: every
+// state, the server's page size (50), the first page.
+type ListOptions struct {
+	State  State  // only jobs in this state
+	Limit  int    // page size, 1 to 500
+	Cursor string // the NextCursor of the previous page
+}
+
+// BatchResult is the answer to [Client.CreateJobs]: counts, and one item
+// per requested job in request order.
+type BatchResult struct {
+	Created  int         `json:"created"`
+	Replaced int         `json:"replaced"`
+	Failed   int         `json:"failed"`
+	Results  []BatchItem `json:"results"`
+}
+
+// BatchItem is one job's outcome in a batch: Job when it was created
+// (Status 201) or replaced one of its id (200), Error otherwise.
+type BatchItem struct {
+	Index  int    `json:"index"`
+	Status int    `json:"status"`
+	Job    *Job   `json:"job,omitempty"`
+	Error  *Error `json:"error,omitempty"`
+}
+
+// SigningKeys are the tenant's callback signing secrets, in the Standard
+// Webhooks whsec_ form. Callbacks are signed with Current; receivers should
+// accept both.
+type SigningKeys struct {
+	Current string `json:"current"`
+	Next    string `json:"next"`
+}
+
+// Stats are per-topic counts and recent delivery figures.
+type Stats struct {
+	At     Time         `json:"at"`
+	Topics []TopicStats `json:"topics"`
+	// DueNextHour counts the jobs due in each 5-minute slot of the next
+	// hour, over every tenant; for admins naming no tenant only.
+	DueNextHour []int64 `json:"due_next_hour,omitempty"`
+}
+
+// TopicStats are one topic's figures.
+type TopicStats struct {
+	Tenant          string `json:"tenant"`
+	Topic           string `json:"topic"`
+	Counts          Counts `json:"counts"`
+	ReadyListLength int64  `json:"ready_list_length"`
+	Recent          Recent `json:"recent"`
+}
+
+// Counts are a topic's jobs by state.
+type Counts struct {
+	Scheduled int64 `json:"scheduled"`
+	Ready     int64 `json:"ready"`
+	Active    int64 `json:"active"`
+	Retrying  int64 `json:"retrying"`
+	Delivered int64 `json:"delivered"`
+	Dead      int64 `json:"dead"`
+}
+
+// Recent are a topic's figures over the last Minutes minutes.
+type Recent struct {
+	Minutes            int      `json:"minutes"`
+	Delivered          int64    `json:"delivered"`
+	FailedAttempts     int64    `json:"failed_attempts"`
+	Dead               int64    `json:"dead"`
+	DeliveredPerSecond float64  `json:"delivered_per_second"`
+	FailedPerSecond    float64  `json:"failed_per_second"`
+	Lateness           Lateness `json:"lateness"`
+}
+
+// Lateness is how late first attempts started, in milliseconds (upper
+// bounds of histogram buckets).
+type Lateness struct {
+	Samples int64   `json:"samples"`
+	P50MS   float64 `json:"p50_ms"`
+	P90MS   float64 `json:"p90_ms"`
+	P99MS   float64 `json:"p99_ms"`
+	MaxMS   float64 `json:"max_ms"`
+}

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kairos-sh/kairos/client"
+	"github.com/kairos-sh/kairos/internal/testredis"
+)
+
+// cliResult is what one kairos command line did.
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// kairosCLI runs kairos command lines against a kairos at url as tenant
+// token's.
+type kairosCLI struct {
+	t          *testing.T
+	url, token string
+}
+
+// run runs `kairos args...` with stdin, and the test's KAIROS_URL and
+// KAIROS_TOKEN.
+func (k kairosCLI) run(stdin string, args ...string) cliResult {
+	k.t.Helper()
+	var out, errOut strings.Builder
+	env := fakeEnv(map[string]string{"KAIROS_URL": k.url, "KAIROS_TOKEN": k.token})
+	code := runMain(context.Background(), args, env, strings.NewReader(stdin), &out, &errOut)
+	return cliResult{code, out.String(), errOut.String()}
+}
+
+// ok runs args, fails the test unless it exits 0, and returns its stdout.
+func (k kairosCLI) ok(stdin string, args ...string) string {
+	k.t.Helper()
+	r := k.run(stdin, args...)
+	if r.code != 0 {
+		k.t.Fatalf("kairos %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// json runs args with --json, fails the test unless it exits 0, and
+// decodes its stdout into out.
+func (k kairosCLI) json(out any, args ...string) {
+	k.t.Helper()
+	raw := k.ok("", append(args, "--json")...)
+	if err := json.Unmarshal([]byte(raw), out); err != nil {
+		k.t.Fatalf("kairos %s --json: %v\n%s", strings.Join(args, " "), err, raw)
+	}
+}
+
+// fails runs args and fails the test unless it exits with code and says
+// each of msgs on stderr.
+func (k kairosCLI) fails(code int, args []string, msgs ...string) {
+	k.t.Helper()
+	r := k.run("", args...)
+	if r.code != code {
+		k.t.Errorf("kairos %s: exit %d, want %d\nstderr: %s", strings.Join(args, " "), r.code, code, r.stderr)
+	}
+	for _, m := range msgs {
+		if !strings.Contains(r.stderr, m) {
+			k.t.Errorf("kairos %s: stderr lacks %q:\n%s", strings.Join(args, " "), m, r.stderr)
+		}
+	}
+}
+
+// waitState polls `kairos jobs get` until the job is in state.
+func (k kairosCLI) waitState(topic, id string, state client.State) client.Job {
+	k.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var j client.Job
+		k.json(&j, "jobs", "get", topic, id)
+		if j.State == state {
+			return j
+		}
+		if time.Now().After(deadline) {
+			k.t.Fatalf("job %s/%s is %s after 15s, want %s", topic, id, j.State, state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCLIAgainstARunningKairos drives a kairos started in this process, on
+// a real redis-server, with the command line as an operator or a script
+// would: topics, jobs (the payload on stdin), listings, reschedule,
+// cancel, dead letters and their replay, signing keys and stats; tables
+// for people, --json parsed here, and the exit codes scripts rely on.
+func TestCLIAgainstARunningKairos(t *testing.T) {
+	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL()})
+	k := kairosCLI{t: t, url: ti.url, token: ti.token}
+
+	out := k.ok("", "topics", "put", "orders", "--callback-url", ti.rcvURL, "--header", "X-Team=billing", "--max-attempts", "3", "--timeout", "5s")
+	if !strings.Contains(out, "registered topic orders") || !strings.Contains(out, "X-Team: billing") {
+		t.Errorf("topics put said:\n%s", out)
+	}
+	var topics struct{ Topics []client.Topic }
+	k.json(&topics, "topics", "list")
+	if len(topics.Topics) != 1 || topics.Topics[0].Name != "orders" || topics.Topics[0].MaxAttempts != 3 || topics.Topics[0].Timeout != client.Duration(5*time.Second) {
+		t.Errorf("topics list --json: %+v", topics)
+	}
+	var topic client.Topic
+	k.json(&topic, "topics", "get", "orders")
+	if topic.CallbackURL != ti.rcvURL || topic.Headers["X-Team"] != "billing" {
+		t.Errorf("topics get --json: %+v", topic)
+	}
+
+	// A job whose payload comes on stdin, flags after the argument.
+	const payload = `{"order": 1042,  "note": "caf\u00e9"}`
+	out = k.ok(payload, "jobs", "create", "orders", "--id", "j1", "--delay", "1h", "--payload-file", "-")
+	if !strings.Contains(out, "created job j1 in orders: scheduled") {
+		t.Errorf("jobs create said: %s", out)
+	}
+	var j client.Job
+	k.json(&j, "jobs", "get", "orders", "j1")
+	if j.State != client.StateScheduled || string(compact(t, j.Payload)) != `{"note":"café","order":1042}` {
+		t.Errorf("jobs get --json: %+v, payload %s", j, j.Payload)
+	}
+	// The same from a file, as --json, replacing it.
+	file := filepath.Join(t.TempDir(), "payload.json")
+	if err := os.WriteFile(file, []byte(`[1, 2, 3]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k.json(&j, "jobs", "create", "orders", "--id", "j1", "--delay", "2h", "--payload-file", file)
+	if j.Result != client.ResultReplaced || j.ID != "j1" {
+		t.Errorf("jobs create --json again: %+v", j)
+	}
+	// A job with a generated id, inline payload and a time of its own.
+	runAt := time.Now().Add(3 * time.Hour).UTC().Truncate(time.Millisecond)
+	k.json(&j, "jobs", "create", "--run-at", runAt.Format(time.RFC3339Nano), "orders", "--payload", `"hello"`, "--max-attempts", "2")
+	if j.ID == "" || j.ID == "j1" || !j.RunAt.Equal(runAt) || j.MaxAttempts != 2 {
+		t.Errorf("jobs create --run-at --json: %+v", j)
+	}
+	generated := j.ID
+
+	out = k.ok("", "jobs", "list", "orders")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[0], "ID ") ||
+		!strings.Contains(out, "j1 ") || !strings.Contains(out, generated+" ") {
+		t.Errorf("jobs list: a header and two jobs, got:\n%s", out)
+	}
+	var page client.JobList
+	k.json(&page, "jobs", "list", "orders", "--limit", "1")
+	if len(page.Jobs) != 1 || page.NextCursor == "" {
+		t.Fatalf("jobs list --limit 1 --json: %+v", page)
+	}
+	var rest client.JobList
+	k.json(&rest, "jobs", "list", "orders", "--limit", "1", "--cursor", page.NextCursor)
+	var all client.JobList
+	k.json(&all, "jobs", "list", "orders", "--limit", "1", "--all")
+	if len(rest.Jobs) != 1 || rest.Jobs[0].ID == page.Jobs[0].ID || len(all.Jobs) != 2 {
+		t.Errorf("paging: first %+v, next %+v, --all %+v", page.Jobs, rest.Jobs, all.Jobs)
+	}
+	if r := k.run("", "jobs", "list", "orders", "--limit", "1"); !strings.Contains(r.stderr, "--cursor "+page.NextCursor) {
+		t.Errorf("jobs list --limit 1 does not say how to get the next page: %q", r.stderr)
+	}
+
+	before := j
+	k.json(&j, "jobs", "reschedule", "orders", generated, "--delay", "10h")
+	if !j.NextRunAt.After(before.RunAt.Time) {
+		t.Errorf("reschedule --delay 10h: next run %v, was %v", j.NextRunAt, before.RunAt)
+	}
+	k.ok("", "jobs", "cancel", "orders", generated)
+	k.fails(exitNotFound, []string{"jobs", "get", "orders", generated}, "Not Found (404)", generated)
+	k.fails(exitNotFound, []string{"jobs", "cancel", "orders", "no-such-job"}, "Not Found (404)")
+	k.fails(exitNotFound, []string{"topics", "get", "nope"}, "Not Found (404)")
+
+	// A job due now is delivered to the receiver.
+	k.ok("", "jobs", "create", "orders", "--id", "now", "--delay", "0s")
+	k.waitState("orders", "now", client.StateDelivered)
+
+	// Dead letters: a receiver that answers 410 Gone kills its jobs at once.
+	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) }))
+	defer gone.Close()
+	k.ok("", "topics", "put", "gone", "--callback-url", gone.URL)
+	k.ok("", "jobs", "create", "gone", "--id", "g1")
+	k.waitState("gone", "g1", client.StateDead)
+	var dead client.JobList
+	k.json(&dead, "dead", "list")
+	if len(dead.Jobs) != 1 || dead.Jobs[0].ID != "g1" || dead.Jobs[0].Topic != "gone" {
+		t.Errorf("dead list --json: %+v", dead)
+	}
+	k.json(&dead, "dead", "list", "--topic", "orders")
+	if len(dead.Jobs) != 0 {
+		t.Errorf("dead list --topic orders --json: %+v", dead)
+	}
+	if out := k.ok("", "dead", "list"); !strings.Contains(out, "gone") || !strings.Contains(out, "410") {
+		t.Errorf("dead list:\n%s", out)
+	}
+	k.fails(exitError, []string{"jobs", "retry", "orders", "j1"}, "Conflict (409)", "not dead")
+	k.fails(exitError, []string{"topics", "delete", "gone"}, "Conflict (409)")
+	k.json(&j, "dead", "replay", "gone", "g1")
+	if j.State == client.StateDead || j.Attempts != 0 {
+		t.Errorf("dead replay --json: %+v", j)
+	}
+	k.waitState("gone", "g1", client.StateDead)
+	k.json(&j, "jobs", "retry", "gone", "g1")
+	if j.State == client.StateDead {
+		t.Errorf("jobs retry --json: %+v", j)
+	}
+
+	var keys, rotated client.SigningKeys
+	k.json(&keys, "keys", "list")
+	k.json(&rotated, "keys", "rotate")
+	if !strings.HasPrefix(keys.Current, "whsec_") || rotated.Current != keys.Next || rotated.Next == keys.Next {
+		t.Errorf("keys list %+v, then rotate %+v", keys, rotated)
+	}
+	var stats client.Stats
+	k.json(&stats, "stats")
+	if len(stats.Topics) != 2 || stats.Topics[1].Topic != "orders" || stats.Topics[1].Counts.Delivered != 1 {
+		t.Errorf("stats --json: %+v", stats)
+	}
+	if out := k.ok("", "stats"); !strings.Contains(out, "DELIVERED") || !strings.Contains(out, "orders") {
+		t.Errorf("stats:\n%s", out)
+	}
+
+	// What a script meets when something is wrong.
+	k.fails(exitError, []string{"jobs", "create", "orders", "--delay", "-1h", "--callback-url", "ftp://x"},
+		"Invalid request (400)", "  delay: ", "  callback_url: ")
+	k.fails(exitUsage, []string{"jobs", "create", "orders", "--delay", "soon"}, `"soon" is not a duration`, "kairos jobs create -h")
+	k.fails(exitUsage, []string{"jobs", "get", "orders"}, "needs TOPIC ID")
+	k.fails(exitUsage, []string{"jobs", "create", "orders", "--payload", "{oops"}, "not JSON")
+	k.fails(exitUsage, []string{"jobs", "list", "orders", "--state", "lost"}, `"lost" is not a state`)
+	k.fails(exitUsage, []string{"jobs", "reschedule", "orders", "j1"}, "--run-at or --delay")
+	k.fails(exitUsage, []string{"jobs", "frobnicate"}, `no command "frobnicate"`)
+	k.fails(exitUsage, []string{"topics", "put", "t"}, "--callback-url is required")
+	bad := kairosCLI{t: t, url: ti.url, token: "not-a-token"}
+	bad.fails(exitError, []string{"topics", "list"}, "Unauthorized (401)", "KAIROS_TOKEN")
+	gone.Close()
+	nowhere := kairosCLI{t: t, url: gone.URL, token: ti.token}
+	nowhere.fails(exitNoAnswer, []string{"topics", "list"}, "no answer from "+gone.URL, "KAIROS_URL")
+}
+
+// TestCLIServerErrorExitCode: a 5xx answer is exit code 4, like no answer.
+func TestCLIServerErrorExitCode(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusInternalServerError)
+		w.Write([]byte(`{"type":"urn:kairos:problem:internal","title":"Internal Server Error","status":500,"detail":"an unexpected error occurred; it has been logged"}`))
+	}))
+	defer srv.Close()
+	k := kairosCLI{t: t, url: srv.URL, token: "x"}
+	k.fails(exitNoAnswer, []string{"keys", "list"}, "Internal Server Error (500): an unexpected error occurred")
+}
+
+// TestCLIHelp: every group and command of the API prints its usage on
+// stdout with -h and --help and exits 0; an unknown flag is exit code 2
+// with the mistake on stderr.
+func TestCLIHelp(t *testing.T) {
+	k := kairosCLI{t: t, url: "http://127.0.0.1:1"}
+	for group, cmds := range apiGroups {
+		lines := [][]string{{group}}
+		for _, c := range cmds {
+			lines = append(lines, []string{group, c.name})
+		}
+		if cmds == nil {
+			lines = [][]string{{group}}
+		}
+		for _, line := range lines {
+			for _, h := range []string{"-h", "--help"} {
+				r := k.run("", append(line, h)...)
+				if r.code != 0 || !strings.HasPrefix(r.stdout, "usage: kairos "+strings.Join(line, " ")) || r.stderr != "" {
+					t.Errorf("kairos %s %s: exit %d, stdout %q, stderr %q", strings.Join(line, " "), h, r.code, r.stdout, r.stderr)
+				}
+			}
+			if len(line) == 1 && cmds != nil {
+				continue // a group takes no flags of its own
+			}
+			if r := k.run("", append(line, "--no-such-flag")...); r.code != exitUsage || !strings.Contains(r.stderr, "no-such-flag") || r.stdout != "" {
+				t.Errorf("kairos %s --no-such-flag: exit %d, stdout %q, stderr %q", strings.Join(line, " "), r.code, r.stdout, r.stderr)
+			}
+		}
+	}
+}
+
+func compact(t *testing.T, raw json.RawMessage) []byte {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(v)
+	return b
+}

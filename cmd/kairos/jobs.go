@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kairos-sh/kairos/client"
+)
+
+// jobCommands are `kairos jobs create|get|list|cancel|reschedule|retry`.
+var jobCommands = []apiCommand{
+	{name: "create", args: []string{"TOPIC"}, summary: "schedule a job (or replace the job of its --id that has not fired); the payload comes from --payload-file FILE, or - for stdin",
+		setup: func(fs *flag.FlagSet) runFunc {
+			var set settingFlags
+			set.define(fs, "this job's own callback URL (left out: its topic's)", " (left out: its topic's)")
+			id := fs.String("id", "", "the job's id; left out, kairos makes one (and the create is not retried)")
+			var when whenFlags
+			when.define(fs, "; neither: at once")
+			payloadFile := fs.String("payload-file", "", "read the payload, any JSON, from this file; - reads stdin")
+			payload := fs.String("payload", "", "the payload, any JSON, such as '{\"order\": 1042}'")
+			return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
+				req := client.JobRequest{ID: *id, RunAt: when.runAt.t, Delay: client.Duration(when.delay),
+					CallbackURL: set.callbackURL, Method: set.method, Headers: set.headerMap(),
+					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff()}
+				var err error
+				if req.Payload, err = readPayload(out.stdin, *payloadFile, *payload); err != nil {
+					return err
+				}
+				j, err := c.CreateJob(ctx, args[0], req)
+				if err != nil {
+					return err
+				}
+				return out.print(j, func(w io.Writer) {
+					fmt.Fprintf(w, "%s job %s in %s: %s, runs at %s\n", j.Result, j.ID, j.Topic, j.State, formatTime(j.RunAt))
+				})
+			}
+		}},
+	{name: "get", args: []string{"TOPIC", "ID"}, summary: "show a job: state, attempts, payload", setup: func(fs *flag.FlagSet) runFunc {
+		reveal := fs.Bool("reveal", false, "show secret-looking header values in full")
+		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
+			if *reveal {
+				c = c.With(client.WithRevealedHeaders())
+			}
+			j, err := c.GetJob(ctx, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			return out.print(j, func(w io.Writer) { showJob(w, j) })
+		}
+	}},
+	{name: "list", args: []string{"TOPIC"}, summary: "list a topic's jobs, newest first", setup: func(fs *flag.FlagSet) runFunc {
+		var page pageFlags
+		page.define(fs)
+		state := fs.String("state", "", "only jobs in this state: "+joinStates())
+		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
+			if *state != "" && !slices.Contains(client.States, client.State(*state)) {
+				return usagef("kairos jobs list", "--state %q is not a state: use one of %s", *state, joinStates())
+			}
+			opts := page.options()
+			opts.State = client.State(*state)
+			return page.list(out, "kairos jobs list "+args[0], c.AllJobs(ctx, args[0], opts),
+				func() (*client.JobList, error) { return c.ListJobs(ctx, args[0], opts) }, jobTable)
+		}
+	}},
+	{name: "cancel", args: []string{"TOPIC", "ID"}, summary: "cancel a job that has not been delivered (a dead one is discarded)", setup: func(fs *flag.FlagSet) runFunc {
+		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
+			if err := c.CancelJob(ctx, args[0], args[1]); err != nil {
+				return err
+			}
+			return out.print(nil, func(w io.Writer) { fmt.Fprintf(w, "cancelled job %s in %s\n", args[1], args[0]) })
+		}
+	}},
+	{name: "reschedule", args: []string{"TOPIC", "ID"}, summary: "move a job that has not fired to --run-at or --delay", setup: func(fs *flag.FlagSet) runFunc {
+		var when whenFlags
+		when.define(fs, "; one of them is required")
+		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
+			if when.runAt.t.IsZero() && !when.delaySet {
+				return usagef("kairos jobs reschedule", "give --run-at or --delay")
+			}
+			j, err := c.RescheduleJob(ctx, args[0], args[1], client.RescheduleRequest{RunAt: when.runAt.t, Delay: client.Duration(when.delay)})
+			if err != nil {
+				return err
+			}
+			return out.print(j, func(w io.Writer) {
+				fmt.Fprintf(w, "rescheduled job %s in %s: %s, runs at %s\n", j.ID, j.Topic, j.State, formatTime(j.NextRunAt))
+			})
+		}
+	}},
+	{name: "retry", args: []string{"TOPIC", "ID"}, summary: "replay a dead job now, with a fresh set of attempts", setup: replay},
+}
+
+// replay is `kairos jobs retry` and `kairos dead replay`.
+func replay(*flag.FlagSet) runFunc {
+	return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
+		j, err := c.RetryJob(ctx, args[0], args[1])
+		if err != nil {
+			return err
+		}
+		return out.print(j, func(w io.Writer) { fmt.Fprintf(w, "replaying job %s in %s: %s\n", j.ID, j.Topic, j.State) })
+	}
+}
+
+// whenFlags are --run-at and --delay.
+type whenFlags struct {
+	runAt    timeFlag
+	delay    time.Duration
+	delaySet bool
+}
+
+func (f *whenFlags) define(fs *flag.FlagSet, neither string) {
+	fs.Var(&f.runAt, "run-at", "when to fire, RFC 3339 such as 2026-11-21T10:30:00.250Z")
+	fs.Func("delay", "how long from now to fire, such as 90s or 30m"+neither, func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration such as 90s, 30m or 1h30m", v)
+		}
+		f.delay, f.delaySet = d, true
+		return nil
+	})
+}
+
+// readPayload reads the payload from file ("-": stdin) or takes inline;
+// none is no payload. It must be JSON.
+func readPayload(stdin io.Reader, file, inline string) (json.RawMessage, error) {
+	const cmd = "kairos jobs create"
+	var b []byte
+	var from string
+	switch {
+	case file != "" && inline != "":
+		return nil, usagef(cmd, "give --payload or --payload-file, not both")
+	case file == "-":
+		var err error
+		if b, err = io.ReadAll(stdin); err != nil {
+			return nil, fmt.Errorf("read the payload from stdin: %w", err)
+		}
+		from = "stdin"
+	case file != "":
+		var err error
+		if b, err = os.ReadFile(file); err != nil {
+			return nil, usagef(cmd, "--payload-file: %v", err)
+		}
+		from = file
+	case inline != "":
+		b, from = []byte(inline), "--payload"
+	default:
+		return nil, nil
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return nil, nil
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, usagef(cmd, "the payload from %s is not JSON (%v): send text as a JSON string, such as \"hello\"", from, err)
+	}
+	return b, nil
+}
+
+func joinStates() string {
+	s := make([]string, len(client.States))
+	for i, st := range client.States {
+		s[i] = string(st)
+	}
+	return strings.Join(s, ", ")
+}
+
+// pageFlags are --limit, --cursor and --all of a listing.
+type pageFlags struct {
+	limit  int
+	cursor string
+	all    bool
+}
+
+func (p *pageFlags) define(fs *flag.FlagSet) {
+	fs.IntVar(&p.limit, "limit", 0, "jobs a page, 1 to 500 (default 50)")
+	fs.StringVar(&p.cursor, "cursor", "", "start at this page: the cursor the previous one printed")
+	fs.BoolVar(&p.all, "all", false, "every page, not only the first")
+}
+
+func (p *pageFlags) options() client.ListOptions {
+	return client.ListOptions{Limit: p.limit, Cursor: p.cursor}
+}
+
+// list prints one page (from one) or, with --all, every job of all; cmd
+// is the command line that fetches the next page.
+func (p *pageFlags) list(out *printer, cmd string, all func(func(client.Job, error) bool), one func() (*client.JobList, error), table func(io.Writer, []client.Job)) error {
+	var page *client.JobList
+	if p.all {
+		page = &client.JobList{Jobs: []client.Job{}}
+		for j, err := range all {
+			if err != nil {
+				return err
+			}
+			page.Jobs = append(page.Jobs, j)
+		}
+	} else {
+		var err error
+		if page, err = one(); err != nil {
+			return err
+		}
+	}
+	if err := out.print(page, func(w io.Writer) { table(w, page.Jobs) }); err != nil {
+		return err
+	}
+	if page.NextCursor != "" && !out.json {
+		out.note("more: %s --cursor %s (or --all)", cmd, page.NextCursor)
+	}
+	return nil
+}
+
+func jobTable(w io.Writer, jobs []client.Job) {
+	fmt.Fprintln(w, "ID\tSTATE\tRUN AT\tNEXT RUN\tATTEMPTS\tLAST ATTEMPT")
+	for _, j := range jobs {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", j.ID, j.State, formatTime(j.RunAt), formatTime(j.NextRunAt), j.Attempts, lastAttempt(j.LastAttempt))
+	}
+}
+
+// lastAttempt sums up an attempt: its status or error, and how long it took.
+func lastAttempt(a *client.Attempt) string {
+	if a == nil {
+		return "-"
+	}
+	what := a.Error
+	if a.Status != 0 {
+		what = fmt.Sprint(a.Status)
+	}
+	return fmt.Sprintf("%s (%gms)", clip(what, 60), a.DurationMS)
+}
+
+func showJob(w io.Writer, j *client.Job) {
+	fmt.Fprintf(w, "id\t%s\ntopic\t%s\ntenant\t%s\nstate\t%s\nrun_at\t%s\n", j.ID, j.Topic, j.Tenant, j.State, formatTime(j.RunAt))
+	if !j.NextRunAt.IsZero() {
+		fmt.Fprintf(w, "next_run_at\t%s\n", formatTime(j.NextRunAt))
+	}
+	fmt.Fprintf(w, "created_at\t%s\n", formatTime(j.CreatedAt))
+	if !j.DoneAt.IsZero() {
+		fmt.Fprintf(w, "done_at\t%s\n", formatTime(j.DoneAt))
+	}
+	fmt.Fprintf(w, "attempts\t%d\n", j.Attempts)
+	// The settings the job sets itself; the others are its topic's.
+	if j.MaxAttempts != 0 {
+		fmt.Fprintf(w, "max_attempts\t%d\n", j.MaxAttempts)
+	}
+	if j.CallbackURL != "" {
+		fmt.Fprintf(w, "callback_url\t%s\n", j.CallbackURL)
+	}
+	if j.Method != "" {
+		fmt.Fprintf(w, "method\t%s\n", j.Method)
+	}
+	if j.Timeout != 0 {
+		fmt.Fprintf(w, "timeout\t%s\n", j.Timeout)
+	}
+	if b := j.Backoff; b != nil {
+		fmt.Fprintf(w, "backoff\t%s initial, %s max\n", durationOrDash(b.Initial), durationOrDash(b.Max))
+	}
+	showHeaders(w, j.Headers)
+	if len(j.Payload) > 0 {
+		fmt.Fprintf(w, "payload\t%s\n", j.Payload)
+	}
+	if len(j.AttemptLog) > 0 {
+		fmt.Fprintln(w, "\nATTEMPT\tAT\tSTATUS\tMS\tERROR\tRESPONSE")
+		for _, a := range j.AttemptLog {
+			status := "-"
+			if a.Status != 0 {
+				status = fmt.Sprint(a.Status)
+			}
+			fmt.Fprintf(w, "%d\t%s\t%s\t%g\t%s\t%s\n", a.N, formatTime(a.At), status, a.DurationMS, orDash(a.Error), orDash(oneLine(a.Response)))
+		}
+	}
+}
+
+// durationOrDash shows a duration the job leaves to its topic as "-".
+func durationOrDash(d client.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return d.String()
+}
+
+// oneLine shows a response snippet on one line of a table.
+func oneLine(s string) string {
+	return clip(strings.Join(strings.Fields(s), " "), 60)
+}
+
+// clip shortens s to n characters, the last three "...".
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-3]) + "..."
+}

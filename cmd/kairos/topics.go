@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/kairos-sh/kairos/client"
+)
+
+// topicCommands are `kairos topics list|put|get|delete`.
+var topicCommands = []apiCommand{
+	{name: "list", summary: "list the topics", setup: func(fs *flag.FlagSet) runFunc {
+		return func(ctx context.Context, c *client.Client, _ []string, out *printer) error {
+			topics, err := c.ListTopics(ctx)
+			if err != nil {
+				return err
+			}
+			if topics == nil {
+				topics = []client.Topic{}
+			}
+			return out.print(map[string]any{"topics": topics}, func(w io.Writer) {
+				tenants := map[string]bool{}
+				for _, t := range topics {
+					tenants[t.Tenant] = true
+				}
+				fmt.Fprintln(w, tenantCol(tenants, "TENANT\t")+"NAME\tCALLBACK URL\tMETHOD\tTIMEOUT\tMAX ATTEMPTS\tCONCURRENCY")
+				for _, t := range topics {
+					fmt.Fprintf(w, "%s%s\t%s\t%s\t%s\t%d\t%d\n", tenantCol(tenants, t.Tenant+"\t"), t.Name, orDash(t.CallbackURL),
+						t.Method, t.Timeout, t.MaxAttempts, t.Concurrency)
+				}
+			})
+		}
+	}},
+	{name: "get", args: []string{"NAME"}, summary: "show a topic's settings", setup: func(fs *flag.FlagSet) runFunc {
+		reveal := fs.Bool("reveal", false, "show secret-looking header values in full")
+		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
+			if *reveal {
+				c = c.With(client.WithRevealedHeaders())
+			}
+			t, err := c.GetTopic(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return out.print(t, func(w io.Writer) { showTopic(w, t) })
+		}
+	}},
+	{name: "put", args: []string{"NAME"}, summary: "register a topic, or replace all its settings (those not given go back to the defaults)",
+		setup: func(fs *flag.FlagSet) runFunc {
+			var set settingFlags
+			set.define(fs, "where the topic's callbacks go (required)", " (left out: the kairos default)")
+			concurrency := fs.Int("concurrency", 0, "callbacks a worker process runs at once, 1 to 1000 (default 10)")
+			return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
+				if set.callbackURL == "" {
+					return usagef("kairos topics put", "--callback-url is required")
+				}
+				req := client.TopicRequest{CallbackURL: set.callbackURL, Method: set.method, Headers: set.headerMap(),
+					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(), Concurrency: *concurrency}
+				t, created, err := c.PutTopic(ctx, args[0], req)
+				if err != nil {
+					return err
+				}
+				return out.print(t, func(w io.Writer) {
+					verb := "updated"
+					if created {
+						verb = "registered"
+					}
+					fmt.Fprintf(w, "%s topic %s\n\n", verb, t.Name)
+					showTopic(w, t)
+				})
+			}
+		}},
+	{name: "delete", args: []string{"NAME"}, summary: "delete a topic that holds no pending or dead jobs", setup: func(fs *flag.FlagSet) runFunc {
+		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
+			if err := c.DeleteTopic(ctx, args[0]); err != nil {
+				return err
+			}
+			return out.print(nil, func(w io.Writer) { fmt.Fprintf(w, "deleted topic %s\n", args[0]) })
+		}
+	}},
+}
+
+// tenantCol is s when the rows span several tenants (an admin's view),
+// else nothing.
+func tenantCol(tenants map[string]bool, s string) string {
+	if len(tenants) > 1 {
+		return s
+	}
+	return ""
+}
+
+func showTopic(w io.Writer, t *client.Topic) {
+	fmt.Fprintf(w, "name\t%s\ntenant\t%s\ncallback_url\t%s\nmethod\t%s\n", t.Name, t.Tenant, orDash(t.CallbackURL), t.Method)
+	showHeaders(w, t.Headers)
+	fmt.Fprintf(w, "timeout\t%s\nmax_attempts\t%d\nbackoff\t%s initial, %s max\nconcurrency\t%d\ncreated_at\t%s\nupdated_at\t%s\n",
+		t.Timeout, t.MaxAttempts, t.Backoff.Initial, t.Backoff.Max, t.Concurrency, formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
+}
+
+func showHeaders(w io.Writer, h map[string]string) {
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		fmt.Fprintf(w, "header\t%s: %s\n", name, h[name])
+	}
+}
