@@ -283,10 +283,23 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	v, err := s.scheduleView(r, tenant, topic, id)
+	reveal, err := revealHeaders(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	sc, err := s.store.GetSchedule(r.Context(), tenant, topic, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	v, err := s.showSchedule(r, sc)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if reveal {
+		v.Headers = sc.Job.Headers
 	}
 	writeJSON(w, http.StatusOK, v)
 }
