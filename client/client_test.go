@@ -91,6 +91,12 @@ func TestRetriesOnlyIdempotentCalls(t *testing.T) {
 		}, 1, false},
 		{"replay", func(c *client.Client) error { _, err := c.RetryJob(ctx, "t", "j1"); return err }, 1, false},
 		{"rotate", func(c *client.Client) error { _, err := c.RotateSigningKeys(ctx); return err }, 1, false},
+		{"put schedule", func(c *client.Client) error {
+			_, err := c.PutSchedule(ctx, "t", "s", client.ScheduleRequest{Every: client.Duration(time.Minute)})
+			return err
+		}, 3, true},
+		{"pause schedule", func(c *client.Client) error { _, err := c.PauseSchedule(ctx, "t", "s"); return err }, 3, true},
+		{"trigger schedule", func(c *client.Client) error { _, err := c.TriggerSchedule(ctx, "t", "s"); return err }, 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -270,12 +276,21 @@ func TestRequests(t *testing.T) {
 	if _, err := c.CreateJobs(ctx, "orders", []client.JobRequest{{Payload: json.RawMessage("[1, 2]")}, {Delay: client.Duration(90 * time.Second)}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.PutSchedule(ctx, "orders", "nightly", client.ScheduleRequest{Cron: "0 3 * * *", Timezone: "Europe/Berlin",
+		StartAt: at, Payload: json.RawMessage(` [ "a&b" ] `)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutSchedule(ctx, "orders", "beat", client.ScheduleRequest{Every: client.Duration(90 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
 	want := []string{
 		`POST /kairos/v1/topics/orders/jobs Bearer tok test/1 application/json {"id":"a:b@c","callback_url":"https://x.example/?a=1&b=2","run_at":"2026-11-21T09:30:00.250Z","payload":{ "note": "caf\u00e9 <b>",  "n": 1.50 }}`,
 		`GET /kairos/v1/topics/orders/jobs/a:b@c?reveal=headers&tenant=acme Bearer tok test/1  `,
 		`GET /kairos/v1/topics/orders/jobs?cursor=abc&limit=5&state=dead&tenant=acme Bearer tok test/1  `,
 		`PATCH /kairos/v1/topics/orders/jobs/x Bearer tok test/1 application/json {"delay":"0s"}`,
 		`POST /kairos/v1/topics/orders/jobs/batch Bearer tok test/1 application/json {"jobs":[{"delay":"0s","payload":[1, 2]},{"delay":"1m30s"}]}`,
+		`PUT /kairos/v1/topics/orders/schedules/nightly Bearer tok test/1 application/json {"cron":"0 3 * * *","timezone":"Europe/Berlin","start_at":"2026-11-21T09:30:00.250Z","payload":[ "a&b" ]}`,
+		`PUT /kairos/v1/topics/orders/schedules/beat Bearer tok test/1 application/json {"every":"1m30s"}`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("requests (-want +got):\n%s", d)
@@ -286,6 +301,10 @@ func TestInvalidPayloadIsRefusedBeforeSending(t *testing.T) {
 	c := newClient(t, "http://127.0.0.1:1")
 	_, err := c.CreateJob(context.Background(), "t", client.JobRequest{Payload: json.RawMessage("not json")})
 	if err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Fatalf("err %v", err)
+	}
+	_, err = c.PutSchedule(context.Background(), "t", "s", client.ScheduleRequest{Payload: json.RawMessage("{")})
+	if err == nil || !strings.Contains(err.Error(), "schedule payload is not valid JSON") {
 		t.Fatalf("err %v", err)
 	}
 	_, err = c.CreateJobs(context.Background(), "t", []client.JobRequest{{}, {Payload: json.RawMessage("{")}})

@@ -69,16 +69,29 @@ func (r JobRequest) MarshalJSON() ([]byte, error) {
 		Payload json.RawMessage `json:"payload,omitempty"` // spliced in below, as is
 	}{plain: plain(r), RunAt: at.RunAt, Delay: at.Delay}
 	b, err := marshal(w)
-	if err != nil || len(r.Payload) == 0 {
-		return b, err
+	if err != nil {
+		return nil, err
 	}
-	if !json.Valid(r.Payload) {
-		return nil, errors.New("job payload is not valid JSON: send text as a JSON string")
+	return withPayload(b, r.Payload, "job")
+}
+
+// withPayload splices payload into the encoded object b as its "payload"
+// member: json.Marshal would compact it, and a payload is sent as the
+// caller wrote it. what names the request in the error of an invalid one.
+func withPayload(b []byte, payload json.RawMessage, what string) ([]byte, error) {
+	if len(payload) == 0 {
+		return b, nil
 	}
-	// json.Marshal would compact the payload: splice it in before the
-	// closing brace instead, so that it is sent as the caller wrote it.
-	b = append(b[:len(b)-1], `,"payload":`...)
-	b = append(b, bytes.TrimSpace(r.Payload)...)
+	if !json.Valid(payload) {
+		return nil, errors.New(what + " payload is not valid JSON: send text as a JSON string")
+	}
+	if len(b) > 2 {
+		b = append(b[:len(b)-1], ',')
+	} else {
+		b = b[:1] // {}
+	}
+	b = append(b, `"payload":`...)
+	b = append(b, bytes.TrimSpace(payload)...)
 	return append(b, '}'), nil
 }
 

@@ -117,6 +117,42 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		_, err := c.RotateSigningKeys(ctx)
 		return err
 	},
+	"putSchedule": func(ctx context.Context, c *client.Client) error {
+		if _, err := c.PutSchedule(ctx, "reports", "daily-report", client.ScheduleRequest{
+			Cron: "0 9 * * MON-FRI", Timezone: "Europe/Paris", CatchUp: client.CatchUpAll, Paused: true,
+			StartAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), EndAt: time.Date(2027, 12, 1, 0, 0, 0, 0, time.UTC),
+			Payload: json.RawMessage(`{ "report": "daily" }`), CallbackURL: "https://api.example.net/reports", Method: "PUT",
+			Headers: map[string]string{"X-Report": "daily"}, MaxAttempts: 3, Timeout: client.Duration(5 * time.Second),
+			Backoff: &client.Backoff{Initial: client.Duration(10 * time.Second), Max: client.Duration(10 * time.Minute)},
+		}); err != nil {
+			return err
+		}
+		_, err := c.PutSchedule(ctx, "reports", "heartbeat", client.ScheduleRequest{Every: client.Duration(90 * time.Second)})
+		return err
+	},
+	"getSchedule": func(ctx context.Context, c *client.Client) error {
+		_, err := c.GetSchedule(ctx, "reports", "daily-report")
+		return err
+	},
+	"listSchedules": func(ctx context.Context, c *client.Client) error {
+		_, err := c.ListSchedules(ctx, "reports", client.ListOptions{Limit: 10, Cursor: "ZGFpbHk"})
+		return err
+	},
+	"deleteSchedule": func(ctx context.Context, c *client.Client) error {
+		return c.DeleteSchedule(ctx, "reports", "daily-report")
+	},
+	"pauseSchedule": func(ctx context.Context, c *client.Client) error {
+		_, err := c.PauseSchedule(ctx, "reports", "daily-report")
+		return err
+	},
+	"resumeSchedule": func(ctx context.Context, c *client.Client) error {
+		_, err := c.ResumeSchedule(ctx, "reports", "daily-report")
+		return err
+	},
+	"triggerSchedule": func(ctx context.Context, c *client.Client) error {
+		_, err := c.TriggerSchedule(ctx, "reports", "daily-report")
+		return err
+	},
 	"getStats": func(ctx context.Context, c *client.Client) error {
 		_, err := c.GetStats(ctx)
 		return err
@@ -267,6 +303,9 @@ var mirrors = map[string]any{
 	"BatchResult":       client.BatchResult{},
 	"SigningKeys":       client.SigningKeys{},
 	"Stats":             client.Stats{},
+	"ScheduleRequest":   client.ScheduleRequest{},
+	"Schedule":          client.Schedule{},
+	"ScheduleList":      client.ScheduleList{},
 	"Problem":           client.Error{},
 	"Health":            status{},
 	"Ready":             status{},
