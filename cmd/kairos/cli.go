@@ -123,11 +123,12 @@ type runFunc func(ctx context.Context, c *client.Client, args []string, out *pri
 
 // apiGroups are the groups of API commands, by name.
 var apiGroups = map[string][]apiCommand{
-	"topics": topicCommands,
-	"jobs":   jobCommands,
-	"dead":   deadCommands,
-	"keys":   keyCommands,
-	"stats":  nil, // a command of its own, without subcommands
+	"topics":    topicCommands,
+	"jobs":      jobCommands,
+	"dead":      deadCommands,
+	"keys":      keyCommands,
+	"schedules": scheduleCommands,
+	"stats":     nil, // a command of its own, without subcommands
 }
 
 const apiFlagsUsage = `

@@ -222,6 +222,57 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 		t.Errorf("stats:\n%s", out)
 	}
 
+	// A schedule: its payload on stdin, shown in its zone, firing, paused,
+	// triggered by hand and deleted.
+	out = k.ok(`{"report": "daily"}`, "schedules", "put", "orders", "daily", "--cron", "0 9 * * MON-FRI",
+		"--timezone", "Europe/Paris", "--payload-file", "-", "--catch-up", "none")
+	if !strings.Contains(out, "created schedule daily in orders") || !strings.Contains(out, "0 9 * * MON-FRI (Europe/Paris)") ||
+		!strings.Contains(out, " 09:00:00.000 CET") {
+		t.Errorf("schedules put said:\n%s", out)
+	}
+	var sc client.Schedule
+	k.json(&sc, "schedules", "put", "orders", "beat", "--every", "1s", "--payload", `{"beat": true}`)
+	if sc.Result != client.ResultCreated || sc.Every != client.Duration(time.Second) || len(sc.NextRuns) != 5 || sc.PendingJob == "" {
+		t.Errorf("schedules put --every 1s --json: %+v", sc)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for k.json(&sc, "schedules", "get", "orders", "beat"); sc.LastRun == nil || sc.LastRun.State != client.StateDelivered; k.json(&sc, "schedules", "get", "orders", "beat") {
+		if time.Now().After(deadline) {
+			t.Fatalf("schedule beat has not delivered an occurrence in 15s: %+v", sc)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.HasPrefix(sc.LastRun.JobID, "beat@") {
+		t.Errorf("last run's job %q", sc.LastRun.JobID)
+	}
+	out = k.ok("", "schedules", "list", "orders")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[1], "beat ") ||
+		!strings.Contains(lines[1], "every 1s") || !strings.Contains(lines[1], "delivered") || !strings.HasPrefix(lines[2], "daily ") {
+		t.Errorf("schedules list:\n%s", out)
+	}
+	var scs client.ScheduleList
+	k.json(&scs, "schedules", "list", "orders", "--limit", "1", "--all")
+	if len(scs.Schedules) != 2 {
+		t.Errorf("schedules list --all --json: %+v", scs)
+	}
+	k.json(&sc, "schedules", "pause", "orders", "beat")
+	if !sc.Paused || len(sc.NextRuns) != 0 {
+		t.Errorf("schedules pause --json: %+v", sc)
+	}
+	k.json(&j, "schedules", "trigger", "orders", "beat")
+	if !strings.HasPrefix(j.ID, "beat@") || j.Topic != "orders" {
+		t.Errorf("schedules trigger --json: %+v", j)
+	}
+	k.waitState("orders", j.ID, client.StateDelivered)
+	if out := k.ok("", "schedules", "resume", "orders", "beat"); !strings.Contains(out, "resumed schedule beat") || !strings.Contains(out, "next_run") {
+		t.Errorf("schedules resume said:\n%s", out)
+	}
+	k.ok("", "schedules", "delete", "orders", "beat")
+	k.fails(exitNotFound, []string{"schedules", "get", "orders", "beat"}, "Not Found (404)")
+	k.fails(exitUsage, []string{"schedules", "put", "orders", "x"}, "--cron or --every")
+	k.fails(exitError, []string{"schedules", "put", "orders", "x", "--cron", "0 25 * * *"}, "Invalid request (400)", "  cron: ")
+	k.fails(exitError, []string{"schedules", "put", "orders", "x", "--every", "1h", "--timezone", "Mars/Olympus"}, "  timezone: ")
+
 	// What a script meets when something is wrong.
 	k.fails(exitError, []string{"jobs", "create", "orders", "--delay", "-1h", "--callback-url", "ftp://x"},
 		"Invalid request (400)", "  delay: ", "  callback_url: ")

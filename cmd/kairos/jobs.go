@@ -31,7 +31,7 @@ var jobCommands = []apiCommand{
 					CallbackURL: set.callbackURL, Method: set.method, Headers: set.headerMap(),
 					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff()}
 				var err error
-				if req.Payload, err = readPayload(out.stdin, *payloadFile, *payload); err != nil {
+				if req.Payload, err = readPayload("kairos jobs create", out.stdin, *payloadFile, *payload); err != nil {
 					return err
 				}
 				j, err := c.CreateJob(ctx, args[0], req)
@@ -127,10 +127,9 @@ func (f *whenFlags) define(fs *flag.FlagSet, neither string) {
 	})
 }
 
-// readPayload reads the payload from file ("-": stdin) or takes inline;
-// none is no payload. It must be JSON.
-func readPayload(stdin io.Reader, file, inline string) (json.RawMessage, error) {
-	const cmd = "kairos jobs create"
+// readPayload reads the payload of command cmd from file ("-": stdin) or
+// takes inline; none is no payload. It must be JSON.
+func readPayload(cmd string, stdin io.Reader, file, inline string) (json.RawMessage, error) {
 	var b []byte
 	var from string
 	switch {

@@ -1,6 +1,6 @@
 // Command kairos is the webhook scheduler: `kairos serve` runs the API, the
 // admin page, the scanner and the workers; `kairos token` mints API tokens;
-// `kairos topics|jobs|dead|keys|stats` call a running kairos through its
+// `kairos topics|jobs|schedules|dead|keys|stats` call a running kairos through its
 // API, with the client package.
 package main
 
@@ -25,6 +25,7 @@ usage:
 calling a running kairos (KAIROS_URL, KAIROS_TOKEN; each command's -h for its flags):
   kairos topics list|put|get|delete          topics and their callback settings
   kairos jobs create|get|list|cancel|reschedule|retry
+  kairos schedules put|get|list|delete|pause|resume|trigger   recurring schedules
   kairos dead list|replay                    dead letters
   kairos keys list|rotate                    callback signing secrets
   kairos stats                               jobs by state and recent deliveries, per topic
@@ -62,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func runCommand(ctx context.Context, args []string, std stdio) error {
 	if len(args) == 0 {
 		fmt.Fprint(std.stderr, usage)
-		return usagef("", "name a command: serve, token, bench, topics, jobs, dead, keys or stats")
+		return usagef("", "name a command: serve, token, bench, topics, jobs, schedules, dead, keys or stats")
 	}
 	switch args[0] {
 	case "serve":
