@@ -77,24 +77,10 @@ type scheduleListResponse struct {
 // nextRunsShown is how many fire instants a schedule's answer lists.
 const nextRunsShown = 5
 
-// Patterns parses a schedule's pattern as stored: the store's
-// Options.Patterns.
-func Patterns(sc kairos.Schedule) (*recur.Pattern, error) {
-	every := ""
-	if sc.Every > 0 {
-		every = sc.Every.String()
-	}
-	return parsePattern(sc, every)
-}
-
-// parsePattern parses sc's pattern with every as given: an interval counts
-// from start_at, or else from the schedule's creation.
+// parsePattern parses sc's pattern with every as given (so that its
+// errors name what the request said).
 func parsePattern(sc kairos.Schedule, every string) (*recur.Pattern, error) {
-	anchor := sc.StartAt
-	if anchor.IsZero() {
-		anchor = sc.CreatedAt
-	}
-	return recur.Parse(sc.Cron, every, sc.Timezone, anchor, sc.StartAt, sc.EndAt)
+	return recur.Parse(sc.Cron, every, sc.Timezone, recur.Anchor(sc), sc.StartAt, sc.EndAt)
 }
 
 // toSchedule validates a put request against now.
@@ -256,7 +242,7 @@ func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResp
 	if !sc.Paused && !sc.Pending.IsZero() {
 		v.PendingJob = kairos.OccurrenceID(sc.ID, sc.Pending)
 		v.NextRuns = append(v.NextRuns, formatTime(sc.Pending))
-		if p, err := Patterns(sc); err == nil {
+		if p, err := recur.Of(sc); err == nil {
 			for _, t := range p.NextN(sc.Pending, nextRunsShown-1) {
 				v.NextRuns = append(v.NextRuns, formatTime(t))
 			}

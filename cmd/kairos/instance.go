@@ -52,8 +52,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		blocking.AddHook(h)
 	}
 	store := rdb.New(client, rdb.Options{Prefix: cfg.Prefix, Shards: cfg.Shards, Retention: cfg.Retention, LeaseGrace: cfg.LeaseGrace, ReadyLease: cfg.ReadyLease,
-		Blocking: blocking, NewSecret: callback.NewSecret, OnEnqueued: m.Created, WaitReplicas: cfg.WaitReplicas,
-		Patterns: func(sc kairos.Schedule) (rdb.Pattern, error) { return api.Patterns(sc) }})
+		Blocking: blocking, NewSecret: callback.NewSecret, OnEnqueued: m.Created, WaitReplicas: cfg.WaitReplicas})
 	if err := initStore(ctx, cfg, store, log); err != nil {
 		closeRedis()
 		return nil, err

@@ -130,9 +130,6 @@ func (s *Store) scheduleAt(ctx context.Context, tenant, topic, id string, create
 }
 
 func (s *Store) pattern(sc kairos.Schedule) (Pattern, error) {
-	if s.opts.Patterns == nil {
-		return nil, errors.New("schedules: this store has no pattern parser (Options.Patterns)")
-	}
 	return s.opts.Patterns(sc)
 }
 

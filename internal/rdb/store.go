@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/schedule"
 )
 
 // Options configure a Store. Zero values take the defaults.
@@ -44,8 +45,8 @@ type Options struct {
 	WaitTimeout  time.Duration
 	// OnEnqueued, if set, is told of every job stored by Enqueue or EnqueueBatch (metrics).
 	OnEnqueued func(tenant, topic string)
-	// Patterns parses a schedule's recurrence (internal/schedule); required
-	// for schedules.
+	// Patterns parses a schedule's recurrence; default internal/schedule's
+	// (schedule.Of). Tests of the storage set simpler ones.
 	Patterns func(kairos.Schedule) (Pattern, error)
 }
 
@@ -81,6 +82,9 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	}
 	if opts.Shards <= 0 {
 		opts.Shards = DefaultShards
+	}
+	if opts.Patterns == nil {
+		opts.Patterns = func(sc kairos.Schedule) (Pattern, error) { return schedule.Of(sc) }
 	}
 	if opts.Retention <= 0 {
 		opts.Retention = DefaultRetention

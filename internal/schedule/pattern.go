@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kairos-sh/kairos"
 )
 
 // Pattern is a parsed, validated recurrence: a cron pattern in a time zone or
@@ -213,4 +215,23 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// Of parses the pattern of a stored schedule. An interval counts from its
+// Anchor.
+func Of(sc kairos.Schedule) (*Pattern, error) {
+	every := ""
+	if sc.Every > 0 {
+		every = sc.Every.String()
+	}
+	return Parse(sc.Cron, every, sc.Timezone, Anchor(sc), sc.StartAt, sc.EndAt)
+}
+
+// Anchor is the instant a schedule's interval counts from: its start_at,
+// or else its creation (kept when the schedule is replaced).
+func Anchor(sc kairos.Schedule) time.Time {
+	if sc.StartAt.IsZero() {
+		return sc.CreatedAt
+	}
+	return sc.StartAt
 }
