@@ -61,6 +61,7 @@ func TestCluster(t *testing.T) {
 	t.Run("FailTwiceThenSucceed", func(t *testing.T) { testFailTwiceThenSucceed(t, startClusterEngine) })
 	t.Run("DeadAfterMaxAttemptsThenReplay", func(t *testing.T) { testDeadAfterMaxAttemptsThenReplay(t, startClusterEngine) })
 	t.Run("BatchListedAndCancelled", func(t *testing.T) { testBatchListedAndCancelled(t, startClusterEngine) })
+	t.Run("ScheduleEverySecond", func(t *testing.T) { testScheduleEverySecond(t, startClusterEngine) })
 	t.Run("ShardsSpreadOverMasters", func(t *testing.T) {
 		e := startClusterEngine(t, engineOpts{allowPrivate: true})
 		masters := map[string]bool{}
