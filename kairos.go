@@ -123,6 +123,10 @@ type Job struct {
 	MaxAttempts    int
 	BackoffInitial time.Duration
 	BackoffMax     time.Duration
+	// TraceParent and TraceState are the W3C trace context of the job's
+	// create, sent with every attempt; empty when it had none.
+	TraceParent string
+	TraceState  string
 
 	State     State
 	RunAt     time.Time // the time this schedule is for

@@ -103,6 +103,17 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if len(valid) > 0 {
+		id := ""
+		if len(valid) == 1 {
+			id = valid[0].ID
+		}
+		tp, ts, end := s.startCreate(r, tenant, topic, id, len(valid))
+		for i := range valid {
+			valid[i].TraceParent, valid[i].TraceState = tp, ts
+		}
+		defer end(nil)
+	}
 	for k, res := range s.store.EnqueueBatch(r.Context(), valid) {
 		i := at[k]
 		if res.Err != nil {

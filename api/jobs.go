@@ -259,7 +259,10 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	var end func(error)
+	j.TraceParent, j.TraceState, end = s.startCreate(r, tenant, topic, j.ID, 1)
 	res := s.store.Upsert(r.Context(), j)
+	end(res.Err)
 	if res.Err != nil {
 		s.writeError(w, r, res.Err)
 		return

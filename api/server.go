@@ -11,10 +11,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/tracing"
 )
 
 // Config tunes the API. Zero values take the defaults.
@@ -32,6 +35,9 @@ type Config struct {
 	// GET /metrics. Either may be nil, and its routes then answer 404.
 	Page    http.Handler
 	Metrics http.Handler
+	// Tracer traces creates (internal/tracing); nil does not trace, and
+	// jobs still keep the trace context their create request carried.
+	Tracer trace.TracerProvider
 }
 
 // DefaultMaxPayload is the default payload limit.
@@ -44,6 +50,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	onTopic func()
+	tracer  trace.Tracer
 }
 
 // New returns the API handler.
@@ -54,7 +61,11 @@ func New(store *rdb.Store, a *auth.Authenticator, cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{store: store, auth: a, cfg: cfg, log: cfg.Logger.With("component", "api"), onTopic: cfg.OnTopicChange}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider()
+	}
+	s := &Server{store: store, auth: a, cfg: cfg, log: cfg.Logger.With("component", "api"), onTopic: cfg.OnTopicChange,
+		tracer: cfg.Tracer.Tracer(tracing.Scope)}
 	return s.routes()
 }
 

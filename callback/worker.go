@@ -11,7 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/tracing"
 )
 
 // Queue is what workers need from the job store. cmd/kairos fills it with
@@ -59,6 +63,9 @@ type WorkerConfig struct {
 	Grace        time.Duration // how long in-flight callbacks may finish at shutdown; default 30s
 	Logger       *slog.Logger
 	OnAttempt    func(Event) // called after each attempt, if set
+	// Tracer traces attempts (internal/tracing); nil does not trace, and
+	// callbacks still carry the trace context of their job's create.
+	Tracer trace.TracerProvider
 }
 
 // Worker runs each topic's consumer: it pops the topic's ready list, taking
@@ -77,6 +84,7 @@ type Worker struct {
 	secrets  sync.Map // tenant -> cachedSecret
 	deliver  context.Context
 	kick     chan struct{}
+	tracer   trace.Tracer
 }
 
 type topicRun struct {
@@ -105,9 +113,12 @@ func NewWorker(q Queue, cfg WorkerConfig) *Worker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider()
+	}
 	log := cfg.Logger.With("component", "worker")
 	return &Worker{q: q, client: NewClient(cfg.AllowPrivate, log), cfg: cfg, log: log,
-		topics: map[string]*topicRun{}, kick: make(chan struct{}, 1)}
+		topics: map[string]*topicRun{}, kick: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer(tracing.Scope)}
 }
 
 // Refresh makes the worker re-read the topic list now rather than at its
@@ -286,12 +297,13 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	j := job.Resolve(t)
 	start := w.q.Now()
 	a := kairos.Attempt{N: j.Attempts, At: start}
+	tctx, span := w.startAttempt(ctx, j, time.Now())
 	var res Result
 	if j.CallbackURL == "" {
 		res = Result{Permanent: true, Err: errors.New("no callback URL: the job names none and its topic has none; register one with PUT /v1/topics/" + j.Topic)}
 	} else if secret, err := w.secret(ctx, j.Tenant); err != nil {
 		res = Result{Err: err}
-	} else if req, err := w.request(j, secret, start); err != nil {
+	} else if req, err := w.request(tctx, j, secret, start); err != nil {
 		res = Result{Err: err}
 	} else {
 		res = w.client.Fire(ctx, req)
@@ -311,6 +323,7 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 		}
 		retryAt = w.q.Now().Add(wait)
 	}
+	endAttempt(span, res, ok, dead)
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	state, err := w.q.Finish(fctx, j.JobKey, a, ok, dead, retryAt)
@@ -344,7 +357,7 @@ func failure(res Result) string {
 }
 
 // request builds the signed callback request of attempt j.Attempts.
-func (w *Worker) request(j kairos.Job, secret string, now time.Time) (Request, error) {
+func (w *Worker) request(ctx context.Context, j kairos.Job, secret string, now time.Time) (Request, error) {
 	h := make(http.Header, len(j.Headers)+10)
 	for k, v := range j.Headers {
 		h.Set(k, v)
@@ -358,6 +371,7 @@ func (w *Worker) request(j kairos.Job, secret string, now time.Time) (Request, e
 	if sid, ok := kairos.ScheduleOf(j.ID); ok {
 		h.Set("Kairos-Schedule-Id", sid) // an occurrence of a recurring schedule
 	}
+	injectTrace(ctx, h)
 	sig := Signature{MsgID: j.UID, DeliveryID: j.UID + "." + strconv.Itoa(j.Attempts), URL: j.CallbackURL, Timestamp: now}
 	if err := Sign(h, secret, sig, j.Payload); err != nil {
 		return Request{}, fmt.Errorf("sign callback: %w", err)

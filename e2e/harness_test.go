@@ -14,6 +14,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/auth"
@@ -52,6 +53,7 @@ type engineOpts struct {
 	blocking     redis.UniversalClient // for BRPOP; default: a client of its own
 	waitReplicas int
 	clockSkew    time.Duration
+	tracer       trace.TracerProvider // default: none
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -80,10 +82,11 @@ func startEngine(t *testing.T, o engineOpts) *engine {
 	log := testLogger(t)
 	disp := dispatch.New(store, dispatch.Config{Logger: log})
 	sc := scanner.New(store, redsync.New(goredis.NewPool(rc)), scanner.Config{LockTTL: 2 * time.Second, Logger: log,
-		Dispatch: disp.Add, Capacity: disp.Capacity})
-	w := callback.NewWorker(disp, callback.WorkerConfig{AllowPrivate: o.allowPrivate, Wait: time.Second, TopicPoll: 200 * time.Millisecond, Grace: 5 * time.Second, Logger: log})
+		Dispatch: disp.Add, Capacity: disp.Capacity, Tracer: o.tracer})
+	w := callback.NewWorker(disp, callback.WorkerConfig{AllowPrivate: o.allowPrivate, Wait: time.Second, TopicPoll: 200 * time.Millisecond, Grace: 5 * time.Second,
+		Logger: log, Tracer: o.tracer})
 	authn := auth.New([]byte(secret), nil)
-	srv := httptest.NewServer(api.New(store, authn, api.Config{AllowPrivate: o.allowPrivate, Logger: log, OnTopicChange: w.Refresh}))
+	srv := httptest.NewServer(api.New(store, authn, api.Config{AllowPrivate: o.allowPrivate, Logger: log, OnTopicChange: w.Refresh, Tracer: o.tracer}))
 	var wg sync.WaitGroup
 	wg.Go(func() { sc.Run(ctx) })
 	wg.Go(func() { w.Run(ctx) })

@@ -15,8 +15,14 @@ import (
 
 	"github.com/go-redsync/redsync/v4"
 
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/tracing"
 )
 
 // Config tunes a Scanner. Zero values take the defaults.
@@ -40,14 +46,17 @@ type Config struct {
 	// kairos.DefaultTimeout.
 	LeaseTimeout func() time.Duration
 	Logger       *slog.Logger
+	// Tracer traces claims that take jobs (internal/tracing); nil does not.
+	Tracer trace.TracerProvider
 }
 
 // Scanner claims due jobs of the shards it holds.
 type Scanner struct {
-	store *rdb.Store
-	rs    *redsync.Redsync
-	cfg   Config
-	log   *slog.Logger
+	store  *rdb.Store
+	rs     *redsync.Redsync
+	cfg    Config
+	log    *slog.Logger
+	tracer trace.Tracer
 
 	mu   sync.Mutex
 	held map[int]*shard
@@ -110,7 +119,11 @@ func New(store *rdb.Store, rs *redsync.Redsync, cfg Config) *Scanner {
 	if cfg.ID == "" {
 		cfg.ID = randomID()
 	}
-	return &Scanner{store: store, rs: rs, cfg: cfg, log: cfg.Logger.With("component", "scanner", "instance", cfg.ID), held: map[int]*shard{}}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider()
+	}
+	return &Scanner{store: store, rs: rs, cfg: cfg, log: cfg.Logger.With("component", "scanner", "instance", cfg.ID), held: map[int]*shard{},
+		tracer: cfg.Tracer.Tracer(tracing.Scope)}
 }
 
 // Held returns the shards this instance holds now.
@@ -362,9 +375,11 @@ func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
 			return rdb.Claim{Now: now, Next: now.Add(s.ahead(n) + fullRetry)}, nil
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		began := time.Now()
 		c, err := s.store.ClaimDue(cctx, n, want, s.ahead(n), s.cfg.LeaseTimeout())
 		cancel()
 		if len(c.Jobs) > 0 {
+			s.traceClaim(ctx, n, began, c.Jobs)
 			s.log.Debug("claimed", "shard", n, "jobs", len(c.Jobs))
 			s.cfg.Dispatch(context.WithoutCancel(ctx), c.Jobs)
 		}
@@ -405,4 +420,22 @@ func randomID() string {
 		b[i] = letters[rand.IntN(len(letters))]
 	}
 	return string(b)
+}
+
+// traceClaim records a claim that took jobs as a consumer span linking
+// each job's create; claims that take none leave no span.
+func (s *Scanner) traceClaim(ctx context.Context, n int, began time.Time, jobs []rdb.Claimed) {
+	_, span := s.tracer.Start(ctx, "claim", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(began),
+		trace.WithNewRoot())
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(semconv.MessagingSystemKey.String(tracing.System), semconv.MessagingOperationTypeReceive,
+		semconv.MessagingOperationName("claim"), semconv.MessagingBatchMessageCount(len(jobs)), attribute.Int("kairos.shard", n))
+	for _, c := range jobs {
+		if sc := tracing.SpanContext(c.Job.TraceParent, c.Job.TraceState); sc.IsValid() {
+			span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{semconv.MessagingMessageID(c.Job.ID)}})
+		}
+	}
+	span.End()
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/kairos-sh/kairos/internal/tracing"
+
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +23,7 @@ type Config struct {
 	WaitReplicas int
 	AuthSecret   string // env only
 	MetricsToken string // env only; when set, /metrics needs it as a bearer token
+	Tracing      bool   // env only: the standard OTEL_* variables name an OTLP endpoint (internal/tracing)
 	AllowPrivate bool
 	Prefix       string
 	Shards       int
@@ -87,6 +90,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	}
 	c.AuthSecret = getenv("KAIROS_AUTH_SECRET")
 	c.MetricsToken = getenv("KAIROS_METRICS_TOKEN")
+	c.Tracing = tracing.Enabled(getenv)
 	var err error
 	if c.Addr == "" {
 		c.Addr = ":8080"

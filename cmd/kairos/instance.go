@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -9,12 +10,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/api"
@@ -23,6 +28,7 @@ import (
 	"github.com/kairos-sh/kairos/internal/dispatch"
 	"github.com/kairos-sh/kairos/internal/metrics"
 	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/tracing"
 	"github.com/kairos-sh/kairos/scanner"
 	"github.com/kairos-sh/kairos/web"
 )
@@ -51,6 +57,25 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		client.AddHook(h)
 		blocking.AddHook(h)
 	}
+	tp, stopTracing := trace.TracerProvider(noop.NewTracerProvider()), func(context.Context) error { return nil }
+	if cfg.Tracing {
+		// The OTLP exporter reads the OTEL_* variables of the process.
+		if tp, stopTracing, err = tracing.Setup(ctx, os.Getenv, buildVersion()); err != nil {
+			closeRedis()
+			return nil, err
+		}
+		log.Info("tracing to OTLP", "endpoint", cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "default"))
+	}
+	closeRedis = func() {
+		blocking.Close()
+		client.Close()
+		closeEmbedded()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(ctx); err != nil {
+			log.Warn("flush traces", "err", err)
+		}
+	}
 	store := rdb.New(client, rdb.Options{Prefix: cfg.Prefix, Shards: cfg.Shards, Retention: cfg.Retention, LeaseGrace: cfg.LeaseGrace, ReadyLease: cfg.ReadyLease,
 		Blocking: blocking, NewSecret: callback.NewSecret, OnEnqueued: m.Created, WaitReplicas: cfg.WaitReplicas})
 	if err := initStore(ctx, cfg, store, log); err != nil {
@@ -76,7 +101,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 	if cfg.Roles["worker"] {
 		disp = dispatch.New(store, dispatch.Config{Hold: min(10*time.Second, cfg.ReadyLease/2), Remote: !cfg.Roles["scanner"], Logger: log})
 		rec := store.NewRecorder()
-		worker = callback.NewWorker(disp, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Grace: cfg.Grace, Logger: log,
+		worker = callback.NewWorker(disp, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Grace: cfg.Grace, Logger: log, Tracer: tp,
 			OnAttempt: func(e callback.Event) {
 				rec.Observe(e.Job.Tenant, e.Job.Topic, e.State, e.Attempt.N, e.Lateness)
 				m.Attempt(e)
@@ -92,7 +117,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		})
 	}
 	if cfg.Roles["scanner"] {
-		scfg := scanner.Config{LockTTL: cfg.LockTTL, Logger: log, LeaseTimeout: leaseTimeouts(store, log)}
+		scfg := scanner.Config{LockTTL: cfg.LockTTL, Logger: log, LeaseTimeout: leaseTimeouts(store, log), Tracer: tp}
 		if disp != nil {
 			// the workers read the topics anyway: no read of its own
 			scfg.Dispatch, scfg.Capacity, scfg.LeaseTimeout = disp.Add, disp.Capacity, worker.LongestTimeout
@@ -116,7 +141,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			onTopic = worker.Refresh
 		}
 		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
-			Page: web.Handler(), Metrics: metricsHandler})
+			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp})
 	} else {
 		h = opsHandler(store, metricsHandler)
 	}
@@ -195,4 +220,13 @@ func leaseTimeouts(store *rdb.Store, log *slog.Logger) func() time.Duration {
 		}
 		return longest
 	}
+}
+
+// buildVersion is the module version kairos was built as, "(devel)" from a
+// checkout.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Version
+	}
+	return "unknown"
 }

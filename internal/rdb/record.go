@@ -37,15 +37,18 @@ type settings struct {
 	MaxAttempts    int               `json:"ma,omitempty"`
 	BackoffInitial int64             `json:"bi,omitempty"`
 	BackoffMax     int64             `json:"bm,omitempty"`
+	TraceParent    string            `json:"tp,omitempty"`
+	TraceState     string            `json:"ts,omitempty"`
 }
 
 // encodeSettings returns j's own settings as stored; nil when it has none.
 func encodeSettings(j kairos.Job) ([]byte, error) {
 	s := settings{URL: j.CallbackURL, Method: j.Method, ContentType: j.ContentType, Headers: j.Headers,
 		TimeoutMS: j.Timeout.Milliseconds(), MaxAttempts: j.MaxAttempts,
-		BackoffInitial: j.BackoffInitial.Milliseconds(), BackoffMax: j.BackoffMax.Milliseconds()}
+		BackoffInitial: j.BackoffInitial.Milliseconds(), BackoffMax: j.BackoffMax.Milliseconds(),
+		TraceParent: j.TraceParent, TraceState: j.TraceState}
 	if s.URL == "" && s.Method == "" && s.ContentType == "" && len(s.Headers) == 0 && s.TimeoutMS == 0 &&
-		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 {
+		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 && s.TraceParent == "" {
 		return nil, nil
 	}
 	b, err := json.Marshal(s)
@@ -151,6 +154,7 @@ func (r record) job(key kairos.JobKey, webhookID func(kairos.JobKey, int64) stri
 		j.MaxAttempts = s.MaxAttempts
 		j.BackoffInitial = time.Duration(s.BackoffInitial) * time.Millisecond
 		j.BackoffMax = time.Duration(s.BackoffMax) * time.Millisecond
+		j.TraceParent, j.TraceState = s.TraceParent, s.TraceState
 	}
 	log, err := decodeLogLines(r.log)
 	if err != nil {
