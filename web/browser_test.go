@@ -317,6 +317,10 @@ func TestAdminPageInBrowser(t *testing.T) {
 		b.fill(map[string]string{"tenant-filter": ""})
 	})
 
+	t.Run("schedules of a topic in two zones", func(t *testing.T) {
+		testSchedulesView(t, b.on(t), base, admin, rcv)
+	})
+
 	t.Run("tenant token sees its own tenant only", func(t *testing.T) {
 		b := b.on(t)
 		b.load("sign out", chromedp.Click(chromedp.ID("signout")))

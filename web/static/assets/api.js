@@ -70,6 +70,7 @@ export function tenantQuery(tenant, extra = {}) {
 
 export const topicPath = (t, rest = '') => `/v1/topics/${encodeURIComponent(t.name)}${rest}`;
 export const jobPath = (t, id, rest = '') => topicPath(t, `/jobs/${encodeURIComponent(id)}${rest}`);
+export const schedulePath = (t, id, rest = '') => topicPath(t, `/schedules/${encodeURIComponent(id)}${rest}`);
 
 // listAll pages through GET path with the query until next_cursor runs out.
 export async function listAll(path, query) {

@@ -7,9 +7,10 @@ import * as overview from './overview.js';
 import * as topics from './topics.js';
 import { jobsView, jobView, newView } from './jobs.js';
 import { deadView } from './dead.js';
+import { schedulesView } from './schedules.js';
 import { keysView } from './keys.js';
 
-const views = { overview, topics, jobs: jobsView, job: jobView, new: newView, dead: deadView, keys: keysView };
+const views = { overview, topics, jobs: jobsView, job: jobView, schedules: schedulesView, new: newView, dead: deadView, keys: keysView };
 const POLL_MS = 2000;
 let current = null; // the view on screen
 

@@ -119,13 +119,29 @@ export function when(s) {
 export function timeEl(s) {
   return s ? h('time', { datetime: s, title: s, text: when(s) + relative(s) }) : '—';
 }
-function relative(s) {
+export function relative(s) {
   const sec = Math.round((new Date(s) - Date.now()) / 1000);
   if (!isFinite(sec) || Math.abs(sec) > 86400) return '';
   const abs = Math.abs(sec);
   const span = abs < 90 ? `${abs}s` : abs < 5400 ? `${Math.round(abs / 60)}m` : `${Math.round(abs / 3600)}h`;
   return sec >= 0 ? ` (in ${span})` : ` (${span} ago)`;
 }
+// zoned formats an instant in the IANA zone tz, or in the viewer's own
+// zone when tz is empty: weekday, date (the year only when it is not this
+// one), 24-hour time to the second (to the millisecond when there are any)
+// and the zone's short name. A zone the browser does not know leaves the
+// instant as given.
+export function zoned(s, tz) {
+  const d = new Date(s);
+  if (!s || isNaN(d)) return s || '—';
+  const opts = { weekday: 'short', month: 'short', day: 'numeric',
+    hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23', timeZoneName: 'short' };
+  if (d.getFullYear() !== new Date().getFullYear()) opts.year = 'numeric';
+  if (d.getUTCMilliseconds()) opts.fractionalSecondDigits = 3;
+  if (tz) opts.timeZone = tz;
+  try { return new Intl.DateTimeFormat(undefined, opts).format(d); } catch { return s; }
+}
+export const viewerZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone;
 export const num = (n) => (n ?? 0).toLocaleString();
 export const ms = (n) => (n >= 1000 ? (n / 1000).toFixed(2) + ' s' : n >= 10 ? Math.round(n) + ' ms' : (n || 0).toFixed(1) + ' ms');
 

@@ -22,6 +22,7 @@ function render() {
         (hdrs.length ? ` · headers: ${hdrs.join(', ')}` : ''), 'wrap'],
       ['Actions', h('div', { class: 'actions' },
         h('a', { class: 'button', href: link('jobs', at), text: 'Jobs' }),
+        h('a', { class: 'button', href: link('schedules', at), 'data-testid': `topic-schedules-${t.name}`, 'aria-label': `Schedules of topic ${t.name}`, text: 'Schedules' }),
         h('button', { type: 'button', 'data-testid': `topic-edit-${t.name}`, 'aria-label': `Edit topic ${t.name}`, text: 'Edit', onclick: () => open(t) }),
         h('button', { type: 'button', class: 'danger', 'data-testid': `topic-delete-${t.name}`, 'aria-label': `Delete topic ${t.name}`, text: 'Delete', onclick: () => remove(t) }))],
     ];
