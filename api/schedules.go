@@ -120,6 +120,8 @@ func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, m
 	j, err := jr.toJob(tenant, topic, now, maxPayload, allowPrivate)
 	var ve *ValidationError
 	switch {
+	case errors.As(err, &ve) && ve.Status == http.StatusRequestEntityTooLarge:
+		return kairos.Schedule{}, ve // the payload, as for a job: 413
 	case errors.As(err, &ve):
 		for _, f := range ve.Errors {
 			if f.Field != "id" && f.Field != "run_at" {
@@ -132,12 +134,17 @@ func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, m
 	sc.Job = j
 	sc.CreatedAt = now
 	if len(fe) == 0 {
-		if _, err := parsePattern(sc, every); err != nil {
-			var pe *recur.FieldError
-			if !errors.As(err, &pe) {
-				return kairos.Schedule{}, err
-			}
+		p, err := parsePattern(sc, every)
+		var pe *recur.FieldError
+		switch {
+		case errors.As(err, &pe):
 			fe.add(pe.Field, "%s", pe.Reason)
+		case err != nil:
+			return kairos.Schedule{}, err
+		case len(p.NextN(now, 1)) == 0:
+			// Parse checks that the pattern fires from start_at on; a
+			// start_at in the past leaves end_at free to end it already
+			fe.add("end_at", "%s is before the schedule's next instant after now (%s): it would never fire", formatTime(sc.EndAt), formatTime(now))
 		}
 		if every != "" {
 			sc.Every, _ = time.ParseDuration(every) // Parse accepted it

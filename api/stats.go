@@ -28,12 +28,21 @@ type recentStats struct {
 	Lateness    latencyStats `json:"lateness"`
 }
 
+// occurrenceStats count a topic's schedule occurrences since its first
+// job (rdb.Occurrences).
+type occurrenceStats struct {
+	Fired     int64 `json:"fired"`
+	Delivered int64 `json:"delivered"`
+	Dead      int64 `json:"dead"`
+}
+
 type topicStats struct {
-	Tenant string                 `json:"tenant"`
-	Topic  string                 `json:"topic"`
-	Counts map[kairos.State]int64 `json:"counts"`
-	Ready  int64                  `json:"ready_list_length"`
-	Recent recentStats            `json:"recent"`
+	Tenant      string                 `json:"tenant"`
+	Topic       string                 `json:"topic"`
+	Counts      map[kairos.State]int64 `json:"counts"`
+	Occurrences occurrenceStats        `json:"occurrences"`
+	Ready       int64                  `json:"ready_list_length"`
+	Recent      recentStats            `json:"recent"`
 }
 
 type statsResponse struct {
@@ -44,8 +53,9 @@ type statsResponse struct {
 	DueSoon []int64 `json:"due_next_hour,omitempty"`
 }
 
-// stats handles GET /v1/stats: counts from the state counters and recent
-// figures from per-minute aggregates; nothing here scans jobs.
+// stats handles GET /v1/stats: counts of jobs and occurrences from the
+// counters the scripts keep, and recent figures from per-minute
+// aggregates; nothing here scans jobs.
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	tenant, err := s.tenant(r, true)
 	if err != nil {
@@ -65,7 +75,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := statsResponse{At: formatTime(s.store.Now()), Topics: make([]topicStats, 0, len(topics))}
 	for i, t := range topics {
-		counts, err := s.store.Counts(ctx, t.Tenant, t.Name)
+		counters, err := s.store.TopicCounters(ctx, t.Tenant, t.Name)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -76,7 +86,9 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		secs := float64(statsWindow * time.Minute / time.Second)
-		resp.Topics = append(resp.Topics, topicStats{Tenant: t.Tenant, Topic: t.Name, Counts: counts, Ready: ready[i],
+		occ := counters.Occurrences
+		resp.Topics = append(resp.Topics, topicStats{Tenant: t.Tenant, Topic: t.Name, Counts: counters.States, Ready: ready[i],
+			Occurrences: occurrenceStats{Fired: occ.Fired, Delivered: occ.Delivered, Dead: occ.Dead},
 			Recent: recentStats{Minutes: rec.Minutes, Delivered: rec.Delivered, Failed: rec.Failed, Dead: rec.Dead,
 				DeliveredPS: float64(rec.Delivered) / secs, FailedPS: float64(rec.Failed) / secs,
 				Lateness: latencyStats{Samples: rec.Sampled, P50: rec.P50, P90: rec.P90, P99: rec.P99, Max: rec.Worst}}})

@@ -193,11 +193,23 @@ type Stats struct {
 
 // TopicStats are one topic's figures.
 type TopicStats struct {
-	Tenant          string `json:"tenant"`
-	Topic           string `json:"topic"`
-	Counts          Counts `json:"counts"`
-	ReadyListLength int64  `json:"ready_list_length"`
-	Recent          Recent `json:"recent"`
+	Tenant          string      `json:"tenant"`
+	Topic           string      `json:"topic"`
+	Counts          Counts      `json:"counts"`
+	Occurrences     Occurrences `json:"occurrences"`
+	ReadyListLength int64       `json:"ready_list_length"`
+	Recent          Recent      `json:"recent"`
+}
+
+// Occurrences count a topic's schedule occurrences since its first job;
+// they only grow. Fired less Delivered less Dead is the occurrences
+// between their first attempt and their end.
+type Occurrences struct {
+	// Fired counts occurrences claimed for their first attempt; a replayed
+	// dead one fires again, one dropped by catch_up "none" never fired.
+	Fired     int64 `json:"fired"`
+	Delivered int64 `json:"delivered"` // answered 2xx
+	Dead      int64 `json:"dead"`      // failed their last attempt
 }
 
 // Counts are a topic's jobs by state.

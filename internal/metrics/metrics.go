@@ -29,6 +29,9 @@ type Metrics struct {
 	failed    *prometheus.CounterVec
 	dead      *prometheus.CounterVec
 	gone      *prometheus.CounterVec
+	occFired  *prometheus.CounterVec
+	occDone   *prometheus.CounterVec
+	occDead   *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	lateness  *prometheus.HistogramVec
 	redisErrs prometheus.Counter
@@ -70,6 +73,12 @@ func New() *Metrics {
 			Help: "Jobs that failed their last attempt and went to the dead letters."}, []string{"topic"}),
 		gone: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_gone_total",
 			Help: "Jobs that went to the dead letters at once because their receiver answered 410 Gone."}, []string{"topic"}),
+		occFired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_occurrences_fired_total",
+			Help: "Schedule occurrences whose first attempt this process made (a replayed dead one fires again)."}, []string{"topic"}),
+		occDone: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_occurrences_delivered_total",
+			Help: "Schedule occurrences whose callback answered 2xx."}, []string{"topic"}),
+		occDead: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_occurrences_dead_total",
+			Help: "Schedule occurrences that failed their last attempt and went to the dead letters."}, []string{"topic"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kairos_attempt_duration_seconds",
 			Help:    "Time from sending a callback to its response headers or error.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"topic"}),
@@ -79,7 +88,8 @@ func New() *Metrics {
 		redisErrs: prometheus.NewCounter(prometheus.CounterOpts{Name: "kairos_redis_errors_total",
 			Help: "Redis commands that failed (not counting empty replies)."}),
 	}
-	reg.MustRegister(m.created, m.delivered, m.failed, m.dead, m.gone, m.duration, m.lateness, m.redisErrs,
+	reg.MustRegister(m.created, m.delivered, m.failed, m.dead, m.gone, m.occFired, m.occDone, m.occDead,
+		m.duration, m.lateness, m.redisErrs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -97,16 +107,27 @@ func (m *Metrics) Created(tenant, topic string) {
 	m.created.WithLabelValues(tenant + "/" + topic).Inc()
 }
 
-// Attempt records a finished callback attempt.
+// Attempt records a finished callback attempt. An attempt of a schedule's
+// occurrence (kairos.ScheduleOf) also counts it: fired when it was its
+// first attempt, whatever the outcome (so a first attempt whose lease
+// lapsed counts, as the claim that handed it out counted it in Redis),
+// and delivered or dead when it ended so.
 func (m *Metrics) Attempt(e callback.Event) {
 	topic := e.Job.Tenant + "/" + e.Job.Topic
 	m.duration.WithLabelValues(topic).Observe(e.Attempt.Duration.Seconds())
 	if e.Attempt.N == 1 {
 		m.lateness.WithLabelValues(topic).Observe(max(e.Lateness, 0).Seconds())
 	}
+	_, occurrence := kairos.ScheduleOf(e.Job.ID)
+	if occurrence && e.Attempt.N == 1 {
+		m.occFired.WithLabelValues(topic).Inc()
+	}
 	switch e.State {
 	case kairos.StateDelivered:
 		m.delivered.WithLabelValues(topic).Inc()
+		if occurrence {
+			m.occDone.WithLabelValues(topic).Inc()
+		}
 	case kairos.StateRetrying:
 		m.failed.WithLabelValues(topic).Inc()
 	case kairos.StateDead:
@@ -114,6 +135,9 @@ func (m *Metrics) Attempt(e callback.Event) {
 		m.dead.WithLabelValues(topic).Inc()
 		if e.Attempt.Status == http.StatusGone {
 			m.gone.WithLabelValues(topic).Inc()
+		}
+		if occurrence {
+			m.occDead.WithLabelValues(topic).Inc()
 		}
 	}
 }

@@ -146,3 +146,54 @@ func TestConnectionsCountsEveryPoolOfAClient(t *testing.T) {
 		t.Errorf("Connections = %d; CLIENT LIST shows %d under the client's name, want the same and at least 3 (command, pipeline, pub/sub):\n%s", got, listed, list)
 	}
 }
+
+// TestOccurrenceMetrics: attempts of schedules' occurrences count them
+// fired (first attempts), delivered and dead per topic; a plain job's
+// attempts do not.
+func TestOccurrenceMetrics(t *testing.T) {
+	m := New()
+	occ := func(id string) kairos.Job {
+		return kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "ticks", ID: id}}
+	}
+	for _, e := range []callback.Event{
+		{Job: occ("tick@1000"), Attempt: kairos.Attempt{N: 1, Status: 204}, State: kairos.StateDelivered},
+		{Job: occ("tick@2000"), Attempt: kairos.Attempt{N: 1, Status: 500}, State: kairos.StateRetrying},
+		{Job: occ("tick@2000"), Attempt: kairos.Attempt{N: 2, Status: 204}, State: kairos.StateDelivered},
+		{Job: occ("tick@3000"), Attempt: kairos.Attempt{N: 1, Status: 500}, State: kairos.StateRetrying},
+		{Job: occ("tick@3000"), Attempt: kairos.Attempt{N: 2, Status: 500}, State: kairos.StateDead},
+		{Job: occ("tick@4000"), Attempt: kairos.Attempt{N: 1, Status: 410}, State: kairos.StateDead},
+		{Job: occ("plain"), Attempt: kairos.Attempt{N: 1, Status: 204}, State: kairos.StateDelivered},
+		{Job: occ("user@example"), Attempt: kairos.Attempt{N: 1, Status: 500}, State: kairos.StateDead},
+	} {
+		m.Attempt(e)
+	}
+	text := scrape(t, m)
+	for _, want := range []string{
+		`kairos_occurrences_fired_total{topic="acme/ticks"} 4`,
+		`kairos_occurrences_delivered_total{topic="acme/ticks"} 2`,
+		`kairos_occurrences_dead_total{topic="acme/ticks"} 2`,
+		`kairos_jobs_delivered_total{topic="acme/ticks"} 3`,
+		`kairos_jobs_dead_total{topic="acme/ticks"} 3`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// scrape returns m's metrics as a scraper reads them.
+func scrape(t *testing.T, m *Metrics) string {
+	t.Helper()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}

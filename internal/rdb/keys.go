@@ -3,7 +3,6 @@ package rdb
 import (
 	"hash/fnv"
 	"strconv"
-	"strings"
 
 	"github.com/kairos-sh/kairos"
 )
@@ -74,7 +73,8 @@ func (k keys) due(shard int) string { return k.tag(shard) + "due" }
 // counters is a topic's hash of job counts by state in one shard. A field
 // "from>to" counts jobs moved from one state to another, so that a state
 // change costs one HINCRBY; a plain field "state" counts jobs that entered
-// (or, negative, left) that state from no state. countState adds a field up.
+// (or, negative, left) that state from no state; an occurrence's moves
+// have fields of their own (layout.go, "Counters"). Counters.add reads them.
 func (k keys) counters(shard int, h string) string { return k.tag(shard) + "c:" + h }
 
 // index is a topic's listing index in one shard (lua/index.lua).
@@ -111,14 +111,3 @@ func (k keys) refills(shard int) string { return k.tag(shard) + "sr" }
 
 // field is a job's field in its shard's pool.
 func field(h, id string) string { return h + "/" + id }
-
-// countState adds counter field f, holding n, to counts by state.
-func countState(counts map[kairos.State]int64, f string, n int64) {
-	from, to, moved := strings.Cut(f, ">")
-	if !moved {
-		counts[kairos.State(f)] += n
-		return
-	}
-	counts[kairos.State(from)] -= n
-	counts[kairos.State(to)] += n
-}

@@ -26,7 +26,7 @@ import (
 //	P:{s}:due           ZSET   the shard's timing wheel: slot -> when it is processed
 //	P:{s}:w:<slot>      LIST   a wheel slot's entries: "<h>/<id>,<offset>"
 //	P:{s}:o             LIST   attempt outcomes the shard's next claim applies (claim.lua)
-//	P:{s}:c:<h>         HASH   a topic's counters by state in the shard (see countState)
+//	P:{s}:c:<h>         HASH   a topic's counters in the shard: jobs by state, occurrences (see "Counters")
 //	P:{s}:i:<h>         ZSET   a topic's listing index (see lua/index.lua)
 //	P:{s}:g:<h>:<sec>   LIST   a listing group: "<id>,<ms into the second>" of jobs created in one second
 //	P:{s}:d:<h>         ZSET   a topic's dead letters: id -> when it died
@@ -67,6 +67,31 @@ import (
 // skip nor double one. Go computes the instants (cron and time zones are
 // Go's) and keeps q topped up: a claim that leaves q short adds the schedule
 // to P:{s}:sr, and the scanner refills it (schedrefill.lua).
+//
+// # Counters
+//
+// P:{s}:c:<h> holds a topic's counters in one shard; the scripts that
+// change states add to them once a call (countFlush, one HINCRBY a field),
+// and Store.TopicCounters sums the shards: nothing scans jobs. Fields:
+//
+//	<state>            jobs that entered that state from no state (negative: left it for none)
+//	<from>><to>        jobs moved from one state to another
+//	occ:<from>><to>    the same move of a schedule's occurrence (a job whose id is
+//	                   "<schedule id>@<unix ms>", kairos.ScheduleOf): counted by state as
+//	                   <from>><to> is, and also as an occurrence event:
+//	  occ:scheduled>active, occ:ready>active   fired: claimed for its first attempt
+//	                                           (a trigger and a replayed dead one included;
+//	                                           one dropped by catch_up "none" is not)
+//	  occ:active>scheduled, occ:active>ready   un-fired: a first attempt given back unstarted (Release)
+//	  occ:active>delivered                     delivered
+//	  occ:active>dead                          dead
+//
+// The occurrence counts only grow (fired less the ones given back), from
+// the topic's first job until DeleteTopic removes the hash: fired less
+// delivered less dead is the occurrences between their first attempt and
+// their end. The mark costs no command: an occurrence's move is counted
+// in its own field instead of the plain one, so a call adds a field only
+// when it moves both plain jobs and occurrences of one topic.
 //
 // # The timing wheel
 //
@@ -123,6 +148,10 @@ var scheduleFields = []struct{ name, meaning string }{
 	{"lm", "length of the meta (JSON, read by Go only: the pattern and its bounds)"},
 	{"q", "the instants after cur, ';'-separated, ascending"},
 }
+
+// occurrenceMark starts the counter fields of occurrences' moves (see
+// "Counters"); the scripts know it as OCC.
+const occurrenceMark = "occ:"
 
 // catchUpCodes are the catch-up settings as one stored byte.
 var catchUpCodes = map[kairos.CatchUp]byte{kairos.CatchUpOne: 'o', kairos.CatchUpNone: 'n', kairos.CatchUpAll: 'a'}
@@ -193,6 +222,7 @@ var luaPrelude = func() string {
 		replyNotFound, replyOK, replyReplaced, replyActive, replyDelivered, replyDead, replyNotDead)
 	fmt.Fprintf(&b, "local OUT = {delivered = %d, retrying = %d, dead = %d}\n",
 		outcomeDelivered, outcomeRetrying, outcomeDead)
+	fmt.Fprintf(&b, "local OCC = '%s' -- starts the counter fields of occurrences' moves\n", occurrenceMark)
 	fmt.Fprintf(&b, "local LOG_KEEP = %d\n", LogKeep)
 	fmt.Fprintf(&b, "local MISFIRE_GRACE, CATCHUP_MAX, REFILL_BELOW = %d, %d, %d\n",
 		kairos.MisfireGrace.Milliseconds(), kairos.MaxCatchUp, refillBelow)

@@ -282,35 +282,3 @@ func (c *topicCache) forget(field string) {
 	delete(c.m, field)
 	c.mu.Unlock()
 }
-
-// Counts sums a topic's per-shard state counters. The counters are kept by
-// the scripts that change states; nothing here scans jobs.
-func (s *Store) Counts(ctx context.Context, tenant, topic string) (map[kairos.State]int64, error) {
-	out := make(map[kairos.State]int64, len(kairos.States))
-	for _, st := range kairos.States {
-		out[st] = 0
-	}
-	h, err := s.handle(ctx, tenant, topic, false)
-	if errors.Is(err, kairos.ErrNotFound) {
-		return out, nil // the topic never had a job
-	}
-	if err != nil {
-		return nil, err
-	}
-	pipe := s.c.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, s.k.shards)
-	for sh := range s.k.shards {
-		cmds[sh] = pipe.HGetAll(ctx, s.k.counters(sh, h))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("read counters of %s/%s: %w", tenant, topic, err)
-	}
-	for _, c := range cmds {
-		for f, v := range c.Val() {
-			var n int64
-			fmt.Sscan(v, &n)
-			countState(out, f, n)
-		}
-	}
-	return out, nil
-}

@@ -74,7 +74,7 @@ wheelFlush(tag, due) -- retries may be due already
         -- nx stays the lease's expiry: the claim that processes the
         -- lease's entry files the record's expiry then
         r.st, r.fa = ST.delivered, now
-        count(h, 'active>delivered')
+        count(h, TO_DELIVERED[scheduleOf(id) ~= nil])
       elseif p.oc == OUT.retrying then
         r.st, r.nx = ST.retrying, p.at
         wheelPut(field, r.nx, now)
@@ -82,7 +82,7 @@ wheelFlush(tag, due) -- retries may be due already
       else
         r.st, r.fa = ST.dead, now
         deadAdd(tag, p.tenant, h, id, now)
-        count(h, 'active>dead')
+        count(h, TO_DEAD[scheduleOf(id) ~= nil])
       end
       keep(field, r)
     end
@@ -90,10 +90,6 @@ wheelFlush(tag, due) -- retries may be due already
 end
 record()
 wheelFlush(tag, due) -- retries may be due already
-
--- TO_ACTIVE names the counter field of a move to active, by state code.
-local TO_ACTIVE = {[ST.scheduled] = 'scheduled>active', [ST.ready] = 'ready>active',
-  [ST.retrying] = 'retrying>active'}
 
 -- chain is called as schedule sid's occurrence r (of topic h) is claimed
 -- for its first attempt: when it is the schedule's pending one, the next
@@ -163,7 +159,10 @@ local function claim(field, t, v)
   elseif r.st == ST.dead then
     return
   else
-    local sid = r.n == 0 and string.find(id, '@', 1, true) and string.match(id, '^(.*)@%d+$')
+    local sid = nil
+    if r.n == 0 then
+      sid = scheduleOf(id) -- an occurrence's first attempt: it fires
+    end
     if sid and chain(h, sid, r) then
       hdel[#hdel + 1] = field -- missed, and catch-up "none"
       written[field] = false
@@ -171,7 +170,7 @@ local function claim(field, t, v)
       count(h, NAME[r.st], -1)
       return
     end
-    count(h, TO_ACTIVE[r.st])
+    count(h, TO_ACTIVE[sid ~= nil][r.st])
   end
   r.st, r.n = ST.active, r.n + 1
   local lt = r.lt

@@ -185,6 +185,14 @@ local function deadRemove(tag, tenant, h, id)
 end
 
 -- Counters: a topic's counts by state in the shard, updated once a call.
+-- A move of a schedule's occurrence that counts as an occurrence event has
+-- a field of its own, marked OCC (layout.go, "Counters"); these name the
+-- fields of such moves by whether the job is an occurrence.
+local TO_ACTIVE = {[false] = {[ST.scheduled] = 'scheduled>active', [ST.ready] = 'ready>active',
+  [ST.retrying] = 'retrying>active'}, [true] = {[ST.scheduled] = OCC .. 'scheduled>active',
+  [ST.ready] = OCC .. 'ready>active', [ST.retrying] = 'retrying>active'}}
+local TO_DELIVERED = {[false] = 'active>delivered', [true] = OCC .. 'active>delivered'}
+local TO_DEAD = {[false] = 'active>dead', [true] = OCC .. 'active>dead'}
 local delta = {}
 local function count(h, field, n)
   local d = delta[h]

@@ -22,6 +22,10 @@ if r.n > 0 and r.st == ST.scheduled then
 end
 wheelPut(field, r.nx, now)
 redis.call('HSET', pool, field, format(r))
-count(h, 'active>' .. NAME[r.st])
+if r.n == 0 and scheduleOf(id) then
+  count(h, OCC .. 'active>' .. NAME[r.st]) -- an occurrence that did not fire after all
+else
+  count(h, 'active>' .. NAME[r.st])
+end
 countFlush(tag)
 return {R.ok, earliestOf(due, wheelFlush(tag, due), now + 1)}

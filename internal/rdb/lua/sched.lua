@@ -37,6 +37,15 @@ local function occurrenceID(sid, t)
   return sid .. '@' .. string.format('%d', t)
 end
 
+-- scheduleOf returns the schedule id of an occurrence's job id, or nil
+-- when id is not one: "<schedule id>@<unix ms>" (kairos.ScheduleOf).
+local function scheduleOf(id)
+  if not string.find(id, '@', 1, true) then
+    return nil -- most ids: one plain search
+  end
+  return string.match(id, '^(.+)@%d+$')
+end
+
 -- occur files schedule s's occurrence at t as a new job of topic h, unless
 -- a job of that id exists (a trigger at the same ms). The wheel entry is
 -- written by the caller's wheelFlush.
