@@ -55,8 +55,7 @@ type env struct {
 func newEnv(tb testing.TB, cfg Config) *env {
 	tb.Helper()
 	e := &env{rc: testredis.Client(tb), prefix: testredis.Prefix(tb), clock: testclock.New(t0)}
-	e.store = rdb.New(e.rc, rdb.Options{Prefix: e.prefix, Now: e.clock.Now, NewSecret: callback.NewSecret,
-		Patterns: func(sc kairos.Schedule) (rdb.Pattern, error) { return Patterns(sc) }})
+	e.store = rdb.New(e.rc, rdb.Options{Prefix: e.prefix, Now: e.clock.Now, NewSecret: callback.NewSecret})
 	if err := e.store.Init(context.Background()); err != nil {
 		tb.Fatal(err)
 	}

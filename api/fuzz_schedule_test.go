@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kairos-sh/kairos"
+	recur "github.com/kairos-sh/kairos/internal/schedule"
 )
 
 // scheduleFields are the top-level fields of a schedule request, as a 400
@@ -183,7 +184,7 @@ func checkAcceptedSchedule(t *testing.T, e *env, authz, path string, body []byte
 	if !sc.StartAt.IsZero() && !sc.EndAt.IsZero() && sc.EndAt.Before(sc.StartAt) {
 		t.Errorf("end_at %s before start_at %s", v.EndAt, v.StartAt)
 	}
-	p, err := Patterns(sc)
+	p, err := recur.Of(sc)
 	if err != nil {
 		t.Fatalf("the schedule as shown does not parse: %v", err)
 	}
