@@ -19,6 +19,7 @@ import (
 
 	"github.com/kairos-sh/kairos/internal/bench"
 	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/server"
 )
 
 const benchUsage = `usage:
@@ -237,27 +238,27 @@ func startBenchKairos(ctx context.Context, redisURL, prefix string, shards int, 
 	env := map[string]string{"KAIROS_REDIS_URL": redisURL, "KAIROS_PREFIX": prefix, "KAIROS_SHARDS": strconv.Itoa(shards),
 		"KAIROS_ADDR": "127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS": "1", "KAIROS_GRACE": "5s",
 		"KAIROS_AUTH_SECRET": randomHex(32)}
-	cfg, err := parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	cfg, err := server.ParseConfig(nil, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		probe.Close()
 		return nil, err
 	}
 	sent := &bench.Counter{}
-	in, err := start(ctx, cfg, log, countHook{sent})
+	in, err := server.Start(ctx, cfg, log, countHook{sent})
 	if err != nil {
 		probe.Close()
 		return nil, err
 	}
-	client := in.client
-	token, err := in.authn.Mint("bench", false, 0)
+	client := in.Client
+	token, err := in.Authn.Mint("bench", false, 0)
 	if err != nil {
-		in.stop()
+		in.Stop()
 		drop(context.WithoutCancel(ctx), globEscape(prefix)+":*")
 		probe.Close()
 		return nil, err
 	}
 	stop := func() error {
-		in.stop()
+		in.Stop()
 		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		_, err := drop(dctx, globEscape(prefix)+":*")
@@ -265,7 +266,7 @@ func startBenchKairos(ctx context.Context, redisURL, prefix string, shards int, 
 		return err
 	}
 	return &benchKairos{stop: stop, target: bench.Target{
-		URL: in.url, Token: token, Redis: benchRedis{probe}, Scripts: rdb.ScriptNames(),
+		URL: in.URL, Token: token, Redis: benchRedis{probe}, Scripts: rdb.ScriptNames(),
 		// Every job key carries a shard hash tag; ready lists are per topic.
 		DropJobs: func(ctx context.Context) (int, error) {
 			p := globEscape(prefix)
