@@ -46,7 +46,7 @@ func TestTokenDefaultExpiry(t *testing.T) {
 // TestHelpExitsZero: every subcommand's -h and --help print its usage on
 // stdout and are not errors; an unknown flag still is.
 func TestHelpExitsZero(t *testing.T) {
-	for _, cmd := range []string{"serve", "token", "bench"} {
+	for _, cmd := range []string{"serve", "token"} {
 		for _, h := range []string{"-h", "--help"} {
 			var out, errOut strings.Builder
 			if err := run(context.Background(), []string{cmd, h}, fakeEnv(nil), nil, &out, &errOut); err != nil {

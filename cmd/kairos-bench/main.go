@@ -1,9 +1,14 @@
+// Command kairos-bench is kairos's load tool. It drives a kairos through
+// its API with the client package, receives the callbacks on a loopback
+// server of its own and reads Redis INFO (and, for the cost scenario, the
+// slow log) for its figures: create throughput, firing precision, burst
+// drain time, Redis CPU, commands and memory per job. It measures a
+// kairos it starts in this process, wired as `kairos serve` wires one
+// (internal/server), on a fresh key prefix, or a running one on loopback.
 package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,22 +16,23 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"strconv"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/kairos-sh/kairos/internal/bench"
 	"github.com/kairos-sh/kairos/internal/rdb"
-	"github.com/kairos-sh/kairos/internal/server"
 )
 
-const benchUsage = `usage:
-  kairos bench --redis-url redis://HOST:PORT [flags]
+const usage = `kairos-bench: the load tool of kairos
+
+usage:
+  kairos-bench --redis-url redis://HOST:PORT [flags]
       start a kairos in this process on that Redis, under a fresh key prefix
       that is removed afterwards, and measure it
-  kairos bench --url http://127.0.0.1:PORT --token TOKEN [--redis-url URL] [flags]
+  kairos-bench --url http://127.0.0.1:PORT --token TOKEN [--redis-url URL] [flags]
       measure a running kairos; it must allow private URLs
       (KAIROS_ALLOW_PRIVATE_URLS=1), since callbacks go to this tool on
       loopback; --redis-url then names its Redis, read for memory and
@@ -52,12 +58,25 @@ over the scenario's window (background included) divided by its jobs.
 flags:
 `
 
-// runBench runs the load tool (internal/bench) against a kairos it starts in
-// this process or a running one.
-func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("kairos bench", flag.ContinueOnError)
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "kairos-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run runs the load tool (internal/bench) against a kairos it starts in
+// this process or a running one. -h or --help prints the usage on stdout
+// and returns flag.ErrHelp.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kairos-bench", flag.ContinueOnError)
 	fs.SetOutput(usageOut(args, stdout, stderr))
-	fs.Usage = func() { fmt.Fprint(fs.Output(), benchUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usage); fs.PrintDefaults() }
 	var (
 		o                         bench.Options
 		redisURL, apiURL, token   string
@@ -143,7 +162,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		t = bench.Target{URL: apiURL, Token: token, Name: apiURL}
 		if redisURL != "" {
-			probe, err := benchRedisClient(redisURL)
+			probe, err := redisClient(redisURL)
 			if err != nil {
 				return err
 			}
@@ -159,13 +178,13 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		if err := level.UnmarshalText([]byte(logLvl)); err != nil {
 			return fmt.Errorf("--log-level %q: use debug, info, warn or error", logLvl)
 		}
-		k, err := startBenchKairos(ctx, redisURL, prefix, shards, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
+		k, err := startKairos(ctx, redisURL, prefix, shards, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
 		if err != nil {
 			return err
 		}
 		defer func() {
 			if serr := k.stop(); serr != nil {
-				fmt.Fprintln(stderr, "kairos bench: clean up:", serr)
+				fmt.Fprintln(stderr, "kairos-bench: clean up:", serr)
 			}
 		}()
 		t = k.target
@@ -191,189 +210,16 @@ func loopbackURL(raw string) error {
 	return nil
 }
 
-// benchKairos is a kairos in this process: API on 127.0.0.1:0, scanner and
-// worker, on its own key prefix, with private callback URLs allowed.
-type benchKairos struct {
-	target bench.Target
-	stop   func() error
-}
-
-func benchRedisClient(redisURL string) (*redis.Client, error) {
-	opt, err := redis.ParseURL(redisURL)
-	if err != nil {
-		return nil, fmt.Errorf("--redis-url: %w (want redis://host:port)", err)
-	}
-	opt.ClientName = bench.ClientName
-	opt.ReadTimeout = time.Minute // SLOWLOG GET of a full slow log is a large reply
-	return redis.NewClient(opt), nil
-}
-
-// startBenchKairos starts kairos as serve does (all roles, on its own key
-// prefix, private callback URLs allowed, API on 127.0.0.1:0), plus a hook
-// counting the commands it sends. stop shuts it down in serve's order and
-// deletes every key under prefix.
-func startBenchKairos(ctx context.Context, redisURL, prefix string, shards int, log *slog.Logger) (*benchKairos, error) {
-	probe, err := benchRedisClient(redisURL)
-	if err != nil {
-		return nil, err
-	}
-	if n, err := probe.Exists(ctx, prefix+":meta").Result(); err != nil || n > 0 {
-		probe.Close()
-		if err != nil {
-			return nil, fmt.Errorf("reach Redis: %w", err)
-		}
-		return nil, fmt.Errorf("--prefix %q is in use on this Redis; the bench deletes its prefix afterwards, so it needs an unused one", prefix)
-	}
-	drop := func(ctx context.Context, patterns ...string) (int, error) {
-		n := 0
-		for _, p := range patterns {
-			m, err := unlinkMatching(ctx, probe, p)
-			n += m
-			if err != nil {
-				return n, err
-			}
-		}
-		return n, nil
-	}
-	env := map[string]string{"KAIROS_REDIS_URL": redisURL, "KAIROS_PREFIX": prefix, "KAIROS_SHARDS": strconv.Itoa(shards),
-		"KAIROS_ADDR": "127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS": "1", "KAIROS_GRACE": "5s",
-		"KAIROS_AUTH_SECRET": randomHex(32)}
-	cfg, err := server.ParseConfig(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil {
-		probe.Close()
-		return nil, err
-	}
-	sent := &bench.Counter{}
-	in, err := server.Start(ctx, cfg, log, countHook{sent})
-	if err != nil {
-		probe.Close()
-		return nil, err
-	}
-	client := in.Client
-	token, err := in.Authn.Mint("bench", false, 0)
-	if err != nil {
-		in.Stop()
-		drop(context.WithoutCancel(ctx), globEscape(prefix)+":*")
-		probe.Close()
-		return nil, err
-	}
-	stop := func() error {
-		in.Stop()
-		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		_, err := drop(dctx, globEscape(prefix)+":*")
-		probe.Close()
-		return err
-	}
-	return &benchKairos{stop: stop, target: bench.Target{
-		URL: in.URL, Token: token, Redis: benchRedis{probe}, Scripts: rdb.ScriptNames(),
-		// Every job key carries a shard hash tag; ready lists are per topic.
-		DropJobs: func(ctx context.Context) (int, error) {
-			p := globEscape(prefix)
-			return drop(ctx, p+":{*", p+":ready:*")
-		},
-		Sent: sent.Snapshot,
-		Counters: func() map[string]int64 {
-			st := client.PoolStats()
-			return map[string]int64{"pool_waits": int64(st.WaitCount), "pool_wait_ms": st.WaitDurationNs / 1e6, "pool_timeouts": int64(st.Timeouts)}
-		},
-		Name: fmt.Sprintf("a kairos started in this process (Redis %s, prefix %s, %d shards)", probe.Options().Addr, prefix, shards),
-	}}, nil
-}
-
-// unlinkMatching deletes every key matching pattern with SCAN and UNLINK.
-func unlinkMatching(ctx context.Context, c *redis.Client, pattern string) (int, error) {
-	var cursor uint64
-	n := 0
-	for {
-		keys, next, err := c.Scan(ctx, cursor, pattern, 10000).Result()
-		if err != nil {
-			return n, fmt.Errorf("scan %s: %w", pattern, err)
-		}
-		if len(keys) > 0 {
-			if err := c.Unlink(ctx, keys...).Err(); err != nil {
-				return n, fmt.Errorf("unlink: %w", err)
-			}
-			n += len(keys)
-		}
-		if cursor = next; cursor == 0 {
-			return n, nil
+// usageOut is where the flag set writes the usage: stdout when the user
+// asked for it with -h or --help, stderr when it follows a mistake.
+func usageOut(args []string, stdout, stderr io.Writer) io.Writer {
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--help", "--h":
+			return stdout
+		case "--":
+			return stderr
 		}
 	}
-}
-
-// globEscape quotes the characters SCAN's MATCH treats as special.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// benchRedis gives the bench its reads of Redis, on a client of its own.
-type benchRedis struct{ c *redis.Client }
-
-func (r benchRedis) Info(ctx context.Context, section string) (string, error) {
-	return r.c.Info(ctx, section).Result()
-}
-func (r benchRedis) ResetStat(ctx context.Context) error { return r.c.ConfigResetStat(ctx).Err() }
-func (r benchRedis) Time(ctx context.Context) (time.Time, error) {
-	return r.c.Time(ctx).Result()
-}
-func (r benchRedis) ConfigGet(ctx context.Context, name string) (string, error) {
-	m, err := r.c.ConfigGet(ctx, name).Result()
-	if err != nil {
-		return "", err
-	}
-	v, ok := m[name]
-	if !ok {
-		return "", fmt.Errorf("CONFIG GET %s: no such setting", name)
-	}
-	return v, nil
-}
-func (r benchRedis) ConfigSet(ctx context.Context, name, value string) error {
-	return r.c.ConfigSet(ctx, name, value).Err()
-}
-func (r benchRedis) SlowlogReset(ctx context.Context) error { return r.c.SlowLogReset(ctx).Err() }
-func (r benchRedis) Slowlog(ctx context.Context) ([]bench.SlowlogEntry, error) {
-	logs, err := r.c.SlowLogGet(ctx, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("SLOWLOG GET: %w", err)
-	}
-	out := make([]bench.SlowlogEntry, len(logs))
-	for i, l := range logs {
-		out[i] = bench.SlowlogEntry{ID: l.ID, USec: l.Duration.Microseconds(), Args: l.Args, Client: l.ClientAddr, ClientName: l.ClientName}
-	}
-	return out, nil
-}
-
-// countHook counts the commands a client sends, pipelined ones each.
-type countHook struct{ c *bench.Counter }
-
-func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.c.Add(cmd.Name())
-		return next(ctx, cmd)
-	}
-}
-
-func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			h.c.Add(c.Name())
-		}
-		return next(ctx, cmds)
-	}
+	return stderr
 }
