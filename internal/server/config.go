@@ -156,6 +156,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	}
 	return c, errors.Join(errs...)
 }
+
 // NewLogger is the logger of cfg's format and level, writing to w.
 func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 	var level slog.Level
@@ -168,6 +169,7 @@ func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }
+
 // RoleList names the roles cfg runs, such as "api,scanner,worker".
 func RoleList(cfg Config) string {
 	var out []string
