@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kairos-sh/kairos/client"
 )
 
 // spec describes the jobs of one run: job i has id "<run>-<i>" and is due
@@ -17,18 +19,10 @@ type spec struct {
 
 func (s spec) id(i int) string { return s.run + "-" + strconv.Itoa(i) }
 
-// appendJob writes job i as a create request.
-func appendJob(b []byte, s spec, i int) []byte {
+// job is job i's create request.
+func (s spec) job(i int) client.JobRequest {
 	due := s.due(i)
-	b = append(b, `{"id":"`...)
-	b = append(b, s.run...)
-	b = append(b, '-')
-	b = strconv.AppendInt(b, int64(i), 10)
-	b = append(b, `","run_at":"`...)
-	b = time.UnixMilli(due).UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-	b = append(b, `","payload":`...)
-	b = appendPayload(b, s.run, i, due)
-	return append(b, '}')
+	return client.JobRequest{ID: s.id(i), RunAt: time.UnixMilli(due), Payload: appendPayload(nil, s.run, i, due)}
 }
 
 // loadResult is what creating a run's jobs took.
@@ -74,7 +68,7 @@ func (b *Bench) load(ctx context.Context, s spec, n, size int, o loadOpts) (load
 	var wg sync.WaitGroup
 	for w := range b.cfg.Clients {
 		wg.Go(func() {
-			var buf []byte
+			var jobs []client.JobRequest
 			for ctx.Err() == nil {
 				k := int(next.Add(1) - 1)
 				if k >= chunks {
@@ -88,21 +82,12 @@ func (b *Bench) load(ctx context.Context, s spec, n, size int, o loadOpts) (load
 					return
 				}
 				lo, hi := k*size, min(n, (k+1)*size)
-				buf = buf[:0]
-				if size == 1 {
-					buf = appendJob(buf, s, lo)
-				} else {
-					buf = append(buf, `{"jobs":[`...)
-					for i := lo; i < hi; i++ {
-						if i > lo {
-							buf = append(buf, ',')
-						}
-						buf = appendJob(buf, s, i)
-					}
-					buf = append(buf, "]}"...)
+				jobs = jobs[:0]
+				for i := lo; i < hi; i++ {
+					jobs = append(jobs, s.job(i))
 				}
 				t0 := time.Now()
-				err := b.api.create(ctx, b.topic, buf, size > 1)
+				err := b.create(ctx, jobs, size > 1)
 				lats[w] = append(lats[w], time.Since(t0))
 				if err != nil {
 					cancel(err)
@@ -174,7 +159,7 @@ func (b *Bench) drop(ctx context.Context, s spec, n int, skip func(i int) bool) 
 				if skip != nil && skip(i) {
 					continue
 				}
-				if err := b.api.cancel(ctx, b.topic, s.id(i)); err != nil {
+				if err := b.cancel(ctx, s.id(i)); err != nil {
 					once.Do(func() { first = err })
 					return
 				}
