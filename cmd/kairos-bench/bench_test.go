@@ -29,7 +29,7 @@ func fakeEnv(m map[string]string) func(string) string { return func(k string) st
 // no key and no changed setting behind.
 func TestBenchEndToEnd(t *testing.T) {
 	srv := testredis.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
@@ -43,7 +43,8 @@ func TestBenchEndToEnd(t *testing.T) {
 		"--precision-jobs", "200", "--precision-over", "500ms", "--burst-jobs", "200",
 		"--cost-jobs", "200", "--idle-jobs", "500", "--idle-settle", "200ms", "--idle-window", "1s",
 		"--scale-jobs", "2000", "--sustained-rates", "100,200", "--sustained-step", "1s", "--sustained-lead", "300ms",
-		"--lead", "1s", "--grace", "3s", "--timeout", "80s"}
+		"--schedules", "50", "--schedules-window", "2s", "--scale-schedules", "100", "--scale-schedules-every", "1s", "--scale-schedules-window", "2s",
+		"--lead", "1s", "--grace", "3s", "--timeout", "140s"}
 	if err := run(ctx, args, fakeEnv(nil), &out, &errOut); err != nil {
 		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
 	}
@@ -129,6 +130,29 @@ func TestBenchEndToEnd(t *testing.T) {
 		checkRedisCPU(t, "scale precision", s.Precision.Life, s.Precision.RedisCPUPerJobUS, s.Precision.Jobs)
 	}
 
+	if s := rep.Schedules; s == nil || len(s.Phases) != 2 {
+		t.Errorf("schedules: %+v", s)
+	} else {
+		for _, p := range s.Phases {
+			name := "schedules " + p.Name
+			checkDelivery(name, p.Delivery, p.Occurrences)
+			if p.Created != p.Schedules || p.Occurrences != 2*p.Schedules || p.MemoryPerSchedule <= 0 || p.CreatedPerSec <= 0 || p.CreatedLate != 0 {
+				t.Errorf("%s: %+v", name, p)
+			}
+			checkRedisCPU(t, name, p.CPU, p.RedisCPUPerOccurrenceUS, p.Occurrences)
+			if p.OneShot == nil {
+				t.Errorf("%s: no one-shot jobs beside it", name)
+			} else {
+				checkDelivery(name+" one-shot", p.OneShot.Delivery, p.OneShot.Jobs)
+				if want := int(p.PerSec * 2); p.OneShot.Jobs != want {
+					t.Errorf("%s: %d one-shot jobs, want %d, the phase's rate over its 2s", name, p.OneShot.Jobs, want)
+				}
+			}
+			if _, ok := findCheck(p.Checks, "Redis CPU per occurrence"); !ok {
+				t.Errorf("%s: Redis CPU per occurrence not held to the one-shot jobs': %+v", name, p.Checks)
+			}
+		}
+	}
 	if keys := testredis.Keys(t, c, "kb-test"); len(keys) > 0 {
 		t.Errorf("keys left behind: %v", keys)
 	}
@@ -138,6 +162,16 @@ func TestBenchEndToEnd(t *testing.T) {
 	if n := c.SlowLogLen(ctx).Val(); n > 100 {
 		t.Errorf("the bench left %d entries in the slow log", n)
 	}
+}
+
+// findCheck returns the check of metric among cs.
+func findCheck(cs []bench.Check, metric string) (bench.Check, bool) {
+	for _, c := range cs {
+		if c.Metric == metric {
+			return c, true
+		}
+	}
+	return bench.Check{}, false
 }
 
 // checkRedisCPU checks that a scenario's Redis CPU per job is there and is
@@ -259,6 +293,8 @@ func TestBenchFlags(t *testing.T) {
 		{"prefix in use", []string{"--redis-url", srv.URL(), "--prefix", "taken"}, nil, "in use"},
 		{"batch too big", []string{"--redis-url", srv.URL(), "--batch-size", "5000"}, nil, "--batch-size"},
 		{"bad rates", []string{"--redis-url", srv.URL(), "--sustained-rates", "1000,fast"}, nil, "--sustained-rates"},
+		{"schedules under a second apart", []string{"--redis-url", srv.URL(), "--schedules-every", "500ms"}, nil, "--schedules-every"},
+		{"scale window under the interval", []string{"--redis-url", srv.URL(), "--scale-schedules-window", "30s"}, nil, "--scale-schedules-window"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

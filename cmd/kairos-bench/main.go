@@ -51,6 +51,11 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
              creation, at each of --sustained-rates for --sustained-step: lateness,
              CPU, and the sustained capacity (about 1.5 minutes; not in the default)
   scale      --scale-jobs jobs pending (10M took 4.2 GiB of Redis memory), then precision again
+  schedules  --schedules schedules every --schedules-every (1s) for --schedules-window:
+             occurrences/s, lateness, missing or doubled occurrences, Redis CPU per
+             occurrence; then --scale-schedules every --scale-schedules-every (1m) for
+             --scale-schedules-window: create rate, Redis memory per schedule, the same
+             figures; each beside one-shot jobs at its rate (about 5 minutes; not in the default)
 
 Every scenario reports Redis CPU per job: the growth of INFO used_cpu_user+sys
 over the scenario's window (background included) divided by its jobs.
@@ -106,6 +111,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.DurationVar(&o.Sustained.Lead, "sustained-lead", 500*time.Millisecond, "sustained: how long after its creation each job is due")
 	fs.IntVar(&o.Scale.Jobs, "scale-jobs", 10_000_000, "scale: jobs loaded")
 	fs.DurationVar(&o.Scale.MaxLoad, "scale-max-load", 10*time.Minute, "scale: loading stops after this long")
+	fs.IntVar(&o.Schedules.Schedules, "schedules", 10_000, "schedules: schedules of the precision phase; 0 skips the phase")
+	fs.DurationVar(&o.Schedules.Every, "schedules-every", time.Second, "schedules: interval of the precision phase's schedules")
+	fs.DurationVar(&o.Schedules.Window, "schedules-window", 20*time.Second, "schedules: how long the precision phase's schedules fire")
+	fs.IntVar(&o.Schedules.ScaleSchedules, "scale-schedules", 100_000, "schedules: schedules of the scale phase; 0 skips the phase")
+	fs.DurationVar(&o.Schedules.ScaleEvery, "scale-schedules-every", time.Minute, "schedules: interval of the scale phase's schedules")
+	fs.DurationVar(&o.Schedules.ScaleWindow, "scale-schedules-window", 2*time.Minute, "schedules: how long the scale phase's schedules fire")
+	fs.BoolVar(&o.Schedules.Aligned, "schedules-aligned", false, "schedules: every schedule of a phase fires at the same instants (a burst each interval, as a cron pattern does) instead of spread over the interval")
+	fs.BoolVar(&o.Schedules.OneShot, "schedules-oneshot", true, "schedules: run one-shot jobs at each phase's rate beside it (for up to 20s) to compare")
 	fs.DurationVar(&o.Lead, "lead", 0, "how long before the first due time a run starts being created (default: from the measured create rate)")
 	fs.DurationVar(&o.Grace, "grace", 5*time.Second, "how long after the last due time missing callbacks are waited for")
 	fs.IntVar(&shards, "shards", rdb.DefaultShards, "Delay Bucket shards of the kairos started here")
@@ -136,6 +149,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if o.Concurrency < 1 || o.Concurrency > 1000 {
 		return errors.New("--concurrency: use 1 to 1000")
+	}
+	if err := checkSchedules(&o.Schedules); err != nil {
+		return err
 	}
 	if idleJobs <= 0 {
 		idleJobs = -1
@@ -205,6 +221,28 @@ func loopbackURL(raw string) error {
 	if h := u.Hostname(); h != "localhost" {
 		if ip := net.ParseIP(h); ip == nil || !ip.IsLoopback() {
 			return fmt.Errorf("--url %q: the bench runs on loopback only (its receiver must be reachable from kairos)", raw)
+		}
+	}
+	return nil
+}
+
+// checkSchedules refuses settings of the schedules scenario the API would
+// refuse, or that fire nothing, and marks a phase of 0 schedules skipped.
+func checkSchedules(c *bench.SchedulesConfig) error {
+	for _, ph := range []struct {
+		flag          string
+		n             *int
+		every, window time.Duration
+	}{{"--schedules", &c.Schedules, c.Every, c.Window}, {"--scale-schedules", &c.ScaleSchedules, c.ScaleEvery, c.ScaleWindow}} {
+		switch {
+		case *ph.n < 0:
+			return fmt.Errorf("%s: use 0 or more", ph.flag)
+		case *ph.n == 0:
+			*ph.n = -1
+		case ph.every < time.Second || ph.every%time.Millisecond != 0:
+			return fmt.Errorf("%s-every %v: use whole milliseconds of at least 1s (the API's shortest interval)", ph.flag, ph.every)
+		case ph.window < ph.every:
+			return fmt.Errorf("%s-window %v: use at least the interval, %v", ph.flag, ph.window, ph.every)
 		}
 	}
 	return nil

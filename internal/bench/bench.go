@@ -84,7 +84,9 @@ type Bench struct {
 	topic  string
 	offset time.Duration // Redis clock minus local clock
 	rate   float64       // batch create rate measured at start, jobs/s
-	mu     sync.Mutex    // guards Progress
+	// schedRate is the schedule create rate last measured, schedules/s.
+	schedRate float64
+	mu        sync.Mutex // guards Progress
 }
 
 // New starts the receiver, registers the bench's topic on the target and

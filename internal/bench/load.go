@@ -44,6 +44,10 @@ type loadOpts struct {
 	progress func(created int, elapsed time.Duration)
 	// pace, when set, is the earliest time (local clock) call k may start.
 	pace func(k int) time.Time
+	// send, when set, makes call k instead of a create of jobs lo..hi-1:
+	// what is created is then its own (a schedule, say), and due(i) is
+	// when it first fires.
+	send func(ctx context.Context, lo, hi int) error
 }
 
 func (l loadResult) rate() float64 {
@@ -55,7 +59,8 @@ func (l loadResult) rate() float64 {
 
 // load creates jobs 0..n-1 of s with the configured number of concurrent
 // clients, size jobs per call (1: single creates, else batch creates), call
-// k holding jobs k*size and on. It returns at the first error.
+// k holding jobs k*size and on (or makes o.send's calls). It returns at the
+// first error.
 func (b *Bench) load(ctx context.Context, s spec, n, size int, o loadOpts) (loadResult, error) {
 	size = max(size, 1)
 	chunks := (n + size - 1) / size
@@ -82,12 +87,19 @@ func (b *Bench) load(ctx context.Context, s spec, n, size int, o loadOpts) (load
 					return
 				}
 				lo, hi := k*size, min(n, (k+1)*size)
-				jobs = jobs[:0]
-				for i := lo; i < hi; i++ {
-					jobs = append(jobs, s.job(i))
+				if o.send == nil {
+					jobs = jobs[:0]
+					for i := lo; i < hi; i++ {
+						jobs = append(jobs, s.job(i))
+					}
 				}
 				t0 := time.Now()
-				err := b.create(ctx, jobs, size > 1)
+				var err error
+				if o.send != nil {
+					err = o.send(ctx, lo, hi)
+				} else {
+					err = b.create(ctx, jobs, size > 1)
+				}
 				lats[w] = append(lats[w], time.Since(t0))
 				if err != nil {
 					cancel(err)
@@ -145,6 +157,19 @@ func (b *Bench) drop(ctx context.Context, s spec, n int, skip func(i int) bool) 
 		b.settleMemory(ctx)
 		return nil
 	}
+	err := b.forEach(ctx, n, func(ctx context.Context, i int) error {
+		if skip != nil && skip(i) {
+			return nil
+		}
+		return b.cancel(ctx, s.id(i))
+	})
+	b.settleMemory(ctx)
+	return err
+}
+
+// forEach calls f for 0..n-1 from the configured number of concurrent
+// clients, and returns the first error (a client stops at its own).
+func (b *Bench) forEach(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
 	var next atomic.Int64
 	var first error
 	var once sync.Once
@@ -156,10 +181,7 @@ func (b *Bench) drop(ctx context.Context, s spec, n int, skip func(i int) bool) 
 				if i >= n {
 					return
 				}
-				if skip != nil && skip(i) {
-					continue
-				}
-				if err := b.cancel(ctx, s.id(i)); err != nil {
+				if err := f(ctx, i); err != nil {
 					once.Do(func() { first = err })
 					return
 				}
@@ -170,6 +192,5 @@ func (b *Bench) drop(ctx context.Context, s spec, n int, skip func(i int) bool) 
 	if first == nil {
 		first = ctx.Err()
 	}
-	b.settleMemory(ctx)
 	return first
 }
