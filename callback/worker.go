@@ -18,7 +18,7 @@ import (
 	"github.com/kairos-sh/kairos/internal/tracing"
 )
 
-// Queue is what workers need from the job store. cmd/kairos fills it with
+// Queue is what workers need from the job store. internal/server fills it with
 // the Redis store; receivers that import this package for Verify do not
 // pull Redis in.
 type Queue interface {

@@ -1,9 +1,10 @@
-// Package bench is kairos's load tool, run as `kairos bench`. It drives a
-// kairos through its HTTP API, receives the callbacks on a loopback server
-// of its own, and measures create throughput, firing precision, burst
-// drain time, Redis commands per job and Redis memory per pending job
-// against the targets of issue 5. cmd/kairos starts the kairos under test
-// (or names a running one) and hands it over as a Target.
+// Package bench is kairos's load tool, run as cmd/kairos-bench. It drives
+// a kairos through its HTTP API with the client package, receives the
+// callbacks on a loopback server of its own, and measures create
+// throughput, firing precision, burst drain time, Redis commands per job
+// and Redis memory per pending job against the targets of issue 5.
+// cmd/kairos-bench starts the kairos under test (or names a running one)
+// and hands it over as a Target.
 package bench
 
 import (
@@ -12,11 +13,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"sync"
 	"time"
+
+	"github.com/kairos-sh/kairos/client"
 )
 
 // Target is the kairos under test.
@@ -75,11 +79,14 @@ type Bench struct {
 	t      Target
 	cfg    Config
 	rec    *Receiver
-	api    *apiClient
+	api    *client.Client
+	hc     *http.Client // api's, whose idle connections Close closes
 	topic  string
 	offset time.Duration // Redis clock minus local clock
 	rate   float64       // batch create rate measured at start, jobs/s
-	mu     sync.Mutex    // guards Progress
+	// schedRate is the schedule create rate last measured, schedules/s.
+	schedRate float64
+	mu        sync.Mutex // guards Progress
 }
 
 // New starts the receiver, registers the bench's topic on the target and
@@ -95,9 +102,14 @@ func New(ctx context.Context, t Target, cfg Config) (*Bench, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start receiver: %w", err)
 	}
-	b := &Bench{t: t, cfg: cfg, rec: rec, api: newAPIClient(t.URL, t.Token, cfg.Clients), topic: "bench-" + randomID()}
+	api, hc, err := newClient(t.URL, t.Token, cfg.Clients)
+	if err != nil {
+		rec.Close()
+		return nil, err
+	}
+	b := &Bench{t: t, cfg: cfg, rec: rec, api: api, hc: hc, topic: "bench-" + randomID()}
 	b.offset = b.clockOffset(ctx)
-	if err := b.api.putTopic(ctx, b.topic, rec.URL, cfg.Concurrency); err != nil {
+	if err := b.putTopic(ctx, rec.URL); err != nil {
 		b.Close(ctx)
 		return nil, fmt.Errorf("register topic: %w", err)
 	}
@@ -110,8 +122,8 @@ func New(ctx context.Context, t Target, cfg Config) (*Bench, error) {
 
 // Close deletes the bench's topic and stops the receiver.
 func (b *Bench) Close(ctx context.Context) error {
-	err := b.api.deleteTopic(ctx, b.topic)
-	b.api.close()
+	err := b.deleteTopic(ctx)
+	b.hc.CloseIdleConnections()
 	b.rec.Close()
 	return err
 }

@@ -1,26 +1,20 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
+
+	"github.com/kairos-sh/kairos/client"
 )
 
-// apiClient calls the kairos API as one tenant.
-type apiClient struct {
-	base  string
-	token string
-	hc    *http.Client
-}
-
-func newAPIClient(base, token string, conns int) *apiClient {
+// newClient returns a client of the kairos API acting as the token's
+// tenant. It keeps a connection per concurrent caller open, and does not
+// retry: a failed call is a finding, and a retry would hide it in the
+// latency figures.
+func newClient(base, token string, conns int) (*client.Client, *http.Client, error) {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        2 * conns,
@@ -28,97 +22,54 @@ func newAPIClient(base, token string, conns int) *apiClient {
 		IdleConnTimeout:     time.Minute,
 		DisableCompression:  true,
 	}
-	return &apiClient{base: strings.TrimRight(base, "/"), token: token, hc: &http.Client{Transport: tr, Timeout: 2 * time.Minute}}
+	hc := &http.Client{Transport: tr, Timeout: 2 * time.Minute}
+	c, err := client.New(base, client.WithToken(token), client.WithHTTPClient(hc), client.WithUserAgent("kairos-bench"),
+		client.WithRetryPolicy(client.RetryPolicy{Attempts: 1}))
+	return c, hc, err
 }
-
-func (c *apiClient) close() { c.hc.CloseIdleConnections() }
-
-// do sends one request and returns the status and the body.
-func (c *apiClient) do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw, err
-}
-
-// apiError describes an unexpected answer.
-func apiError(method, path string, status int, body []byte) error {
-	const max = 300
-	if len(body) > max {
-		body = append(body[:max:max], "..."...)
-	}
-	return fmt.Errorf("%s %s: status %d: %s", method, path, status, bytes.TrimSpace(body))
-}
-
-func topicPath(topic string) string { return "/v1/topics/" + url.PathEscape(topic) }
 
 // putTopic registers the bench's topic: its callbacks go to the receiver.
-func (c *apiClient) putTopic(ctx context.Context, topic, callbackURL string, concurrency int) error {
-	body, _ := json.Marshal(map[string]any{"callback_url": callbackURL, "concurrency": concurrency, "timeout": "10s", "max_attempts": 3})
-	p := topicPath(topic)
-	st, raw, err := c.do(ctx, http.MethodPut, p, body)
-	if err != nil {
+func (b *Bench) putTopic(ctx context.Context, callbackURL string) error {
+	_, _, err := b.api.PutTopic(ctx, b.topic, client.TopicRequest{CallbackURL: callbackURL, Concurrency: b.cfg.Concurrency,
+		Timeout: client.Duration(10 * time.Second), MaxAttempts: 3})
+	return err
+}
+
+// deleteTopic deletes the bench's topic; one that is gone is fine.
+func (b *Bench) deleteTopic(ctx context.Context) error {
+	if err := b.api.DeleteTopic(ctx, b.topic); err != nil && !client.IsNotFound(err) {
 		return err
-	}
-	if st != http.StatusOK && st != http.StatusCreated {
-		return apiError("PUT", p, st, raw)
 	}
 	return nil
 }
 
-func (c *apiClient) deleteTopic(ctx context.Context, topic string) error {
-	p := topicPath(topic)
-	st, raw, err := c.do(ctx, http.MethodDelete, p, nil)
+// create sends one create call: a single create of jobs[0], or a batch of
+// jobs when batch is set. Every job must be created.
+func (b *Bench) create(ctx context.Context, jobs []client.JobRequest, batch bool) error {
+	if !batch {
+		_, err := b.api.CreateJob(ctx, b.topic, jobs[0])
+		return err
+	}
+	res, err := b.api.CreateJobs(ctx, b.topic, jobs)
 	if err != nil {
 		return err
 	}
-	if st != http.StatusNoContent && st != http.StatusNotFound {
-		return apiError("DELETE", p, st, raw)
-	}
-	return nil
-}
-
-// create sends one create call: a single job, or a batch when batch is set.
-// Every job must be created.
-func (c *apiClient) create(ctx context.Context, topic string, body []byte, batch bool) error {
-	p := topicPath(topic) + "/jobs"
-	if batch {
-		p += "/batch"
-	}
-	st, raw, err := c.do(ctx, http.MethodPost, p, body)
-	if err != nil {
-		return err
-	}
-	if st != http.StatusCreated {
-		return apiError("POST", p, st, raw)
+	if res.Failed > 0 {
+		for _, it := range res.Results {
+			if it.Error != nil {
+				return fmt.Errorf("batch create: %d of %d jobs failed; jobs[%d]: %w", res.Failed, len(jobs), it.Index, it.Error)
+			}
+		}
+		return fmt.Errorf("batch create: %d of %d jobs failed", res.Failed, len(jobs))
 	}
 	return nil
 }
 
 // cancel cancels a job; one that is gone or already delivered is fine.
-func (c *apiClient) cancel(ctx context.Context, topic, id string) error {
-	p := topicPath(topic) + "/jobs/" + url.PathEscape(id)
-	st, raw, err := c.do(ctx, http.MethodDelete, p, nil)
-	if err != nil {
+func (b *Bench) cancel(ctx context.Context, id string) error {
+	err := b.api.CancelJob(ctx, b.topic, id)
+	if err != nil && !client.IsNotFound(err) && !client.IsConflict(err) {
 		return err
-	}
-	if st != http.StatusNoContent && st != http.StatusNotFound && st != http.StatusConflict {
-		return apiError("DELETE", p, st, raw)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kairos-sh/kairos/client"
 )
 
 // spec describes the jobs of one run: job i has id "<run>-<i>" and is due
@@ -17,18 +19,10 @@ type spec struct {
 
 func (s spec) id(i int) string { return s.run + "-" + strconv.Itoa(i) }
 
-// appendJob writes job i as a create request.
-func appendJob(b []byte, s spec, i int) []byte {
+// job is job i's create request.
+func (s spec) job(i int) client.JobRequest {
 	due := s.due(i)
-	b = append(b, `{"id":"`...)
-	b = append(b, s.run...)
-	b = append(b, '-')
-	b = strconv.AppendInt(b, int64(i), 10)
-	b = append(b, `","run_at":"`...)
-	b = time.UnixMilli(due).UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-	b = append(b, `","payload":`...)
-	b = appendPayload(b, s.run, i, due)
-	return append(b, '}')
+	return client.JobRequest{ID: s.id(i), RunAt: time.UnixMilli(due), Payload: appendPayload(nil, s.run, i, due)}
 }
 
 // loadResult is what creating a run's jobs took.
@@ -50,6 +44,10 @@ type loadOpts struct {
 	progress func(created int, elapsed time.Duration)
 	// pace, when set, is the earliest time (local clock) call k may start.
 	pace func(k int) time.Time
+	// send, when set, makes call k instead of a create of jobs lo..hi-1:
+	// what is created is then its own (a schedule, say), and due(i) is
+	// when it first fires.
+	send func(ctx context.Context, lo, hi int) error
 }
 
 func (l loadResult) rate() float64 {
@@ -61,7 +59,8 @@ func (l loadResult) rate() float64 {
 
 // load creates jobs 0..n-1 of s with the configured number of concurrent
 // clients, size jobs per call (1: single creates, else batch creates), call
-// k holding jobs k*size and on. It returns at the first error.
+// k holding jobs k*size and on (or makes o.send's calls). It returns at the
+// first error.
 func (b *Bench) load(ctx context.Context, s spec, n, size int, o loadOpts) (loadResult, error) {
 	size = max(size, 1)
 	chunks := (n + size - 1) / size
@@ -74,7 +73,7 @@ func (b *Bench) load(ctx context.Context, s spec, n, size int, o loadOpts) (load
 	var wg sync.WaitGroup
 	for w := range b.cfg.Clients {
 		wg.Go(func() {
-			var buf []byte
+			var jobs []client.JobRequest
 			for ctx.Err() == nil {
 				k := int(next.Add(1) - 1)
 				if k >= chunks {
@@ -88,21 +87,19 @@ func (b *Bench) load(ctx context.Context, s spec, n, size int, o loadOpts) (load
 					return
 				}
 				lo, hi := k*size, min(n, (k+1)*size)
-				buf = buf[:0]
-				if size == 1 {
-					buf = appendJob(buf, s, lo)
-				} else {
-					buf = append(buf, `{"jobs":[`...)
+				if o.send == nil {
+					jobs = jobs[:0]
 					for i := lo; i < hi; i++ {
-						if i > lo {
-							buf = append(buf, ',')
-						}
-						buf = appendJob(buf, s, i)
+						jobs = append(jobs, s.job(i))
 					}
-					buf = append(buf, "]}"...)
 				}
 				t0 := time.Now()
-				err := b.api.create(ctx, b.topic, buf, size > 1)
+				var err error
+				if o.send != nil {
+					err = o.send(ctx, lo, hi)
+				} else {
+					err = b.create(ctx, jobs, size > 1)
+				}
 				lats[w] = append(lats[w], time.Since(t0))
 				if err != nil {
 					cancel(err)
@@ -160,6 +157,19 @@ func (b *Bench) drop(ctx context.Context, s spec, n int, skip func(i int) bool) 
 		b.settleMemory(ctx)
 		return nil
 	}
+	err := b.forEach(ctx, n, func(ctx context.Context, i int) error {
+		if skip != nil && skip(i) {
+			return nil
+		}
+		return b.cancel(ctx, s.id(i))
+	})
+	b.settleMemory(ctx)
+	return err
+}
+
+// forEach calls f for 0..n-1 from the configured number of concurrent
+// clients, and returns the first error (a client stops at its own).
+func (b *Bench) forEach(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
 	var next atomic.Int64
 	var first error
 	var once sync.Once
@@ -171,10 +181,7 @@ func (b *Bench) drop(ctx context.Context, s spec, n int, skip func(i int) bool) 
 				if i >= n {
 					return
 				}
-				if skip != nil && skip(i) {
-					continue
-				}
-				if err := b.api.cancel(ctx, b.topic, s.id(i)); err != nil {
+				if err := f(ctx, i); err != nil {
 					once.Do(func() { first = err })
 					return
 				}
@@ -185,6 +192,5 @@ func (b *Bench) drop(ctx context.Context, s spec, n int, skip func(i int) bool) 
 	if first == nil {
 		first = ctx.Err()
 	}
-	b.settleMemory(ctx)
 	return first
 }

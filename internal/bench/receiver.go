@@ -57,6 +57,17 @@ func (r *Receiver) Expect(id string, n int) *Arrivals {
 	return run
 }
 
+// ExpectOccurrences makes run id the current run: the occurrences of
+// recurring schedules, n in all. Each schedule's payload carries its
+// number; slot maps that and the occurrence's job id ("<schedule
+// id>@<unix ms>") to the occurrence's number in 0..n-1 and its instant,
+// unix ms, and refuses an occurrence the run does not expect.
+func (r *Receiver) ExpectOccurrences(id string, n int, slot func(schedule int, jobID string) (seq int, dueMS int64, ok bool)) *Arrivals {
+	run := r.Expect(id, n)
+	run.slot = slot
+	return run
+}
+
 // ServeHTTP records one callback. Arrival is the moment the handler runs.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	at := time.Now().UnixNano()
@@ -67,6 +78,10 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	run, seq, due, ok := parsePayload(buf[:n])
 	cur := r.cur.Load()
+	if ok && cur != nil && cur.slot != nil && string(run) == cur.ID {
+		// an occurrence: its instant is in its job id, not in the payload
+		seq, due, ok = cur.slot(seq, req.Header.Get("Kairos-Job-Id"))
+	}
 	if !ok || cur == nil || string(run) != cur.ID || seq < 0 || seq >= cur.n {
 		r.stray.Add(1)
 	} else {
@@ -79,12 +94,13 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 type Arrivals struct {
 	ID      string
 	n       int
-	first   []atomic.Int64 // arrival of each job's first delivery, unix ns on the local clock; 0: none
-	due     []atomic.Int64 // each job's due time from its payload, unix ms on the Redis clock
-	count   []atomic.Int32 // deliveries per job
-	arrived atomic.Int64   // jobs delivered at least once
-	hits    atomic.Int64   // deliveries in all
-	last    atomic.Int64   // latest arrival, unix ns
+	slot    func(schedule int, jobID string) (int, int64, bool) // set for occurrences of schedules
+	first   []atomic.Int64                                      // arrival of each job's first delivery, unix ns on the local clock; 0: none
+	due     []atomic.Int64                                      // each job's due time from its payload, unix ms on the Redis clock
+	count   []atomic.Int32                                      // deliveries per job
+	arrived atomic.Int64                                        // jobs delivered at least once
+	hits    atomic.Int64                                        // deliveries in all
+	last    atomic.Int64                                        // latest arrival, unix ns
 }
 
 func (r *Arrivals) record(seq int, at, dueMS int64) {

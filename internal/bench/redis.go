@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Redis reads the figures of the Redis that kairos runs on. cmd/kairos
+// Redis reads the figures of the Redis that kairos runs on. cmd/kairos-bench
 // fills it with a go-redis client kept apart from kairos's own, so that the
 // bench's reads are not counted as kairos's commands.
 type Redis interface {

@@ -13,11 +13,12 @@ import (
 )
 
 // Names of the scenarios, in the order "all" runs them.
-var Names = []string{"enqueue", "precision", "burst", "cost", "sustained", "scale"}
+var Names = []string{"enqueue", "precision", "burst", "cost", "sustained", "scale", "schedules"}
 
 // DefaultScenarios run when none are named: all but sustained, which
-// saturates the machine for about a minute and a half, and scale, which at
-// its default of 10M jobs loads gigabytes into Redis (6 GiB in November 2026).
+// saturates the machine for about a minute and a half, scale, which at its
+// default of 10M jobs loads gigabytes into Redis (6 GiB in November 2026),
+// and schedules, which takes about five minutes.
 const DefaultScenarios = "enqueue,precision,burst,cost"
 
 // ParseScenarios reads a comma-separated list of names, or "all".
@@ -59,6 +60,7 @@ type Options struct {
 	Cost          CostConfig
 	Sustained     SustainedConfig
 	Scale         ScaleConfig
+	Schedules     SchedulesConfig
 	JSON          bool // write one JSON document instead of tables
 }
 
@@ -79,6 +81,7 @@ func (o Options) withDefaults() Options {
 	o.Cost = o.Cost.withDefaults()
 	o.Sustained = o.Sustained.withDefaults()
 	o.Scale = o.Scale.withDefaults()
+	o.Schedules = o.Schedules.withDefaults()
 	return o
 }
 
@@ -95,6 +98,7 @@ type Report struct {
 	Cost      *CostResult      `json:"cost,omitempty"`
 	Sustained *SustainedResult `json:"sustained,omitempty"`
 	Scale     *ScaleResult     `json:"scale,omitempty"`
+	Schedules *SchedulesResult `json:"schedules,omitempty"`
 	Errors    []string         `json:"errors,omitempty"`
 }
 
@@ -148,6 +152,9 @@ func Run(ctx context.Context, t Target, o Options, out io.Writer) error {
 		case "scale":
 			rep.Scale, err = b.Scale(ctx, o.Scale)
 			res = rep.Scale
+		case "schedules":
+			rep.Schedules, err = b.Schedules(ctx, o.Schedules)
+			res = rep.Schedules
 		}
 		if err != nil {
 			errs = append(errs, err)

@@ -1,9 +1,14 @@
+// Command kairos-bench is kairos's load tool. It drives a kairos through
+// its API with the client package, receives the callbacks on a loopback
+// server of its own and reads Redis INFO (and, for the cost scenario, the
+// slow log) for its figures: create throughput, firing precision, burst
+// drain time, Redis CPU, commands and memory per job. It measures a
+// kairos it starts in this process, wired as `kairos serve` wires one
+// (internal/server), on a fresh key prefix, or a running one on loopback.
 package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,21 +16,23 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"strconv"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/kairos-sh/kairos/internal/bench"
 	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
-const benchUsage = `usage:
-  kairos bench --redis-url redis://HOST:PORT [flags]
+const usage = `kairos-bench: the load tool of kairos
+
+usage:
+  kairos-bench --redis-url redis://HOST:PORT [flags]
       start a kairos in this process on that Redis, under a fresh key prefix
       that is removed afterwards, and measure it
-  kairos bench --url http://127.0.0.1:PORT --token TOKEN [--redis-url URL] [flags]
+  kairos-bench --url http://127.0.0.1:PORT --token TOKEN [--redis-url URL] [flags]
       measure a running kairos; it must allow private URLs
       (KAIROS_ALLOW_PRIVATE_URLS=1), since callbacks go to this tool on
       loopback; --redis-url then names its Redis, read for memory and
@@ -44,6 +51,11 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
              creation, at each of --sustained-rates for --sustained-step: lateness,
              CPU, and the sustained capacity (about 1.5 minutes; not in the default)
   scale      --scale-jobs jobs pending (10M took 4.2 GiB of Redis memory), then precision again
+  schedules  --schedules schedules every --schedules-every (1s) for --schedules-window:
+             occurrences/s, lateness, missing or doubled occurrences, Redis CPU per
+             occurrence; then --scale-schedules every --scale-schedules-every (1m) for
+             --scale-schedules-window: create rate, Redis memory per schedule, the same
+             figures; each beside one-shot jobs at its rate (about 5 minutes; not in the default)
 
 Every scenario reports Redis CPU per job: the growth of INFO used_cpu_user+sys
 over the scenario's window (background included) divided by its jobs.
@@ -51,12 +63,25 @@ over the scenario's window (background included) divided by its jobs.
 flags:
 `
 
-// runBench runs the load tool (internal/bench) against a kairos it starts in
-// this process or a running one.
-func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("kairos bench", flag.ContinueOnError)
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "kairos-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run runs the load tool (internal/bench) against a kairos it starts in
+// this process or a running one. -h or --help prints the usage on stdout
+// and returns flag.ErrHelp.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kairos-bench", flag.ContinueOnError)
 	fs.SetOutput(usageOut(args, stdout, stderr))
-	fs.Usage = func() { fmt.Fprint(fs.Output(), benchUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usage); fs.PrintDefaults() }
 	var (
 		o                         bench.Options
 		redisURL, apiURL, token   string
@@ -86,6 +111,14 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	fs.DurationVar(&o.Sustained.Lead, "sustained-lead", 500*time.Millisecond, "sustained: how long after its creation each job is due")
 	fs.IntVar(&o.Scale.Jobs, "scale-jobs", 10_000_000, "scale: jobs loaded")
 	fs.DurationVar(&o.Scale.MaxLoad, "scale-max-load", 10*time.Minute, "scale: loading stops after this long")
+	fs.IntVar(&o.Schedules.Schedules, "schedules", 10_000, "schedules: schedules of the precision phase; 0 skips the phase")
+	fs.DurationVar(&o.Schedules.Every, "schedules-every", time.Second, "schedules: interval of the precision phase's schedules")
+	fs.DurationVar(&o.Schedules.Window, "schedules-window", 20*time.Second, "schedules: how long the precision phase's schedules fire")
+	fs.IntVar(&o.Schedules.ScaleSchedules, "scale-schedules", 100_000, "schedules: schedules of the scale phase; 0 skips the phase")
+	fs.DurationVar(&o.Schedules.ScaleEvery, "scale-schedules-every", time.Minute, "schedules: interval of the scale phase's schedules")
+	fs.DurationVar(&o.Schedules.ScaleWindow, "scale-schedules-window", 2*time.Minute, "schedules: how long the scale phase's schedules fire")
+	fs.BoolVar(&o.Schedules.Aligned, "schedules-aligned", false, "schedules: every schedule of a phase fires at the same instants (a burst each interval, as a cron pattern does) instead of spread over the interval")
+	fs.BoolVar(&o.Schedules.OneShot, "schedules-oneshot", true, "schedules: run one-shot jobs at each phase's rate beside it (for up to 20s) to compare")
 	fs.DurationVar(&o.Lead, "lead", 0, "how long before the first due time a run starts being created (default: from the measured create rate)")
 	fs.DurationVar(&o.Grace, "grace", 5*time.Second, "how long after the last due time missing callbacks are waited for")
 	fs.IntVar(&shards, "shards", rdb.DefaultShards, "Delay Bucket shards of the kairos started here")
@@ -117,6 +150,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	if o.Concurrency < 1 || o.Concurrency > 1000 {
 		return errors.New("--concurrency: use 1 to 1000")
 	}
+	if err := checkSchedules(&o.Schedules); err != nil {
+		return err
+	}
 	if idleJobs <= 0 {
 		idleJobs = -1
 	}
@@ -142,7 +178,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		t = bench.Target{URL: apiURL, Token: token, Name: apiURL}
 		if redisURL != "" {
-			probe, err := benchRedisClient(redisURL)
+			probe, err := redisClient(redisURL)
 			if err != nil {
 				return err
 			}
@@ -158,13 +194,13 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		if err := level.UnmarshalText([]byte(logLvl)); err != nil {
 			return fmt.Errorf("--log-level %q: use debug, info, warn or error", logLvl)
 		}
-		k, err := startBenchKairos(ctx, redisURL, prefix, shards, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
+		k, err := startKairos(ctx, redisURL, prefix, shards, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
 		if err != nil {
 			return err
 		}
 		defer func() {
 			if serr := k.stop(); serr != nil {
-				fmt.Fprintln(stderr, "kairos bench: clean up:", serr)
+				fmt.Fprintln(stderr, "kairos-bench: clean up:", serr)
 			}
 		}()
 		t = k.target
@@ -190,189 +226,38 @@ func loopbackURL(raw string) error {
 	return nil
 }
 
-// benchKairos is a kairos in this process: API on 127.0.0.1:0, scanner and
-// worker, on its own key prefix, with private callback URLs allowed.
-type benchKairos struct {
-	target bench.Target
-	stop   func() error
-}
-
-func benchRedisClient(redisURL string) (*redis.Client, error) {
-	opt, err := redis.ParseURL(redisURL)
-	if err != nil {
-		return nil, fmt.Errorf("--redis-url: %w (want redis://host:port)", err)
-	}
-	opt.ClientName = bench.ClientName
-	opt.ReadTimeout = time.Minute // SLOWLOG GET of a full slow log is a large reply
-	return redis.NewClient(opt), nil
-}
-
-// startBenchKairos starts kairos as serve does (all roles, on its own key
-// prefix, private callback URLs allowed, API on 127.0.0.1:0), plus a hook
-// counting the commands it sends. stop shuts it down in serve's order and
-// deletes every key under prefix.
-func startBenchKairos(ctx context.Context, redisURL, prefix string, shards int, log *slog.Logger) (*benchKairos, error) {
-	probe, err := benchRedisClient(redisURL)
-	if err != nil {
-		return nil, err
-	}
-	if n, err := probe.Exists(ctx, prefix+":meta").Result(); err != nil || n > 0 {
-		probe.Close()
-		if err != nil {
-			return nil, fmt.Errorf("reach Redis: %w", err)
-		}
-		return nil, fmt.Errorf("--prefix %q is in use on this Redis; the bench deletes its prefix afterwards, so it needs an unused one", prefix)
-	}
-	drop := func(ctx context.Context, patterns ...string) (int, error) {
-		n := 0
-		for _, p := range patterns {
-			m, err := unlinkMatching(ctx, probe, p)
-			n += m
-			if err != nil {
-				return n, err
-			}
-		}
-		return n, nil
-	}
-	env := map[string]string{"KAIROS_REDIS_URL": redisURL, "KAIROS_PREFIX": prefix, "KAIROS_SHARDS": strconv.Itoa(shards),
-		"KAIROS_ADDR": "127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS": "1", "KAIROS_GRACE": "5s",
-		"KAIROS_AUTH_SECRET": randomHex(32)}
-	cfg, err := parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil {
-		probe.Close()
-		return nil, err
-	}
-	sent := &bench.Counter{}
-	in, err := start(ctx, cfg, log, countHook{sent})
-	if err != nil {
-		probe.Close()
-		return nil, err
-	}
-	client := in.client
-	token, err := in.authn.Mint("bench", false, 0)
-	if err != nil {
-		in.stop()
-		drop(context.WithoutCancel(ctx), globEscape(prefix)+":*")
-		probe.Close()
-		return nil, err
-	}
-	stop := func() error {
-		in.stop()
-		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		_, err := drop(dctx, globEscape(prefix)+":*")
-		probe.Close()
-		return err
-	}
-	return &benchKairos{stop: stop, target: bench.Target{
-		URL: in.url, Token: token, Redis: benchRedis{probe}, Scripts: rdb.ScriptNames(),
-		// Every job key carries a shard hash tag; ready lists are per topic.
-		DropJobs: func(ctx context.Context) (int, error) {
-			p := globEscape(prefix)
-			return drop(ctx, p+":{*", p+":ready:*")
-		},
-		Sent: sent.Snapshot,
-		Counters: func() map[string]int64 {
-			st := client.PoolStats()
-			return map[string]int64{"pool_waits": int64(st.WaitCount), "pool_wait_ms": st.WaitDurationNs / 1e6, "pool_timeouts": int64(st.Timeouts)}
-		},
-		Name: fmt.Sprintf("a kairos started in this process (Redis %s, prefix %s, %d shards)", probe.Options().Addr, prefix, shards),
-	}}, nil
-}
-
-// unlinkMatching deletes every key matching pattern with SCAN and UNLINK.
-func unlinkMatching(ctx context.Context, c *redis.Client, pattern string) (int, error) {
-	var cursor uint64
-	n := 0
-	for {
-		keys, next, err := c.Scan(ctx, cursor, pattern, 10000).Result()
-		if err != nil {
-			return n, fmt.Errorf("scan %s: %w", pattern, err)
-		}
-		if len(keys) > 0 {
-			if err := c.Unlink(ctx, keys...).Err(); err != nil {
-				return n, fmt.Errorf("unlink: %w", err)
-			}
-			n += len(keys)
-		}
-		if cursor = next; cursor == 0 {
-			return n, nil
+// checkSchedules refuses settings of the schedules scenario the API would
+// refuse, or that fire nothing, and marks a phase of 0 schedules skipped.
+func checkSchedules(c *bench.SchedulesConfig) error {
+	for _, ph := range []struct {
+		flag          string
+		n             *int
+		every, window time.Duration
+	}{{"--schedules", &c.Schedules, c.Every, c.Window}, {"--scale-schedules", &c.ScaleSchedules, c.ScaleEvery, c.ScaleWindow}} {
+		switch {
+		case *ph.n < 0:
+			return fmt.Errorf("%s: use 0 or more", ph.flag)
+		case *ph.n == 0:
+			*ph.n = -1
+		case ph.every < time.Second || ph.every%time.Millisecond != 0:
+			return fmt.Errorf("%s-every %v: use whole milliseconds of at least 1s (the API's shortest interval)", ph.flag, ph.every)
+		case ph.window < ph.every:
+			return fmt.Errorf("%s-window %v: use at least the interval, %v", ph.flag, ph.window, ph.every)
 		}
 	}
+	return nil
 }
 
-// globEscape quotes the characters SCAN's MATCH treats as special.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
+// usageOut is where the flag set writes the usage: stdout when the user
+// asked for it with -h or --help, stderr when it follows a mistake.
+func usageOut(args []string, stdout, stderr io.Writer) io.Writer {
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--help", "--h":
+			return stdout
+		case "--":
+			return stderr
 		}
-		b.WriteRune(r)
 	}
-	return b.String()
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// benchRedis gives the bench its reads of Redis, on a client of its own.
-type benchRedis struct{ c *redis.Client }
-
-func (r benchRedis) Info(ctx context.Context, section string) (string, error) {
-	return r.c.Info(ctx, section).Result()
-}
-func (r benchRedis) ResetStat(ctx context.Context) error { return r.c.ConfigResetStat(ctx).Err() }
-func (r benchRedis) Time(ctx context.Context) (time.Time, error) {
-	return r.c.Time(ctx).Result()
-}
-func (r benchRedis) ConfigGet(ctx context.Context, name string) (string, error) {
-	m, err := r.c.ConfigGet(ctx, name).Result()
-	if err != nil {
-		return "", err
-	}
-	v, ok := m[name]
-	if !ok {
-		return "", fmt.Errorf("CONFIG GET %s: no such setting", name)
-	}
-	return v, nil
-}
-func (r benchRedis) ConfigSet(ctx context.Context, name, value string) error {
-	return r.c.ConfigSet(ctx, name, value).Err()
-}
-func (r benchRedis) SlowlogReset(ctx context.Context) error { return r.c.SlowLogReset(ctx).Err() }
-func (r benchRedis) Slowlog(ctx context.Context) ([]bench.SlowlogEntry, error) {
-	logs, err := r.c.SlowLogGet(ctx, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("SLOWLOG GET: %w", err)
-	}
-	out := make([]bench.SlowlogEntry, len(logs))
-	for i, l := range logs {
-		out[i] = bench.SlowlogEntry{ID: l.ID, USec: l.Duration.Microseconds(), Args: l.Args, Client: l.ClientAddr, ClientName: l.ClientName}
-	}
-	return out, nil
-}
-
-// countHook counts the commands a client sends, pipelined ones each.
-type countHook struct{ c *bench.Counter }
-
-func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.c.Add(cmd.Name())
-		return next(ctx, cmd)
-	}
-}
-
-func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			h.c.Add(c.Name())
-		}
-		return next(ctx, cmds)
-	}
+	return stderr
 }

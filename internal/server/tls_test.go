@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"errors"
@@ -86,7 +86,7 @@ func TestBadRedisCertificateRefusedAtStart(t *testing.T) {
 			began := time.Now()
 			in, err := startWith(tt.env)
 			if err == nil {
-				in.stop()
+				in.Stop()
 				t.Fatal("kairos started")
 			}
 			if took := time.Since(began); took > 5*time.Second {

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"cmp"
@@ -33,20 +33,24 @@ import (
 	"github.com/kairos-sh/kairos/web"
 )
 
-// instance is kairos running in this process: the roles its config asks
-// for, wired to one store and one HTTP listener. `serve` and `bench` both
-// start one.
-type instance struct {
-	client redis.UniversalClient
-	store  *rdb.Store
-	authn  *auth.Authenticator
-	url    string // where the HTTP listener answers
-	stop   func() // stops everything in order; call once
+// Instance is kairos running in this process: the roles its config asks
+// for, wired to one store and one HTTP listener. `kairos serve` and the
+// load tool (cmd/kairos-bench) both start one.
+type Instance struct {
+	Client redis.UniversalClient // the main Redis client (its pool's figures)
+	Authn  *auth.Authenticator   // verifies the API's tokens; mints them too
+	URL    string                // where the HTTP listener answers
+	stop   func()
 }
 
-// start connects to Redis (adding hooks to both clients), checks the store
+// Stop stops everything in order: the scanner stops claiming and releases
+// its locks, in-flight callbacks finish within the grace period, the HTTP
+// server drains, Redis closes last. Call it once.
+func (in *Instance) Stop() { in.stop() }
+
+// Start connects to Redis (adding hooks to both clients), checks the store
 // and starts the roles of cfg and the HTTP listener.
-func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hook) (*instance, error) {
+func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hook) (*Instance, error) {
 	client, blocking, closeEmbedded, err := redisClients(cfg, log)
 	if err != nil {
 		return nil, err
@@ -177,7 +181,7 @@ func start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			log.Error("http server", "err", err)
 		}
 	})
-	return &instance{client: client, store: store, authn: authn, url: "http://" + displayAddr(ln.Addr()),
+	return &Instance{Client: client, Authn: authn, URL: "http://" + displayAddr(ln.Addr()),
 		stop: func() {
 			stop()
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -220,6 +224,14 @@ func leaseTimeouts(store *rdb.Store, log *slog.Logger) func() time.Duration {
 		}
 		return longest
 	}
+}
+
+func displayAddr(a net.Addr) string {
+	host, port, _ := net.SplitHostPort(a.String())
+	if host == "::" || host == "0.0.0.0" || host == "" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // buildVersion is the module version kairos was built as, "(devel)" from a

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -126,9 +126,9 @@ func startTestInstanceOn(t *testing.T, env map[string]string) *testInstance {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(in.stop)
-	ti.url = in.url
-	if ti.token, err = in.authn.Mint("acme", false, time.Hour); err != nil {
+	t.Cleanup(in.Stop)
+	ti.url = in.URL
+	if ti.token, err = in.Authn.Mint("acme", false, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	return ti
@@ -166,12 +166,12 @@ func (ti *testInstance) call(t *testing.T, method, path, body string, want int) 
 // startWith starts kairos in this process as the tests do (loopback
 // listener, loopback callbacks allowed, a short grace, a fixed auth
 // secret), with env added to the environment.
-func startWith(env map[string]string) (*instance, error) {
+func startWith(env map[string]string) (*Instance, error) {
 	all := map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef0123"}
 	maps.Copy(all, env)
-	cfg, err := parseConfig([]string{"--addr", "127.0.0.1:0", "--grace", "1s", "--allow-private-urls"}, fakeEnv(all), io.Discard)
+	cfg, err := ParseConfig([]string{"--addr", "127.0.0.1:0", "--grace", "1s", "--allow-private-urls"}, fakeEnv(all), io.Discard)
 	if err != nil {
 		return nil, err
 	}
-	return start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return Start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }

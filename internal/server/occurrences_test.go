@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"encoding/json"
@@ -44,9 +44,9 @@ func TestOccurrencesCountedInStatsAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(in.stop)
-	ti := &testInstance{url: in.url}
-	if ti.token, err = in.authn.Mint("acme", false, time.Hour); err != nil {
+	t.Cleanup(in.Stop)
+	ti := &testInstance{url: in.URL}
+	if ti.token, err = in.Authn.Mint("acme", false, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 

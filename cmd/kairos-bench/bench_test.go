@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,28 +21,31 @@ import (
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
+func fakeEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
 // TestBenchEndToEnd runs every scenario at a tiny size against a kairos
 // started in process on a real redis-server, and checks the counts the
 // tool reports, that every figure is there and adds up, and that it leaves
 // no key and no changed setting behind.
 func TestBenchEndToEnd(t *testing.T) {
 	srv := testredis.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
 	slowlogBefore := c.ConfigGet(ctx, "slowlog-*").Val()
 
 	var out, errOut strings.Builder
-	args := []string{"bench", "--redis-url", srv.URL(), "--scenario", "all", "--json", "--prefix", "kb-test",
+	args := []string{"--redis-url", srv.URL(), "--scenario", "all", "--json", "--prefix", "kb-test",
 		// enough jobs that their memory outweighs Redis's own noise (client
 		// buffers it shrinks, lazy frees): 2,000 x ~230 B
 		"--jobs", "2000", "--clients", "4", "--batch-size", "500", "--concurrency", "8",
 		"--precision-jobs", "200", "--precision-over", "500ms", "--burst-jobs", "200",
 		"--cost-jobs", "200", "--idle-jobs", "500", "--idle-settle", "200ms", "--idle-window", "1s",
 		"--scale-jobs", "2000", "--sustained-rates", "100,200", "--sustained-step", "1s", "--sustained-lead", "300ms",
-		"--lead", "1s", "--grace", "3s", "--timeout", "80s"}
-	if err := run(ctx, args, fakeEnv(nil), nil, &out, &errOut); err != nil {
+		"--schedules", "50", "--schedules-window", "2s", "--scale-schedules", "100", "--scale-schedules-every", "1s", "--scale-schedules-window", "2s",
+		"--lead", "1s", "--grace", "3s", "--timeout", "140s"}
+	if err := run(ctx, args, fakeEnv(nil), &out, &errOut); err != nil {
 		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
 	}
 	var rep bench.Report
@@ -125,6 +130,29 @@ func TestBenchEndToEnd(t *testing.T) {
 		checkRedisCPU(t, "scale precision", s.Precision.Life, s.Precision.RedisCPUPerJobUS, s.Precision.Jobs)
 	}
 
+	if s := rep.Schedules; s == nil || len(s.Phases) != 2 {
+		t.Errorf("schedules: %+v", s)
+	} else {
+		for _, p := range s.Phases {
+			name := "schedules " + p.Name
+			checkDelivery(name, p.Delivery, p.Occurrences)
+			if p.Created != p.Schedules || p.Occurrences != 2*p.Schedules || p.MemoryPerSchedule <= 0 || p.CreatedPerSec <= 0 || p.CreatedLate != 0 {
+				t.Errorf("%s: %+v", name, p)
+			}
+			checkRedisCPU(t, name, p.CPU, p.RedisCPUPerOccurrenceUS, p.Occurrences)
+			if p.OneShot == nil {
+				t.Errorf("%s: no one-shot jobs beside it", name)
+			} else {
+				checkDelivery(name+" one-shot", p.OneShot.Delivery, p.OneShot.Jobs)
+				if want := int(p.PerSec * 2); p.OneShot.Jobs != want {
+					t.Errorf("%s: %d one-shot jobs, want %d, the phase's rate over its 2s", name, p.OneShot.Jobs, want)
+				}
+			}
+			if _, ok := findCheck(p.Checks, "Redis CPU per occurrence"); !ok {
+				t.Errorf("%s: Redis CPU per occurrence not held to the one-shot jobs': %+v", name, p.Checks)
+			}
+		}
+	}
 	if keys := testredis.Keys(t, c, "kb-test"); len(keys) > 0 {
 		t.Errorf("keys left behind: %v", keys)
 	}
@@ -134,6 +162,16 @@ func TestBenchEndToEnd(t *testing.T) {
 	if n := c.SlowLogLen(ctx).Val(); n > 100 {
 		t.Errorf("the bench left %d entries in the slow log", n)
 	}
+}
+
+// findCheck returns the check of metric among cs.
+func findCheck(cs []bench.Check, metric string) (bench.Check, bool) {
+	for _, c := range cs {
+		if c.Metric == metric {
+			return c, true
+		}
+	}
+	return bench.Check{}, false
 }
 
 // checkRedisCPU checks that a scenario's Redis CPU per job is there and is
@@ -223,9 +261,9 @@ func checkSustained(t *testing.T, s *bench.SustainedResult, checkDelivery func(s
 func TestBenchTables(t *testing.T) {
 	srv := testredis.New(t)
 	var out strings.Builder
-	args := []string{"bench", "--redis-url", srv.URL(), "--scenario", "precision", "--quiet",
+	args := []string{"--redis-url", srv.URL(), "--scenario", "precision", "--quiet",
 		"--precision-jobs", "50", "--precision-over", "500ms", "--lead", "1s", "--concurrency", "4"}
-	if err := run(context.Background(), args, fakeEnv(nil), nil, &out, io.Discard); err != nil {
+	if err := run(context.Background(), args, fakeEnv(nil), &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"precision: 50 jobs due uniformly over 0.5s", "lateness p99", "<= 5 ms", "missing", "duplicated"} {
@@ -255,10 +293,12 @@ func TestBenchFlags(t *testing.T) {
 		{"prefix in use", []string{"--redis-url", srv.URL(), "--prefix", "taken"}, nil, "in use"},
 		{"batch too big", []string{"--redis-url", srv.URL(), "--batch-size", "5000"}, nil, "--batch-size"},
 		{"bad rates", []string{"--redis-url", srv.URL(), "--sustained-rates", "1000,fast"}, nil, "--sustained-rates"},
+		{"schedules under a second apart", []string{"--redis-url", srv.URL(), "--schedules-every", "500ms"}, nil, "--schedules-every"},
+		{"scale window under the interval", []string{"--redis-url", srv.URL(), "--scale-schedules-window", "30s"}, nil, "--scale-schedules-window"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := run(context.Background(), append([]string{"bench"}, tt.args...), fakeEnv(tt.env), nil, io.Discard, io.Discard)
+			err := run(context.Background(), tt.args, fakeEnv(tt.env), io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
 			}
@@ -272,16 +312,16 @@ func TestBenchFlags(t *testing.T) {
 func TestBenchExternal(t *testing.T) {
 	srv := testredis.New(t)
 	ctx := context.Background()
-	k, err := startBenchKairos(ctx, srv.URL(), "kb-ext", 4, slog.New(slog.DiscardHandler))
+	k, err := startKairos(ctx, srv.URL(), "kb-ext", 4, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer k.stop()
 	var out, errOut strings.Builder
-	args := []string{"bench", "--url", k.target.URL, "--redis-url", srv.URL(), "--scenario", "enqueue,precision", "--json",
+	args := []string{"--url", k.target.URL, "--redis-url", srv.URL(), "--scenario", "enqueue,precision", "--json",
 		"--jobs", "1000", "--clients", "4", "--batch-size", "250", "--concurrency", "4",
 		"--precision-jobs", "100", "--precision-over", "300ms", "--lead", "1s"}
-	if err := run(ctx, args, fakeEnv(map[string]string{"KAIROS_TOKEN": k.target.Token}), nil, &out, &errOut); err != nil {
+	if err := run(ctx, args, fakeEnv(map[string]string{"KAIROS_TOKEN": k.target.Token}), &out, &errOut); err != nil {
 		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
 	}
 	var rep bench.Report
@@ -293,5 +333,24 @@ func TestBenchExternal(t *testing.T) {
 	}
 	if p := rep.Precision; p == nil || p.Delivery.Delivered != 100 || p.Delivery.Missing+p.Delivery.Duplicated+p.Delivery.Early != 0 {
 		t.Errorf("precision: %+v", p)
+	}
+}
+
+// TestBenchHelp: -h and --help print the usage on stdout and are not
+// failures (main exits 0 on flag.ErrHelp); an unknown flag is one, with
+// the usage on stderr.
+func TestBenchHelp(t *testing.T) {
+	for _, h := range []string{"-h", "--help"} {
+		var out, errOut strings.Builder
+		if err := run(context.Background(), []string{h}, fakeEnv(nil), &out, &errOut); !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("kairos-bench %s: %v, want flag.ErrHelp", h, err)
+		}
+		if !strings.Contains(out.String(), "--scenario") || errOut.Len() != 0 {
+			t.Errorf("kairos-bench %s: stdout %q, stderr %q; want the usage on stdout", h, out.String(), errOut.String())
+		}
+	}
+	var errOut strings.Builder
+	if err := run(context.Background(), []string{"--no-such-flag"}, fakeEnv(nil), io.Discard, &errOut); err == nil || errors.Is(err, flag.ErrHelp) || errOut.Len() == 0 {
+		t.Errorf("kairos-bench --no-such-flag: err %v, stderr %q; want an error and the usage on stderr", err, errOut.String())
 	}
 }

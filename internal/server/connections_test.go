@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func TestIdleConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(in.stop)
+	t.Cleanup(in.Stop)
 	worker := idleClients(t, srv, "worker:")
 	t.Logf("a process with the worker role alone, %d topics: %s at idle", topics, worker)
 	if n := worker["worker:blocking"]; n > topics+blockingPool.maxIdle {

@@ -1,4 +1,4 @@
-package main
+package server
 
 // redisPool is one of the two pools of connections a process keeps to
 // Redis (per node on a cluster). Its size is an upper bound reached only

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"github.com/kairos-sh/kairos/internal/tracing"
@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -40,7 +41,10 @@ type Config struct {
 
 var allRoles = []string{"api", "scanner", "worker"}
 
-func parseConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
+// ParseConfig reads the flags of `kairos serve` from args, their defaults
+// from the KAIROS_* variables getenv returns, and checks the result; every
+// problem is reported at once. Usage goes to out.
+func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	var c Config
 	fs := flag.NewFlagSet("kairos serve", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -155,4 +159,28 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		errs = append(errs, errors.New("KAIROS_AUTH_SECRET is too short: use at least 16 characters (32 random bytes recommended)"))
 	}
 	return c, errors.Join(errs...)
+}
+
+// NewLogger is the logger of cfg's format and level, writing to w.
+func NewLogger(cfg Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// RoleList names the roles cfg runs, such as "api,scanner,worker".
+func RoleList(cfg Config) string {
+	var out []string
+	for _, r := range allRoles {
+		if cfg.Roles[r] {
+			out = append(out, r)
+		}
+	}
+	return strings.Join(out, ",")
 }

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+func fakeEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// TestTokenDefaultExpiry: a token expires after 24 hours unless --ttl says
+// otherwise, and --ttl 0 mints one without expiry.
+func TestTokenDefaultExpiry(t *testing.T) {
+	env := fakeEnv(map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"})
+	exp := func(args ...string) (time.Time, bool) {
+		t.Helper()
+		var out strings.Builder
+		if err := token(args, env, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		claims := jwt.MapClaims{}
+		if _, _, err := jwt.NewParser().ParseUnverified(strings.TrimSpace(out.String()), claims); err != nil {
+			t.Fatal(err)
+		}
+		e, err := claims.GetExpirationTime()
+		if err != nil || e == nil {
+			return time.Time{}, false
+		}
+		return e.Time, true
+	}
+	if e, ok := exp("--tenant", "acme"); !ok || time.Until(e) < 23*time.Hour || time.Until(e) > 25*time.Hour {
+		t.Errorf("default token expires at %v (set: %v), want in 24h", e, ok)
+	}
+	if e, ok := exp("--tenant", "acme", "--ttl", "1h"); !ok || time.Until(e) > time.Hour+time.Minute {
+		t.Errorf("--ttl 1h token expires at %v (set: %v)", e, ok)
+	}
+	if e, ok := exp("--tenant", "acme", "--ttl", "0"); ok {
+		t.Errorf("--ttl 0 token expires at %v, want no expiry", e)
+	}
+}
+
+// TestHelpExitsZero: every subcommand's -h and --help print its usage on
+// stdout and are not errors; an unknown flag still is.
+func TestHelpExitsZero(t *testing.T) {
+	for _, cmd := range []string{"serve", "token"} {
+		for _, h := range []string{"-h", "--help"} {
+			var out, errOut strings.Builder
+			if err := run(context.Background(), []string{cmd, h}, fakeEnv(nil), nil, &out, &errOut); err != nil {
+				t.Errorf("kairos %s %s: %v", cmd, h, err)
+			}
+			if !strings.Contains(out.String(), "-") || errOut.Len() != 0 {
+				t.Errorf("kairos %s %s: stdout %q, stderr %q; want the usage on stdout", cmd, h, out.String(), errOut.String())
+			}
+		}
+		var errOut strings.Builder
+		if err := run(context.Background(), []string{cmd, "--no-such-flag"}, fakeEnv(nil), nil, io.Discard, &errOut); err == nil || errOut.Len() == 0 {
+			t.Errorf("kairos %s --no-such-flag: err %v, stderr %q; want an error and the usage on stderr", cmd, err, errOut.String())
+		}
+	}
+	var out strings.Builder
+	if err := run(context.Background(), []string{"--help"}, fakeEnv(nil), nil, &out, io.Discard); err != nil || !strings.Contains(out.String(), "kairos token") {
+		t.Errorf("kairos --help: %v, %q", err, out.String())
+	}
+}
+
+func TestTokenCommand(t *testing.T) {
+	var out, errOut strings.Builder
+	err := token([]string{"--tenant", "acme", "--admin", "--ttl", "1h"}, fakeEnv(map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"}), &out, &errOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts := strings.Split(strings.TrimSpace(out.String()), "."); len(parts) != 3 {
+		t.Fatalf("token output %q is not a JWT", out.String())
+	}
+	if err := token([]string{"--tenant", "acme"}, fakeEnv(nil), &out, &errOut); err == nil || !strings.Contains(err.Error(), "KAIROS_AUTH_SECRET") {
+		t.Fatalf("without a secret: %v", err)
+	}
+	if err := token([]string{"--tenant", "bad/name"}, fakeEnv(map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"}), &out, &errOut); err == nil {
+		t.Fatal("a tenant with a slash was accepted")
+	}
+}

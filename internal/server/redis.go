@@ -1,0 +1,89 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos/internal/rdb"
+)
+
+// redisClients connects to KAIROS_REDIS_URL (a Redis Cluster when
+// KAIROS_REDIS_CLUSTER is set) or starts the embedded Redis. It returns the
+// main client and the one for blocking pops (see redisPool). A rediss://
+// URL verifies the server against KAIROS_REDIS_CA when it is set.
+func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.UniversalClient, closeEmbedded func(), err error) {
+	roots, err := redisCA(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if cfg.RedisCluster {
+		opt, err := redis.ParseClusterURL(cfg.RedisURL)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("KAIROS_REDIS_URL: %w (want redis://[user:password@]host:port?addr=host2:port&addr=host3:port for a cluster)", urlErr(err))
+		}
+		trustCA(opt.TLSConfig, roots)
+		bopt := *opt
+		mainPool.set(&opt.ClientName, &opt.PoolSize, &opt.MaxIdleConns)
+		blockingPool.set(&bopt.ClientName, &bopt.PoolSize, &bopt.MaxIdleConns)
+		return redis.NewClusterClient(opt), redis.NewClusterClient(&bopt), func() {}, nil
+	}
+	var opt *redis.Options
+	closeEmbedded = func() {}
+	if cfg.RedisURL != "" {
+		if opt, err = redis.ParseURL(cfg.RedisURL); err != nil {
+			return nil, nil, nil, fmt.Errorf("KAIROS_REDIS_URL: %w (want redis://[user:password@]host:port[/db] or rediss://...)", urlErr(err))
+		}
+		trustCA(opt.TLSConfig, roots)
+	} else {
+		m := miniredis.NewMiniRedis()
+		m.ClockTTL(true) // key TTLs follow the wall clock, as redsync's lock expiry needs
+		if err := m.StartAddr("127.0.0.1:0"); err != nil {
+			return nil, nil, nil, fmt.Errorf("start embedded redis: %w", err)
+		}
+		log.Warn("KAIROS_REDIS_URL is not set: using an EMBEDDED IN-MEMORY Redis for trying kairos out. " +
+			"NOTHING PERSISTS: every job is lost when this process stops. Set KAIROS_REDIS_URL for real use.")
+		opt, closeEmbedded = &redis.Options{Addr: m.Addr()}, m.Close
+	}
+	bopt := *opt
+	mainPool.set(&opt.ClientName, &opt.PoolSize, &opt.MaxIdleConns)
+	blockingPool.set(&bopt.ClientName, &bopt.PoolSize, &bopt.MaxIdleConns)
+	return redis.NewClient(opt), redis.NewClient(&bopt), closeEmbedded, nil
+}
+
+// urlErr drops the URL from a URL parse error: it may hold a password.
+func urlErr(err error) error {
+	var u *url.Error
+	if errors.As(err, &u) {
+		return u.Err
+	}
+	return err
+}
+
+// initStore checks the shard count and clock, retrying while Redis comes up.
+func initStore(ctx context.Context, cfg Config, store *rdb.Store, log *slog.Logger) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := store.Init(ctx)
+		if err == nil || errors.Is(err, rdb.ErrShardMismatch) || errors.Is(err, rdb.ErrLayout) {
+			return err
+		}
+		if tlsErr := explainTLS(err, cfg); tlsErr != nil {
+			return tlsErr // waiting will not change the certificate
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("cannot reach Redis: %w", err)
+		}
+		log.Warn("waiting for Redis", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
