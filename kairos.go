@@ -243,3 +243,17 @@ func ScheduleOf(id string) (string, bool) {
 	}
 	return id[:i], true
 }
+
+// ParseOccurrence splits an occurrence's job id, "<schedule id>@<unix
+// ms>", into its schedule id and instant; false when id is not one.
+func ParseOccurrence(id string) (scheduleID string, at time.Time, ok bool) {
+	sid, ok := ScheduleOf(id)
+	if !ok {
+		return "", time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(id[len(sid)+1:], 10, 64)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	return sid, time.UnixMilli(ms), true
+}

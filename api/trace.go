@@ -19,15 +19,17 @@ import (
 // not trace. id is the job's id for a single create.
 func (s *Server) startCreate(r *http.Request, tenant, topic, id string, n int) (traceparent, tracestate string, end func(error)) {
 	ctx := tracing.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	attrs := []attribute.KeyValue{semconv.MessagingSystemKey.String(tracing.System), semconv.MessagingOperationTypeCreate,
-		semconv.MessagingOperationName("create"), semconv.MessagingDestinationName(topic), attribute.String("kairos.tenant", tenant)}
-	if id != "" {
-		attrs = append(attrs, semconv.MessagingMessageID(id))
+	ctx, span := s.tracer.Start(ctx, "create "+topic, trace.WithSpanKind(trace.SpanKindProducer))
+	if span.IsRecording() { // no attributes to build on a create kairos does not trace
+		span.SetAttributes(semconv.MessagingSystemKey.String(tracing.System), semconv.MessagingOperationTypeCreate,
+			semconv.MessagingOperationName("create"), semconv.MessagingDestinationName(topic), attribute.String("kairos.tenant", tenant))
+		if id != "" {
+			span.SetAttributes(semconv.MessagingMessageID(id))
+		}
+		if n != 1 {
+			span.SetAttributes(semconv.MessagingBatchMessageCount(n))
+		}
 	}
-	if n != 1 {
-		attrs = append(attrs, semconv.MessagingBatchMessageCount(n))
-	}
-	ctx, span := s.tracer.Start(ctx, "create "+topic, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
 	traceparent, tracestate = tracing.Inject(ctx)
 	return traceparent, tracestate, func(err error) {
 		if err != nil {

@@ -78,7 +78,7 @@ func (c *Client) ListJobs(ctx context.Context, topic string, opts ListOptions) (
 // page after page of opts.Limit. It stops at the first error, which it
 // yields.
 func (c *Client) AllJobs(ctx context.Context, topic string, opts ListOptions) iter.Seq2[Job, error] {
-	return pages(opts, func(o ListOptions) (*JobList, error) { return c.ListJobs(ctx, topic, o) })
+	return pages(opts, jobPages(func(o ListOptions) (*JobList, error) { return c.ListJobs(ctx, topic, o) }))
 }
 
 // CancelJob removes a job that has not been delivered (a dead job is
@@ -133,7 +133,7 @@ func (c *Client) ListDead(ctx context.Context, opts ListOptions) (*JobList, erro
 // AllDead iterates over the dead jobs as ListDead lists them, page after
 // page. It stops at the first error, which it yields.
 func (c *Client) AllDead(ctx context.Context, opts ListOptions) iter.Seq2[Job, error] {
-	return pages(opts, func(o ListOptions) (*JobList, error) { return c.ListDead(ctx, o) })
+	return pages(opts, jobPages(func(o ListOptions) (*JobList, error) { return c.ListDead(ctx, o) }))
 }
 
 // query is the listing's query string; withState adds the state filter.
@@ -151,25 +151,38 @@ func (o ListOptions) query(withState bool) url.Values {
 	return q
 }
 
-// pages iterates over the jobs of the pages list returns, following their
-// cursors from opts.Cursor on.
-func pages(opts ListOptions, list func(ListOptions) (*JobList, error)) iter.Seq2[Job, error] {
-	return func(yield func(Job, error) bool) {
+// pages iterates over the items of the pages list returns, following
+// their cursors from opts.Cursor on. It stops at the first error, which it
+// yields.
+func pages[T any](opts ListOptions, list func(ListOptions) (items []T, next string, err error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
 		for {
-			page, err := list(opts)
+			items, next, err := list(opts)
 			if err != nil {
-				yield(Job{}, err)
+				var zero T
+				yield(zero, err)
 				return
 			}
-			for _, j := range page.Jobs {
-				if !yield(j, nil) {
+			for _, it := range items {
+				if !yield(it, nil) {
 					return
 				}
 			}
-			if page.NextCursor == "" {
+			if next == "" {
 				return
 			}
-			opts.Cursor = page.NextCursor
+			opts.Cursor = next
 		}
+	}
+}
+
+// jobPages adapts a listing of jobs to pages.
+func jobPages(list func(ListOptions) (*JobList, error)) func(ListOptions) ([]Job, string, error) {
+	return func(o ListOptions) ([]Job, string, error) {
+		page, err := list(o)
+		if err != nil {
+			return nil, "", err
+		}
+		return page.Jobs, page.NextCursor, nil
 	}
 }

@@ -145,24 +145,13 @@ func (c *Client) ListSchedules(ctx context.Context, topic string, opts ListOptio
 // AllSchedules iterates over the topic's schedules, page after page. It
 // stops at the first error, which it yields.
 func (c *Client) AllSchedules(ctx context.Context, topic string, opts ListOptions) iter.Seq2[Schedule, error] {
-	return func(yield func(Schedule, error) bool) {
-		for {
-			page, err := c.ListSchedules(ctx, topic, opts)
-			if err != nil {
-				yield(Schedule{}, err)
-				return
-			}
-			for _, s := range page.Schedules {
-				if !yield(s, nil) {
-					return
-				}
-			}
-			if page.NextCursor == "" {
-				return
-			}
-			opts.Cursor = page.NextCursor
+	return pages(opts, func(o ListOptions) ([]Schedule, string, error) {
+		page, err := c.ListSchedules(ctx, topic, o)
+		if err != nil {
+			return nil, "", err
 		}
-	}
+		return page.Schedules, page.NextCursor, nil
+	})
 }
 
 // DeleteSchedule removes a schedule and its pending occurrence; an

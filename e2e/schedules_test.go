@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -22,12 +20,11 @@ import (
 // instantOf is the instant of an occurrence from its job id, <schedule>@<unix ms>.
 func instantOf(t *testing.T, jobID string) time.Time {
 	t.Helper()
-	_, ms, ok := strings.Cut(jobID, "@")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if !ok || err != nil {
+	_, at, ok := kairos.ParseOccurrence(jobID)
+	if !ok {
 		t.Fatalf("job id %q is not an occurrence's", jobID)
 	}
-	return time.UnixMilli(n)
+	return at
 }
 
 func TestScheduleEverySecond(t *testing.T) { testScheduleEverySecond(t, startEngine) }

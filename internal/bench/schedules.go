@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/client"
 )
 
@@ -171,13 +171,13 @@ func (o occurrences) lastMS() int64 { return o.startMS(o.n-1) + int64(o.each-1)*
 // not expect: another schedule's id, an instant off the pattern or past
 // the schedule's end.
 func (o occurrences) slot(i int, jobID string) (int, int64, bool) {
-	sid, at, ok := strings.Cut(jobID, "@")
+	sid, at, ok := kairos.ParseOccurrence(jobID)
 	if !ok || i < 0 || i >= o.n || sid != o.run+"-"+strconv.Itoa(i) {
 		return 0, 0, false
 	}
-	ms, err := strconv.ParseInt(at, 10, 64)
+	ms := at.UnixMilli()
 	d := ms - o.startMS(i)
-	if err != nil || d < 0 || d%o.everyMS != 0 || d/o.everyMS >= int64(o.each) {
+	if d < 0 || d%o.everyMS != 0 || d/o.everyMS >= int64(o.each) {
 		return 0, 0, false
 	}
 	return i*o.each + int(d/o.everyMS), ms, true

@@ -2,8 +2,6 @@ package rdb
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -76,12 +74,11 @@ func fireDaily(t *testing.T, zone, cron string, from time.Time, n int) []time.Ti
 		if len(ids) != 1 {
 			t.Fatalf("at %v fired %v, want the one occurrence", clk.Now(), ids)
 		}
-		sid, ms, ok := strings.Cut(ids[0], "@")
-		at, err := strconv.ParseInt(ms, 10, 64)
-		if !ok || sid != "nightly" || err != nil || ids[0] != kairos.OccurrenceID(sid, time.UnixMilli(at)) {
+		sid, at, ok := kairos.ParseOccurrence(ids[0])
+		if !ok || sid != "nightly" || ids[0] != kairos.OccurrenceID(sid, at) {
 			t.Fatalf("occurrence id %q", ids[0])
 		}
-		fired = append(fired, time.UnixMilli(at))
+		fired = append(fired, at)
 		// Nothing else fires before the next pending instant, an hour
 		// either side of the transition included.
 		for range 3 {
