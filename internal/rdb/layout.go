@@ -57,7 +57,7 @@ import (
 //
 // A schedule is one value in its shard's schedule hash:
 //
-//	gen,cur,hi,lf,cu,pa,lt,ls,lm,q|<settings><meta><payload>
+//	gen,cur,hi,lf,cu,fl,lt,ls,lm,q|<settings><meta><payload>
 //
 // (fields in scheduleFields; numbers base 36, times unix ms). Its occurrences
 // are ordinary jobs with ids "<schedule id>@<unix ms>" (decimal), in the
@@ -66,7 +66,9 @@ import (
 // first instant of q, in the same script (claim.lua), so a crash can neither
 // skip nor double one. Go computes the instants (cron and time zones are
 // Go's) and keeps q topped up: a claim that leaves q short adds the schedule
-// to P:{s}:sr, and the scanner refills it (schedrefill.lua).
+// to P:{s}:sr, and the scanner refills a batch of them in one call
+// (schedrefill.lua). A pattern that has no instant after hi (end_at, or a
+// cron that ends) is marked ended, and its claims ask for no refill.
 //
 // # Counters
 //
@@ -142,7 +144,7 @@ var scheduleFields = []struct{ name, meaning string }{
 	{"hi", "the latest instant ever queued (ms): a refill computes the instants after it"},
 	{"lf", "the instant of the last occurrence the pattern fired (ms)"},
 	{"cu", "catch-up: o one, n none, a all"},
-	{"pa", "1 when paused"},
+	{"fl", "flags: 1 when paused, plus 2 when the pattern has no instant after hi (ended: no refill is asked for)"},
 	{"lt", "lease timeout of the occurrences (ms), as a job's lt"},
 	{"ls", "length of the settings (the occurrences' own, as a job's)"},
 	{"lm", "length of the meta (JSON, read by Go only: the pattern and its bounds)"},

@@ -38,7 +38,7 @@ type scheduleMeta struct {
 type scheduleRecord struct {
 	gen, cur, hi, lastFired int64
 	catchUp                 kairos.CatchUp
-	paused                  bool
+	paused, ended           bool
 	settings, meta, payload []byte
 	queue                   []int64
 }
@@ -70,7 +70,12 @@ func decodeSchedule(v string) (scheduleRecord, error) {
 			r.catchUp = cu
 		}
 	}
-	r.paused = f[5] == "1"
+	switch f[5] {
+	case "0", "1", "2", "3":
+		r.paused, r.ended = f[5] == "1" || f[5] == "3", f[5] >= "2"
+	default:
+		return scheduleRecord{}, fmt.Errorf("schedule record field fl: %w", errBadRecord)
+	}
 	ls, lm := nums[7], nums[8]
 	if r.catchUp == "" || ls < 0 || lm < 0 || ls+lm > int64(len(body)) {
 		return scheduleRecord{}, fmt.Errorf("schedule record: %w", errBadRecord)
@@ -365,10 +370,11 @@ func (s *Store) TriggerSchedule(ctx context.Context, tenant, topic, id string) (
 }
 
 // RefillSchedules tops up the instants of the shard's schedules that a
-// claim found short (Claim.Refills), at most most of them. A schedule with
-// no pending occurrence (its queue ran out, as after all kairos were down
-// longer than its queue lasts) gets one: the first instant after now,
-// and before it, with catch-up "all", each instant missed.
+// claim found short (Claim.Refills), at most most of them, in one script
+// call. A schedule with no pending occurrence (its queue ran out, as after
+// all kairos were down longer than its queue lasts) gets one: the first
+// instant after now, and before it, with catch-up "all", each instant
+// missed.
 func (s *Store) RefillSchedules(ctx context.Context, shard, most int) error {
 	fields, err := s.c.SRandMemberN(ctx, s.k.refills(shard), int64(most)).Result()
 	if err != nil {
@@ -382,78 +388,92 @@ func (s *Store) RefillSchedules(ctx context.Context, shard, most int) error {
 		return fmt.Errorf("refill schedules of shard %d: %w", shard, err)
 	}
 	now := s.Now()
+	argv := []any{s.scriptNow(), s.k.tag(shard), WakeHorizon.Milliseconds()}
 	var first error
 	for i, f := range fields {
 		v, _ := vals[i].(string)
-		if err := s.refill(ctx, shard, f, v, now); err != nil {
+		a, err := s.refillArgs(ctx, f, v, now)
+		if err != nil {
+			// left in the set: the next refill tries it again
 			first = cmp.Or(first, err)
+			continue
 		}
+		argv = append(argv, a...)
 	}
-	return first
-}
-
-func (s *Store) refill(ctx context.Context, shard int, f, v string, now time.Time) error {
-	h, id, _ := strings.Cut(f, "/")
-	argv := []any{s.scriptNow(), s.k.tag(shard), h, id}
-	if v == "" { // deleted: the script drops it from the set
-		argv = append(argv, -1, -1, WakeHorizon.Milliseconds(), 0)
-	} else {
-		r, err := decodeSchedule(v)
-		if err != nil {
-			return fmt.Errorf("schedule %s: %w", f, err)
-		}
-		tenant, topic, err := s.topicOf(ctx, h)
-		if err != nil {
-			return err
-		}
-		sc, err := r.schedule(tenant, topic, id)
-		if err != nil {
-			return err
-		}
-		p, err := s.pattern(sc)
-		if err != nil {
-			return fmt.Errorf("schedule %s: %w", f, err)
-		}
-		after := fromMS(r.hi)
-		var missed []time.Time
-		if r.hi < ms(now) {
-			if r.cur == 0 && r.catchUp == kairos.CatchUpAll {
-				// the claim that ran out of instants fired the pending one
-				// and those after it up to hi: they count against the bound
-				budget := kairos.MaxCatchUp - 1
-				for _, t := range p.NextN(fromMS(r.lastFired), kairos.MaxCatchUp) {
-					if ms(t) <= r.hi {
-						budget--
-					}
-				}
-				for _, t := range p.NextN(after, max(budget, 0)) {
-					if t.After(now) {
-						break
-					}
-					missed = append(missed, t)
-				}
-			}
-			after = now
-		}
-		want := scheduleQueue - len(r.queue)
-		if r.cur == 0 {
-			want++
-		}
-		next := p.NextN(after, max(want, 1))
-		argv = append(argv, r.gen, r.hi, WakeHorizon.Milliseconds(), len(missed))
-		for _, t := range missed {
-			argv = append(argv, ms(t))
-		}
-		for _, t := range next {
-			argv = append(argv, ms(t))
-		}
+	if len(argv) == 3 {
+		return first
 	}
 	res, err := s.run(ctx, schedrefillScript, []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard)}, argv...).Slice()
 	if err != nil {
-		return fmt.Errorf("refill schedule %s: %w", f, err)
+		return fmt.Errorf("refill schedules of shard %d: %w", shard, err)
 	}
-	if len(res) > 1 {
-		s.wakeFor(ctx, s.c, shard, res[1])
+	s.wakeFor(ctx, s.c, shard, res[1])
+	return first
+}
+
+// refillArgs are schedrefill.lua's arguments for the schedule of field f
+// (record v, "" when it is gone).
+func (s *Store) refillArgs(ctx context.Context, f, v string, now time.Time) ([]any, error) {
+	h, id, _ := strings.Cut(f, "/")
+	if v == "" { // deleted: the script drops it from the set
+		return []any{h, id, -1, -1, 0, 0, 0}, nil
 	}
-	return nil
+	r, err := decodeSchedule(v)
+	if err != nil {
+		return nil, fmt.Errorf("schedule %s: %w", f, err)
+	}
+	if r.paused || r.ended {
+		return []any{h, id, r.gen, r.hi, 0, 0, 0}, nil // nothing to add: it leaves the set
+	}
+	tenant, topic, err := s.topicOf(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := r.schedule(tenant, topic, id)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.pattern(sc)
+	if err != nil {
+		return nil, fmt.Errorf("schedule %s: %w", f, err)
+	}
+	after := fromMS(r.hi)
+	var missed []time.Time
+	if r.hi < ms(now) {
+		if r.cur == 0 && r.catchUp == kairos.CatchUpAll {
+			// the claim that ran out of instants fired the pending one
+			// and those after it up to hi: they count against the bound
+			budget := kairos.MaxCatchUp - 1
+			for _, t := range p.NextN(fromMS(r.lastFired), kairos.MaxCatchUp) {
+				if ms(t) <= r.hi {
+					budget--
+				}
+			}
+			for _, t := range p.NextN(after, max(budget, 0)) {
+				if t.After(now) {
+					break
+				}
+				missed = append(missed, t)
+			}
+		}
+		after = now
+	}
+	want := max(scheduleQueue-len(r.queue), 1)
+	if r.cur == 0 {
+		want++
+	}
+	next := p.NextN(after, want)
+	more := 0
+	if len(next) == want {
+		more = 1
+	}
+	a := make([]any, 0, 7+len(missed)+len(next))
+	a = append(a, h, id, r.gen, r.hi, more, len(missed), len(next))
+	for _, t := range missed {
+		a = append(a, ms(t))
+	}
+	for _, t := range next {
+		a = append(a, ms(t))
+	}
+	return a, nil
 }

@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -220,5 +221,92 @@ func TestSchedulePutReplaces(t *testing.T) {
 	scs, next, err := s.ListSchedules(ctx, "acme", "orders", "", 10)
 	if err != nil || len(scs) != 1 || next != "" || scs[0].Every != 10*time.Second {
 		t.Fatalf("list: %+v %q %v", scs, next, err)
+	}
+}
+
+// Many schedules refill in one call per shard, each keeping its own
+// chain; a pattern that ends is marked so, and its claims stop asking for
+// refills (a claim per occurrence used to ask once the queue ran short).
+func TestScheduleRefillsBatchAndStopAtTheEnd(t *testing.T) {
+	s, now, add := newScheduleStore(t)
+	ctx := context.Background()
+	start := now().Add(500 * time.Millisecond)
+	const unbounded, bounded, lasting = 20, 10, 30 // bounded ones fire lasting times
+	for i := range unbounded + bounded {
+		sc := everySecond(fmt.Sprintf("s%02d", i), start, "")
+		if i >= unbounded {
+			sc.EndAt = start.Add((lasting - 1) * time.Second)
+		}
+		if _, err := s.PutSchedule(ctx, sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]int{}
+	for range 40 {
+		add(time.Second)
+		for _, id := range fireDue(t, s) {
+			seen[id]++
+		}
+	}
+	for i := range unbounded + bounded {
+		want := 40
+		if i >= unbounded {
+			want = lasting
+		}
+		for k := range 45 {
+			id := kairos.OccurrenceID(fmt.Sprintf("s%02d", i), start.Add(time.Duration(k)*time.Second))
+			if n := seen[id]; (k < want && n != 1) || (k >= want && n != 0) {
+				t.Fatalf("occurrence %s fired %d times", id, n)
+			}
+		}
+	}
+	// The bounded schedules ended: no claim asks for their refill again.
+	for i := range bounded {
+		sid := fmt.Sprintf("s%02d", unbounded+i)
+		shard, h, err := s.scheduleAt(ctx, "acme", "orders", sid, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := s.c.HGet(ctx, s.k.schedules(shard), h+"/"+sid).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := decodeSchedule(v)
+		if err != nil || !r.ended || r.cur != 0 || len(r.queue) != 0 {
+			t.Fatalf("%s after its end: %+v %v", sid, r, err)
+		}
+		if in, err := s.c.SIsMember(ctx, s.k.refills(shard), h+"/"+sid).Result(); err != nil || in {
+			t.Fatalf("%s is in its shard's refill set after its end (%v)", sid, err)
+		}
+	}
+}
+
+// A schedule whose whole pattern fits its first queue is ended from its
+// put: none of its claims asks for a refill.
+func TestScheduleShortPatternNeverRefills(t *testing.T) {
+	s, now, add := newScheduleStore(t)
+	ctx := context.Background()
+	start := now().Add(500 * time.Millisecond)
+	sc := everySecond("short", start, "")
+	sc.EndAt = start.Add(11 * time.Second)
+	if _, err := s.PutSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	fired := 0
+	for range 15 {
+		add(time.Second)
+		for sh := range s.Shards() {
+			c, err := s.ClaimDue(ctx, sh, 100, 0, 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Refills != 0 {
+				t.Fatalf("a claim of an ended pattern asked for %d refills", c.Refills)
+			}
+			fired += len(c.Jobs)
+		}
+	}
+	if fired != 12 {
+		t.Fatalf("fired %d occurrences, want 12", fired)
 	}
 }

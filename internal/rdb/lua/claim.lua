@@ -104,8 +104,10 @@ local function chain(h, sid, r)
     return false -- a trigger, or the schedule changed
   end
   local missed = {}
-  while s.q[1] and s.q[1] <= now do
-    missed[#missed + 1] = table.remove(s.q, 1)
+  local first = qfirst(s)
+  while first and first <= now do
+    missed[#missed + 1] = qpop(s)
+    first = qfirst(s)
   end
   local skip = s.cu == 'n' and (#missed > 0 or now - r.ra > MISFIRE_GRACE)
   if s.cu == 'a' then
@@ -117,11 +119,11 @@ local function chain(h, sid, r)
     s.lf = r.ra
   end
   s.cur = 0
-  if s.q[1] then
-    s.cur = table.remove(s.q, 1)
+  if first then
+    s.cur = qpop(s)
     occur(tag, pool, h, sid, s, s.cur, now)
   end
-  if #s.q < REFILL_BELOW then
+  if not s.en and qlen(s) < REFILL_BELOW then
     redis.call('SADD', KEYS[4], sf)
   end
   redis.call('HSET', KEYS[3], sf, sformat(s))

@@ -1,35 +1,79 @@
 -- sched.lua: schedules (layout.go, "Schedules"), put in front of every
 -- script. A schedule record is
--- "gen,cur,hi,lf,cu,pa,lt,ls,lm,q|<settings><meta><payload>".
+-- "gen,cur,hi,lf,cu,fl,lt,ls,lm,q|<settings><meta><payload>"; fl is 1 when
+-- paused, plus 2 when the pattern has no instant after hi (ended).
 
+-- sparse returns schedule record v as a table, or nil when v is false or
+-- no schedule record. Its queue of instants stays a string (s.qs, base 36,
+-- ';'-separated): a claim takes one instant from its front, and converting
+-- the others to numbers and back would cost a string a digit each.
 local function sparse(v)
   if not v then
     return nil
   end
-  local gen, cur, hi, lf, cu, pa, lt, ls, lm, q, at =
+  local gen, cur, hi, lf, cu, fl, lt, ls, lm, q, at =
     string.match(v, '^(%w*),(%w*),(%w*),(%w*),(%a),(%d),(%w*),(%w*),(%w*),([%w;]*)|()')
   if not gen then
     return nil
   end
-  local s = {gen = num(gen), cur = num(cur), hi = num(hi), lf = num(lf), cu = cu, pa = pa == '1', lt = num(lt),
-    ls = num(ls), lm = num(lm), body = string.sub(v, at), q = {}}
-  for x in string.gmatch(q, '[^;]+') do
-    s.q[#s.q + 1] = num(x)
-  end
-  return s
+  fl = tonumber(fl)
+  return {gen = num(gen), cur = num(cur), hi = num(hi), lf = num(lf), cu = cu, pa = fl % 2 == 1, en = fl >= 2, lt = num(lt),
+    ls = num(ls), lm = num(lm), body = string.sub(v, at), qs = q}
 end
 
 local function sformat(s)
-  local q = {}
-  for i, t in ipairs(s.q) do
-    q[i] = b36(t)
-  end
-  local pa = '0'
+  local fl = 0
   if s.pa then
-    pa = '1'
+    fl = 1
   end
-  return b36(s.gen) .. ',' .. b36(s.cur) .. ',' .. b36(s.hi) .. ',' .. b36(s.lf) .. ',' .. s.cu .. ',' .. pa .. ',' ..
-    b36(s.lt) .. ',' .. b36(s.ls) .. ',' .. b36(s.lm) .. ',' .. table.concat(q, ';') .. '|' .. s.body
+  if s.en then
+    fl = fl + 2
+  end
+  return b36(s.gen) .. ',' .. b36(s.cur) .. ',' .. b36(s.hi) .. ',' .. b36(s.lf) .. ',' .. s.cu .. ',' .. fl .. ',' ..
+    b36(s.lt) .. ',' .. b36(s.ls) .. ',' .. b36(s.lm) .. ',' .. s.qs .. '|' .. s.body
+end
+
+-- qfirst returns the first instant of s's queue, or nil when it is empty.
+local function qfirst(s)
+  local e = string.match(s.qs, '^[^;]+')
+  if not e then
+    return nil
+  end
+  return num(e)
+end
+
+-- qpop removes the first instant of s's queue and returns it (nil when
+-- the queue is empty).
+local function qpop(s)
+  if s.qs == '' then
+    return nil
+  end
+  local i = string.find(s.qs, ';', 1, true)
+  local e = s.qs
+  if i then
+    e, s.qs = string.sub(s.qs, 1, i - 1), string.sub(s.qs, i + 1)
+  else
+    s.qs = ''
+  end
+  return num(e)
+end
+
+-- qlen is how many instants s's queue holds.
+local function qlen(s)
+  if s.qs == '' then
+    return 0
+  end
+  local _, n = string.gsub(s.qs, ';', ';')
+  return n + 1
+end
+
+-- qpush appends instant t to s's queue.
+local function qpush(s, t)
+  if s.qs == '' then
+    s.qs = b36(t)
+  else
+    s.qs = s.qs .. ';' .. b36(t)
+  end
 end
 
 -- occurrenceID is the job id of schedule sid's occurrence at t (ms).

@@ -21,8 +21,8 @@ local old = sparse(redis.call('HGET', scheds, sf))
 local s, first
 local pending = old and old.cur or 0
 if mode == 'put' then
-  s = {gen = 1, cur = 0, hi = 0, lf = 0, cu = ARGV[8], pa = ARGV[9] == '1', lt = tonumber(ARGV[10]),
-    ls = tonumber(ARGV[11]), lm = tonumber(ARGV[12]), body = ARGV[13], q = {}}
+  s = {gen = 1, cur = 0, hi = 0, lf = 0, cu = ARGV[8], pa = ARGV[9] == '1', lt = tonumber(ARGV[10]), qs = '',
+    ls = tonumber(ARGV[11]), lm = tonumber(ARGV[12]), body = ARGV[13]}
   if old then
     s.gen, s.lf = old.gen + 1, old.lf
   end
@@ -35,7 +35,7 @@ else
     return {R.ok, false} -- already so
   end
   s = old
-  s.gen, s.pa, s.q, s.cur, s.hi = old.gen + 1, mode == 'pause', {}, 0, 0
+  s.gen, s.pa, s.en, s.qs, s.cur, s.hi = old.gen + 1, mode == 'pause', false, '', 0, 0
   first = 8
 end
 if pending ~= 0 then
@@ -43,15 +43,16 @@ if pending ~= 0 then
 end
 redis.call('SREM', refills, sf)
 if not s.pa then
-  for i = first, #ARGV do
-    s.q[#s.q + 1] = tonumber(ARGV[i])
+  for i = first + 1, #ARGV do
+    qpush(s, tonumber(ARGV[i]))
   end
-  if #s.q > 0 then
-    s.hi = s.q[#s.q]
-    s.cur = table.remove(s.q, 1)
+  if ARGV[first] then
+    s.hi = tonumber(ARGV[#ARGV])
+    s.cur = tonumber(ARGV[first])
     occur(tag, pool, h, sid, s, s.cur, now)
   end
-  if #s.q < REFILL_BELOW and ARGV[7] == '1' then
+  s.en = ARGV[7] ~= '1'
+  if not s.en and qlen(s) < REFILL_BELOW then
     redis.call('SADD', refills, sf)
   end
 end
