@@ -153,3 +153,117 @@ func BenchmarkPendingMemory(b *testing.B) {
 		fmt.Printf("pending memory: %d jobs, %.1f B/job\n", b.N, float64(used()-before)/float64(b.N))
 	}
 }
+
+// redisCPU is Redis's used_cpu_user + used_cpu_sys (µs).
+func redisCPU(b *testing.B, s *Store) float64 {
+	b.Helper()
+	info, err := s.c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for line := range strings.SplitSeq(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			total += f * 1e6
+		}
+	}
+	return total
+}
+
+// claimAndFinish claims shard 0's jobs due by now and finishes each as
+// delivered; it returns how many.
+func claimAndFinish(b *testing.B, s *Store, now time.Time) int {
+	b.Helper()
+	ctx := context.Background()
+	c, err := s.ClaimDue(ctx, 0, 500, 0, 30*time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// at once, as workers do: the store sends them in one batch
+	errs := make(chan error, len(c.Jobs))
+	for _, cl := range c.Jobs {
+		go func() {
+			a := kairos.Attempt{N: cl.Job.Attempts, At: now, Duration: time.Millisecond, Status: 204}
+			_, err := s.Finish(ctx, cl.Job.JobKey, a, true, false, time.Time{})
+			errs <- err
+		}()
+	}
+	for range c.Jobs {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	if c.Refills > 0 {
+		if err := s.RefillSchedules(ctx, 0, 100); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return len(c.Jobs)
+}
+
+// BenchmarkOccurrences is the Redis side of schedules firing: 1,000
+// schedules every second, their instants spread over the second, claimed
+// every 100 ms (about 100 a claim, each filing its schedule's next one),
+// finished, and refilled. It reports Redis CPU per occurrence beside
+// BenchmarkOneShotAtRate's per job:
+//
+//	go test -run '^$' -bench 'Occurrences|OneShotAtRate' -benchtime 200x ./internal/rdb
+func BenchmarkOccurrences(b *testing.B) {
+	const n = 1000
+	s, clk := newBenchStore(b, Options{Shards: 1, Patterns: func(sc kairos.Schedule) (Pattern, error) {
+		return everyPattern{anchor: sc.StartAt, d: sc.Every, end: sc.EndAt}, nil
+	}})
+	ctx := context.Background()
+	start := clk.Now().Add(time.Second)
+	for i := range n {
+		sc := kairos.Schedule{Tenant: "bench", Topic: "bench-0123456789ab", ID: "sched-a1b2c3-" + strconv.Itoa(i), Every: time.Second,
+			StartAt: start.Add(time.Duration(i) * time.Second / n), Job: kairos.Job{Payload: benchPayload}}
+		if _, err := s.PutSchedule(ctx, sc); err != nil {
+			b.Fatal(err)
+		}
+	}
+	clk.Add(time.Second)
+	fired := 0
+	cpu0 := redisCPU(b, s)
+	for b.Loop() {
+		clk.Add(100 * time.Millisecond)
+		fired += claimAndFinish(b, s, clk.Now())
+	}
+	b.ReportMetric((redisCPU(b, s)-cpu0)/float64(max(fired, 1)), "redis-µs/occurrence")
+	b.ReportMetric(float64(fired)/float64(b.N), "occurrences/claim")
+}
+
+// BenchmarkOneShotAtRate is BenchmarkOccurrences with one-shot jobs: the
+// jobs due in each 100 ms are created in batches of 10 (as the API's
+// batcher groups single creates), then claimed and finished.
+func BenchmarkOneShotAtRate(b *testing.B) {
+	const perClaim = 100
+	s, clk := newBenchStore(b, Options{Shards: 1})
+	jobs := make([]kairos.Job, 10)
+	i, fired := 0, 0
+	var cpu float64
+	for b.Loop() {
+		b.StopTimer() // as BenchmarkOccurrences, created a while before due
+		due := clk.Now().Add(time.Second)
+		b.StartTimer()
+		cpu0 := redisCPU(b, s)
+		for range perClaim / len(jobs) {
+			for k := range jobs {
+				jobs[k] = benchJob(i, due.Add(time.Duration(k)*time.Millisecond))
+				i++
+			}
+			enqueueAll(b, s, jobs)
+		}
+		clk.Add(time.Second + 100*time.Millisecond)
+		fired += claimAndFinish(b, s, clk.Now())
+		cpu += redisCPU(b, s) - cpu0
+	}
+	// the outcomes of the last claim are recorded by the next one
+	b.ReportMetric(cpu/float64(max(fired, 1)), "redis-µs/job")
+	b.ReportMetric(float64(fired)/float64(b.N), "jobs/claim")
+}

@@ -260,6 +260,30 @@ func TestScheduleRefillsBatchAndStopAtTheEnd(t *testing.T) {
 			}
 		}
 	}
+	// Every occurrence is listed once, delivered (claims list the
+	// occurrences they file in one go).
+	listed := map[string]int{}
+	for cursor := ""; ; {
+		pg, err := s.ListJobs(ctx, ListQuery{Tenant: "acme", Topic: "orders", Cursor: cursor, Limit: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range pg.Jobs {
+			listed[j.ID]++
+		}
+		if cursor = pg.Next; cursor == "" {
+			break
+		}
+	}
+	for id := range seen {
+		if listed[id] != 1 {
+			t.Fatalf("occurrence %s listed %d times", id, listed[id])
+		}
+	}
+	// the pending ones too: one a still running schedule
+	if len(listed) != len(seen)+unbounded {
+		t.Fatalf("%d jobs listed, want %d occurrences fired and %d pending", len(listed), len(seen), unbounded)
+	}
 	// The bounded schedules ended: no claim asks for their refill again.
 	for i := range bounded {
 		sid := fmt.Sprintf("s%02d", unbounded+i)

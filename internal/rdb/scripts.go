@@ -91,7 +91,7 @@ var library = func() (lib struct{ name, src string }) {
 	var b strings.Builder
 	b.WriteString(helpersSrc)
 	b.WriteString("\n-- resetCall clears what a call leaves in the helpers' tables, in case it failed midway\n")
-	b.WriteString("local function resetCall()\n  wheel, wheelScore, delta = {}, {}, {}\nend\n")
+	b.WriteString("local function resetCall()\n  wheel, wheelScore, delta, indexed = {}, {}, {}, {}\nend\n")
 	sum := sha1.Sum([]byte(helpersSrc + strings.Join(func() []string {
 		var bodies []string
 		for _, sc := range allScripts {

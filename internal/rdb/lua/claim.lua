@@ -38,13 +38,17 @@ local cascades = 8 * budget
 local margin, defaultLease, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local out, written, hset, hdel = {}, {}, {}, {}
 
--- keep queues r as field's record, to be written with the call's HSET.
-local function keep(field, r)
-  local v = format(r)
+-- keepRaw queues v as field's record, to be written with the call's HSET;
+-- keep does the same with a record table.
+local function keepRaw(field, v)
   written[field] = v
   hset[#hset + 1] = field
   hset[#hset + 1] = v
   return v
+end
+
+local function keep(field, r)
+  return keepRaw(field, format(r))
 end
 
 -- record applies the outcomes on the shard's outcome list.
@@ -97,6 +101,23 @@ wheelFlush(tag, due) -- retries may be due already
 -- (all kairos down) are missed: catch-up "all" fires each, "one" lets this
 -- occurrence stand for them, "none" drops them and this one too when it
 -- is itself missed. It returns true when r must not fire.
+-- occurHere files schedule s's occurrence at t (e: its base 36, or nil)
+-- as sched.lua's occur does, with the call's one HSET: a job this call
+-- wrote or deleted is known by written.
+local function occurHere(h, sid, s, t, e)
+  local id = occurrenceID(sid, t)
+  local field = h .. '/' .. id
+  local w = written[field]
+  if w or (w == nil and redis.call('HEXISTS', pool, field) == 1) then
+    return -- a trigger at the same ms
+  end
+  local v, st = occurrence(s, t, e, now)
+  keepRaw(field, v)
+  wheelPut(field, t, now)
+  indexAdd(h, id, now)
+  count(h, NAME[st])
+end
+
 local function chain(h, sid, r)
   local sf = h .. '/' .. sid
   local s = sparse(redis.call('HGET', KEYS[3], sf))
@@ -106,24 +127,26 @@ local function chain(h, sid, r)
   local missed = {}
   local first = qfirst(s)
   while first and first <= now do
-    missed[#missed + 1] = qpop(s)
+    local t, e = qpop(s)
+    missed[#missed + 1] = {t, e}
     first = qfirst(s)
   end
   local skip = s.cu == 'n' and (#missed > 0 or now - r.ra > MISFIRE_GRACE)
   if s.cu == 'a' then
     for i = 1, math.min(#missed, CATCHUP_MAX) do
-      occur(tag, pool, h, sid, s, missed[i], now)
+      occurHere(h, sid, s, missed[i][1], missed[i][2])
     end
   end
   if not skip then
-    s.lf = r.ra
+    setRaw(s, 'lf', r.ra, r.raw.ra)
   end
   s.cur = 0
   if first then
-    s.cur = qpop(s)
-    occur(tag, pool, h, sid, s, s.cur, now)
+    local t, e = qpop(s)
+    setRaw(s, 'cur', t, e)
+    occurHere(h, sid, s, t, e)
   end
-  if not s.en and qlen(s) < REFILL_BELOW then
+  if not s.en and not qAtLeast(s, REFILL_BELOW) then
     redis.call('SADD', KEYS[4], sf)
   end
   redis.call('HSET', KEYS[3], sf, sformat(s))
@@ -234,6 +257,7 @@ if #hdel > 0 then
   redis.call('HDEL', pool, unpack(hdel))
 end
 wheelFlush(tag, due)
+indexFlush(tag)
 countFlush(tag)
 local first = redis.call('ZRANGE', due, 0, 0, 'WITHSCORES')
 local next = false

@@ -28,6 +28,26 @@ local function index(tag, h, entries)
   end
 end
 
+-- indexAdd lists job id of topic h created at ca, at the call's
+-- indexFlush: one RPUSH and one ZADD a topic and second, whatever the
+-- number of jobs.
+local indexed = {}
+local function indexAdd(h, id, ca)
+  local es = indexed[h]
+  if not es then
+    es = {}
+    indexed[h] = es
+  end
+  es[#es + 1] = {id, ca}
+end
+
+local function indexFlush(tag)
+  for h, es in pairs(indexed) do
+    index(tag, h, es)
+  end
+  indexed = {}
+end
+
 -- unindex drops the entry of id created at ca (ms); an entry of another
 -- job of the same id stays.
 local function unindex(tag, h, id, ca)

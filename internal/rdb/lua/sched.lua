@@ -17,8 +17,20 @@ local function sparse(v)
     return nil
   end
   fl = tonumber(fl)
-  return {gen = num(gen), cur = num(cur), hi = num(hi), lf = num(lf), cu = cu, pa = fl % 2 == 1, en = fl >= 2, lt = num(lt),
+  local s = {gen = num(gen), cur = num(cur), hi = num(hi), lf = num(lf), cu = cu, pa = fl % 2 == 1, en = fl >= 2, lt = num(lt),
     ls = num(ls), lm = num(lm), body = string.sub(v, at), qs = q}
+  -- as read, so that sformat writes again only what changed (field36)
+  s.raw = {gen = gen, cur = cur, hi = hi, lf = lf, lt = lt, ls = ls, lm = lm}
+  s.was = {gen = s.gen, cur = s.cur, hi = s.hi, lf = s.lf, lt = s.lt, ls = s.ls, lm = s.lm}
+  return s
+end
+
+-- setRaw sets field f of record r to n, whose base 36 is known (e).
+local function setRaw(r, f, n, e)
+  r[f] = n
+  if r.raw then
+    r.raw[f], r.was[f] = e, n
+  end
 end
 
 local function sformat(s)
@@ -29,8 +41,9 @@ local function sformat(s)
   if s.en then
     fl = fl + 2
   end
-  return b36(s.gen) .. ',' .. b36(s.cur) .. ',' .. b36(s.hi) .. ',' .. b36(s.lf) .. ',' .. s.cu .. ',' .. fl .. ',' ..
-    b36(s.lt) .. ',' .. b36(s.ls) .. ',' .. b36(s.lm) .. ',' .. s.qs .. '|' .. s.body
+  return field36(s, 'gen') .. ',' .. field36(s, 'cur') .. ',' .. field36(s, 'hi') .. ',' .. field36(s, 'lf') .. ',' ..
+    s.cu .. ',' .. fl .. ',' .. field36(s, 'lt') .. ',' .. field36(s, 'ls') .. ',' .. field36(s, 'lm') .. ',' .. s.qs ..
+    '|' .. s.body
 end
 
 -- qfirst returns the first instant of s's queue, or nil when it is empty.
@@ -42,8 +55,8 @@ local function qfirst(s)
   return num(e)
 end
 
--- qpop removes the first instant of s's queue and returns it (nil when
--- the queue is empty).
+-- qpop removes the first instant of s's queue and returns it, and its
+-- base 36 (nil when the queue is empty).
 local function qpop(s)
   if s.qs == '' then
     return nil
@@ -55,16 +68,23 @@ local function qpop(s)
   else
     s.qs = ''
   end
-  return num(e)
+  return num(e), e
 end
 
--- qlen is how many instants s's queue holds.
-local function qlen(s)
+-- qAtLeast reports whether s's queue holds n instants or more (n >= 1):
+-- it looks for n-1 separators, without counting them all.
+local function qAtLeast(s, n)
   if s.qs == '' then
-    return 0
+    return false
   end
-  local _, n = string.gsub(s.qs, ';', ';')
-  return n + 1
+  local i = 0
+  for _ = 1, n - 1 do
+    i = string.find(s.qs, ';', i + 1, true)
+    if not i then
+      return false
+    end
+  end
+  return true
 end
 
 -- qpush appends instant t to s's queue.
@@ -90,21 +110,40 @@ local function scheduleOf(id)
   return string.match(id, '^(.+)@%d+$')
 end
 
--- occur files schedule s's occurrence at t as a new job of topic h, unless
--- a job of that id exists (a trigger at the same ms). The wheel entry is
--- written by the caller's wheelFlush.
-local function occur(tag, pool, h, sid, s, t, now)
+-- The base 36 of a call's now, made once.
+local nowAt, now36 = nil, nil
+local function b36Now(now)
+  if now ~= nowAt then
+    nowAt, now36 = now, b36(now)
+  end
+  return now36
+end
+
+-- occurrence returns the record of schedule s's occurrence at t (e: t in
+-- base 36, or nil), created now, as stored (format's, written directly:
+-- a new job needs no table) and its state.
+local function occurrence(s, t, e, now)
+  local st = waiting(t, now)
+  -- st,n,ca,ra,nx,fa,lt,ls,ll: no attempt yet, nx is ra, no log
+  return st .. ',,' .. b36Now(now) .. ',' .. (e or b36(t)) .. ',,,' .. field36(s, 'lt') .. ',' .. field36(s, 'ls') ..
+    ',|' .. string.sub(s.body, 1, s.ls) .. string.sub(s.body, s.ls + s.lm + 1), st
+end
+
+-- occur files schedule s's occurrence at t (e: its base 36, or nil) as a
+-- new job of topic h, unless a job of that id exists (a trigger at the
+-- same ms). The wheel entry and the listing entry are written by the
+-- caller's wheelFlush and indexFlush.
+local function occur(tag, pool, h, sid, s, t, now, e)
   local id = occurrenceID(sid, t)
   local field = h .. '/' .. id
   if redis.call('HEXISTS', pool, field) == 1 then
     return
   end
-  local body = string.sub(s.body, 1, s.ls) .. string.sub(s.body, s.ls + s.lm + 1)
-  local r = {st = waiting(t, now), n = 0, ca = now, ra = t, nx = t, fa = 0, lt = s.lt, ls = s.ls, ll = 0, body = body}
-  redis.call('HSET', pool, field, format(r))
+  local v, st = occurrence(s, t, e, now)
+  redis.call('HSET', pool, field, v)
   wheelPut(field, t, now)
-  index(tag, h, {{id, now}})
-  count(h, NAME[r.st])
+  indexAdd(h, id, now)
+  count(h, NAME[st])
 end
 
 -- unoccur removes schedule sid's occurrence at t if it has not fired yet;

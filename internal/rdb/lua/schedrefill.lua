@@ -48,5 +48,6 @@ while i <= #ARGV do
     redis.call('HSET', scheds, sf, sformat(s))
   end
 end
+indexFlush(tag)
 countFlush(tag)
 return {R.ok, earliestOf(due, wheelFlush(tag, due), now + tonumber(ARGV[3]))}

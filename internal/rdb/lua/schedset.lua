@@ -52,12 +52,13 @@ if not s.pa then
     occur(tag, pool, h, sid, s, s.cur, now)
   end
   s.en = ARGV[7] ~= '1'
-  if not s.en and qlen(s) < REFILL_BELOW then
+  if not s.en and not qAtLeast(s, REFILL_BELOW) then
     redis.call('SADD', refills, sf)
   end
 end
 redis.call('HSET', scheds, sf, sformat(s))
 redis.call('ZADD', idx, 0, sid)
+indexFlush(tag)
 countFlush(tag)
 local result = R.ok
 if old then
