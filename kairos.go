@@ -72,8 +72,12 @@ type Topic struct {
 	BackoffInitial time.Duration
 	BackoffMax     time.Duration
 	Concurrency    int
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Paused topics deliver nothing: their due jobs wait, keeping their
+	// due times and attempts, until resume (Store.PauseTopic). PUT of a
+	// topic leaves it as it is.
+	Paused    bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // WithDefaults returns t with every zero default filled in.

@@ -93,6 +93,8 @@ func (s *Server) routes() chi.Router {
 			r.Put("/", s.putTopic)
 			r.Get("/", s.getTopic)
 			r.Delete("/", s.deleteTopic)
+			r.Post("/pause", s.pauseTopic(true))
+			r.Post("/resume", s.pauseTopic(false))
 			r.Post("/jobs", s.createJob)
 			r.Get("/jobs", s.listJobs)
 			r.Post("/jobs/batch", s.createJobs)

@@ -35,6 +35,7 @@ type topicResponse struct {
 	MaxAttempts int               `json:"max_attempts"`
 	Backoff     backoffResponse   `json:"backoff"`
 	Concurrency int               `json:"concurrency"`
+	Paused      bool              `json:"paused"`
 	CreatedAt   string            `json:"created_at"`
 	UpdatedAt   string            `json:"updated_at"`
 }
@@ -51,7 +52,7 @@ func topicView(t kairos.Topic) topicResponse {
 		Name: t.Name, Tenant: t.Tenant, CallbackURL: t.CallbackURL, Method: d.Method, Headers: maskHeaders(t.Headers),
 		Timeout: d.Timeout.String(), MaxAttempts: d.MaxAttempts,
 		Backoff:     backoffResponse{Initial: d.BackoffInitial.String(), Max: d.BackoffMax.String()},
-		Concurrency: d.Concurrency, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
+		Concurrency: d.Concurrency, Paused: t.Paused, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
 	}
 }
 
@@ -169,6 +170,23 @@ func (s *Server) getTopic(w http.ResponseWriter, r *http.Request) {
 		v.Headers = t.Headers
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// pauseTopic handles POST /v1/topics/{topic}/pause and /resume: it answers
+// the topic.
+func (s *Server) pauseTopic(pause bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tenant, name, err := s.topicTarget(r)
+		var t kairos.Topic
+		if err == nil {
+			t, err = s.store.PauseTopic(r.Context(), tenant, name, pause)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, topicView(t))
+	}
 }
 
 func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {

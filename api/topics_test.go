@@ -174,3 +174,37 @@ func manyHeaders(n int) obj {
 	}
 	return h
 }
+
+// Pause and resume answer the topic; GET, the list and a PUT show the
+// pause; both are idempotent; an unknown topic is a 404 and another
+// tenant's is not reachable.
+func TestTopicPauseResume(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	acme := e.token(t, "acme", false)
+	other := e.token(t, "globex", false)
+	e.putTopic(t, acme, "orders", obj{"callback_url": hook})
+
+	for range 2 {
+		if got := want[topicResponse](t, e.do(t, "POST", "/v1/topics/orders/pause", acme, nil), http.StatusOK); !got.Paused {
+			t.Fatalf("pause answered %+v", got)
+		}
+	}
+	if got := want[topicResponse](t, e.do(t, "GET", "/v1/topics/orders", acme, nil), http.StatusOK); !got.Paused {
+		t.Errorf("GET after pause: %+v", got)
+	}
+	if got := want[topicResponse](t, e.do(t, "PUT", "/v1/topics/orders", acme, obj{"callback_url": hook + "/v2"}), http.StatusOK); !got.Paused {
+		t.Errorf("PUT of a paused topic unpaused it: %+v", got)
+	}
+	list := want[struct{ Topics []topicResponse }](t, e.do(t, "GET", "/v1/topics", acme, nil), http.StatusOK)
+	if len(list.Topics) != 1 || !list.Topics[0].Paused {
+		t.Errorf("list after pause: %+v", list)
+	}
+	wantProblem(t, e.do(t, "POST", "/v1/topics/orders/resume", other, nil), http.StatusNotFound)
+	for range 2 {
+		if got := want[topicResponse](t, e.do(t, "POST", "/v1/topics/orders/resume", acme, nil), http.StatusOK); got.Paused {
+			t.Fatalf("resume answered %+v", got)
+		}
+	}
+	wantProblem(t, e.do(t, "POST", "/v1/topics/nope/pause", acme, nil), http.StatusNotFound)
+}

@@ -74,6 +74,14 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		return err
 	},
 	"deleteTopic": func(ctx context.Context, c *client.Client) error { return c.DeleteTopic(ctx, "orders") },
+	"pauseTopic": func(ctx context.Context, c *client.Client) error {
+		_, err := c.PauseTopic(ctx, "orders")
+		return err
+	},
+	"resumeTopic": func(ctx context.Context, c *client.Client) error {
+		_, err := c.ResumeTopic(ctx, "orders")
+		return err
+	},
 	"createJob": func(ctx context.Context, c *client.Client) error {
 		if _, err := c.CreateJob(ctx, "orders", fullJob); err != nil {
 			return err

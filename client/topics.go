@@ -64,6 +64,26 @@ func (c *Client) PutTopic(ctx context.Context, name string, req TopicRequest) (t
 
 // DeleteTopic deletes a topic that holds no pending or dead jobs; one that
 // does is a conflict ([IsConflict]): cancel its jobs first.
+// PauseTopic stops the topic's deliveries: its due jobs wait, with their
+// due times and attempts, until ResumeTopic.
+func (c *Client) PauseTopic(ctx context.Context, name string) (*Topic, error) {
+	return c.pauseTopic(ctx, name, "pause")
+}
+
+// ResumeTopic lets a paused topic deliver again: the jobs it held fire,
+// oldest due first.
+func (c *Client) ResumeTopic(ctx context.Context, name string) (*Topic, error) {
+	return c.pauseTopic(ctx, name, "resume")
+}
+
+func (c *Client) pauseTopic(ctx context.Context, name, verb string) (*Topic, error) {
+	var t Topic
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: topicPath(name, verb), retry: true}, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
 func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	_, err := c.do(ctx, del(topicPath(name)), nil)
 	return err

@@ -93,6 +93,7 @@ type Topic struct {
 	MaxAttempts int               `json:"max_attempts"`
 	Backoff     Backoff           `json:"backoff"`
 	Concurrency int               `json:"concurrency"`
+	Paused      bool              `json:"paused"` // deliveries stopped (PauseTopic)
 	CreatedAt   Time              `json:"created_at"`
 	UpdatedAt   Time              `json:"updated_at"`
 }

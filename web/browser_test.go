@@ -136,6 +136,37 @@ func TestAdminPageInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("pause and resume a topic", func(t *testing.T) {
+		b := b.on(t)
+		b.nav("topics")
+		b.click("topic-pause-orders")
+		b.waitText(`[data-testid="topic-state-orders"]`, "paused", 10*time.Second)
+		var tp struct{ Paused bool }
+		json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics/orders", nil), &tp)
+		if !tp.Paused {
+			t.Fatalf("after the Pause button the API says paused %v", tp.Paused)
+		}
+		b.shot("topic-paused")
+		// A job due while paused waits, scheduled, past its due time.
+		apiCall(t, base, acme, "POST", "/v1/topics/orders/jobs", map[string]any{"id": "held-1", "delay": "300ms", "payload": map[string]any{"n": 1}})
+		time.Sleep(1500 * time.Millisecond)
+		var j struct{ State string }
+		json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics/orders/jobs/held-1", nil), &j)
+		if j.State != "scheduled" {
+			t.Fatalf("a job due while its topic is paused is %q, want scheduled", j.State)
+		}
+		b.click("topic-resume-orders")
+		b.waitText(`[data-testid="topic-state-orders"]`, "delivering", 10*time.Second)
+		deadline := time.Now().Add(20 * time.Second)
+		for j.State != "delivered" {
+			if time.Now().After(deadline) {
+				t.Fatalf("the held job is %q 20 s after resume, want delivered", j.State)
+			}
+			time.Sleep(100 * time.Millisecond)
+			json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics/orders/jobs/held-1", nil), &j)
+		}
+	})
+
 	t.Run("job detail masks secret headers", func(t *testing.T) {
 		b := b.on(t)
 		apiCall(t, base, acme, "POST", "/v1/topics/orders/jobs", map[string]any{"id": "order-1002", "delay": "2h",
@@ -306,7 +337,7 @@ func TestAdminPageInBrowser(t *testing.T) {
 		b.fill(map[string]string{"jobs-topic": "acme / orders", "jobs-state": "delivered"})
 		b.waitJS("delivered orders only", `(() => {
 			const rows = [...document.querySelectorAll('[data-testid="jobs-table"] tbody tr')];
-			return rows.length === 2 && rows.every((r) => r.querySelector('[data-state="delivered"]'));
+			return rows.length === 3 && rows.every((r) => r.querySelector('[data-state="delivered"]')); // order-1001, held-1, order-1002
 		})()`, 10*time.Second)
 		b.fill(map[string]string{"tenant-filter": "globex"})
 		b.nav("topics")

@@ -113,6 +113,16 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 	if topic.CallbackURL != ti.rcvURL || topic.Headers["X-Team"] != "billing" {
 		t.Errorf("topics get --json: %+v", topic)
 	}
+	if out := k.ok("", "topics", "pause", "orders"); !strings.Contains(out, "paused topic orders") {
+		t.Errorf("topics pause said: %s", out)
+	}
+	k.json(&topic, "topics", "get", "orders")
+	if !topic.Paused {
+		t.Errorf("topics get after pause: %+v", topic)
+	}
+	if out := k.ok("", "topics", "resume", "orders"); !strings.Contains(out, "resumed topic orders") {
+		t.Errorf("topics resume said: %s", out)
+	}
 
 	// A job whose payload comes on stdin, flags after the argument.
 	const payload = `{"order": 1042,  "note": "caf\u00e9"}`

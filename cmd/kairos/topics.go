@@ -73,6 +73,8 @@ var topicCommands = []apiCommand{
 				})
 			}
 		}},
+	{name: "pause", args: []string{"NAME"}, summary: "stop a topic's deliveries: its due jobs wait until resume", setup: pauseTopicCommand(true)},
+	{name: "resume", args: []string{"NAME"}, summary: "let a paused topic deliver: held jobs fire, oldest due first", setup: pauseTopicCommand(false)},
 	{name: "delete", args: []string{"NAME"}, summary: "delete a topic that holds no pending or dead jobs", setup: func(fs *flag.FlagSet) runFunc {
 		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 			if err := c.DeleteTopic(ctx, args[0]); err != nil {
@@ -81,6 +83,22 @@ var topicCommands = []apiCommand{
 			return out.print(nil, func(w io.Writer) { fmt.Fprintf(w, "deleted topic %s\n", args[0]) })
 		}
 	}},
+}
+
+func pauseTopicCommand(pause bool) func(*flag.FlagSet) runFunc {
+	return func(*flag.FlagSet) runFunc {
+		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
+			f, verb := c.ResumeTopic, "resumed"
+			if pause {
+				f, verb = c.PauseTopic, "paused"
+			}
+			t, err := f(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return out.print(t, func(w io.Writer) { fmt.Fprintf(w, "%s topic %s\n", verb, t.Name) })
+		}
+	}
 }
 
 // tenantCol is s when the rows span several tenants (an admin's view),
@@ -95,8 +113,8 @@ func tenantCol(tenants map[string]bool, s string) string {
 func showTopic(w io.Writer, t *client.Topic) {
 	fmt.Fprintf(w, "name\t%s\ntenant\t%s\ncallback_url\t%s\nmethod\t%s\n", t.Name, t.Tenant, orDash(t.CallbackURL), t.Method)
 	showHeaders(w, t.Headers)
-	fmt.Fprintf(w, "timeout\t%s\nmax_attempts\t%d\nbackoff\t%s initial, %s max\nconcurrency\t%d\ncreated_at\t%s\nupdated_at\t%s\n",
-		t.Timeout, t.MaxAttempts, t.Backoff.Initial, t.Backoff.Max, t.Concurrency, formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
+	fmt.Fprintf(w, "timeout\t%s\nmax_attempts\t%d\nbackoff\t%s initial, %s max\nconcurrency\t%d\npaused\t%t\ncreated_at\t%s\nupdated_at\t%s\n",
+		t.Timeout, t.MaxAttempts, t.Backoff.Initial, t.Backoff.Max, t.Concurrency, t.Paused, formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
 }
 
 func showHeaders(w io.Writer, h map[string]string) {

@@ -47,7 +47,7 @@ const maxClaim = 2000
 // back with Release.
 func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTimeout time.Duration) (Claim, error) {
 	limit = min(max(limit, 0), maxClaim) // 0: apply outcomes only
-	res, err := s.run(ctx, claimScript, []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard)},
+	res, err := s.run(ctx, claimScript, []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard), s.k.hold(shard)},
 		s.scriptNow(), s.k.tag(shard), ahead.Milliseconds(), limit, s.leaseMargin().Milliseconds(), leaseTimeout.Milliseconds(),
 		s.opts.Retention.Milliseconds(), maxOutcomes).Slice()
 	received := time.Now()

@@ -39,6 +39,11 @@ func (k keys) meta() string { return k.prefix + ":meta" }
 // topics is a hash of "tenant/topic" to the topic's JSON settings.
 func (k keys) topics() string { return k.prefix + ":topics" }
 
+// paused is the set of paused topics, "tenant/topic" (Store.PauseTopic):
+// apart from the topics' settings, so that a PUT of a topic, which
+// rewrites them, cannot undo a pause.
+func (k keys) paused() string { return k.prefix + ":paused" }
+
 // signingKeys holds a tenant's current and next callback secrets.
 func (k keys) signingKeys(tenant string) string { return k.prefix + ":signing:{" + tenant + "}" }
 
@@ -108,6 +113,14 @@ func (k keys) scheduleIndex(shard int, h string) string { return k.tag(shard) + 
 
 // refills is a shard's set of schedules whose queue of instants runs low.
 func (k keys) refills(shard int) string { return k.tag(shard) + "sr" }
+
+// hold is a shard's set of paused topics' handles: its claims hold their
+// jobs instead of starting attempts.
+func (k keys) hold(shard int) string { return k.tag(shard) + "hold" }
+
+// held is a paused topic's held wheel entries in one shard, in the order
+// the claims met them: "<h>/<id>,<time>" (lua/unhold.lua).
+func (k keys) held(shard int, h string) string { return k.tag(shard) + "held:" + h }
 
 // field is a job's field in its shard's pool.
 func field(h, id string) string { return h + "/" + id }

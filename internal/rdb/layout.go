@@ -21,6 +21,7 @@ import (
 //
 //	P:meta              HASH   layout (LayoutVersion), shards, webhook_id_salt, topic_seq
 //	P:topics            HASH   "tenant/topic" -> the topic's settings (JSON)
+//	P:paused            SET    paused topics, "tenant/topic" (their shards' hold sets say so to the claims)
 //	P:handles           HASH   "n:tenant/topic" -> h, and "h:<h>" -> "tenant/topic"
 //	P:{s}:jobs          HASH   the shard's job pool: "<h>/<id>" -> the job's record
 //	P:{s}:due           ZSET   the shard's timing wheel: slot -> when it is processed
@@ -35,6 +36,8 @@ import (
 //	P:{s}:sch           HASH   the shard's schedules: "<h>/<id>" -> the schedule's record
 //	P:{s}:si:<h>        ZSET   a topic's schedule ids in the shard, all scored 0 (listed by id)
 //	P:{s}:sr            SET    schedules whose queue of instants runs low: "<h>/<id>"
+//	P:{s}:hold          SET    handles of paused topics: the shard's claims hold their jobs
+//	P:{s}:held:<h>      LIST   a paused topic's held wheel entries, "<h>/<id>,<time>", oldest first
 //	P:ready:{tenant/topic} LIST jobs claimed by a scanner-only process, for workers elsewhere
 //
 // A topic handle is a short base-36 number given to a tenant's topic name

@@ -65,9 +65,9 @@ func (s *Store) PutTopic(ctx context.Context, t kairos.Topic) (kairos.Topic, boo
 	if err != nil && !created {
 		return kairos.Topic{}, false, err
 	}
-	t.CreatedAt, t.UpdatedAt = now, now
+	t.CreatedAt, t.UpdatedAt, t.Paused = now, now, false
 	if !created {
-		t.CreatedAt = old.CreatedAt
+		t.CreatedAt, t.Paused = old.CreatedAt, old.Paused // pause and resume have their own calls (P:paused)
 	}
 	raw, err := encodeTopic(t)
 	if err != nil {
@@ -121,21 +121,41 @@ func (s *Store) GetTopic(ctx context.Context, tenant, name string) (kairos.Topic
 // loadTopic reads a topic from Redis, past the cache.
 func (s *Store) loadTopic(ctx context.Context, tenant, name string) (kairos.Topic, error) {
 	field := topicField(tenant, name)
-	raw, err := s.c.HGet(ctx, s.k.topics(), field).Result()
+	pipe := s.c.Pipeline()
+	get := pipe.HGet(ctx, s.k.topics(), field)
+	paused := pipe.SIsMember(ctx, s.k.paused(), field)
+	_, _ = pipe.Exec(ctx) // each command's error is read below
+	raw, err := get.Result()
 	if errors.Is(err, redis.Nil) {
 		return kairos.Topic{}, fmt.Errorf("topic %q: %w", name, kairos.ErrNotFound)
+	}
+	if err == nil {
+		err = paused.Err()
 	}
 	if err != nil {
 		return kairos.Topic{}, fmt.Errorf("get topic %s: %w", field, err)
 	}
-	return decodeTopic(field, raw)
+	t, err := decodeTopic(field, raw)
+	t.Paused = paused.Val()
+	return t, err
 }
 
 // ListTopics returns a tenant's topics by name, or every tenant's when tenant is "".
 func (s *Store) ListTopics(ctx context.Context, tenant string) ([]kairos.Topic, error) {
-	all, err := s.c.HGetAll(ctx, s.k.topics()).Result()
+	pipe := s.c.Pipeline()
+	getAll := pipe.HGetAll(ctx, s.k.topics())
+	getPaused := pipe.SMembers(ctx, s.k.paused())
+	_, _ = pipe.Exec(ctx) // each command's error is read below
+	all, err := getAll.Result()
+	if err == nil {
+		err = getPaused.Err()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	paused := make(map[string]bool)
+	for _, f := range getPaused.Val() {
+		paused[f] = true
 	}
 	out := make([]kairos.Topic, 0, len(all))
 	for field, raw := range all {
@@ -146,6 +166,7 @@ func (s *Store) ListTopics(ctx context.Context, tenant string) ([]kairos.Topic, 
 		if err != nil {
 			return nil, err
 		}
+		t.Paused = paused[field]
 		out = append(out, t)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -203,6 +224,7 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 		pipe.Del(ctx, g)
 	}
 	pipe.HDel(ctx, s.k.topics(), topicField(tenant, name))
+	pipe.SRem(ctx, s.k.paused(), topicField(tenant, name))
 	pipe.Del(ctx, s.k.ready(tenant, name))
 	for sh := range s.k.shards {
 		if h == "" {
@@ -211,6 +233,8 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 		pipe.Del(ctx, s.k.index(sh, h))
 		pipe.Del(ctx, s.k.counters(sh, h))
 		pipe.Del(ctx, s.k.dead(sh, h))
+		pipe.SRem(ctx, s.k.hold(sh), h)
+		pipe.Del(ctx, s.k.held(sh, h))
 	}
 	_, err = pipe.Exec(ctx)
 	s.topics.forget(topicField(tenant, name))

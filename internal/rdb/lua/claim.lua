@@ -1,6 +1,6 @@
 -- claim.lua: hand out a shard's due jobs and start an attempt on each.
 -- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due), KEYS[3] its
--- schedules, KEYS[4] its refill set
+-- schedules, KEYS[4] its refill set, KEYS[5] its hold set (paused topics)
 -- ARGV[1] now (ms), or '' to read Redis's TIME (a claim must never trust
 -- another machine's clock), ARGV[2] the shard's key tag, ARGV[3] how far
 -- ahead to claim (ms), ARGV[4] most jobs to claim, ARGV[5] lease margin
@@ -23,6 +23,10 @@
 -- ahead: the caller holds them until their due time.
 -- Wheel slots are lists of "<h>/<id>,<offset>" entries, popped as they
 -- are processed.
+-- A job of a paused topic (in the shard's hold set) is not claimed: its
+-- wheel entry moves, as it is, to the topic's held list, and the job keeps
+-- its state, due time and attempts until resume files it again; one whose
+-- lease lapsed becomes retrying first.
 -- Claiming a schedule's pending occurrence files the schedule's next one
 -- (chain), and applies its catch-up setting to the instants missed.
 -- Reply: {claimed, next, now, end, refills}: claimed is a flat list field, record, due
@@ -153,6 +157,38 @@ local function chain(h, sid, r)
   return skip
 end
 
+-- held reports whether topic h is paused (the shard's hold set, read once
+-- a call, when a job of it would start an attempt).
+local holds = nil
+local function held(h)
+  if not holds then
+    holds = {}
+    for _, x in ipairs(redis.call('SMEMBERS', KEYS[5])) do
+      holds[x] = true
+    end
+  end
+  return holds[h]
+end
+
+-- holdPut keeps field's wheel entry at t in topic h's held list instead of
+-- claiming it (written by holdFlush); resume files it again (unhold.lua).
+local heldEntries = {}
+local function holdPut(h, field, t)
+  local es = heldEntries[h]
+  if not es then
+    es = {}
+    heldEntries[h] = es
+  end
+  es[#es + 1] = field .. ',' .. b36(t)
+  budget = budget - 1 -- work done, though no job is claimed
+end
+
+local function holdFlush()
+  for h, es in pairs(heldEntries) do
+    redis.call('RPUSH', tag .. 'held:' .. h, unpack(es))
+  end
+end
+
 -- claim processes field's entry at time t; v is its record as read before
 -- this call wrote any.
 local function claim(field, t, v)
@@ -180,8 +216,18 @@ local function claim(field, t, v)
     return
   elseif r.st == ST.active then
     addLog(r, string.format('{"n":%d,"t":%d,"error":"worker lost: its lease expired before the attempt finished"}\n', r.n, now))
+    if held(h) then -- its next attempt waits for the topic's resume
+      r.st = ST.retrying
+      count(h, 'active>retrying')
+      keep(field, r)
+      holdPut(h, field, t)
+      return
+    end
     dueAt = now
   elseif r.st == ST.dead then
+    return
+  elseif held(h) then -- the topic is paused: the job waits, as it is, for resume
+    holdPut(h, field, t)
     return
   else
     local sid = nil
@@ -256,6 +302,7 @@ end
 if #hdel > 0 then
   redis.call('HDEL', pool, unpack(hdel))
 end
+holdFlush()
 wheelFlush(tag, due)
 indexFlush(tag)
 countFlush(tag)

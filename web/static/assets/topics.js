@@ -15,7 +15,10 @@ function render() {
     const at = { tenant: t.tenant, topic: t.name };
     const hdrs = Object.keys(t.headers || {});
     return [
-      ['Topic', h('a', { href: link('jobs', at), text: t.name, 'data-testid': `topic-${t.name}` })],
+      ['Topic', h('span', { class: 'stack' },
+        h('a', { href: link('jobs', at), text: t.name, 'data-testid': `topic-${t.name}` }),
+        h('span', {}, h('span', { class: `state ${t.paused ? 'paused' : 'running'}`, 'data-state': t.paused ? 'paused' : 'delivering',
+          'data-testid': `topic-state-${t.name}`, text: t.paused ? 'paused' : 'delivering' })))],
       ['Tenant', t.tenant, 'admin-only'],
       ['Callback', h('span', {}, h('code', { text: t.method }), ' ', t.callback_url || '(none)'), 'wrap'],
       ['Defaults', `timeout ${t.timeout} · ${t.max_attempts} attempts · backoff ${t.backoff.initial}–${t.backoff.max} · concurrency ${t.concurrency}` +
@@ -23,6 +26,7 @@ function render() {
       ['Actions', h('div', { class: 'actions' },
         h('a', { class: 'button', href: link('jobs', at), text: 'Jobs' }),
         h('a', { class: 'button', href: link('schedules', at), 'data-testid': `topic-schedules-${t.name}`, 'aria-label': `Schedules of topic ${t.name}`, text: 'Schedules' }),
+        t.paused ? pauseButton('Resume', 'resume', t) : pauseButton('Pause', 'pause', t),
         h('button', { type: 'button', 'data-testid': `topic-edit-${t.name}`, 'aria-label': `Edit topic ${t.name}`, text: 'Edit', onclick: () => open(t) }),
         h('button', { type: 'button', class: 'danger', 'data-testid': `topic-delete-${t.name}`, 'aria-label': `Delete topic ${t.name}`, text: 'Delete', onclick: () => remove(t) }))],
     ];
@@ -97,6 +101,24 @@ async function save(e) {
     await show();
   } catch (x) {
     showError(err, x);
+  }
+}
+
+function pauseButton(label, what, t) {
+  return h('button', { type: 'button', 'data-testid': `topic-${what}-${t.name}`, 'aria-label': `${label} topic ${t.name}`, text: label,
+    onclick: (e) => pause(e.currentTarget, what, t) });
+}
+
+// pause pauses or resumes a topic: paused, its due jobs wait with their
+// due times and attempts; resumed, they fire, oldest due first.
+async function pause(btn, what, t) {
+  try {
+    await busy(btn, () => call('POST', topicPath(t, '/' + what), { query: tenantQuery(t.tenant) }));
+    notice(what === 'pause' ? `Topic ${t.name} paused: its due jobs wait until you resume it.` :
+      `Topic ${t.name} resumed: the jobs it held fire now, oldest due first.`);
+    await show();
+  } catch (e) {
+    reportError(e);
   }
 }
 
