@@ -72,6 +72,16 @@ type Topic struct {
 	BackoffInitial time.Duration
 	BackoffMax     time.Duration
 	Concurrency    int
+	// Flow control, enforced across every kairos process sharing the
+	// Redis: at most RateLimit deliveries per RatePeriod, spread evenly
+	// (one every RatePeriod/RateLimit), and at most Parallelism callbacks
+	// in flight at once; 0 is no limit. Topics with the same FlowKey share
+	// one quota (each gated by its own limits: give them the same); ""
+	// is the topic's own.
+	RateLimit   int
+	RatePeriod  time.Duration
+	Parallelism int
+	FlowKey     string
 	// Paused topics deliver nothing: their due jobs wait, keeping their
 	// due times and attempts, until resume (Store.PauseTopic). PUT of a
 	// topic leaves it as it is.
@@ -79,6 +89,18 @@ type Topic struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
+
+// Flow is the identity of the topic's flow-control quota within its
+// tenant: its FlowKey, or the topic's own.
+func (t Topic) Flow() string {
+	if t.FlowKey != "" {
+		return "key:" + t.FlowKey
+	}
+	return "topic:" + t.Name
+}
+
+// Limited reports whether the topic has a rate or parallelism limit.
+func (t Topic) Limited() bool { return t.RateLimit > 0 || t.Parallelism > 0 }
 
 // WithDefaults returns t with every zero default filled in.
 func (t Topic) WithDefaults() Topic {

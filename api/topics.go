@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/kairos-sh/kairos"
@@ -16,6 +17,21 @@ type topicRequest struct {
 	MaxAttempts *int              `json:"max_attempts"`
 	Backoff     *backoffRequest   `json:"backoff"`
 	Concurrency *int              `json:"concurrency"`
+	Rate        *rateRequest      `json:"rate"`
+	Parallelism *int              `json:"parallelism"`
+	FlowKey     *string           `json:"flow_key"`
+}
+
+// rateRequest is a topic's rate limit: limit deliveries per period.
+type rateRequest struct {
+	Limit  *int    `json:"limit"`
+	Period *string `json:"period"`
+}
+
+// rateResponse shows a topic's rate limit.
+type rateResponse struct {
+	Limit  int    `json:"limit"`
+	Period string `json:"period"`
 }
 
 type backoffRequest struct {
@@ -35,6 +51,9 @@ type topicResponse struct {
 	MaxAttempts int               `json:"max_attempts"`
 	Backoff     backoffResponse   `json:"backoff"`
 	Concurrency int               `json:"concurrency"`
+	Rate        *rateResponse     `json:"rate,omitempty"`
+	Parallelism int               `json:"parallelism,omitempty"`
+	FlowKey     string            `json:"flow_key,omitempty"`
 	Paused      bool              `json:"paused"`
 	CreatedAt   string            `json:"created_at"`
 	UpdatedAt   string            `json:"updated_at"`
@@ -48,7 +67,11 @@ type backoffResponse struct {
 
 func topicView(t kairos.Topic) topicResponse {
 	d := t.WithDefaults()
-	return topicResponse{
+	var rate *rateResponse
+	if t.RateLimit > 0 {
+		rate = &rateResponse{Limit: t.RateLimit, Period: t.RatePeriod.String()}
+	}
+	return topicResponse{Rate: rate, Parallelism: t.Parallelism, FlowKey: t.FlowKey,
 		Name: t.Name, Tenant: t.Tenant, CallbackURL: t.CallbackURL, Method: d.Method, Headers: maskHeaders(t.Headers),
 		Timeout: d.Timeout.String(), MaxAttempts: d.MaxAttempts,
 		Backoff:     backoffResponse{Initial: d.BackoffInitial.String(), Max: d.BackoffMax.String()},
@@ -87,7 +110,53 @@ func (req topicRequest) toTopic(tenant, name string, allowPrivate bool) (kairos.
 			t.Concurrency = c
 		}
 	}
+	if req.Rate != nil {
+		t.RateLimit, t.RatePeriod = req.Rate.parse(&fe, "rate")
+	}
+	if req.Parallelism != nil {
+		if p := *req.Parallelism; p < 1 || p > maxParallelism {
+			fe.add("parallelism", "%d is out of range: allowed 1 to %d callbacks in flight across all kairos processes", p, maxParallelism)
+		} else {
+			t.Parallelism = p
+		}
+	}
+	if req.FlowKey != nil {
+		t.FlowKey = checkFlowKey(&fe, "flow_key", *req.FlowKey)
+	}
 	return t, fe.err()
+}
+
+func (r rateRequest) parse(fe *fieldErrors, field string) (int, time.Duration) {
+	if r.Limit == nil {
+		fe.add(field+".limit", "required: how many deliveries per period, 1 to %d", maxRateLimit)
+	} else if *r.Limit < 1 || *r.Limit > maxRateLimit {
+		fe.add(field+".limit", "%d is out of range: allowed 1 to %d", *r.Limit, maxRateLimit)
+	}
+	var period time.Duration
+	if r.Period == nil {
+		fe.add(field+".period", "required: a Go duration from %s to %s, such as \"1s\" or \"1m\"", minRatePeriod, maxRatePeriod)
+	} else {
+		period = parseDuration(fe, field+".period", *r.Period, minRatePeriod, maxRatePeriod)
+	}
+	if r.Limit == nil || period == 0 || *r.Limit < 1 || *r.Limit > maxRateLimit {
+		return 0, 0
+	}
+	if period/time.Duration(*r.Limit) < time.Millisecond {
+		fe.add(field, "%d per %s is more than one delivery a millisecond, the finest pace kairos keeps", *r.Limit, period)
+		return 0, 0
+	}
+	return *r.Limit, period
+}
+
+// checkFlowKey returns k when it is a valid flow key.
+func checkFlowKey(fe *fieldErrors, field, k string) string {
+	if k == "" || len(k) > maxFlowKey || strings.IndexFunc(k, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:-", r))
+	}) >= 0 {
+		fe.add(field, "%q is not a flow key: 1 to %d letters, digits and . _ : -", k, maxFlowKey)
+		return ""
+	}
+	return k
 }
 
 func checkAttempts(fe *fieldErrors, field string, n int) int {

@@ -139,6 +139,15 @@ func TestTopicValidation(t *testing.T) {
 		{"backoff syntax", "orders", obj{"callback_url": hook, "backoff": obj{"initial": "1 s"}}, nil, 400, []string{"backoff.initial"}, true},
 		{"concurrency 0", "orders", obj{"callback_url": hook, "concurrency": 0}, nil, 400, []string{"concurrency"}, true},
 		{"concurrency 1001", "orders", obj{"callback_url": hook, "concurrency": 1001}, nil, 400, []string{"concurrency"}, true},
+		{"rate limit 0", "orders", obj{"callback_url": hook, "rate": obj{"limit": 0, "period": "1s"}}, nil, 400, []string{"rate.limit"}, true},
+		{"rate without period", "orders", obj{"callback_url": hook, "rate": obj{"limit": 5}}, nil, 400, []string{"rate.period"}, true},
+		{"rate without limit", "orders", obj{"callback_url": hook, "rate": obj{"period": "1s"}}, nil, 400, []string{"rate.limit"}, true},
+		{"rate period too short", "orders", obj{"callback_url": hook, "rate": obj{"limit": 5, "period": "500ms"}}, nil, 400, []string{"rate.period"}, false},
+		{"rate finer than 1ms", "orders", obj{"callback_url": hook, "rate": obj{"limit": 2000, "period": "1s"}}, nil, 400, []string{"rate"}, false},
+		{"parallelism 0", "orders", obj{"callback_url": hook, "parallelism": 0}, nil, 400, []string{"parallelism"}, true},
+		{"parallelism 10001", "orders", obj{"callback_url": hook, "parallelism": 10001}, nil, 400, []string{"parallelism"}, true},
+		{"flow_key bad character", "orders", obj{"callback_url": hook, "flow_key": "partner key"}, nil, 400, []string{"flow_key"}, true},
+		{"flow_key empty", "orders", obj{"callback_url": hook, "flow_key": ""}, nil, 400, []string{"flow_key"}, true},
 		{"unknown field", "orders", obj{"callback_url": hook, "url": hook}, nil, 400, []string{"url"}, true},
 		{"malformed JSON", "orders", `{"callback_url": "` + hook, nil, 400, []string{"body"}, true},
 		{"not an object", "orders", `["callback_url"]`, nil, 400, []string{"body"}, true},
@@ -173,6 +182,27 @@ func manyHeaders(n int) obj {
 		h["X-H"+strings.Repeat("a", i%5)+string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
 	}
 	return h
+}
+
+// A topic's flow control settings are answered as set, and a PUT without
+// them removes them.
+func TestTopicFlowSettings(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	acme := e.token(t, "acme", false)
+	got := want[topicResponse](t, e.do(t, "PUT", "/v1/topics/partner", acme, obj{"callback_url": hook,
+		"rate": obj{"limit": 50, "period": "1m"}, "parallelism": 5, "flow_key": "partner-api:eu"}), http.StatusCreated)
+	if got.Rate == nil || *got.Rate != (rateResponse{Limit: 50, Period: "1m0s"}) || got.Parallelism != 5 || got.FlowKey != "partner-api:eu" {
+		t.Fatalf("flow settings answered %+v %+v", got, got.Rate)
+	}
+	got = want[topicResponse](t, e.do(t, "GET", "/v1/topics/partner", acme, nil), http.StatusOK)
+	if got.Rate == nil || got.Rate.Limit != 50 || got.Parallelism != 5 || got.FlowKey != "partner-api:eu" {
+		t.Fatalf("GET: %+v", got)
+	}
+	got = want[topicResponse](t, e.do(t, "PUT", "/v1/topics/partner", acme, obj{"callback_url": hook}), http.StatusOK)
+	if got.Rate != nil || got.Parallelism != 0 || got.FlowKey != "" {
+		t.Fatalf("a PUT without flow settings kept %+v", got)
+	}
 }
 
 // Pause and resume answer the topic; GET, the list and a PUT show the

@@ -27,6 +27,12 @@ const (
 	minBackoff     = 10 * time.Millisecond
 	maxBackoff     = 7 * 24 * time.Hour
 	maxConcurrency = 1000
+	// flow control (topics' rate, parallelism and flow_key)
+	maxRateLimit   = 1_000_000
+	minRatePeriod  = time.Second
+	maxRatePeriod  = 24 * time.Hour
+	maxParallelism = 10_000
+	maxFlowKey     = 128
 	maxHeaders     = 50
 	maxHeaderValue = 4096
 )

@@ -78,6 +78,15 @@ type TopicRequest struct {
 	MaxAttempts int               `json:"max_attempts,omitempty"`
 	Backoff     *Backoff          `json:"backoff,omitempty"`
 	Concurrency int               `json:"concurrency,omitempty"`
+	Rate        *Rate             `json:"rate,omitempty"`        // deliveries per period, across all processes
+	Parallelism int               `json:"parallelism,omitempty"` // callbacks in flight at once, across all processes
+	FlowKey     string            `json:"flow_key,omitempty"`    // topics with the same key share one quota
+}
+
+// Rate is a rate limit: at most Limit deliveries per Period, spread evenly.
+type Rate struct {
+	Limit  int      `json:"limit"`
+	Period Duration `json:"period"`
 }
 
 // Topic is a topic with the kairos defaults filled in where it sets none.
@@ -93,6 +102,9 @@ type Topic struct {
 	MaxAttempts int               `json:"max_attempts"`
 	Backoff     Backoff           `json:"backoff"`
 	Concurrency int               `json:"concurrency"`
+	Rate        *Rate             `json:"rate,omitempty"`
+	Parallelism int               `json:"parallelism,omitempty"`
+	FlowKey     string            `json:"flow_key,omitempty"`
 	Paused      bool              `json:"paused"` // deliveries stopped (PauseTopic)
 	CreatedAt   Time              `json:"created_at"`
 	UpdatedAt   Time              `json:"updated_at"`

@@ -110,11 +110,20 @@ func TestAdminPageInBrowser(t *testing.T) {
 		if v, _ := run(b, chromedp.Value(chromedp.ID("topic-headers"))); !strings.Contains(v, "X-Team: billing") {
 			t.Errorf("edit dialog headers %q, want the topic's", v)
 		}
-		b.fill(map[string]string{"topic-timeout": "5s"})
+		b.fill(map[string]string{"topic-timeout": "5s", "topic-rate-limit": "6000", "topic-rate-period": "1m", "topic-parallelism": "8"})
 		b.click("topic-save")
 		b.waitText("#topics-table", "timeout 5s", 10*time.Second)
+		b.waitText(`[data-testid="topic-flow-orders"]`, "6000 per 1m0s · 8 in flight", 5*time.Second)
 		var saved struct{ Headers map[string]string }
 		json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics/orders?reveal=headers", nil), &saved)
+		var limits struct {
+			Rate        struct{ Limit int }
+			Parallelism int
+		}
+		json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics/orders", nil), &limits)
+		if limits.Rate.Limit != 6000 || limits.Parallelism != 8 {
+			t.Errorf("after the edit the topic's limits are %+v, want 6000 per minute and 8 in flight", limits)
+		}
 		if saved.Headers["X-Api-Key"] != "k-123456789" {
 			t.Errorf("after the edit the topic's X-Api-Key is %q, want k-123456789", saved.Headers["X-Api-Key"])
 		}

@@ -113,6 +113,16 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 	if topic.CallbackURL != ti.rcvURL || topic.Headers["X-Team"] != "billing" {
 		t.Errorf("topics get --json: %+v", topic)
 	}
+	out = k.ok("", "topics", "put", "partner", "--callback-url", ti.rcvURL, "--rate", "50/1m", "--parallelism", "3", "--flow-key", "acme-api")
+	if !strings.Contains(out, "rate\t50 per 1m0s") && !strings.Contains(out, "50 per 1m0s") {
+		t.Errorf("topics put with flow control said:\n%s", out)
+	}
+	k.json(&topic, "topics", "get", "partner")
+	if topic.Rate == nil || topic.Rate.Limit != 50 || topic.Rate.Period != client.Duration(time.Minute) || topic.Parallelism != 3 || topic.FlowKey != "acme-api" {
+		t.Errorf("topics get partner --json: %+v", topic)
+	}
+	k.fails(exitUsage, []string{"topics", "put", "partner", "--callback-url", ti.rcvURL, "--rate", "fifty"}, "LIMIT/PERIOD")
+	k.ok("", "topics", "delete", "partner")
 	if out := k.ok("", "topics", "pause", "orders"); !strings.Contains(out, "paused topic orders") {
 		t.Errorf("topics pause said: %s", out)
 	}

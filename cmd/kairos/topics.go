@@ -7,6 +7,9 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/kairos-sh/kairos/client"
 )
@@ -53,12 +56,25 @@ var topicCommands = []apiCommand{
 			var set settingFlags
 			set.define(fs, "where the topic's callbacks go (required)", " (left out: the kairos default)")
 			concurrency := fs.Int("concurrency", 0, "callbacks a worker process runs at once, 1 to 1000 (default 10)")
+			rate := fs.String("rate", "", "at most LIMIT/PERIOD deliveries across all processes, such as 50/1s or 1000/1m (default none)")
+			parallelism := fs.Int("parallelism", 0, "at most this many callbacks in flight across all processes (default none)")
+			flowKey := fs.String("flow-key", "", "share one rate and parallelism quota with the topics of this key (default the topic's own)")
 			return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 				if set.callbackURL == "" {
 					return usagef("kairos topics put", "--callback-url is required")
 				}
 				req := client.TopicRequest{CallbackURL: set.callbackURL, Method: set.method, Headers: set.headerMap(),
-					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(), Concurrency: *concurrency}
+					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(), Concurrency: *concurrency,
+					Parallelism: *parallelism, FlowKey: *flowKey}
+				if *rate != "" {
+					limit, period, ok := strings.Cut(*rate, "/")
+					n, err := strconv.Atoi(limit)
+					d, derr := time.ParseDuration(period)
+					if !ok || err != nil || derr != nil {
+						return usagef("kairos topics put", "--rate %q: want LIMIT/PERIOD, such as 50/1s", *rate)
+					}
+					req.Rate = &client.Rate{Limit: n, Period: client.Duration(d)}
+				}
 				t, created, err := c.PutTopic(ctx, args[0], req)
 				if err != nil {
 					return err
@@ -113,8 +129,18 @@ func tenantCol(tenants map[string]bool, s string) string {
 func showTopic(w io.Writer, t *client.Topic) {
 	fmt.Fprintf(w, "name\t%s\ntenant\t%s\ncallback_url\t%s\nmethod\t%s\n", t.Name, t.Tenant, orDash(t.CallbackURL), t.Method)
 	showHeaders(w, t.Headers)
-	fmt.Fprintf(w, "timeout\t%s\nmax_attempts\t%d\nbackoff\t%s initial, %s max\nconcurrency\t%d\npaused\t%t\ncreated_at\t%s\nupdated_at\t%s\n",
-		t.Timeout, t.MaxAttempts, t.Backoff.Initial, t.Backoff.Max, t.Concurrency, t.Paused, formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
+	fmt.Fprintf(w, "timeout\t%s\nmax_attempts\t%d\nbackoff\t%s initial, %s max\nconcurrency\t%d\n",
+		t.Timeout, t.MaxAttempts, t.Backoff.Initial, t.Backoff.Max, t.Concurrency)
+	if t.Rate != nil {
+		fmt.Fprintf(w, "rate\t%d per %s\n", t.Rate.Limit, t.Rate.Period)
+	}
+	if t.Parallelism > 0 {
+		fmt.Fprintf(w, "parallelism\t%d\n", t.Parallelism)
+	}
+	if t.FlowKey != "" {
+		fmt.Fprintf(w, "flow_key\t%s\n", t.FlowKey)
+	}
+	fmt.Fprintf(w, "paused\t%t\ncreated_at\t%s\nupdated_at\t%s\n", t.Paused, formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
 }
 
 func showHeaders(w io.Writer, h map[string]string) {

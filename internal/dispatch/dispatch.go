@@ -39,11 +39,18 @@ type Dispatcher struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex
-	topics map[string]*queue // "tenant/topic"
-	timers map[*time.Timer]rdb.Claimed
-	held   int
-	closed bool
+	mu      sync.Mutex
+	topics  map[string]*queue // "tenant/topic"
+	timers  map[*time.Timer][]rdb.Claimed // jobs waiting for a time
+	held    int
+	closed  bool
+	permits map[permit]kairos.Topic // attempts holding a permit of their topic's flow
+}
+
+// permit names an attempt that holds a flow-control permit.
+type permit struct {
+	key     kairos.JobKey
+	attempt int
 }
 
 // queue is one topic's jobs whose due time has come, oldest due first.
@@ -64,7 +71,7 @@ func New(store *rdb.Store, cfg Config) *Dispatcher {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Dispatcher{Store: store, cfg: cfg, log: cfg.Logger.With("component", "dispatch"),
-		topics: map[string]*queue{}, timers: map[*time.Timer]rdb.Claimed{}}
+		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, permits: map[permit]kairos.Topic{}}
 }
 
 // Capacity returns how many more jobs the dispatcher can hold now.
@@ -101,24 +108,38 @@ func (d *Dispatcher) Add(ctx context.Context, cs []rdb.Claimed) {
 			d.readyLocked(c)
 			continue
 		}
-		d.timerLocked(c, time.Until(fire))
+		d.timerLocked([]rdb.Claimed{c}, time.Until(fire), false)
 	}
 	d.mu.Unlock()
 }
 
-// timerLocked makes c ready after wait.
-func (d *Dispatcher) timerLocked(c rdb.Claimed, wait time.Duration) {
+// timerLocked makes cs ready after wait: at the end of their topics'
+// queues, or ahead of them (front).
+func (d *Dispatcher) timerLocked(cs []rdb.Claimed, wait time.Duration, front bool) {
 	var t *time.Timer
 	t = time.AfterFunc(wait, func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		if _, ok := d.timers[t]; !ok {
-			return // Close took it
+			return // Close took them
 		}
 		delete(d.timers, t)
-		d.readyLocked(c)
+		if !front {
+			for _, c := range cs {
+				d.readyLocked(c)
+			}
+			return
+		}
+		for i := len(cs) - 1; i >= 0; i-- {
+			q := d.queueLocked(cs[i].Job.Tenant, cs[i].Job.Topic)
+			q.ready = append([]rdb.Claimed{cs[i]}, q.ready...)
+			select {
+			case q.signal <- struct{}{}:
+			default:
+			}
+		}
 	})
-	d.timers[t] = c
+	d.timers[t] = cs
 }
 
 func (d *Dispatcher) queueLocked(tenant, topic string) *queue {
@@ -148,11 +169,11 @@ func (d *Dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		jobs, overdue, q := d.take(tenant, topic, n)
+		cs, overdue, q := d.take(tenant, topic, n)
 		if len(overdue) > 0 {
 			d.release(context.WithoutCancel(ctx), overdue)
 		}
-		if len(jobs) > 0 {
+		if jobs := d.gate(context.WithoutCancel(ctx), tenant, topic, cs); len(jobs) > 0 {
 			return jobs, nil
 		}
 		if d.cfg.Remote {
@@ -175,8 +196,95 @@ func (d *Dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait
 	}
 }
 
+// gate returns the jobs of cs that their topic's flow control lets start
+// now. The others keep their place: one the rate limit reserved a later
+// time for goes back to Redis until then (Release; it keeps its attempts),
+// one that found every permit taken waits here, first in its queue, and
+// is asked about again after fullRetry (or released like any job held
+// longer than Config.Hold).
+func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Claimed) []kairos.Job {
+	if len(cs) == 0 {
+		return nil
+	}
+	jobs := make([]kairos.Job, len(cs))
+	for i, c := range cs {
+		jobs[i] = c.Job
+	}
+	t, err := d.GetTopic(ctx, tenant, topic)
+	if err != nil || !t.Limited() {
+		return jobs // no topic (a job with its own URL), or no limits
+	}
+	rs, err := d.Gate(ctx, t, jobs, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
+	if err != nil {
+		d.log.Warn("flow control; the jobs wait and are asked about again", "tenant", tenant, "topic", topic, "err", err)
+		d.requeue(cs)
+		return nil
+	}
+	var out []kairos.Job
+	var wait, full []rdb.Claimed
+	for i, r := range rs {
+		switch r.Gate {
+		case rdb.GateGo:
+			out = append(out, jobs[i])
+		case rdb.GateWait:
+			c := cs[i]
+			c.Due = r.At
+			wait = append(wait, c)
+		default:
+			full = append(full, cs[i])
+		}
+	}
+	if t.Parallelism > 0 && len(out) > 0 {
+		d.mu.Lock()
+		for _, j := range out {
+			d.permits[permit{j.JobKey, j.Attempts}] = t
+		}
+		d.mu.Unlock()
+	}
+	d.release(ctx, wait)
+	d.requeue(full)
+	return out
+}
+
+// requeue holds cs again, ahead of their topics' other ready jobs, after
+// fullRetry.
+func (d *Dispatcher) requeue(cs []rdb.Claimed) {
+	if len(cs) == 0 {
+		return
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		d.release(context.Background(), cs)
+		return
+	}
+	d.held += len(cs)
+	d.timerLocked(cs, fullRetry, true)
+	d.mu.Unlock()
+}
+
+// fullRetry is how soon a job that found its flow's permits taken is
+// asked about again.
+const fullRetry = 50 * time.Millisecond
+
+// Finish records an attempt (rdb.Store.Finish), after giving back the
+// flow-control permit it held, if any.
+func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time) (kairos.State, error) {
+	p := permit{key, a.N}
+	d.mu.Lock()
+	t, held := d.permits[p]
+	delete(d.permits, p)
+	d.mu.Unlock()
+	if held {
+		if err := d.Done(ctx, t, kairos.Job{JobKey: key, Attempts: a.N}); err != nil {
+			d.log.Warn("give back a flow-control permit; it lapses with its lease", "job", key, "err", err)
+		}
+	}
+	return d.Store.Finish(ctx, key, a, ok, dead, retryAt)
+}
+
 // take removes up to n ready jobs of a topic, and those overdue.
-func (d *Dispatcher) take(tenant, topic string, n int) (jobs []kairos.Job, overdue []rdb.Claimed, q *queue) {
+func (d *Dispatcher) take(tenant, topic string, n int) (jobs []rdb.Claimed, overdue []rdb.Claimed, q *queue) {
 	now := d.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -188,7 +296,7 @@ func (d *Dispatcher) take(tenant, topic string, n int) (jobs []kairos.Job, overd
 			overdue = append(overdue, c)
 			continue
 		}
-		jobs = append(jobs, c.Job)
+		jobs = append(jobs, c)
 	}
 	q.ready = q.ready[i:]
 	d.held -= len(jobs) + len(overdue)
@@ -221,11 +329,11 @@ func (d *Dispatcher) Close(ctx context.Context) {
 	d.mu.Lock()
 	d.closed = true
 	var rest []rdb.Claimed
-	for t, c := range d.timers {
+	for t, cs := range d.timers {
 		t.Stop()
-		rest = append(rest, c)
+		rest = append(rest, cs...)
 	}
-	d.timers = map[*time.Timer]rdb.Claimed{}
+	d.timers = map[*time.Timer][]rdb.Claimed{}
 	for _, q := range d.topics {
 		rest = append(rest, q.ready...)
 		q.ready = nil

@@ -96,7 +96,8 @@ func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTime
 func (s *Store) leaseMargin() time.Duration { return s.opts.ReadyLease + s.opts.LeaseGrace }
 
 // Release gives back claimed jobs that this process will not start: each
-// keeps its due time and loses no attempt. A job whose claim lapsed meanwhile
+// keeps its due time (or waits until a later Due set by the caller, as
+// flow control does) and loses no attempt. A job whose claim lapsed meanwhile
 // is left alone. It returns the first error.
 func (s *Store) Release(ctx context.Context, cs []Claimed) error {
 	now := ms(s.Now())
@@ -106,7 +107,7 @@ func (s *Store) Release(ctx context.Context, cs []Claimed) error {
 		sh := s.k.shardOf(j.JobKey)
 		shards[i] = sh
 		h, _ := s.handles.handle(topicField(j.Tenant, j.Topic)) // known: the claim resolved it
-		return []string{s.k.pool(sh), s.k.due(sh)}, []any{s.k.tag(sh), h, j.ID, j.Attempts, ms(cs[i].Due), now}
+		return []string{s.k.pool(sh), s.k.due(sh)}, []any{s.k.tag(sh), h, j.ID, j.Attempts, ms(cs[i].Due), now, WakeHorizon.Milliseconds()}
 	})
 	var first error
 	for i, c := range cmds {

@@ -122,5 +122,9 @@ func (k keys) hold(shard int) string { return k.tag(shard) + "hold" }
 // the claims met them: "<h>/<id>,<time>" (lua/unhold.lua).
 func (k keys) held(shard int, h string) string { return k.tag(shard) + "held:" + h }
 
+// flow is the key tag of a tenant's flow-control quota (kairos.Topic.Flow):
+// its pace, reservations and permits share one hash slot (flowgate.lua).
+func (k keys) flow(tenant, flow string) string { return k.prefix + ":{f:" + tenant + "/" + flow + "}:" }
+
 // field is a job's field in its shard's pool.
 func field(h, id string) string { return h + "/" + id }

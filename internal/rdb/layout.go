@@ -38,6 +38,9 @@ import (
 //	P:{s}:sr            SET    schedules whose queue of instants runs low: "<h>/<id>"
 //	P:{s}:hold          SET    handles of paused topics: the shard's claims hold their jobs
 //	P:{s}:held:<h>      LIST   a paused topic's held wheel entries, "<h>/<id>,<time>", oldest first
+//	P:{f:<tenant>/<flow>}:pace  STRING when the flow's next delivery may go (ms; flowgate.lua)
+//	P:{f:<tenant>/<flow>}:resv  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> the time reserved for it
+//	P:{f:<tenant>/<flow>}:perm  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> when its permit lapses
 //	P:ready:{tenant/topic} LIST jobs claimed by a scanner-only process, for workers elsewhere
 //
 // A topic handle is a short base-36 number given to a tenant's topic name

@@ -52,6 +52,8 @@ var (
 	schedrefillSrc string
 	//go:embed lua/unhold.lua
 	unholdSrc string
+	//go:embed lua/flowgate.lua
+	flowgateSrc string
 
 	enqueueScript     = newScript("enqueue", enqueueSrc)
 	claimScript       = newScript("claim", claimSrc)
@@ -66,6 +68,7 @@ var (
 	scheddelScript    = newScript("scheddel", scheddelSrc)
 	schedrefillScript = newScript("schedrefill", schedrefillSrc)
 	unholdScript      = newScript("unhold", unholdSrc)
+	flowgateScript    = newScript("flowgate", flowgateSrc)
 )
 
 // helpersSrc is what every script body runs after.
@@ -85,7 +88,7 @@ func newScript(name, body string) *script {
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
-	schedsetScript, scheddelScript, schedrefillScript, unholdScript}
+	schedsetScript, scheddelScript, schedrefillScript, unholdScript, flowgateScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions

@@ -26,6 +26,10 @@ type topicRecord struct {
 	BackoffInitMS int64             `json:"backoff_initial_ms,omitempty"`
 	BackoffMaxMS  int64             `json:"backoff_max_ms,omitempty"`
 	Concurrency   int               `json:"concurrency,omitempty"`
+	RateLimit     int               `json:"rate_limit,omitempty"`
+	RatePeriodMS  int64             `json:"rate_period_ms,omitempty"`
+	Parallelism   int               `json:"parallelism,omitempty"`
+	FlowKey       string            `json:"flow_key,omitempty"`
 	CreatedMS     int64             `json:"created_ms"`
 	UpdatedMS     int64             `json:"updated_ms"`
 }
@@ -37,7 +41,8 @@ func encodeTopic(t kairos.Topic) ([]byte, error) {
 		URL: t.CallbackURL, Method: t.Method, Headers: t.Headers,
 		TimeoutMS: t.Timeout.Milliseconds(), MaxAttempts: t.MaxAttempts,
 		BackoffInitMS: t.BackoffInitial.Milliseconds(), BackoffMaxMS: t.BackoffMax.Milliseconds(),
-		Concurrency: t.Concurrency, CreatedMS: ms(t.CreatedAt), UpdatedMS: ms(t.UpdatedAt),
+		Concurrency: t.Concurrency, RateLimit: t.RateLimit, RatePeriodMS: t.RatePeriod.Milliseconds(),
+		Parallelism: t.Parallelism, FlowKey: t.FlowKey, CreatedMS: ms(t.CreatedAt), UpdatedMS: ms(t.UpdatedAt),
 	})
 }
 
@@ -52,7 +57,8 @@ func decodeTopic(field, raw string) (kairos.Topic, error) {
 		Timeout: time.Duration(r.TimeoutMS) * time.Millisecond, MaxAttempts: r.MaxAttempts,
 		BackoffInitial: time.Duration(r.BackoffInitMS) * time.Millisecond,
 		BackoffMax:     time.Duration(r.BackoffMaxMS) * time.Millisecond,
-		Concurrency:    r.Concurrency, CreatedAt: fromMS(r.CreatedMS), UpdatedAt: fromMS(r.UpdatedMS),
+		Concurrency:    r.Concurrency, RateLimit: r.RateLimit, RatePeriod: time.Duration(r.RatePeriodMS) * time.Millisecond,
+		Parallelism: r.Parallelism, FlowKey: r.FlowKey, CreatedAt: fromMS(r.CreatedMS), UpdatedAt: fromMS(r.UpdatedMS),
 	}, nil
 }
 

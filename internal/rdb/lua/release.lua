@@ -4,7 +4,8 @@
 -- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due)
 -- ARGV[1] the shard's key tag, ARGV[2] the topic's handle, ARGV[3] id,
 -- ARGV[4] the attempt it was claimed for, ARGV[5] its due time (ms),
--- ARGV[6] now (ms)
+-- ARGV[6] now (ms), ARGV[7] wake horizon (ms): a job given back to wait
+-- for a later time (flow control) wakes a scanner that sleeps past it
 -- Reply: {R.ok, earliest} released, or {R.not_found} when the claim is no
 -- longer this process's (its lease lapsed, or the job is gone).
 local pool, due, tag, h, id = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
@@ -28,4 +29,4 @@ else
   count(h, 'active>' .. NAME[r.st])
 end
 countFlush(tag)
-return {R.ok, earliestOf(due, wheelFlush(tag, due), now + 1)}
+return {R.ok, earliestOf(due, wheelFlush(tag, due), now + tonumber(ARGV[7]))}

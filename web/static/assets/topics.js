@@ -23,6 +23,7 @@ function render() {
       ['Callback', h('span', {}, h('code', { text: t.method }), ' ', t.callback_url || '(none)'), 'wrap'],
       ['Defaults', `timeout ${t.timeout} · ${t.max_attempts} attempts · backoff ${t.backoff.initial}–${t.backoff.max} · concurrency ${t.concurrency}` +
         (hdrs.length ? ` · headers: ${hdrs.join(', ')}` : ''), 'wrap'],
+      ['Flow control', h('span', { 'data-testid': `topic-flow-${t.name}`, text: flow(t) }), 'wrap'],
       ['Actions', h('div', { class: 'actions' },
         h('a', { class: 'button', href: link('jobs', at), text: 'Jobs' }),
         h('a', { class: 'button', href: link('schedules', at), 'data-testid': `topic-schedules-${t.name}`, 'aria-label': `Schedules of topic ${t.name}`, text: 'Schedules' }),
@@ -32,6 +33,15 @@ function render() {
     ];
   });
   $('topics-empty').hidden = state.topics.length > 0;
+}
+
+// flow sums up a topic's flow-control limits, enforced across processes.
+function flow(t) {
+  const parts = [];
+  if (t.rate) parts.push(`${t.rate.limit} per ${t.rate.period}`);
+  if (t.parallelism) parts.push(`${t.parallelism} in flight`);
+  if (t.flow_key) parts.push(`shared as ${t.flow_key}`);
+  return parts.length ? parts.join(' · ') : 'no limits';
 }
 
 // open shows the topic dialog, empty to register or filled to edit. A
@@ -60,6 +70,10 @@ async function open(t) {
   $('topic-backoff-initial').value = t ? t.backoff.initial : '1s';
   $('topic-backoff-max').value = t ? t.backoff.max : '1h0m0s';
   $('topic-concurrency').value = t ? t.concurrency : 10;
+  $('topic-rate-limit').value = t?.rate ? t.rate.limit : '';
+  $('topic-rate-period').value = t?.rate ? t.rate.period : '';
+  $('topic-parallelism').value = t?.parallelism || '';
+  $('topic-flow-key').value = t?.flow_key || '';
   $('topic-headers').value = Object.entries(t?.headers || {}).map(([k, v]) => `${k}: ${v}`).join('\n');
   showError($('topic-error'), null);
   $('topic-dialog').showModal();
@@ -91,7 +105,12 @@ async function save(e) {
       backoff: { initial: str('topic-backoff-initial'), max: str('topic-backoff-max') },
       concurrency: int('topic-concurrency'),
       headers: parseHeaders($('topic-headers').value),
+      parallelism: int('topic-parallelism'),
+      flow_key: str('topic-flow-key'),
     };
+    if (str('topic-rate-limit') || str('topic-rate-period')) {
+      body.rate = { limit: int('topic-rate-limit'), period: str('topic-rate-period') || '1s' };
+    }
     const name = editing ? editing.name : $('topic-name').value.trim();
     if (!name) throw new Error('name: required');
     const tenant = editing ? editing.tenant : $('topic-tenant').value.trim();

@@ -1,0 +1,79 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// Gate is what flow control says about a claimed job (Store.Gate).
+type Gate int
+
+const (
+	// GateGo: the job may start now (holding a permit when its topic has a
+	// parallelism limit: Store.Done gives it back).
+	GateGo Gate = iota
+	// GateWait: the rate limit reserved a later time for it (GateResult.At);
+	// give it back to wait for it (Release with Due set to that time).
+	GateWait
+	// GateFull: every permit of its flow is taken; try again shortly.
+	GateFull
+)
+
+// GateResult is flow control's answer for one job.
+type GateResult struct {
+	Gate Gate
+	At   time.Time // GateWait: the time reserved
+}
+
+// Gate asks the flow of topic t (kairos.Topic.Flow) which of jobs, claimed
+// and due, may start now, in order: every kairos process asks the same
+// script, so the topic's rate and parallelism limits hold across them.
+// lease bounds how long a permit is held when its holder never calls Done.
+func (s *Store) Gate(ctx context.Context, t kairos.Topic, jobs []kairos.Job, lease time.Duration) ([]GateResult, error) {
+	out := make([]GateResult, len(jobs))
+	if !t.Limited() || len(jobs) == 0 {
+		return out, nil
+	}
+	interval := 0.0
+	if t.RateLimit > 0 {
+		interval = float64(t.RatePeriod) / float64(t.RateLimit) / float64(time.Millisecond)
+	}
+	argv := make([]any, 0, 4+len(jobs))
+	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds())
+	for _, j := range jobs {
+		argv = append(argv, attemptMember(j))
+	}
+	tag := s.k.flow(t.Tenant, t.Flow())
+	res, err := s.run(ctx, flowgateScript, []string{tag + "pace", tag + "resv", tag + "perm"}, argv...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("flow control of topic %s/%s: %w", t.Tenant, t.Name, err)
+	}
+	if len(res) != 2*len(jobs) {
+		return nil, fmt.Errorf("flow control of topic %s/%s: %d replies for %d jobs", t.Tenant, t.Name, len(res)/2, len(jobs))
+	}
+	for i := range jobs {
+		out[i].Gate, out[i].At = Gate(toInt(res[2*i])), fromMS(toInt(res[2*i+1]))
+	}
+	return out, nil
+}
+
+// Done gives back the permit job's attempt took from its topic's flow
+// (nothing when the topic has no parallelism limit).
+func (s *Store) Done(ctx context.Context, t kairos.Topic, j kairos.Job) error {
+	if t.Parallelism <= 0 {
+		return nil
+	}
+	if err := s.c.ZRem(ctx, s.k.flow(t.Tenant, t.Flow())+"perm", attemptMember(j)).Err(); err != nil {
+		return fmt.Errorf("give back the permit of %s attempt %d: %w", j.JobKey, j.Attempts, err)
+	}
+	return nil
+}
+
+// attemptMember names a job's attempt in its flow's sets.
+func attemptMember(j kairos.Job) string {
+	return j.Tenant + "/" + j.Topic + "/" + j.ID + "#" + strconv.Itoa(j.Attempts)
+}

@@ -1,0 +1,115 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+)
+
+func flowJobs(topic string, from, n, attempt int) []kairos.Job {
+	js := make([]kairos.Job, n)
+	for i := range js {
+		js[i] = kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: topic, ID: fmt.Sprintf("j%d", from+i)}, Attempts: attempt}
+	}
+	return js
+}
+
+func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []GateResult {
+	t.Helper()
+	rs, err := s.Gate(context.Background(), tp, jobs, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// A rate limit paces a flow's deliveries evenly, first come first served:
+// a job whose time has not come reserves the next free time and keeps it
+// when it comes back; two topics with one flow key share the pace.
+func TestGateRatePacesAndReserves(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	t0 := clk.Now()
+	a := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: time.Second, FlowKey: "partner"}
+	b := kairos.Topic{Tenant: "acme", Name: "b", RateLimit: 10, RatePeriod: time.Second, FlowKey: "partner"}
+	rs := gates(t, s, a, flowJobs("a", 0, 3, 1))
+	if rs[0].Gate != GateGo || rs[1].Gate != GateWait || !rs[1].At.Equal(t0.Add(100*time.Millisecond)) ||
+		rs[2].Gate != GateWait || !rs[2].At.Equal(t0.Add(200*time.Millisecond)) {
+		t.Fatalf("first batch: %+v", rs)
+	}
+	rs = gates(t, s, b, flowJobs("b", 0, 1, 1))
+	if rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(300*time.Millisecond)) {
+		t.Fatalf("another topic of the flow key: %+v, want the next time after a's", rs)
+	}
+	// j1 comes back early: it waits again for its own time.
+	clk.Add(50 * time.Millisecond)
+	if rs = gates(t, s, a, flowJobs("a", 1, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(100*time.Millisecond)) {
+		t.Fatalf("back early: %+v", rs)
+	}
+	clk.Add(50 * time.Millisecond)
+	if rs = gates(t, s, a, flowJobs("a", 1, 1, 1)); rs[0].Gate != GateGo {
+		t.Fatalf("back at its time: %+v", rs)
+	}
+	// A new job queues behind the reservations.
+	if rs = gates(t, s, a, flowJobs("a", 9, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(400*time.Millisecond)) {
+		t.Fatalf("a newcomer: %+v", rs)
+	}
+	// Another topic with its own flow is not slowed.
+	own := kairos.Topic{Tenant: "acme", Name: "own", RateLimit: 10, RatePeriod: time.Second}
+	if rs = gates(t, s, own, flowJobs("own", 0, 1, 1)); rs[0].Gate != GateGo {
+		t.Fatalf("an unrelated flow: %+v", rs)
+	}
+	// After a quiet while, the first job goes at once.
+	clk.Add(time.Minute)
+	if rs = gates(t, s, a, flowJobs("a", 20, 2, 1)); rs[0].Gate != GateGo || rs[1].Gate != GateWait {
+		t.Fatalf("after a quiet minute: %+v", rs)
+	}
+}
+
+// Parallelism hands out as many permits as the limit; Done gives one
+// back; a permit whose holder vanished lapses with its lease.
+func TestGateParallelismPermits(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	tp := kairos.Topic{Tenant: "acme", Name: "lambda", Parallelism: 2}
+	js := flowJobs("lambda", 0, 3, 1)
+	rs := gates(t, s, tp, js)
+	if rs[0].Gate != GateGo || rs[1].Gate != GateGo || rs[2].Gate != GateFull {
+		t.Fatalf("3 jobs, 2 permits: %+v", rs)
+	}
+	if rs = gates(t, s, tp, js[2:]); rs[0].Gate != GateFull {
+		t.Fatalf("still full: %+v", rs)
+	}
+	if err := s.Done(ctx, tp, js[0]); err != nil {
+		t.Fatal(err)
+	}
+	if rs = gates(t, s, tp, js[2:]); rs[0].Gate != GateGo {
+		t.Fatalf("after Done: %+v", rs)
+	}
+	if rs = gates(t, s, tp, flowJobs("lambda", 3, 1, 1)); rs[0].Gate != GateFull {
+		t.Fatalf("full again: %+v", rs)
+	}
+	clk.Add(11 * time.Second) // past the permits' lease
+	if rs = gates(t, s, tp, flowJobs("lambda", 3, 2, 1)); rs[0].Gate != GateGo || rs[1].Gate != GateGo {
+		t.Fatalf("after the permits lapsed: %+v", rs)
+	}
+}
+
+// With both limits, a job without a permit does not take a rate slot.
+func TestGateRateAndParallelism(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	t0 := clk.Now()
+	tp := kairos.Topic{Tenant: "acme", Name: "both", RateLimit: 10, RatePeriod: time.Second, Parallelism: 1}
+	rs := gates(t, s, tp, flowJobs("both", 0, 3, 1))
+	if rs[0].Gate != GateGo || rs[1].Gate != GateFull || rs[2].Gate != GateFull {
+		t.Fatalf("%+v", rs)
+	}
+	if err := s.Done(context.Background(), tp, flowJobs("both", 0, 1, 1)[0]); err != nil {
+		t.Fatal(err)
+	}
+	if rs = gates(t, s, tp, flowJobs("both", 1, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(100*time.Millisecond)) {
+		t.Fatalf("%+v", rs)
+	}
+}

@@ -1,0 +1,72 @@
+-- flowgate.lua: decide which claimed jobs of one flow (a topic's, or a
+-- flow key's) may start now (Store.Gate). Every kairos process asks it
+-- before firing, so the limits hold across processes.
+-- KEYS[1] the flow's pace (STRING: when its next delivery may go, ms),
+-- KEYS[2] its reservations (ZSET: job attempt -> its reserved time, ms),
+-- KEYS[3] its permits (ZSET: job attempt -> when the permit lapses, ms)
+-- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] the pace: ms
+-- between deliveries (period/limit, may be fractional; 0: no rate limit),
+-- ARGV[3] parallelism (0: none), ARGV[4] a permit's lease (ms), then the
+-- jobs' attempts, "<tenant>/<topic>/<id>#<attempt>", oldest due first.
+-- Rate: each job takes the next free time of the pace; a job whose time
+-- has come goes, one whose time is later reserves it and is given back to
+-- wait for it (so jobs go in the order they asked, and a reservation is
+-- kept when it comes back). Parallelism: a job goes only with a permit,
+-- taken here and given back by Store.Done (or lapsed with its lease); a
+-- job without one is tried again, its reservation, if any, kept.
+-- Reply: for each job, code and time: 0 go now (with a permit when
+-- parallelism is set), 1 wait until the time (reserved), 2 no permit free.
+local pace, resv, permits = KEYS[1], KEYS[2], KEYS[3]
+local now = clock(ARGV[1])
+local interval, par, lease = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local free = 0
+if par > 0 then
+  redis.call('ZREMRANGEBYSCORE', permits, '-inf', now) -- lapsed: their holders died
+  free = par - redis.call('ZCARD', permits)
+end
+local nextAt = tonumber(redis.call('GET', pace) or '0')
+local out = {}
+local reserved = false
+for i = 5, #ARGV do
+  local m = ARGV[i]
+  local code, at = 0, now
+  if par > 0 and free <= 0 then
+    code = 2
+  elseif interval > 0 then
+    local slot = redis.call('ZSCORE', resv, m)
+    if slot then
+      slot = tonumber(slot)
+      if slot > now then
+        code, at = 1, slot -- back before its time: wait again
+      else
+        redis.call('ZREM', resv, m)
+      end
+    else
+      slot = math.max(nextAt, now)
+      nextAt = slot + interval
+      if slot > now then
+        redis.call('ZADD', resv, slot, m)
+        reserved = true
+        code, at = 1, slot
+      end
+    end
+  end
+  if code == 0 and par > 0 then
+    redis.call('ZADD', permits, now + lease, m)
+    free = free - 1
+  end
+  out[#out + 1] = code
+  out[#out + 1] = string.format('%d', math.ceil(at))
+end
+if interval > 0 then
+  -- the pace is kept while it matters, and a day after the last
+  -- reservation: then reservations of jobs cancelled meanwhile go
+  redis.call('SET', pace, string.format('%.3f', nextAt), 'PX', math.ceil(math.max(nextAt - now, 0)) + 86400000)
+  if reserved then
+    redis.call('PEXPIRE', resv, math.ceil(math.max(nextAt - now, 0)) + 86400000)
+  end
+end
+if par > 0 then
+  redis.call('PEXPIRE', permits, lease + 60000)
+end
+return out
