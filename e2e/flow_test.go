@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
@@ -24,23 +25,8 @@ func TestRateLimitAcrossThreeProcesses(t *testing.T) {
 	store := procStore(t, prefix)
 	rcv := newReceiver(t, nil)
 	const limit, n = 200, 2000
-	if _, _, err := store.PutTopic(context.Background(), kairos.Topic{Tenant: "acme", Name: "partner", CallbackURL: rcv.URL,
-		RateLimit: limit, RatePeriod: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"A", "B", "C"} {
-		startKairos(t, name, prefix).WaitLog(t, "took shard", 15*time.Second)
-	}
-	due := store.Now().Add(time.Second)
-	jobs := make([]kairos.Job, n)
-	for i := range jobs {
-		jobs[i] = kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "partner", ID: "r" + strconv.Itoa(i)}, RunAt: due}
-	}
-	for _, r := range store.EnqueueBatch(context.Background(), jobs) {
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-	}
+	jobs, due := flowLoad(t, store, prefix, kairos.Topic{Tenant: "acme", Name: "partner", CallbackURL: rcv.URL,
+		RateLimit: limit, RatePeriod: time.Second}, n)
 	hs := rcv.waitHits(t, n, 60*time.Second)
 	time.Sleep(500 * time.Millisecond) // time for a duplicate to show
 	hs = rcv.all()
@@ -88,23 +74,7 @@ func TestParallelismAcrossThreeProcesses(t *testing.T) {
 		return 200
 	})
 	const par, n = 5, 75
-	if _, _, err := store.PutTopic(context.Background(), kairos.Topic{Tenant: "acme", Name: "lambda", CallbackURL: rcv.URL,
-		Parallelism: par}); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"A", "B", "C"} {
-		startKairos(t, name, prefix).WaitLog(t, "took shard", 15*time.Second)
-	}
-	due := store.Now().Add(time.Second)
-	jobs := make([]kairos.Job, n)
-	for i := range jobs {
-		jobs[i] = kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "lambda", ID: "p" + strconv.Itoa(i)}, RunAt: due}
-	}
-	for _, r := range store.EnqueueBatch(context.Background(), jobs) {
-		if r.Err != nil {
-			t.Fatal(r.Err)
-		}
-	}
+	flowLoad(t, store, prefix, kairos.Topic{Tenant: "acme", Name: "lambda", CallbackURL: rcv.URL, Parallelism: par}, n)
 	hs := rcv.waitHits(t, n, 60*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	first, last := hs[0].At, hs[0].At
@@ -124,6 +94,29 @@ func TestParallelismAcrossThreeProcesses(t *testing.T) {
 	if len(rcv.byJob()) != n {
 		t.Errorf("%d jobs delivered, want %d", len(rcv.byJob()), n)
 	}
+}
+
+// flowLoad registers topic tp, starts three kairos processes, and creates
+// n jobs of tp all due at one instant, a second ahead.
+func flowLoad(t *testing.T, store *rdb.Store, prefix string, tp kairos.Topic, n int) ([]kairos.Job, time.Time) {
+	t.Helper()
+	if _, _, err := store.PutTopic(context.Background(), tp); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"A", "B", "C"} {
+		startKairos(t, name, prefix).WaitLog(t, "took shard", 15*time.Second)
+	}
+	due := store.Now().Add(time.Second)
+	jobs := make([]kairos.Job, n)
+	for i := range jobs {
+		jobs[i] = kairos.Job{JobKey: kairos.JobKey{Tenant: tp.Tenant, Topic: tp.Name, ID: "f" + strconv.Itoa(i)}, RunAt: due}
+	}
+	for _, r := range store.EnqueueBatch(context.Background(), jobs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	return jobs, due
 }
 
 func minTime(a, b time.Time) time.Time {
