@@ -29,7 +29,11 @@ type Config struct {
 	// Remote makes Next take jobs from the topics' ready lists (filled by
 	// scanner-only processes) when nothing claimed here is waiting.
 	Remote bool
-	Logger *slog.Logger
+	// NewTopic, if set, is called when a job arrives for a topic whose
+	// consumer has never asked for jobs: the workers may not know the topic
+	// yet (callback.Worker.Refresh).
+	NewTopic func()
+	Logger   *slog.Logger
 }
 
 // Dispatcher is the store as the workers see it: Next hands out claimed
@@ -132,6 +136,9 @@ func (d *Dispatcher) queueLocked(tenant, topic string) *queue {
 }
 
 func (d *Dispatcher) readyLocked(c rdb.Claimed) {
+	if _, known := d.topics[c.Job.Tenant+"/"+c.Job.Topic]; !known && d.cfg.NewTopic != nil {
+		go d.cfg.NewTopic()
+	}
 	q := d.queueLocked(c.Job.Tenant, c.Job.Topic)
 	q.ready = append(q.ready, c)
 	select {

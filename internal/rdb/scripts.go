@@ -50,6 +50,8 @@ var (
 	scheddelSrc string
 	//go:embed lua/schedrefill.lua
 	schedrefillSrc string
+	//go:embed lua/lease.lua
+	leaseSrc string
 
 	enqueueScript     = newScript("enqueue", enqueueSrc)
 	claimScript       = newScript("claim", claimSrc)
@@ -63,6 +65,7 @@ var (
 	schedsetScript    = newScript("schedset", schedsetSrc)
 	scheddelScript    = newScript("scheddel", scheddelSrc)
 	schedrefillScript = newScript("schedrefill", schedrefillSrc)
+	leaseScript       = newScript("lease", leaseSrc)
 )
 
 // helpersSrc is what every script body runs after.
@@ -82,7 +85,7 @@ func newScript(name, body string) *script {
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
-	schedsetScript, scheddelScript, schedrefillScript}
+	schedsetScript, scheddelScript, schedrefillScript, leaseScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions
