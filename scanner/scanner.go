@@ -66,7 +66,8 @@ type Scanner struct {
 
 	mu      sync.Mutex
 	held    map[int]*shard
-	renewed time.Time // when the lease was last renewed (local clock, taken before the call)
+	renewed time.Time      // when the lease was last renewed (local clock, taken before the call)
+	view    *rdb.LeaseView // as the last renewal read it
 }
 
 type shard struct {
@@ -77,8 +78,7 @@ type shard struct {
 
 	wakeMu sync.Mutex
 	wakeAt time.Time // the earliest wake-up not yet taken by the loop
-	passes int       // claims passes finished
-	next   time.Time // the earliest wheel slot left after the last pass (Redis clock); zero when none
+	passes int       // claim passes finished since the shard was taken
 }
 
 // notify records a wake-up: a claim at at (on the Redis clock). Wake-ups coalesce to the earliest, so
@@ -231,6 +231,9 @@ func (s *Scanner) balance(ctx context.Context) time.Duration {
 		return min(period, time.Second)
 	}
 	s.setRenewed(began)
+	s.mu.Lock()
+	s.view = &v
+	s.mu.Unlock()
 	for _, sh := range s.snapshot() {
 		if v.Owners[sh.n] != id {
 			s.log.Warn("lost shard: another instance took it over while this one's lease had lapsed", "shard", sh.n, "holder", v.Owners[sh.n])
@@ -287,6 +290,61 @@ func (s *Scanner) balance(ctx context.Context) time.Duration {
 		}
 	}
 	return next
+}
+
+// Settled reports whether this instance has nothing to do before by:
+// every shard is either held by another live instance, or held here,
+// scanned since it was taken, and, once its attempts' outcomes are applied,
+// has no wheel slot to process before by. It also returns the earliest
+// slot left in the shards held here (zero when none): nothing there is due
+// before it. For `kairos tick`, which stops once settled.
+func (s *Scanner) Settled(ctx context.Context, by time.Time) (bool, time.Time, error) {
+	s.mu.Lock()
+	view := s.view
+	held := make(map[int]*shard, len(s.held))
+	for n, sh := range s.held {
+		held[n] = sh
+	}
+	s.mu.Unlock()
+	if view == nil {
+		return false, time.Time{}, nil
+	}
+	settled := true
+	for i := range s.store.Shards() {
+		sh := held[i]
+		if sh == nil {
+			if _, alive := view.Alive[view.Owners[i]]; !alive || view.Owners[i] == s.cfg.ID {
+				settled = false // free, or under an expired lease: to be taken
+			}
+			continue
+		}
+		sh.wakeMu.Lock()
+		passes := sh.passes
+		sh.wakeMu.Unlock()
+		if passes == 0 {
+			settled = false
+		}
+	}
+	var next time.Time
+	for _, sh := range held {
+		// a claim of nothing applies the outcomes appended so far and
+		// says where the shard's wheel starts now
+		c, err := s.store.ClaimDue(ctx, sh.n, 0, 0, s.cfg.LeaseTimeout())
+		if err != nil {
+			return false, time.Time{}, err
+		}
+		if c.Next.IsZero() {
+			continue
+		}
+		if next.IsZero() || c.Next.Before(next) {
+			next = c.Next
+		}
+		if !by.IsZero() && c.Next.Before(by) {
+			settled = false
+			sh.notify(c.Next.Add(-s.ahead(sh.n)))
+		}
+	}
+	return settled, next, nil
 }
 
 // expiryMargin is how long after another instance's lease expires this one
@@ -412,6 +470,9 @@ func (s *Scanner) scan(ctx context.Context, sh *shard) {
 			timer.Reset(250 * time.Millisecond)
 			continue
 		}
+		sh.wakeMu.Lock()
+		sh.passes++
+		sh.wakeMu.Unlock()
 		if c.Refills > 0 {
 			if err := s.store.RefillSchedules(context.WithoutCancel(ctx), sh.n, refillBatch); err != nil {
 				s.log.Warn("refill schedules", "shard", sh.n, "err", err)
