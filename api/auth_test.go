@@ -140,7 +140,7 @@ func TestAuthEveryRoute(t *testing.T) {
 			wantProblem(t, res, http.StatusUnauthorized)
 		}
 	}
-	if n != 22 {
-		t.Errorf("checked %d /v1 operations, want 22", n)
+	if n != 23 {
+		t.Errorf("checked %d /v1 operations, want 23", n)
 	}
 }

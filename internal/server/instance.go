@@ -158,8 +158,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		if worker != nil {
 			onTopic = worker.Refresh
 		}
+		tick := func(ctx context.Context, d time.Duration) (kairos.TickSummary, error) {
+			return runTick(ctx, store, cfg, log, tp, d, m.Attempt)
+		}
 		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
-			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp})
+			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick})
 	} else {
 		h = opsHandler(store, metricsHandler)
 	}
