@@ -46,7 +46,9 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
   burst      --burst-jobs jobs due at one instant: time to the last delivery
   cost       --cost-jobs jobs through their life: Redis commands per job; again
              with Redis's slow log on: Redis time by script; then --idle-jobs
-             pending far ahead: Redis commands per second idle
+             pending far ahead: Redis commands per second and per day idle, for
+             1 and 3 kairos processes (3: when this tool starts kairos) with 1
+             and 100 topics (4 windows of --idle-window after --idle-settle)
   sustained  jobs created and due continuously, each --sustained-lead after its
              creation, at each of --sustained-rates for --sustained-step: lateness,
              CPU, and the sustained capacity (about 1.5 minutes; not in the default)
@@ -104,8 +106,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&o.BurstJobs, "burst-jobs", 20000, "burst: jobs due at one instant")
 	fs.IntVar(&o.Cost.Jobs, "cost-jobs", 10000, "cost: jobs run through their life")
 	fs.IntVar(&idleJobs, "idle-jobs", 1_000_000, "cost: jobs pending far ahead while idle commands are counted; 0 skips the idle count")
-	fs.DurationVar(&o.Cost.IdleSettle, "idle-settle", 15*time.Second, "cost: wait after loading the idle jobs")
-	fs.DurationVar(&o.Cost.IdleWindow, "idle-window", 10*time.Second, "cost: idle window measured")
+	fs.DurationVar(&o.Cost.IdleSettle, "idle-settle", 15*time.Second, "cost: wait after loading the idle jobs, and after each change of processes or topics")
+	fs.DurationVar(&o.Cost.IdleWindow, "idle-window", 30*time.Second, "cost: idle window measured, for each of 1 and 3 processes with 1 and 100 topics")
 	fs.StringVar(&rates, "sustained-rates", bench.DefaultSustainedRates, "sustained: jobs/s of each step, comma-separated, raised in order")
 	fs.DurationVar(&o.Sustained.Step, "sustained-step", 20*time.Second, "sustained: how long each step lasts")
 	fs.DurationVar(&o.Sustained.Lead, "sustained-lead", 500*time.Millisecond, "sustained: how long after its creation each job is due")
