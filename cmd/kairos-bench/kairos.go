@@ -97,6 +97,8 @@ func startKairos(ctx context.Context, redisURL, prefix string, shards int, log *
 			}
 			return in.Stop, nil
 		},
+		ChildEnv: []string{"KAIROS_REDIS_URL=" + redisURL, "KAIROS_PREFIX=" + prefix, "KAIROS_SHARDS=" + strconv.Itoa(shards),
+			"KAIROS_AUTH_SECRET=" + env["KAIROS_AUTH_SECRET"]},
 		Name: fmt.Sprintf("a kairos started in this process (Redis %s, prefix %s, %d shards)", probe.Options().Addr, prefix, shards),
 	}}, nil
 }

@@ -58,6 +58,9 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
              occurrence; then --scale-schedules every --scale-schedules-every (1m) for
              --scale-schedules-window: create rate, Redis memory per schedule, the same
              figures; each beside one-shot jobs at its rate (about 5 minutes; not in the default)
+  coldstart  --kairos-bin started --coldstart-starts times as kairos serve --roles api on
+             the same Redis: time from exec to the first 200 from /readyz (median), the
+             first and second job creates' times and Redis commands (not in the default)
 
 Every scenario reports Redis CPU per job: the growth of INFO used_cpu_user+sys
 over the scenario's window (background included) divided by its jobs.
@@ -126,6 +129,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&shards, "shards", rdb.DefaultShards, "Delay Bucket shards of the kairos started here")
 	fs.StringVar(&prefix, "prefix", "", "Redis key prefix of the kairos started here; must be unused (default: a fresh kbench-* prefix)")
 	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "stop every scenario after this long (clean-up still runs)")
+	fs.StringVar(&o.ColdStart.Binary, "kairos-bin", "bin/kairos", "coldstart: the kairos binary to start (make build puts it in bin/kairos)")
+	fs.IntVar(&o.ColdStart.Starts, "coldstart-starts", 20, "coldstart: starts measured")
 	fs.BoolVar(&o.JSON, "json", false, "write one JSON document instead of tables")
 	fs.StringVar(&o.ProfileDir, "cpuprofile", "", "directory for CPU profiles of each measured phase (<phase>.pprof)")
 	fs.StringVar(&logLvl, "log-level", "warn", "log level of the kairos started here")

@@ -84,6 +84,13 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		closeRedis()
 		return nil, err
 	}
+	if cfg.Roles["api"] {
+		// before /readyz answers: the first creates then cost what a warm
+		// process's do (README, Cold start)
+		if err := store.Warm(ctx); err != nil {
+			log.Warn("read topics ahead; the first requests read them", "err", err)
+		}
+	}
 	secret := cfg.AuthSecret
 	if secret == "" {
 		b := make([]byte, 32)
