@@ -183,12 +183,12 @@ func (s *Scanner) Run(ctx context.Context) error {
 
 // Wake acts on a wake message: a shard held here claims by its time; after
 // a (re)subscription, when messages may have been lost, every shard held
-// claims now. Topic changes are not the scanner's.
+// claims now. Topic changes and ready lists are not the scanner's.
 func (s *Scanner) Wake(w rdb.Wake) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case w.Topics:
+	case w.Topics || w.Ready != "":
 	case w.Resubscribed:
 		now := s.store.Now()
 		for _, sh := range s.held {

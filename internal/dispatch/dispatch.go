@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,12 @@ type Config struct {
 	// Remote makes Next take jobs from the topics' ready lists (filled by
 	// scanner-only processes) when nothing claimed here is waiting.
 	Remote bool
+	// Notified, with Remote, makes Next pop a topic's ready list only when
+	// told that jobs arrived (NotifyReady, from rdb.Wake.Ready messages),
+	// or when it has never looked, without blocking on Redis: an idle
+	// worker then costs Redis nothing, whatever its topics. Without it,
+	// each topic's consumer blocks on its list (one connection a topic).
+	Notified bool
 	// NewTopic, if set, is called when a job arrives for a topic whose
 	// consumer has never asked for jobs: the workers may not know the topic
 	// yet (callback.Worker.Refresh).
@@ -53,7 +60,8 @@ type Dispatcher struct {
 // queue is one topic's jobs whose due time has come, oldest due first.
 type queue struct {
 	ready  []rdb.Claimed
-	signal chan struct{} // a nudge when ready grows
+	signal chan struct{} // a nudge when ready grows, or its ready list may have
+	remote bool          // its ready list may hold jobs (Notified)
 }
 
 // New returns a Dispatcher over store.
@@ -129,7 +137,7 @@ func (d *Dispatcher) queueLocked(tenant, topic string) *queue {
 	name := tenant + "/" + topic
 	q := d.topics[name]
 	if q == nil {
-		q = &queue{signal: make(chan struct{}, 1)}
+		q = &queue{signal: make(chan struct{}, 1), remote: true}
 		d.topics[name] = q
 	}
 	return q
@@ -162,7 +170,20 @@ func (d *Dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait
 		if len(jobs) > 0 {
 			return jobs, nil
 		}
-		if d.cfg.Remote {
+		if d.cfg.Remote && d.cfg.Notified {
+			if d.lookRemote(q) {
+				cs, err := d.PopReady(ctx, tenant, topic, n, 0)
+				if err != nil && !errors.Is(err, rdb.ErrNoJob) {
+					d.notify(q) // look again next time
+					return nil, err
+				}
+				if len(cs) > 0 {
+					d.notify(q) // there may be more
+					d.Add(context.WithoutCancel(ctx), cs)
+					continue
+				}
+			}
+		} else if d.cfg.Remote {
 			cs, err := d.PopReady(ctx, tenant, topic, n, wait)
 			if err != nil && !errors.Is(err, rdb.ErrNoJob) {
 				return nil, err
@@ -179,6 +200,55 @@ func (d *Dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait
 			return nil, nil
 		case <-q.signal:
 		}
+	}
+}
+
+// lookRemote reports whether q's ready list may hold jobs, and clears that
+// until the next notification.
+func (d *Dispatcher) lookRemote(q *queue) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := q.remote
+	q.remote = false
+	return r
+}
+
+// notify marks q's ready list as worth a look and nudges its consumer.
+func (d *Dispatcher) notify(q *queue) {
+	d.mu.Lock()
+	q.remote = true
+	d.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// NotifyReady tells the consumer of a topic ("tenant/topic") that its
+// ready list got jobs (Config.Notified).
+func (d *Dispatcher) NotifyReady(name string) {
+	tenant, topic, ok := strings.Cut(name, "/")
+	if !ok {
+		return
+	}
+	d.mu.Lock()
+	q := d.queueLocked(tenant, topic)
+	d.mu.Unlock()
+	d.notify(q)
+}
+
+// NotifyAll makes every topic's consumer look at its ready list: after the
+// notifications' subscription was (re)established, when some may have been
+// lost.
+func (d *Dispatcher) NotifyAll() {
+	d.mu.Lock()
+	qs := make([]*queue, 0, len(d.topics))
+	for _, q := range d.topics {
+		qs = append(qs, q)
+	}
+	d.mu.Unlock()
+	for _, q := range qs {
+		d.notify(q)
 	}
 }
 

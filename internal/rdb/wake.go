@@ -21,6 +21,9 @@ type Wake struct {
 	Outcomes     bool
 	Topics       bool
 	Resubscribed bool
+	// Ready, when set, names a topic ("tenant/topic") whose ready list
+	// got jobs (PushReady), for workers that run without a scanner.
+	Ready string
 }
 
 // wakeHealthCheck is how long the wake subscription may stay silent before
@@ -74,10 +77,14 @@ func (s *Store) SubscribeWake(ctx context.Context) <-chan Wake {
 }
 
 // parseWake reads a wake message: "<shard> <unix ms>", and " o" after
-// them for outcomes (Store.wake writes them), or "t" for a topic change.
+// them for outcomes (Store.wake writes them), "t" for a topic change, or
+// "r <tenant>/<topic>" for jobs pushed onto a ready list.
 func parseWake(msg string) (Wake, bool) {
 	if msg == topicsChanged {
 		return Wake{Topics: true}, true
+	}
+	if name, ok := strings.CutPrefix(msg, readyPrefix); ok {
+		return Wake{Ready: name}, name != ""
 	}
 	parts := strings.Split(msg, " ")
 	if len(parts) < 2 || len(parts) > 3 || (len(parts) == 3 && parts[2] != "o") {
@@ -91,8 +98,12 @@ func parseWake(msg string) (Wake, bool) {
 	return Wake{Shard: shard, At: fromMS(at), Outcomes: len(parts) == 3}, true
 }
 
-// topicsChanged is the wake message of a topic change.
-const topicsChanged = "t"
+// topicsChanged is the wake message of a topic change; readyPrefix starts
+// one that names a topic whose ready list got jobs.
+const (
+	topicsChanged = "t"
+	readyPrefix   = "r "
+)
 
 // wake tells the scanners, through c (the client or a pipeline), that
 // shard has a wheel slot to process at atMS (unix ms), or with outcomes,

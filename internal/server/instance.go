@@ -109,8 +109,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 	var disp *dispatch.Dispatcher
 	refresh := func() {}
 	if cfg.Roles["worker"] {
-		disp = dispatch.New(store, dispatch.Config{Hold: min(10*time.Second, cfg.ReadyLease/2), Remote: !cfg.Roles["scanner"], Logger: log,
-			NewTopic: func() { refresh() }})
+		disp = dispatch.New(store, dispatch.Config{Hold: min(10*time.Second, cfg.ReadyLease/2), Remote: !cfg.Roles["scanner"], Notified: true,
+			Logger: log, NewTopic: func() { refresh() }})
 		rec := store.NewRecorder()
 		// Topic changes anywhere reach the workers as wake messages, and
 		// a claimed job of a topic they do not know makes them look; the
@@ -139,7 +139,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 	if cfg.Roles["scanner"] || cfg.Roles["worker"] {
 		// one subscription for the process's parts
 		wakes := store.SubscribeWake(run)
-		subWG.Go(func() { routeWakes(scanCtx, wakes, scanWakes, refresh) })
+		subWG.Go(func() { routeWakes(scanCtx, wakes, scanWakes, refresh, disp) })
 	}
 	if cfg.Roles["scanner"] {
 		scfg := scanner.Config{LockTTL: cfg.LockTTL, Logger: log, LeaseTimeout: leaseTimeouts(store, log), Tracer: tp, Wakes: scanWakes}
@@ -224,14 +224,24 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 const topicPoll = time.Minute
 
 // routeWakes hands wake messages to the scanner (on scan, until scanning
-// stops) and topic changes to the workers (refresh), until wakes closes.
-// After a (re)subscription both look again: messages may have been lost.
-func routeWakes(scanning context.Context, wakes <-chan rdb.Wake, scan chan<- rdb.Wake, refresh func()) {
+// stops), topic changes to the workers (refresh) and jobs pushed onto ready
+// lists to the dispatcher of a process without a scanner (disp, when not
+// nil), until wakes closes. After a (re)subscription all look again:
+// messages may have been lost.
+func routeWakes(scanning context.Context, wakes <-chan rdb.Wake, scan chan<- rdb.Wake, refresh func(), disp *dispatch.Dispatcher) {
 	for w := range wakes {
 		if w.Topics || w.Resubscribed {
 			refresh()
 		}
-		if scan == nil || w.Topics {
+		if disp != nil {
+			switch {
+			case w.Resubscribed:
+				disp.NotifyAll()
+			case w.Ready != "":
+				disp.NotifyReady(w.Ready)
+			}
+		}
+		if scan == nil || w.Topics || w.Ready != "" {
 			continue
 		}
 		select {
