@@ -79,6 +79,7 @@ type shard struct {
 	wakeMu sync.Mutex
 	wakeAt time.Time // the earliest wake-up not yet taken by the loop
 	passes int       // claim passes finished since the shard was taken
+	next   time.Time // the earliest wheel slot left after the last pass (Redis clock); zero when none
 }
 
 // notify records a wake-up: a claim at at (on the Redis clock). Wake-ups coalesce to the earliest, so
@@ -297,7 +298,10 @@ func (s *Scanner) balance(ctx context.Context) time.Duration {
 // scanned since it was taken, and, once its attempts' outcomes are applied,
 // has no wheel slot to process before by. It also returns the earliest
 // slot left in the shards held here (zero when none): nothing there is due
-// before it. For `kairos tick`, which stops once settled.
+// before it. For `kairos tick`, which stops once settled. It reads the
+// shards' last passes first and asks Redis (a claim of nothing a shard,
+// which applies the outcomes appended since) only when they say settled,
+// or when by is zero.
 func (s *Scanner) Settled(ctx context.Context, by time.Time) (bool, time.Time, error) {
 	s.mu.Lock()
 	view := s.view
@@ -319,20 +323,24 @@ func (s *Scanner) Settled(ctx context.Context, by time.Time) (bool, time.Time, e
 			continue
 		}
 		sh.wakeMu.Lock()
-		passes := sh.passes
+		passes, next := sh.passes, sh.next
 		sh.wakeMu.Unlock()
-		if passes == 0 {
+		if passes == 0 || (!by.IsZero() && !next.IsZero() && next.Before(by)) {
 			settled = false
 		}
 	}
+	if !settled && !by.IsZero() {
+		return false, time.Time{}, nil
+	}
 	var next time.Time
 	for _, sh := range held {
-		// a claim of nothing applies the outcomes appended so far and
-		// says where the shard's wheel starts now
 		c, err := s.store.ClaimDue(ctx, sh.n, 0, 0, s.cfg.LeaseTimeout())
 		if err != nil {
 			return false, time.Time{}, err
 		}
+		sh.wakeMu.Lock()
+		sh.next = c.Next
+		sh.wakeMu.Unlock()
 		if c.Next.IsZero() {
 			continue
 		}
@@ -472,6 +480,7 @@ func (s *Scanner) scan(ctx context.Context, sh *shard) {
 		}
 		sh.wakeMu.Lock()
 		sh.passes++
+		sh.next = c.Next
 		sh.wakeMu.Unlock()
 		if c.Refills > 0 {
 			if err := s.store.RefillSchedules(context.WithoutCancel(ctx), sh.n, refillBatch); err != nil {
