@@ -13,8 +13,6 @@ import (
 	"github.com/kairos-sh/kairos"
 )
 
-func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
-
 // ErrNoJob is returned by PopReady when nothing arrived within the timeout.
 var ErrNoJob = errors.New("no job ready")
 
