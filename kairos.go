@@ -283,3 +283,23 @@ func ParseOccurrence(id string) (scheduleID string, at time.Time, ok bool) {
 	}
 	return sid, time.UnixMilli(ms), true
 }
+
+// TickSummary is what a tick (`kairos tick`, POST /v1/tick) did: it ran
+// the scanner and workers for a while and stopped.
+type TickSummary struct {
+	Delivered int `json:"delivered"` // attempts that delivered their job
+	Failed    int `json:"failed"`    // attempts that failed (their jobs retry later, or are dead)
+	Dead      int `json:"dead"`      // of the failed, jobs that are dead now
+	// InFlight is how many callbacks were still running when the tick's
+	// time was up: their jobs are left to their leases (or, in a process
+	// that keeps running, finish after the answer).
+	InFlight int `json:"in_flight"`
+	// NextDue is the earliest time a job in the shards this tick scanned
+	// may be due (the start of the first timing-wheel slot left, at most a
+	// slot width early); nil when they hold nothing.
+	NextDue *time.Time `json:"next_due"`
+	// Shards is how many shards the tick scanned; others were held by
+	// other live processes.
+	Shards  int     `json:"shards"`
+	Seconds float64 `json:"seconds"` // how long it ran
+}

@@ -161,7 +161,7 @@ func TestOpenAPIOperations(t *testing.T) {
 			for _, p := range item.Parameters {
 				params = append(params, p.Value.Name)
 			}
-			if !slices.Contains(params, "tenant") {
+			if !slices.Contains(params, "tenant") && path != "/v1/tick" { // a tick acts on every tenant
 				t.Errorf("%s: no tenant query parameter", name)
 			}
 		}

@@ -38,6 +38,8 @@ type Config struct {
 	// Tracer traces creates (internal/tracing); nil does not trace, and
 	// jobs still keep the trace context their create request carried.
 	Tracer trace.TracerProvider
+	// Tick serves POST /v1/tick; nil answers 404.
+	Tick TickFunc
 }
 
 // DefaultMaxPayload is the default payload limit.
@@ -114,6 +116,7 @@ func (s *Server) routes() chi.Router {
 		r.Get("/signing-keys", s.getSigningKeys)
 		r.Post("/signing-keys/rotate", s.rotateSigningKeys)
 		r.Get("/stats", s.stats)
+		r.Post("/tick", s.tick)
 	})
 	r.Get("/metrics", s.mounted(s.cfg.Metrics, "metrics"))
 	page := s.mounted(s.cfg.Page, "the admin page")

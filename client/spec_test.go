@@ -165,6 +165,10 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		_, err := c.GetStats(ctx)
 		return err
 	},
+	"tick": func(ctx context.Context, c *client.Client) error {
+		_, err := c.Tick(ctx, 55*time.Second)
+		return err
+	},
 }
 
 // uncovered lists the spec's operations that neither have calls nor are
@@ -310,6 +314,8 @@ var mirrors = map[string]any{
 	"JobList":           client.JobList{},
 	"BatchResult":       client.BatchResult{},
 	"SigningKeys":       client.SigningKeys{},
+	"TickRequest":       client.TickRequest{},
+	"TickSummary":       client.TickSummary{},
 	"Stats":             client.Stats{},
 	"ScheduleRequest":   client.ScheduleRequest{},
 	"Schedule":          client.Schedule{},

@@ -14,11 +14,13 @@ import (
 )
 
 // A topic limited to 200 deliveries a second, fed by three kairos
-// processes with 2,000 jobs due at one instant: the receiver gets every
-// job once, none early, and never more than the limit in any second but
-// for jitter: kairos paces the sends (one every 5 ms), and on a loaded
-// machine requests held up a few ms arrive bunched (up to 213 were seen
-// in a window; without the limit the 2,000 arrive within about a second).
+// processes with 2,000 jobs due at one instant: every job is delivered
+// once, none early, and the attempts start at most 200 in any second
+// (their start times, from the jobs' attempt logs on the Redis clock). The
+// receiver's own count per second is printed: it adds the jitter of a
+// loaded machine (requests held up a few ms arrive bunched; 213 to 227 in
+// a window were seen), where without the limit the 2,000 arrive within
+// about a second.
 func TestRateLimitAcrossThreeProcesses(t *testing.T) {
 	t.Parallel()
 	prefix := testredis.Prefix(t)
@@ -27,27 +29,13 @@ func TestRateLimitAcrossThreeProcesses(t *testing.T) {
 	const limit, n = 200, 2000
 	jobs, due := flowLoad(t, store, prefix, kairos.Topic{Tenant: "acme", Name: "partner", CallbackURL: rcv.URL,
 		RateLimit: limit, RatePeriod: time.Second}, n)
-	hs := rcv.waitHits(t, n, 60*time.Second)
+	rcv.waitHits(t, n, 60*time.Second)
 	time.Sleep(500 * time.Millisecond) // time for a duplicate to show
-	hs = rcv.all()
-	at := make([]time.Time, len(hs))
-	for i, h := range hs {
-		at[i] = h.At
+	var arrived []time.Time
+	for _, h := range rcv.all() {
+		arrived = append(arrived, h.At)
 	}
-	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
-	most, j := 0, 0
-	for i := range at { // the busiest 1-second window
-		for at[i].Sub(at[j]) >= time.Second {
-			j++
-		}
-		most = max(most, i-j+1)
-	}
-	span := at[len(at)-1].Sub(at[0])
-	t.Logf("%d jobs delivered in %v: %.0f/s, at most %d in any 1 s window (limit %d)", len(at), span.Round(time.Millisecond),
-		float64(len(at)-1)/span.Seconds(), most, limit)
-	if most > limit*110/100 {
-		t.Errorf("%d deliveries in one second, limit %d", most, limit)
-	}
+	var started []time.Time
 	byJob := rcv.byJob()
 	for _, jb := range jobs {
 		if got := byJob[jb.ID]; len(got) != 1 {
@@ -55,7 +43,33 @@ func TestRateLimitAcrossThreeProcesses(t *testing.T) {
 		} else if got[0].At.Before(store.Local(due)) {
 			t.Errorf("job %s delivered %v early", jb.ID, store.Local(due).Sub(got[0].At))
 		}
+		j, err := store.GetJob(context.Background(), jb.JobKey)
+		if err != nil || len(j.Log) != 1 {
+			t.Fatalf("job %s: %d attempts logged, %v", jb.ID, len(j.Log), err)
+		}
+		started = append(started, j.Log[0].At)
 	}
+	most, span := busiestSecond(started)
+	rmost, _ := busiestSecond(arrived)
+	t.Logf("%d attempts started over %v: %.0f/s, at most %d in any 1 s window (limit %d); the receiver saw at most %d in one",
+		len(started), span.Round(time.Millisecond), float64(len(started)-1)/span.Seconds(), most, limit, rmost)
+	if most > limit+1 { // +1: a window closed at both ends
+		t.Errorf("%d attempts started in one second, limit %d", most, limit)
+	}
+}
+
+// busiestSecond returns the most times in any 1-second window, and the span
+// of them all.
+func busiestSecond(ts []time.Time) (int, time.Duration) {
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	most, j := 0, 0
+	for i := range ts {
+		for ts[i].Sub(ts[j]) >= time.Second {
+			j++
+		}
+		most = max(most, i-j+1)
+	}
+	return most, ts[len(ts)-1].Sub(ts[0])
 }
 
 // Parallelism 5 across three processes, a receiver that holds each

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-redsync/redsync/v4"
-	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
@@ -81,7 +79,7 @@ func startEngine(t *testing.T, o engineOpts) *engine {
 	}
 	log := testLogger(t)
 	disp := dispatch.New(store, dispatch.Config{Logger: log})
-	sc := scanner.New(store, redsync.New(goredis.NewPool(rc)), scanner.Config{LockTTL: 2 * time.Second, Logger: log,
+	sc := scanner.New(store, scanner.Config{LockTTL: 2 * time.Second, Logger: log,
 		Dispatch: disp.Add, Capacity: disp.Capacity, Tracer: o.tracer})
 	w := callback.NewWorker(disp, callback.WorkerConfig{AllowPrivate: o.allowPrivate, Wait: time.Second, TopicPoll: 200 * time.Millisecond, Grace: 5 * time.Second,
 		Logger: log, Tracer: o.tracer})

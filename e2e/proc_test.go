@@ -180,9 +180,9 @@ func TestSigtermFinishesInFlightAndReleasesLocks(t *testing.T) {
 	if j.State != kairos.StateDelivered || j.Attempts != 1 {
 		t.Fatalf("after SIGTERM the in-flight job is %s after %d attempts; want delivered after 1", j.State, j.Attempts)
 	}
-	locks := testredis.Keys(t, store.Client(), prefix+":lock")
-	if len(locks) != 0 {
-		t.Fatalf("shard locks left after a clean stop: %v", locks)
+	held, err := store.Client().HGetAll(context.Background(), prefix+":{scanners}:lease").Result()
+	if err != nil || len(held) != 0 {
+		t.Fatalf("shards or lease left after a clean stop: %v (%v)", held, err)
 	}
 }
 
@@ -283,7 +283,18 @@ func TestKillBusiestOfThreeUnderLoad(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("killed %s holding %d shards; survivors held all 16 after %v (lock TTL 1s)", procs[busiest].Name, killed, takeover)
+	t.Logf("killed %s holding %d shards under its lease; survivors held all 16 after %v (lock TTL 1s)", procs[busiest].Name, killed, takeover)
+	lease, err := store.Client().HGetAll(context.Background(), prefix+":{scanners}:lease").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holders := map[string]int{}
+	for i := range 16 {
+		holders[lease["s:"+strconv.Itoa(i)]]++
+	}
+	if len(holders) != 2 || holders[""] != 0 {
+		t.Fatalf("after the takeover the shards are held by %v, want the two survivors", holders)
+	}
 	rcv.waitHits(t, n, 40*time.Second)
 	time.Sleep(time.Second)
 	byJob := rcv.byJob()

@@ -1,19 +1,20 @@
 // Package scanner claims due jobs from the timing wheel's shards and hands
 // them to a dispatch function (the process's own workers, or the ready lists
 // of workers elsewhere). Each shard is scanned by one instance at a time,
-// the one holding its redsync lock; instances share the shards fairly and
-// take over a dead instance's shards when its locks expire.
+// the one whose lease holds it (rdb.LeaseView): an instance holds all its
+// shards under one lease, renewed twice per lease length, so that an idle
+// process costs Redis two commands per renewal whatever the shards held.
+// Instances share the shards fairly and take over a dead instance's shards
+// when its lease expires.
 package scanner
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
-
-	"github.com/go-redsync/redsync/v4"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -27,9 +28,11 @@ import (
 
 // Config tunes a Scanner. Zero values take the defaults.
 type Config struct {
-	ID      string        // instance id, unique per process
-	LockTTL time.Duration // shard lock expiry; default 10s
-	Batch   int           // jobs moved per script call; default 500
+	ID string // instance id, unique per process
+	// LockTTL is the lease's length: a dead instance's shards are taken
+	// over within it of its last renewal. Default 10s.
+	LockTTL time.Duration
+	Batch   int // jobs moved per script call; default 500
 	// MaxSleep is the longest sleep with nothing due; default and at most
 	// rdb.WakeHorizon, since jobs due later than that wake no scanner.
 	MaxSleep time.Duration
@@ -45,7 +48,11 @@ type Config struct {
 	// for jobs that set none: the longest of the topics'. Default
 	// kairos.DefaultTimeout.
 	LeaseTimeout func() time.Duration
-	Logger       *slog.Logger
+	// Wakes, if set, delivers the wake messages (rdb.Store.SubscribeWake)
+	// the scanner acts on, so that a process subscribes once for all its
+	// parts; nil makes Run subscribe itself.
+	Wakes  <-chan rdb.Wake
+	Logger *slog.Logger
 	// Tracer traces claims that take jobs (internal/tracing); nil does not.
 	Tracer trace.TracerProvider
 }
@@ -53,24 +60,26 @@ type Config struct {
 // Scanner claims due jobs of the shards it holds.
 type Scanner struct {
 	store  *rdb.Store
-	rs     *redsync.Redsync
 	cfg    Config
 	log    *slog.Logger
 	tracer trace.Tracer
 
-	mu   sync.Mutex
-	held map[int]*shard
+	mu      sync.Mutex
+	held    map[int]*shard
+	renewed time.Time      // when the lease was last renewed (local clock, taken before the call)
+	view    *rdb.LeaseView // as the last renewal read it
 }
 
 type shard struct {
 	n      int
-	mutex  *redsync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
 	wake   chan struct{} // signals that wakeAt holds a wake-up
 
 	wakeMu sync.Mutex
 	wakeAt time.Time // the earliest wake-up not yet taken by the loop
+	passes int       // claim passes finished since the shard was taken
+	next   time.Time // the earliest wheel slot left after the last pass (Redis clock); zero when none
 }
 
 // notify records a wake-up: a claim at at (on the Redis clock). Wake-ups coalesce to the earliest, so
@@ -96,8 +105,8 @@ func (sh *shard) takeWake() time.Time {
 	return at
 }
 
-// New returns a Scanner over store, locking shards with rs.
-func New(store *rdb.Store, rs *redsync.Redsync, cfg Config) *Scanner {
+// New returns a Scanner over store.
+func New(store *rdb.Store, cfg Config) *Scanner {
 	if cfg.LockTTL <= 0 {
 		cfg.LockTTL = 10 * time.Second
 	}
@@ -122,7 +131,7 @@ func New(store *rdb.Store, rs *redsync.Redsync, cfg Config) *Scanner {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
-	return &Scanner{store: store, rs: rs, cfg: cfg, log: cfg.Logger.With("component", "scanner", "instance", cfg.ID), held: map[int]*shard{},
+	return &Scanner{store: store, cfg: cfg, log: cfg.Logger.With("component", "scanner", "instance", cfg.ID), held: map[int]*shard{},
 		tracer: cfg.Tracer.Tracer(tracing.Scope)}
 }
 
@@ -137,17 +146,20 @@ func (s *Scanner) Held() []int {
 	return out
 }
 
-// Run scans until ctx ends, then stops claiming, releases its locks and
-// leaves the set of live instances. It returns nil on a clean stop.
+// clockSync is how often the offset from Redis's clock is measured again
+// (three TIME commands).
+const clockSync = 5 * time.Minute
+
+// Run scans until ctx ends, then stops claiming and gives its shards and
+// its lease back. It returns nil on a clean stop.
 func (s *Scanner) Run(ctx context.Context) error {
-	wakes := s.store.SubscribeWake(ctx)
-	// Extend and rebalance twice per lock TTL: an extend that is late by
-	// half the TTL still keeps the lock, and an idle process costs Redis
-	// few commands.
-	tick := time.NewTicker(s.cfg.LockTTL / 2)
-	defer tick.Stop()
+	wakes := s.cfg.Wakes
+	if wakes == nil {
+		wakes = s.store.SubscribeWake(ctx)
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	lastSync := time.Now()
-	s.balance(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -158,109 +170,244 @@ func (s *Scanner) Run(ctx context.Context) error {
 				wakes = nil
 				continue
 			}
-			s.mu.Lock()
-			if sh := s.held[w.Shard]; sh != nil {
-				at := w.At // outcomes: apply by then
-				if !w.Outcomes {
-					at = at.Add(-s.ahead(sh.n)) // a slot: claim it ahead
-				}
-				sh.notify(at)
-			}
-			s.mu.Unlock()
-		case <-tick.C:
-			if time.Since(lastSync) > 30*time.Second {
+			s.Wake(w)
+		case <-timer.C:
+			if time.Since(lastSync) > clockSync {
 				if err := s.store.SyncClock(ctx); err == nil {
 					lastSync = time.Now()
 				}
 			}
-			s.balance(ctx)
+			timer.Reset(s.balance(ctx))
 		}
 	}
 }
 
-// balance extends the locks held, then gives up or takes shards so that
-// the live instances hold about shards/instances each: an instance above
-// its share, or two or more above the least loaded one, gives one shard
-// back per round; one below its share takes free shards.
-func (s *Scanner) balance(ctx context.Context) {
+// Wake acts on a wake message: a shard held here claims by its time; after
+// a (re)subscription, when messages may have been lost, every shard held
+// claims now. Topic changes and ready lists are not the scanner's.
+func (s *Scanner) Wake(w rdb.Wake) {
 	s.mu.Lock()
-	held := make([]*shard, 0, len(s.held))
-	for _, sh := range s.held {
-		held = append(held, sh)
-	}
-	s.mu.Unlock()
-	for _, sh := range held {
-		if ok, err := sh.mutex.ExtendContext(ctx); !ok || err != nil {
-			if ctx.Err() != nil {
-				return
+	defer s.mu.Unlock()
+	switch {
+	case w.Topics || w.Ready != "":
+	case w.Resubscribed:
+		now := s.store.Now()
+		for _, sh := range s.held {
+			sh.notify(now)
+		}
+	default:
+		if sh := s.held[w.Shard]; sh != nil {
+			at := w.At // outcomes: apply by then
+			if !w.Outcomes {
+				at = at.Add(-s.ahead(sh.n)) // a slot: claim it ahead
 			}
-			s.log.Warn("lost shard lock", "shard", sh.n, "err", err)
-			s.drop(sh, false)
+			sh.notify(at)
 		}
 	}
-	s.mu.Lock()
-	n := len(s.held)
-	s.mu.Unlock()
+}
 
-	counts, err := s.store.Heartbeat(ctx, s.cfg.ID, n, s.cfg.LockTTL)
+// balance renews the lease, drops the shards another instance took over,
+// then gives shards back or takes free ones so that the live instances hold
+// about shards/instances each: an instance above its share, or two or more
+// above the least loaded one, gives shards back; one below its share takes
+// free shards (held by no one, or under an expired lease). It returns when
+// to balance next: half the lease's length, or sooner when another
+// instance's lease expires before then (it may have died: its shards are
+// then taken over at once, within the lease's length of its last renewal).
+func (s *Scanner) balance(ctx context.Context) time.Duration {
+	ttl, id := s.cfg.LockTTL, s.cfg.ID
+	period := ttl / 2
+	if s.lapsed() {
+		s.log.Warn("scanner lease not renewed within its length; dropping every shard until it is", "lease", ttl)
+		for _, sh := range s.snapshot() {
+			s.drop(sh)
+		}
+	}
+	began := time.Now()
+	v, err := s.store.RenewLease(ctx, id, ttl)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Warn("heartbeat", "err", err)
+			s.log.Warn("renew scanner lease", "err", err)
 		}
-		counts = map[string]int{s.cfg.ID: n}
+		return min(period, time.Second)
 	}
-	live := max(len(counts), 1)
+	s.setRenewed(began)
+	s.mu.Lock()
+	s.view = &v
+	s.mu.Unlock()
+	for _, sh := range s.snapshot() {
+		if v.Owners[sh.n] != id {
+			s.log.Warn("lost shard: another instance took it over while this one's lease had lapsed", "shard", sh.n, "holder", v.Owners[sh.n])
+			s.drop(sh)
+		}
+	}
 	total := s.store.Shards()
+	live := max(len(v.Alive), 1)
 	share := (total + live - 1) / live
+	counts := map[string]int{}
+	var free []int
+	for i := range total {
+		o := v.Owners[i]
+		if _, alive := v.Alive[o]; alive && o != id {
+			counts[o]++
+		} else if !s.holds(i) {
+			free = append(free, i)
+		}
+	}
+	n := len(s.Held())
 	least := n
-	for id, c := range counts {
-		if id != s.cfg.ID {
-			least = min(least, c)
+	for o := range v.Alive {
+		if o != id {
+			least = min(least, counts[o])
 		}
 	}
-	if n > share || (n >= 2 && n-least >= 2 && n >= total/live+1) {
-		// Give one shard back per round, so that instances converge without churn.
-		s.mu.Lock()
-		var give *shard
-		for _, sh := range s.held {
-			if give == nil || sh.n > give.n {
-				give = sh
+	switch {
+	case n > share:
+		s.giveBack(n-share, n, live, share)
+	case n >= 2 && n-least >= 2 && n >= total/live+1:
+		s.giveBack(1, n, live, share) // one a round, so that instances converge without churn
+	case n < share && len(free) > 0:
+		rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+		taken, err := s.store.TakeShards(ctx, id, ttl, share-n, free)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("take shards", "err", err)
 			}
+			break
 		}
-		s.mu.Unlock()
-		s.log.Info("releasing shard for a fair share", "shard", give.n, "held", n, "live", live, "share", share)
-		s.drop(give, true)
-		return
+		s.setRenewed(began)
+		for _, i := range taken {
+			s.take(ctx, i)
+		}
 	}
-	for _, i := range rand.Perm(total) {
-		if n >= share || ctx.Err() != nil {
-			return
-		}
-		s.mu.Lock()
-		_, mine := s.held[i]
-		s.mu.Unlock()
-		if mine {
+	next := period
+	for o, exp := range v.Alive {
+		if o == id {
 			continue
 		}
-		// redsync's default per-call timeout (5% of the expiry, tuned for
-		// Redlock over many nodes) is too tight for one busy Redis or a
-		// cluster dialling a new node; a fifth of the expiry keeps the lock safe.
-		m := s.rs.NewMutex(s.store.LockName(i), redsync.WithExpiry(s.cfg.LockTTL), redsync.WithTries(1), redsync.WithTimeoutFactor(0.2))
-		if err := m.TryLockContext(ctx); err != nil {
-			var taken *redsync.ErrTaken
-			if !errors.As(err, &taken) && !errors.Is(err, redsync.ErrFailed) && ctx.Err() == nil {
-				s.log.Warn("lock shard", "shard", i, "err", err)
-			}
-			continue
+		// a little after its expiry on the Redis clock, so as not to find it alive
+		if d := time.Until(s.store.Local(exp)) + expiryMargin; d < next {
+			next = max(d, expiryMargin)
 		}
-		s.take(ctx, i, m)
-		n++
 	}
+	return next
 }
 
-func (s *Scanner) take(ctx context.Context, n int, m *redsync.Mutex) {
+// Settled reports whether this instance has nothing to do before by:
+// every shard is either held by another live instance, or held here,
+// scanned since it was taken, and, once its attempts' outcomes are applied,
+// has no wheel slot to process before by. It also returns the earliest
+// slot left in the shards held here (zero when none): nothing there is due
+// before it. For `kairos tick`, which stops once settled. It reads the
+// shards' last passes first and asks Redis (a claim of nothing a shard,
+// which applies the outcomes appended since) only when they say settled,
+// or when by is zero.
+func (s *Scanner) Settled(ctx context.Context, by time.Time) (bool, time.Time, error) {
+	s.mu.Lock()
+	view := s.view
+	held := make(map[int]*shard, len(s.held))
+	for n, sh := range s.held {
+		held[n] = sh
+	}
+	s.mu.Unlock()
+	if view == nil {
+		return false, time.Time{}, nil
+	}
+	settled := true
+	for i := range s.store.Shards() {
+		sh := held[i]
+		if sh == nil {
+			if _, alive := view.Alive[view.Owners[i]]; !alive || view.Owners[i] == s.cfg.ID {
+				settled = false // free, or under an expired lease: to be taken
+			}
+			continue
+		}
+		sh.wakeMu.Lock()
+		passes, next := sh.passes, sh.next
+		sh.wakeMu.Unlock()
+		if passes == 0 || (!by.IsZero() && !next.IsZero() && next.Before(by)) {
+			settled = false
+		}
+	}
+	if !settled && !by.IsZero() {
+		return false, time.Time{}, nil
+	}
+	var next time.Time
+	for _, sh := range held {
+		c, err := s.store.ClaimDue(ctx, sh.n, 0, 0, s.cfg.LeaseTimeout())
+		if err != nil {
+			return false, time.Time{}, err
+		}
+		sh.wakeMu.Lock()
+		sh.next = c.Next
+		sh.wakeMu.Unlock()
+		if c.Next.IsZero() {
+			continue
+		}
+		if next.IsZero() || c.Next.Before(next) {
+			next = c.Next
+		}
+		if !by.IsZero() && c.Next.Before(by) {
+			settled = false
+			sh.notify(c.Next.Add(-s.ahead(sh.n)))
+		}
+	}
+	return settled, next, nil
+}
+
+// expiryMargin is how long after another instance's lease expires this one
+// looks whether it was renewed.
+const expiryMargin = 50 * time.Millisecond
+
+// giveBack gives back k of the shards held, the highest numbered first.
+func (s *Scanner) giveBack(k, n, live, share int) {
+	held := s.snapshot()
+	slices.SortFunc(held, func(a, b *shard) int { return b.n - a.n })
+	var gave []int
+	for _, sh := range held[:min(k, len(held))] {
+		s.drop(sh)
+		gave = append(gave, sh.n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := s.store.GiveShards(ctx, s.cfg.ID, gave, false); err != nil {
+		s.log.Debug("give back shards; they are free when the lease expires", "err", err)
+	}
+	s.log.Info("released shards for a fair share", "shards", gave, "held", n, "live", live, "share", share)
+}
+
+func (s *Scanner) lapsed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.held) > 0 && time.Since(s.renewed) >= s.cfg.LockTTL
+}
+
+func (s *Scanner) setRenewed(t time.Time) {
+	s.mu.Lock()
+	s.renewed = t
+	s.mu.Unlock()
+}
+
+func (s *Scanner) holds(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.held[n]
+	return ok
+}
+
+func (s *Scanner) snapshot() []*shard {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*shard, 0, len(s.held))
+	for _, sh := range s.held {
+		out = append(out, sh)
+	}
+	return out
+}
+
+func (s *Scanner) take(ctx context.Context, n int) {
 	sctx, cancel := context.WithCancel(ctx)
-	sh := &shard{n: n, mutex: m, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	sh := &shard{n: n, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	s.held[n] = sh
 	count := len(s.held)
@@ -272,8 +419,8 @@ func (s *Scanner) take(ctx context.Context, n int, m *redsync.Mutex) {
 	}()
 }
 
-// drop stops scanning a shard and, when unlock is set, releases its lock.
-func (s *Scanner) drop(sh *shard, unlock bool) {
+// drop stops scanning a shard (giving it back is the caller's).
+func (s *Scanner) drop(sh *shard) {
 	s.mu.Lock()
 	delete(s.held, sh.n)
 	count := len(s.held)
@@ -281,31 +428,24 @@ func (s *Scanner) drop(sh *shard, unlock bool) {
 	s.log.Debug("dropped shard", "shard", sh.n, "held", count)
 	sh.cancel()
 	<-sh.done
-	if unlock {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if _, err := sh.mutex.UnlockContext(ctx); err != nil {
-			s.log.Debug("unlock shard", "shard", sh.n, "err", err)
-		}
-	}
 }
 
-// stop ends every shard loop and releases every lock.
+// stop ends every shard loop, then gives the shards and the lease back in
+// one call.
 func (s *Scanner) stop() {
-	s.mu.Lock()
-	held := make([]*shard, 0, len(s.held))
-	for _, sh := range s.held {
-		held = append(held, sh)
-	}
-	s.mu.Unlock()
+	held := s.snapshot()
 	var wg sync.WaitGroup
-	for _, sh := range held {
-		wg.Go(func() { s.drop(sh, true) })
+	shards := make([]int, len(held))
+	for i, sh := range held {
+		shards[i] = sh.n
+		wg.Go(func() { s.drop(sh) })
 	}
 	wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	s.store.Leave(ctx, s.cfg.ID)
+	if err := s.store.GiveShards(ctx, s.cfg.ID, shards, true); err != nil {
+		s.log.Warn("give back shards; others take them when the lease expires", "err", err)
+	}
 	s.log.Info("scanner stopped", "released", len(held))
 }
 
@@ -338,6 +478,10 @@ func (s *Scanner) scan(ctx context.Context, sh *shard) {
 			timer.Reset(250 * time.Millisecond)
 			continue
 		}
+		sh.wakeMu.Lock()
+		sh.passes++
+		sh.next = c.Next
+		sh.wakeMu.Unlock()
 		if c.Refills > 0 {
 			if err := s.store.RefillSchedules(context.WithoutCancel(ctx), sh.n, refillBatch); err != nil {
 				s.log.Warn("refill schedules", "shard", sh.n, "err", err)

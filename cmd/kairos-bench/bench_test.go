@@ -18,6 +18,7 @@ import (
 
 	"github.com/kairos-sh/kairos/internal/bench"
 	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/testproc"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
@@ -35,8 +36,13 @@ func TestBenchEndToEnd(t *testing.T) {
 	defer c.Close()
 	slowlogBefore := c.ConfigGet(ctx, "slowlog-*").Val()
 
+	bin, err := testproc.Binary() // for coldstart
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out, errOut strings.Builder
 	args := []string{"--redis-url", srv.URL(), "--scenario", "all", "--json", "--prefix", "kb-test",
+		"--kairos-bin", bin, "--coldstart-starts", "2",
 		// enough jobs that their memory outweighs Redis's own noise (client
 		// buffers it shrinks, lazy frees): 2,000 x ~230 B
 		"--jobs", "2000", "--clients", "4", "--batch-size", "500", "--concurrency", "8",
@@ -103,7 +109,9 @@ func TestBenchEndToEnd(t *testing.T) {
 		if c.ExecutedPerJob < 2 || c.SentPerJob < 1 || c.ExecutedPerJob < c.SentPerJob {
 			t.Errorf("cost: executed %v, sent %v per job", c.ExecutedPerJob, c.SentPerJob)
 		}
-		if c.Idle == nil || c.Idle.ExecutedPerSec <= 0 {
+		// every combination of 1 and 3 processes, 1 and 100 topics (the
+		// figures themselves are printed, not held to a timing here)
+		if c.Idle == nil || len(c.Idle.Cells) != 4 || c.Idle.Cells[3].Processes != 3 || c.Idle.Cells[3].Topics != 100 {
 			t.Errorf("cost: idle %+v", c.Idle)
 		}
 		checkRedisCPU(t, "cost", c.Life, c.RedisCPUPerJobUS, c.Jobs)
@@ -130,6 +138,9 @@ func TestBenchEndToEnd(t *testing.T) {
 		checkRedisCPU(t, "scale precision", s.Precision.Life, s.Precision.RedisCPUPerJobUS, s.Precision.Jobs)
 	}
 
+	if c := rep.ColdStart; c == nil || c.Starts != 2 || c.ReadyMS.Median <= 0 || c.FirstCreateCommands <= 0 {
+		t.Errorf("coldstart: %+v", c)
+	}
 	if s := rep.Schedules; s == nil || len(s.Phases) != 2 {
 		t.Errorf("schedules: %+v", s)
 	} else {

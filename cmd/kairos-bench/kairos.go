@@ -88,6 +88,17 @@ func startKairos(ctx context.Context, redisURL, prefix string, shards int, log *
 			st := client.PoolStats()
 			return map[string]int64{"pool_waits": int64(st.WaitCount), "pool_wait_ms": st.WaitDurationNs / 1e6, "pool_timeouts": int64(st.Timeouts)}
 		},
+		StartProcess: func(ctx context.Context) (func(), error) {
+			// another process as kairos serve would start it: its own
+			// listener, the same Redis, prefix and shards
+			in, err := server.Start(ctx, cfg, log)
+			if err != nil {
+				return nil, err
+			}
+			return in.Stop, nil
+		},
+		ChildEnv: []string{"KAIROS_REDIS_URL=" + redisURL, "KAIROS_PREFIX=" + prefix, "KAIROS_SHARDS=" + strconv.Itoa(shards),
+			"KAIROS_AUTH_SECRET=" + env["KAIROS_AUTH_SECRET"]},
 		Name: fmt.Sprintf("a kairos started in this process (Redis %s, prefix %s, %d shards)", probe.Options().Addr, prefix, shards),
 	}}, nil
 }

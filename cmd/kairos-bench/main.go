@@ -46,7 +46,9 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
   burst      --burst-jobs jobs due at one instant: time to the last delivery
   cost       --cost-jobs jobs through their life: Redis commands per job; again
              with Redis's slow log on: Redis time by script; then --idle-jobs
-             pending far ahead: Redis commands per second idle
+             pending far ahead: Redis commands per second and per day idle, for
+             1 and 3 kairos processes (3: when this tool starts kairos) with 1
+             and 100 topics (4 windows of --idle-window after --idle-settle)
   sustained  jobs created and due continuously, each --sustained-lead after its
              creation, at each of --sustained-rates for --sustained-step: lateness,
              CPU, and the sustained capacity (about 1.5 minutes; not in the default)
@@ -56,6 +58,9 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
              occurrence; then --scale-schedules every --scale-schedules-every (1m) for
              --scale-schedules-window: create rate, Redis memory per schedule, the same
              figures; each beside one-shot jobs at its rate (about 5 minutes; not in the default)
+  coldstart  --kairos-bin started --coldstart-starts times as kairos serve --roles api on
+             the same Redis: time from exec to the first 200 from /readyz (median), the
+             first and second job creates' times and Redis commands (not in the default)
 
 Every scenario reports Redis CPU per job: the growth of INFO used_cpu_user+sys
 over the scenario's window (background included) divided by its jobs.
@@ -104,8 +109,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&o.BurstJobs, "burst-jobs", 20000, "burst: jobs due at one instant")
 	fs.IntVar(&o.Cost.Jobs, "cost-jobs", 10000, "cost: jobs run through their life")
 	fs.IntVar(&idleJobs, "idle-jobs", 1_000_000, "cost: jobs pending far ahead while idle commands are counted; 0 skips the idle count")
-	fs.DurationVar(&o.Cost.IdleSettle, "idle-settle", 15*time.Second, "cost: wait after loading the idle jobs")
-	fs.DurationVar(&o.Cost.IdleWindow, "idle-window", 10*time.Second, "cost: idle window measured")
+	fs.DurationVar(&o.Cost.IdleSettle, "idle-settle", 15*time.Second, "cost: wait after loading the idle jobs, and after each change of processes or topics")
+	fs.DurationVar(&o.Cost.IdleWindow, "idle-window", 30*time.Second, "cost: idle window measured, for each of 1 and 3 processes with 1 and 100 topics")
 	fs.StringVar(&rates, "sustained-rates", bench.DefaultSustainedRates, "sustained: jobs/s of each step, comma-separated, raised in order")
 	fs.DurationVar(&o.Sustained.Step, "sustained-step", 20*time.Second, "sustained: how long each step lasts")
 	fs.DurationVar(&o.Sustained.Lead, "sustained-lead", 500*time.Millisecond, "sustained: how long after its creation each job is due")
@@ -124,6 +129,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&shards, "shards", rdb.DefaultShards, "Delay Bucket shards of the kairos started here")
 	fs.StringVar(&prefix, "prefix", "", "Redis key prefix of the kairos started here; must be unused (default: a fresh kbench-* prefix)")
 	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "stop every scenario after this long (clean-up still runs)")
+	fs.StringVar(&o.ColdStart.Binary, "kairos-bin", "bin/kairos", "coldstart: the kairos binary to start (make build puts it in bin/kairos)")
+	fs.IntVar(&o.ColdStart.Starts, "coldstart-starts", 20, "coldstart: starts measured")
 	fs.BoolVar(&o.JSON, "json", false, "write one JSON document instead of tables")
 	fs.StringVar(&o.ProfileDir, "cpuprofile", "", "directory for CPU profiles of each measured phase (<phase>.pprof)")
 	fs.StringVar(&logLvl, "log-level", "warn", "log level of the kairos started here")

@@ -20,6 +20,8 @@ const usage = `kairos: a webhook scheduler on Redis
 usage:
   kairos serve [flags]                       run the API, scanner and workers (kairos serve -h for flags)
   kairos token --tenant NAME [--admin] [--ttl D]  print an API token signed with KAIROS_AUTH_SECRET (default expiry 24h; --ttl 0: none)
+  kairos tick [--for D] [serve flags]        run the scanner and workers for at most D (default 55s), deliver
+                                             what is due, print a JSON summary: for a scheduled trigger
 
 calling a running kairos (KAIROS_URL, KAIROS_TOKEN; each command's -h for its flags):
   kairos topics list|put|get|delete          topics and their callback settings
@@ -62,13 +64,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func runCommand(ctx context.Context, args []string, std stdio) error {
 	if len(args) == 0 {
 		fmt.Fprint(std.stderr, usage)
-		return usagef("", "name a command: serve, token, topics, jobs, schedules, dead, keys or stats")
+		return usagef("", "name a command: serve, token, tick, topics, jobs, schedules, dead, keys or stats")
 	}
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], std.getenv, std.stdout, std.stderr)
 	case "token":
 		return token(args[1:], std.getenv, std.stdout, std.stderr)
+	case "tick":
+		return tick(ctx, args[1:], std.getenv, std.stdout, std.stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(std.stdout, usage)
 		return nil

@@ -43,6 +43,15 @@ type Target struct {
 	// Counters returns monotonic counters of the kairos process worth
 	// reading next to the figures, such as its Redis pool's waits; nil if none.
 	Counters func() map[string]int64
+	// StartProcess starts one more kairos process on the target's Redis
+	// and prefix (all roles), for the idle figures of several processes;
+	// stop stops it. Nil when the tool did not start the target.
+	StartProcess func(ctx context.Context) (stop func(), err error)
+	// ChildEnv is the environment (KAIROS_* variables) under which a
+	// kairos binary started by the tool serves the target's Redis, prefix
+	// and tenants (Token works with it); nil when the tool did not start
+	// the target.
+	ChildEnv []string
 	// Name describes the target in the report.
 	Name string
 }

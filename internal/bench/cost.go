@@ -1,11 +1,16 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"time"
+
+	"github.com/kairos-sh/kairos/client"
 )
 
 // CostResult is the cost scenario: Redis commands over a job's whole life
@@ -34,21 +39,36 @@ type CostResult struct {
 	Checks   []Check      `json:"checks"`
 }
 
-// IdleResult is Redis's load while nothing is due.
+// IdleResult is Redis's load while nothing is due. The top-level figures
+// are those of one process and the bench's one topic; Cells has every
+// combination measured.
 type IdleResult struct {
 	Pending        int            `json:"pending"`
 	WindowSeconds  float64        `json:"window_seconds"`
 	ExecutedPerSec float64        `json:"executed_per_sec"`
 	SentPerSec     float64        `json:"sent_per_sec,omitempty"`
 	ByCommand      []CommandCount `json:"by_command"`
+	Cells          []IdleCell     `json:"cells"`
 }
+
+// IdleCell is the idle load of some kairos processes with some topics.
+type IdleCell struct {
+	Processes      int            `json:"processes"`
+	Topics         int            `json:"topics"`
+	ExecutedPerSec float64        `json:"executed_per_sec"`
+	ExecutedPerDay float64        `json:"executed_per_day"`
+	ByCommand      []CommandCount `json:"by_command"`
+}
+
+// idleTopics is the topic count of the many-topics cells.
+const idleTopics = 100
 
 // CostConfig sizes the cost scenario.
 type CostConfig struct {
 	Jobs       int           // jobs run through their life; default 10,000
 	IdleJobs   int           // jobs pending far ahead during the idle measurement; default 1,000,000; <0 skips it
-	IdleSettle time.Duration // wait after loading them; default 15s (longer than the scanner's 10s longest sleep)
-	IdleWindow time.Duration // measured window; default 10s
+	IdleSettle time.Duration // wait after loading them, and after each change of processes or topics; default 15s
+	IdleWindow time.Duration // measured window of each cell; default 30s
 }
 
 func (c CostConfig) withDefaults() CostConfig {
@@ -62,7 +82,7 @@ func (c CostConfig) withDefaults() CostConfig {
 		c.IdleSettle = 15 * time.Second
 	}
 	if c.IdleWindow <= 0 {
-		c.IdleWindow = 10 * time.Second
+		c.IdleWindow = 30 * time.Second
 	}
 	return c
 }
@@ -132,7 +152,10 @@ func (b *Bench) Cost(ctx context.Context, c CostConfig) (*CostResult, error) {
 		if err != nil {
 			return r, fmt.Errorf("cost: idle: %w", err)
 		}
-		r.Checks = append(r.Checks, atMost("commands per second idle", idle.ExecutedPerSec, 20, "/s"))
+		for _, cell := range idle.Cells {
+			r.Checks = append(r.Checks, atMost(fmt.Sprintf("commands per second idle, %d process(es), %d topic(s)", cell.Processes, cell.Topics),
+				cell.ExecutedPerSec, float64(cell.Processes), "/s"))
+		}
 	}
 	return r, nil
 }
@@ -144,7 +167,9 @@ func costDue(jobs int) func(i int) time.Duration {
 }
 
 // idle loads jobs far ahead, waits for the steady state and counts the
-// commands of a window in which nothing is due.
+// commands of a window in which nothing is due: for one kairos process and
+// three (when the target can start more), each with the bench's one topic
+// and with idleTopics topics.
 func (b *Bench) idle(ctx context.Context, c CostConfig) (*IdleResult, error) {
 	base := b.now().Add(24 * time.Hour).UnixMilli()
 	s := b.newSpec("idle", func(i int) int64 { return base + int64(i)*7919%3_600_000 })
@@ -152,28 +177,108 @@ func (b *Bench) idle(ctx context.Context, c CostConfig) (*IdleResult, error) {
 	l, err := b.load(ctx, s, c.IdleJobs, b.cfg.BatchSize, loadOpts{progress: func(n int, d time.Duration) {
 		b.progressf("cost: loaded %d of %d idle jobs in %v", n, c.IdleJobs, d.Round(time.Second))
 	}})
-	if err == nil {
-		b.progressf("cost: %d jobs pending far ahead (loaded in %.1fs); settling %v, then measuring %v", l.Created, l.Elapsed.Seconds(), c.IdleSettle, c.IdleWindow)
-		sleep(ctx, c.IdleSettle)
-		err = b.t.Redis.ResetStat(ctx)
+	var topics []string
+	var stops []func()
+	cleanup := func() error {
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		for _, stop := range stops {
+			stop()
+		}
+		stops = nil
+		var first error
+		for _, t := range topics {
+			if err := b.api.DeleteTopic(cctx, t); err != nil && first == nil {
+				first = fmt.Errorf("delete topic %s: %w", t, err)
+			}
+		}
+		topics = nil
+		if err := b.drop(cctx, s, c.IdleJobs, nil); err != nil && first == nil {
+			first = err
+		}
+		return first
 	}
 	if err == nil {
+		b.progressf("cost: %d jobs pending far ahead (loaded in %.1fs)", l.Created, l.Elapsed.Seconds())
+	}
+	measure := func(procs, ntopics int) error {
+		b.progressf("cost: idle with %d process(es) and %d topic(s): settling %v, then measuring %v", procs, ntopics, c.IdleSettle, c.IdleWindow)
+		sleep(ctx, c.IdleSettle)
+		if err := b.t.Redis.ResetStat(ctx); err != nil {
+			return err
+		}
 		sent0 := b.sent()
 		sleep(ctx, c.IdleWindow)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		ex, usec, ok := b.commandStats(ctx)
 		if !ok {
-			err = errors.New("read INFO commandstats")
+			return errors.New("read INFO commandstats")
 		}
-		r.ByCommand, r.ExecutedPerSec, r.SentPerSec = commandTable(ex, diff(b.sent(), sent0), usec, c.IdleWindow.Seconds())
+		var sent map[string]int64
+		if procs == 1 {
+			sent = diff(b.sent(), sent0) // the first process's only
+		}
+		cell := IdleCell{Processes: procs, Topics: ntopics}
+		cell.ByCommand, cell.ExecutedPerSec, _ = commandTable(ex, nil, usec, c.IdleWindow.Seconds())
+		cell.ExecutedPerDay = cell.ExecutedPerSec * 86400
+		r.Cells = append(r.Cells, cell)
+		if procs == 1 && ntopics == 1 {
+			r.ByCommand, r.ExecutedPerSec, r.SentPerSec = commandTable(ex, sent, usec, c.IdleWindow.Seconds())
+		}
+		return nil
 	}
-	if err == nil {
-		err = ctx.Err()
+	addTopics := func() error {
+		for i := len(topics) + 1; i < idleTopics; i++ {
+			name := fmt.Sprintf("%s-idle-%03d", b.topic, i)
+			if _, _, err := b.api.PutTopic(ctx, name, client.TopicRequest{CallbackURL: b.rec.URL}); err != nil {
+				return fmt.Errorf("put topic %s: %w", name, err)
+			}
+			topics = append(topics, name)
+		}
+		return nil
 	}
-	cctx, cancel := cleanupContext(ctx)
-	defer cancel()
-	if derr := b.drop(cctx, s, c.IdleJobs, nil); derr != nil && err == nil {
-		err = fmt.Errorf("clean up: %w", derr)
+	dropTopics := func() error {
+		for _, t := range topics {
+			if err := b.api.DeleteTopic(ctx, t); err != nil {
+				return fmt.Errorf("delete topic %s: %w", t, err)
+			}
+		}
+		topics = nil
+		return nil
 	}
+	steps := []func() error{
+		func() error { return measure(1, 1) },
+		addTopics,
+		func() error { return measure(1, idleTopics) },
+	}
+	if b.t.StartProcess != nil {
+		steps = append(steps,
+			func() error {
+				for range 2 {
+					stop, err := b.t.StartProcess(ctx)
+					if err != nil {
+						return fmt.Errorf("start another kairos process: %w", err)
+					}
+					stops = append(stops, stop)
+				}
+				return nil
+			},
+			func() error { return measure(3, idleTopics) },
+			dropTopics,
+			func() error { return measure(3, 1) })
+	}
+	for _, step := range steps {
+		if err != nil {
+			break
+		}
+		err = step()
+	}
+	if cerr := cleanup(); cerr != nil && err == nil {
+		err = fmt.Errorf("clean up: %w", cerr)
+	}
+	slices.SortFunc(r.Cells, func(a, b IdleCell) int { return cmp.Or(a.Processes-b.Processes, a.Topics-b.Topics) })
 	return r, err
 }
 
@@ -195,7 +300,7 @@ func (r *CostResult) Tables() []Table {
 		[]string{"Redis CPU per job life (INFO)", "", "", f2(r.RedisCPUPerJobUS)})
 	life.Notes = []string{
 		"executed: INFO commandstats after CONFIG RESETSTAT; Redis 7 counts each redis.call inside a script under its own name, plus the EVALSHA itself",
-		"sent: commands the kairos process sent (a script call counts once); background work (heartbeats, lock extends, idle BRPOP timeouts) is included",
+		"sent: commands the kairos process sent (a script call counts once); background work (lease renewals, wake-up PINGs) is included",
 		fmt.Sprintf("target: <= 12 commands per job life: executed %s -> %s", f2(r.ExecutedPerJob), lifeCheck.verdict()),
 		"redis µs/job: Redis's time in the command (INFO commandstats usec); an EVALSHA's includes the commands its script runs",
 		fmt.Sprintf("CPU per job life: Redis %s µs, this process %s µs (kairos and, self-started, the tool) over %.1f s (%s)",
@@ -208,25 +313,44 @@ func (r *CostResult) Tables() []Table {
 		out = append(out, r.ByScript.tables()...)
 	}
 	if r.Idle != nil {
-		idle := Table{
-			Title: fmt.Sprintf("cost: Redis commands per second with nothing due, %s jobs pending far ahead (%gs window)", fmtInt(int64(r.Idle.Pending)), r.Idle.WindowSeconds),
-			Head:  []string{"command", "executed/s", "sent/s"},
-		}
-		for _, c := range r.Idle.ByCommand {
-			idle.Rows = append(idle.Rows, []string{c.Command, f2(c.Executed), sentCell(c.Sent, sentKnown)})
-		}
-		idle.Rows = append(idle.Rows, []string{"TOTAL", f2(r.Idle.ExecutedPerSec), sentCell(r.Idle.SentPerSec, sentKnown)})
-		verdict := ""
-		if len(r.Checks) > 1 {
-			verdict = r.Checks[1].verdict()
-		}
-		idle.Notes = []string{
-			"one kairos process (API, scanner, worker); every process adds its own share",
-			fmt.Sprintf("target: <= 20 commands/s idle per process: executed %s/s -> %s", f2(r.Idle.ExecutedPerSec), verdict),
-		}
-		out = append(out, idle)
+		out = append(out, r.Idle.tables(sentKnown, r.Checks)...)
 	}
 	return out
+}
+
+// tables prints the idle figures: commands per second and per day by
+// processes and topics, then the commands of one process with one topic.
+func (r *IdleResult) tables(sentKnown bool, checks []Check) []Table {
+	cells := Table{
+		Title: fmt.Sprintf("cost: idle Redis commands with nothing due, %s jobs pending far ahead (%gs window each)", fmtInt(int64(r.Pending)), r.WindowSeconds),
+		Head:  []string{"processes", "topics", "executed/s", "executed/day", "target", ""},
+	}
+	for _, c := range r.Cells {
+		verdict := ""
+		for _, ch := range checks {
+			if ch.Metric == fmt.Sprintf("commands per second idle, %d process(es), %d topic(s)", c.Processes, c.Topics) {
+				verdict = ch.verdict()
+			}
+		}
+		cells.Rows = append(cells.Rows, []string{strconv.Itoa(c.Processes), strconv.Itoa(c.Topics), f2(c.ExecutedPerSec),
+			fmtInt(int64(math.Round(c.ExecutedPerDay))), fmt.Sprintf("<= %d/s", c.Processes), verdict})
+	}
+	cells.Notes = []string{
+		"executed: INFO commandstats after CONFIG RESETSTAT, each redis.call inside a script counted; every kairos process runs every role (API, scanner, worker)",
+		"at $0.20 per 100,000 commands, 1 command/s is about $5.18 a month (2.59M commands)",
+	}
+	if len(r.Cells) < 4 {
+		cells.Notes = append(cells.Notes, "3 processes: only for a kairos this tool starts (--redis-url without --url)")
+	}
+	one := Table{
+		Title: "cost: idle Redis commands by command, one process, one topic",
+		Head:  []string{"command", "executed/s", "sent/s"},
+	}
+	for _, c := range r.ByCommand {
+		one.Rows = append(one.Rows, []string{c.Command, f2(c.Executed), sentCell(c.Sent, sentKnown)})
+	}
+	one.Rows = append(one.Rows, []string{"TOTAL", f2(r.ExecutedPerSec), sentCell(r.SentPerSec, sentKnown)})
+	return []Table{cells, one}
 }
 
 func f2(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }

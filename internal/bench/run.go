@@ -13,7 +13,7 @@ import (
 )
 
 // Names of the scenarios, in the order "all" runs them.
-var Names = []string{"enqueue", "precision", "burst", "cost", "sustained", "scale", "schedules"}
+var Names = []string{"enqueue", "precision", "burst", "cost", "sustained", "scale", "schedules", "coldstart"}
 
 // DefaultScenarios run when none are named: all but sustained, which
 // saturates the machine for about a minute and a half, scale, which at its
@@ -61,6 +61,7 @@ type Options struct {
 	Sustained     SustainedConfig
 	Scale         ScaleConfig
 	Schedules     SchedulesConfig
+	ColdStart     ColdStartConfig
 	JSON          bool // write one JSON document instead of tables
 }
 
@@ -99,6 +100,7 @@ type Report struct {
 	Sustained *SustainedResult `json:"sustained,omitempty"`
 	Scale     *ScaleResult     `json:"scale,omitempty"`
 	Schedules *SchedulesResult `json:"schedules,omitempty"`
+	ColdStart *ColdStartResult `json:"coldstart,omitempty"`
 	Errors    []string         `json:"errors,omitempty"`
 }
 
@@ -155,6 +157,9 @@ func Run(ctx context.Context, t Target, o Options, out io.Writer) error {
 		case "schedules":
 			rep.Schedules, err = b.Schedules(ctx, o.Schedules)
 			res = rep.Schedules
+		case "coldstart":
+			rep.ColdStart, err = b.ColdStart(ctx, o.ColdStart)
+			res = rep.ColdStart
 		}
 		if err != nil {
 			errs = append(errs, err)

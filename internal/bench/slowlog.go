@@ -330,7 +330,7 @@ func (r *ScriptCosts) tables() []Table {
 			fmt.Sprintf("logging costs Redis time inside a script, per command it runs: evalsha took %s µs/job in this pass, %s µs/job in the first pass with the slow log off (%s, run-to-run noise included); the figures here are as logged",
 				f2(r.StatsUSecPerJob), f2(r.UnloggedUSecPerJob), ratio(r.StatsUSecPerJob, r.UnloggedUSecPerJob)),
 			"redis.call/call and in them µs/call: the commands each script call ran and Redis's time in them; Lua µs/call is the rest: the interpreter, cjson, argument handling, and logging those commands",
-			"scripts shown as \"sha ...\" are not kairos's (redsync's lock scripts); \"eval\" is a script sent as text after a NOSCRIPT")
+			"scripts shown as \"sha ...\" are not kairos's; \"eval\" is a script sent as text after a NOSCRIPT")
 		t.Notes = append(t.Notes, "these times (like commandstats usec) are wall-clock inside Redis: on a machine where CPU was waited for they include time Redis was not running, so they may add up to more than INFO's CPU time")
 	}
 	t.Notes = append(t.Notes, r.Notes...)

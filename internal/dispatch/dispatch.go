@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,7 +30,17 @@ type Config struct {
 	// Remote makes Next take jobs from the topics' ready lists (filled by
 	// scanner-only processes) when nothing claimed here is waiting.
 	Remote bool
-	Logger *slog.Logger
+	// Notified, with Remote, makes Next pop a topic's ready list only when
+	// told that jobs arrived (NotifyReady, from rdb.Wake.Ready messages),
+	// or when it has never looked, without blocking on Redis: an idle
+	// worker then costs Redis nothing, whatever its topics. Without it,
+	// each topic's consumer blocks on its list (one connection a topic).
+	Notified bool
+	// NewTopic, if set, is called when a job arrives for a topic whose
+	// consumer has never asked for jobs: the workers may not know the topic
+	// yet (callback.Worker.Refresh).
+	NewTopic func()
+	Logger   *slog.Logger
 }
 
 // Dispatcher is the store as the workers see it: Next hands out claimed
@@ -40,11 +51,12 @@ type Dispatcher struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	topics  map[string]*queue // "tenant/topic"
+	topics  map[string]*queue             // "tenant/topic"
 	timers  map[*time.Timer][]rdb.Claimed // jobs waiting for a time
 	held    int
 	closed  bool
 	permits map[permit]kairos.Topic // attempts holding a permit of their topic's flow
+	passed  map[permit]bool         // attempts flow control let go at a time soon, held until then
 }
 
 // permit names an attempt that holds a flow-control permit.
@@ -56,7 +68,8 @@ type permit struct {
 // queue is one topic's jobs whose due time has come, oldest due first.
 type queue struct {
 	ready  []rdb.Claimed
-	signal chan struct{} // a nudge when ready grows
+	signal chan struct{} // a nudge when ready grows, or its ready list may have
+	remote bool          // its ready list may hold jobs (Notified)
 }
 
 // New returns a Dispatcher over store.
@@ -71,7 +84,7 @@ func New(store *rdb.Store, cfg Config) *Dispatcher {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Dispatcher{Store: store, cfg: cfg, log: cfg.Logger.With("component", "dispatch"),
-		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, permits: map[permit]kairos.Topic{}}
+		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, permits: map[permit]kairos.Topic{}, passed: map[permit]bool{}}
 }
 
 // Capacity returns how many more jobs the dispatcher can hold now.
@@ -146,13 +159,16 @@ func (d *Dispatcher) queueLocked(tenant, topic string) *queue {
 	name := tenant + "/" + topic
 	q := d.topics[name]
 	if q == nil {
-		q = &queue{signal: make(chan struct{}, 1)}
+		q = &queue{signal: make(chan struct{}, 1), remote: true}
 		d.topics[name] = q
 	}
 	return q
 }
 
 func (d *Dispatcher) readyLocked(c rdb.Claimed) {
+	if _, known := d.topics[c.Job.Tenant+"/"+c.Job.Topic]; !known && d.cfg.NewTopic != nil {
+		go d.cfg.NewTopic()
+	}
 	q := d.queueLocked(c.Job.Tenant, c.Job.Topic)
 	q.ready = append(q.ready, c)
 	select {
@@ -176,7 +192,20 @@ func (d *Dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait
 		if jobs := d.gate(context.WithoutCancel(ctx), tenant, topic, cs); len(jobs) > 0 {
 			return jobs, nil
 		}
-		if d.cfg.Remote {
+		if d.cfg.Remote && d.cfg.Notified {
+			if d.lookRemote(q) {
+				cs, err := d.PopReady(ctx, tenant, topic, n, 0)
+				if err != nil && !errors.Is(err, rdb.ErrNoJob) {
+					d.notify(q) // look again next time
+					return nil, err
+				}
+				if len(cs) > 0 {
+					d.notify(q) // there may be more
+					d.Add(context.WithoutCancel(ctx), cs)
+					continue
+				}
+			}
+		} else if d.cfg.Remote {
 			cs, err := d.PopReady(ctx, tenant, topic, n, wait)
 			if err != nil && !errors.Is(err, rdb.ErrNoJob) {
 				return nil, err
@@ -206,25 +235,44 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	if len(cs) == 0 {
 		return nil
 	}
-	jobs := make([]kairos.Job, len(cs))
-	for i, c := range cs {
-		jobs[i] = c.Job
+	jobs := make([]kairos.Job, 0, len(cs))
+	asking := make([]rdb.Claimed, 0, len(cs))
+	var passed []kairos.Job // let go before: no second asking
+	d.mu.Lock()
+	for _, c := range cs {
+		p := permit{c.Job.JobKey, c.Job.Attempts}
+		if d.passed[p] {
+			delete(d.passed, p)
+			passed = append(passed, c.Job)
+			continue
+		}
+		jobs, asking = append(jobs, c.Job), append(asking, c)
+	}
+	d.mu.Unlock()
+	cs = asking
+	if len(cs) == 0 {
+		return passed
 	}
 	t, err := d.GetTopic(ctx, tenant, topic)
 	if err != nil || !t.Limited() {
-		return jobs // no topic (a job with its own URL), or no limits
+		return append(passed, jobs...) // no topic (a job with its own URL), or no limits
 	}
-	rs, err := d.Gate(ctx, t, jobs, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
+	rs, err := d.Gate(ctx, t, jobs, t.WithDefaults().Timeout+rdb.DefaultReadyLease, flowHold)
 	if err != nil {
 		d.log.Warn("flow control; the jobs wait and are asked about again", "tenant", tenant, "topic", topic, "err", err)
 		d.requeue(cs)
-		return nil
+		return passed
 	}
-	var out []kairos.Job
+	out := passed
 	var wait, full []rdb.Claimed
+	now := d.Now()
 	for i, r := range rs {
 		switch r.Gate {
 		case rdb.GateGo:
+			if r.At.After(now) { // its time is soon: held here until then
+				d.passOn(cs[i], r.At)
+				continue
+			}
 			out = append(out, jobs[i])
 		case rdb.GateWait:
 			c := cs[i]
@@ -234,10 +282,12 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 			full = append(full, cs[i])
 		}
 	}
-	if t.Parallelism > 0 && len(out) > 0 {
+	if t.Parallelism > 0 {
 		d.mu.Lock()
-		for _, j := range out {
-			d.permits[permit{j.JobKey, j.Attempts}] = t
+		for i, r := range rs {
+			if r.Gate == rdb.GateGo {
+				d.permits[permit{jobs[i].JobKey, jobs[i].Attempts}] = t
+			}
 		}
 		d.mu.Unlock()
 	}
@@ -245,6 +295,21 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	d.requeue(full)
 	return out
 }
+
+// passOn holds c, which flow control let go at a time soon, until then,
+// and hands it out then without asking again.
+func (d *Dispatcher) passOn(c rdb.Claimed, at time.Time) {
+	c.Due, c.FireAt = at, time.Time{}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.passed[permit{c.Job.JobKey, c.Job.Attempts}] = true
+	d.held++
+	d.timerLocked([]rdb.Claimed{c}, time.Until(d.Local(at)), true)
+}
+
+// flowHold is how far ahead flow control may tell a job to go: it is held
+// here until then. Later times wait in Redis (Release).
+const flowHold = time.Second
 
 // requeue holds cs again, ahead of their topics' other ready jobs, after
 // fullRetry.
@@ -281,6 +346,55 @@ func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Att
 		}
 	}
 	return d.Store.Finish(ctx, key, a, ok, dead, retryAt)
+}
+
+// lookRemote reports whether q's ready list may hold jobs, and clears that
+// until the next notification.
+func (d *Dispatcher) lookRemote(q *queue) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := q.remote
+	q.remote = false
+	return r
+}
+
+// notify marks q's ready list as worth a look and nudges its consumer.
+func (d *Dispatcher) notify(q *queue) {
+	d.mu.Lock()
+	q.remote = true
+	d.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// NotifyReady tells the consumer of a topic ("tenant/topic") that its
+// ready list got jobs (Config.Notified).
+func (d *Dispatcher) NotifyReady(name string) {
+	tenant, topic, ok := strings.Cut(name, "/")
+	if !ok {
+		return
+	}
+	d.mu.Lock()
+	q := d.queueLocked(tenant, topic)
+	d.mu.Unlock()
+	d.notify(q)
+}
+
+// NotifyAll makes every topic's consumer look at its ready list: after the
+// notifications' subscription was (re)established, when some may have been
+// lost.
+func (d *Dispatcher) NotifyAll() {
+	d.mu.Lock()
+	qs := make([]*queue, 0, len(d.topics))
+	for _, q := range d.topics {
+		qs = append(qs, q)
+	}
+	d.mu.Unlock()
+	for _, q := range qs {
+		d.notify(q)
+	}
 }
 
 // take removes up to n ready jobs of a topic, and those overdue.

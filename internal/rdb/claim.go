@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/kairos-sh/kairos"
@@ -130,99 +128,4 @@ func (s *Store) scriptNow() any {
 		return ms(s.opts.Now())
 	}
 	return ""
-}
-
-// Wake is a scanner wake-up: shard has a wheel slot to process at At (a
-// claim ahead of it takes its jobs), or, with Outcomes, outcomes that a
-// claim should apply by At.
-type Wake struct {
-	Shard    int
-	At       time.Time
-	Outcomes bool
-}
-
-// SubscribeWake delivers wake-ups on the returned channel until ctx ends.
-func (s *Store) SubscribeWake(ctx context.Context) <-chan Wake {
-	out := make(chan Wake, 64)
-	ps := s.c.Subscribe(ctx, s.k.wake())
-	go func() {
-		defer close(out)
-		defer ps.Close()
-		ch := ps.Channel()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case m, ok := <-ch:
-				if !ok {
-					return
-				}
-				w, ok := parseWake(m.Payload)
-				if !ok {
-					continue
-				}
-				select {
-				case out <- w:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return out
-}
-
-// parseWake reads a wake message: "<shard> <unix ms>", and " o" after
-// them for outcomes (Store.wake writes them).
-func parseWake(msg string) (Wake, bool) {
-	parts := strings.Split(msg, " ")
-	if len(parts) < 2 || len(parts) > 3 || (len(parts) == 3 && parts[2] != "o") {
-		return Wake{}, false
-	}
-	shard, err1 := strconv.Atoi(parts[0])
-	at, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil {
-		return Wake{}, false
-	}
-	return Wake{Shard: shard, At: fromMS(at), Outcomes: len(parts) == 3}, true
-}
-
-// Heartbeat records that scanner instance id is alive and holds held
-// shards. It returns how many shards each live instance (one that beat
-// within ttl, itself included) said it holds.
-func (s *Store) Heartbeat(ctx context.Context, id string, held int, ttl time.Duration) (map[string]int, error) {
-	now := s.Now()
-	pipe := s.c.TxPipeline()
-	pipe.ZAdd(ctx, s.k.scanners(), redisZ(float64(ms(now)), id))
-	pipe.ZRemRangeByScore(ctx, s.k.scanners(), "-inf", strconv.FormatInt(ms(now.Add(-ttl)), 10))
-	pipe.HSet(ctx, s.k.scannersHeld(), id, held)
-	live := pipe.ZRange(ctx, s.k.scanners(), 0, -1)
-	counts := pipe.HGetAll(ctx, s.k.scannersHeld())
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("scanner heartbeat: %w", err)
-	}
-	out := make(map[string]int, len(live.Val()))
-	for _, m := range live.Val() {
-		n, _ := strconv.Atoi(counts.Val()[m])
-		out[m] = n
-	}
-	if len(counts.Val()) > len(out) {
-		var gone []string
-		for m := range counts.Val() {
-			if _, ok := out[m]; !ok {
-				gone = append(gone, m)
-			}
-		}
-		s.c.HDel(ctx, s.k.scannersHeld(), gone...)
-	}
-	return out, nil
-}
-
-// Leave removes scanner instance id from the live set.
-func (s *Store) Leave(ctx context.Context, id string) error {
-	pipe := s.c.TxPipeline()
-	pipe.ZRem(ctx, s.k.scanners(), id)
-	pipe.HDel(ctx, s.k.scannersHeld(), id)
-	_, err := pipe.Exec(ctx)
-	return err
 }

@@ -13,8 +13,6 @@ import (
 	"github.com/kairos-sh/kairos"
 )
 
-func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
-
 // ErrNoJob is returned by PopReady when nothing arrived within the timeout.
 var ErrNoJob = errors.New("no job ready")
 
@@ -39,6 +37,8 @@ func (s *Store) PushReady(ctx context.Context, cs []Claimed) error {
 	pipe := s.c.Pipeline()
 	for _, k := range order {
 		pipe.LPush(ctx, s.k.ready(k.tenant, k.topic), entries[k]...)
+		// workers elsewhere wait for this rather than block on every list
+		pipe.Publish(ctx, s.k.wake(), readyPrefix+topicField(k.tenant, k.topic))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("push claimed jobs: %w", err)
@@ -47,7 +47,8 @@ func (s *Store) PushReady(ctx context.Context, cs []Claimed) error {
 }
 
 // PopReady blocks up to timeout for a topic's ready jobs and takes up to n
-// of them in one call (BLMPOP) on the blocking client, then reads them.
+// of them in one call (BLMPOP) on the blocking client, then reads them; a
+// timeout of 0 takes what is there without waiting (RPOP with a count).
 // Jobs whose claim is no longer current (their lease lapsed, or they were
 // cancelled) are left out. A Redis without BLMPOP (before 7.0, or the
 // embedded one) gets BRPOP for the first and RPOP with a count for the
@@ -57,13 +58,16 @@ func (s *Store) PopReady(ctx context.Context, tenant, topic string, n int, timeo
 	n = max(n, 1)
 	var entries []string
 	var err error
-	if !s.noBLMPop.Load() {
+	if timeout <= 0 {
+		// no wait: the caller waits for a ready message (Wake.Ready) instead
+		entries, err = s.c.RPopCount(ctx, key, n).Result()
+	} else if !s.noBLMPop.Load() {
 		_, entries, err = s.blocking.BLMPop(ctx, timeout, "RIGHT", int64(n), key).Result()
 		if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
 			s.noBLMPop.Store(true)
 		}
 	}
-	if s.noBLMPop.Load() {
+	if timeout > 0 && s.noBLMPop.Load() {
 		entries, err = s.popEach(ctx, key, n, timeout)
 	}
 	if isNil(err) {

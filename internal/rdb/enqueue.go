@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,7 +13,11 @@ import (
 
 // WakeHorizon is the longest a scanner sleeps, even with nothing due. A job
 // due later than that needs no wake-up: the scanner looks again before then.
-const WakeHorizon = 10 * time.Second
+// Otherwise a scanner sleeps until its shard's earliest wheel slot, and a
+// write that makes an earlier slot the first wakes it (wake), so the
+// horizon bounds only what a lost wake message can cost; each of its
+// shard's looks costs an idle process about six Redis commands.
+const WakeHorizon = 30 * time.Minute
 
 // maxPerCall bounds the jobs of one enqueue script call, so that a call
 // holds Redis for about a millisecond at most.
@@ -264,16 +267,4 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 		}
 	}
 	s.wakeFor(ctx, after, c.shard, res[1])
-}
-
-// wake tells the scanners, through c (the client or a pipeline), that
-// shard has a wheel slot to process at atMS (unix ms), or with outcomes,
-// outcomes to apply by then (SubscribeWake reads the message). A lost
-// message costs only latency: scanners also wake on their own.
-func (s *Store) wake(ctx context.Context, c redis.Cmdable, shard int, atMS int64, outcomes bool) {
-	msg := strconv.Itoa(shard) + " " + strconv.FormatInt(atMS, 10)
-	if outcomes {
-		msg += " o"
-	}
-	c.Publish(ctx, s.k.wake(), msg)
 }

@@ -19,7 +19,7 @@ func flowJobs(topic string, from, n, attempt int) []kairos.Job {
 
 func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []GateResult {
 	t.Helper()
-	rs, err := s.Gate(context.Background(), tp, jobs, 10*time.Second)
+	rs, err := s.Gate(context.Background(), tp, jobs, 10*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,5 +111,29 @@ func TestGateRateAndParallelism(t *testing.T) {
 	}
 	if rs = gates(t, s, tp, flowJobs("both", 1, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(100*time.Millisecond)) {
 		t.Fatalf("%+v", rs)
+	}
+}
+
+// A job told to go soon goes at its time (within the hold horizon, its
+// process holds it); a reserved job back later than its time takes a new
+// one, so deliveries never bunch above the pace.
+func TestGateHoldAndLateReturn(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	t0 := clk.Now()
+	tp := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: time.Second}
+	rs, err := s.Gate(context.Background(), tp, flowJobs("a", 0, 4, 1), 10*time.Second, 250*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []GateResult{{GateGo, t0}, {GateGo, t0.Add(100 * time.Millisecond)}, {GateGo, t0.Add(200 * time.Millisecond)},
+		{GateWait, t0.Add(300 * time.Millisecond)}} {
+		if rs[i] != want {
+			t.Fatalf("job %d: %+v, want %+v", i, rs[i], want)
+		}
+	}
+	// j3 comes back 150 ms late: its time passed unused; it takes the next.
+	clk.Add(450 * time.Millisecond)
+	if rs = gates(t, s, tp, flowJobs("a", 3, 1, 1)); rs[0].Gate != GateGo || !rs[0].At.Equal(t0.Add(450*time.Millisecond)) {
+		t.Fatalf("back late: %+v", rs)
 	}
 }

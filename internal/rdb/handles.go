@@ -91,3 +91,29 @@ func (s *Store) jobKeyOf(ctx context.Context, f string) (kairos.JobKey, string, 
 	}
 	return kairos.JobKey{Tenant: tenant, Topic: topic, ID: id}, h, nil
 }
+
+// Warm reads every topic and topic handle into this Store's caches in one
+// round trip (a pipeline), so that the first job creates of a process that
+// just started cost no more round trips than a warm process's: `kairos
+// serve` calls it before it answers /readyz. It reads two hashes of one
+// entry a topic.
+func (s *Store) Warm(ctx context.Context) error {
+	pipe := s.c.Pipeline()
+	handles := pipe.HGetAll(ctx, s.k.handles())
+	gen := s.topics.generation()
+	topics := pipe.HGetAll(ctx, s.k.topics())
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("read topics and handles: %w", err)
+	}
+	for f, h := range handles.Val() {
+		if name, ok := strings.CutPrefix(f, "n:"); ok {
+			s.handles.put(name, h)
+		}
+	}
+	for f, raw := range topics.Val() {
+		if t, err := decodeTopic(f, raw); err == nil {
+			s.topics.put(f, t, gen)
+		}
+	}
+	return nil
+}

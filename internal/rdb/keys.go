@@ -47,18 +47,14 @@ func (k keys) paused() string { return k.prefix + ":paused" }
 // signingKeys holds a tenant's current and next callback secrets.
 func (k keys) signingKeys(tenant string) string { return k.prefix + ":signing:{" + tenant + "}" }
 
-// scanners is a ZSET of live scanner instances scored by their last
-// heartbeat; scannersHeld maps each to the number of shards it holds. Both
-// carry one hash tag, as the heartbeat updates them in one transaction.
-func (k keys) scanners() string { return k.prefix + ":{scanners}:live" }
+// lease holds the scanner instances' leases and which instance holds each
+// shard (lease.go); one key, so that taking shards is one script call and
+// renewing a lease and reading the others' costs two commands.
+func (k keys) lease() string { return k.prefix + ":{scanners}:lease" }
 
-func (k keys) scannersHeld() string { return k.prefix + ":{scanners}:held" }
-
-// wake is the pub/sub channel that tells scanners an earlier job arrived.
+// wake is the pub/sub channel that tells scanners an earlier job arrived,
+// and workers that topics changed.
 func (k keys) wake() string { return k.prefix + ":wake" }
-
-// lock names the redsync mutex of a shard.
-func (k keys) lock(shard int) string { return k.prefix + ":lock:" + strconv.Itoa(shard) }
 
 // ready is a topic's ready list, filled by scanner-only processes for
 // workers elsewhere; its own hash tag keeps one topic in one slot.

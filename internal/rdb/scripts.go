@@ -54,6 +54,8 @@ var (
 	unholdSrc string
 	//go:embed lua/flowgate.lua
 	flowgateSrc string
+	//go:embed lua/lease.lua
+	leaseSrc string
 
 	enqueueScript     = newScript("enqueue", enqueueSrc)
 	claimScript       = newScript("claim", claimSrc)
@@ -69,6 +71,7 @@ var (
 	schedrefillScript = newScript("schedrefill", schedrefillSrc)
 	unholdScript      = newScript("unhold", unholdSrc)
 	flowgateScript    = newScript("flowgate", flowgateSrc)
+	leaseScript       = newScript("lease", leaseSrc)
 )
 
 // helpersSrc is what every script body runs after.
@@ -88,7 +91,7 @@ func newScript(name, body string) *script {
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
-	schedsetScript, scheddelScript, schedrefillScript, unholdScript, flowgateScript}
+	schedsetScript, scheddelScript, schedrefillScript, unholdScript, flowgateScript, leaseScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions

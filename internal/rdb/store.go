@@ -114,9 +114,6 @@ func (s *Store) Shards() int { return s.k.shards }
 // Client returns the main Redis client (for locks and health checks).
 func (s *Store) Client() redis.UniversalClient { return s.c }
 
-// LockName returns the redsync mutex name guarding shard.
-func (s *Store) LockName(shard int) string { return s.k.lock(shard) }
-
 // ErrShardMismatch is returned by Init when Redis holds jobs sharded differently.
 var ErrShardMismatch = errors.New("shard count mismatch")
 

@@ -84,6 +84,7 @@ func (s *Store) PutTopic(ctx context.Context, t kairos.Topic) (kairos.Topic, boo
 	if err != nil {
 		return kairos.Topic{}, false, fmt.Errorf("put topic %s: %w", field, err)
 	}
+	s.topicChanged(ctx)
 	t.CreatedAt, t.UpdatedAt = fromMS(ms(t.CreatedAt)), fromMS(ms(t.UpdatedAt))
 	return t, created, nil
 }
@@ -96,10 +97,13 @@ func (s *Store) EnsureTopic(ctx context.Context, tenant, name string) error {
 	if err != nil {
 		return err
 	}
-	err = s.c.HSetNX(ctx, s.k.topics(), topicField(tenant, name), raw).Err()
+	added, err := s.c.HSetNX(ctx, s.k.topics(), topicField(tenant, name), raw).Result()
 	s.topics.forget(topicField(tenant, name))
 	if err != nil {
 		return fmt.Errorf("ensure topic %s/%s: %w", tenant, name, err)
+	}
+	if added {
+		s.topicChanged(ctx)
 	}
 	return nil
 }
@@ -231,6 +235,7 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 	}
 	pipe.HDel(ctx, s.k.topics(), topicField(tenant, name))
 	pipe.SRem(ctx, s.k.paused(), topicField(tenant, name))
+	pipe.Publish(ctx, s.k.wake(), topicsChanged)
 	pipe.Del(ctx, s.k.ready(tenant, name))
 	for sh := range s.k.shards {
 		if h == "" {

@@ -15,8 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-redsync/redsync/v4"
-	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -86,6 +84,13 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		closeRedis()
 		return nil, err
 	}
+	if cfg.Roles["api"] {
+		// before /readyz answers: the first creates then cost what a warm
+		// process's do (README, Cold start)
+		if err := store.Warm(ctx); err != nil {
+			log.Warn("read topics ahead; the first requests read them", "err", err)
+		}
+	}
 	secret := cfg.AuthSecret
 	if secret == "" {
 		b := make([]byte, 32)
@@ -98,19 +103,26 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 	run, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	scanCtx, stopScanner := context.WithCancel(run)
 	workCtx, stopWorker := context.WithCancel(run)
-	var scanWG, workWG, srvWG sync.WaitGroup
+	var scanWG, workWG, srvWG, subWG sync.WaitGroup
 	gauges := metrics.Gauges{Store: store, Pools: map[string]func() *redis.PoolStats{"main": client.PoolStats, "blocking": blocking.PoolStats}}
 	var worker *callback.Worker
 	var disp *dispatch.Dispatcher
+	refresh := func() {}
 	if cfg.Roles["worker"] {
-		disp = dispatch.New(store, dispatch.Config{Hold: min(10*time.Second, cfg.ReadyLease/2), Remote: !cfg.Roles["scanner"], Logger: log})
+		disp = dispatch.New(store, dispatch.Config{Hold: min(10*time.Second, cfg.ReadyLease/2), Remote: !cfg.Roles["scanner"], Notified: true,
+			Logger: log, NewTopic: func() { refresh() }})
 		rec := store.NewRecorder()
+		// Topic changes anywhere reach the workers as wake messages, and
+		// a claimed job of a topic they do not know makes them look; the
+		// poll is a backstop, so that an idle process costs Redis little.
 		worker = callback.NewWorker(disp, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Grace: cfg.Grace, Logger: log, Tracer: tp,
+			TopicPoll: topicPoll,
 			OnAttempt: func(e callback.Event) {
 				rec.Observe(e.Job.Tenant, e.Job.Topic, e.State, e.Attempt.N, e.Lateness)
 				m.Attempt(e)
 			}})
 		gauges.InFlight = worker.InFlight
+		refresh = worker.Refresh
 		workWG.Go(func() {
 			recCtx, stopRec := context.WithCancel(run)
 			var recWG sync.WaitGroup
@@ -120,8 +132,17 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			recWG.Wait()
 		})
 	}
+	var scanWakes chan rdb.Wake
 	if cfg.Roles["scanner"] {
-		scfg := scanner.Config{LockTTL: cfg.LockTTL, Logger: log, LeaseTimeout: leaseTimeouts(store, log), Tracer: tp}
+		scanWakes = make(chan rdb.Wake, 64)
+	}
+	if cfg.Roles["scanner"] || cfg.Roles["worker"] {
+		// one subscription for the process's parts
+		wakes := store.SubscribeWake(run)
+		subWG.Go(func() { routeWakes(scanCtx, wakes, scanWakes, refresh, disp) })
+	}
+	if cfg.Roles["scanner"] {
+		scfg := scanner.Config{LockTTL: cfg.LockTTL, Logger: log, LeaseTimeout: leaseTimeouts(store, log), Tracer: tp, Wakes: scanWakes}
 		if disp != nil {
 			// the workers read the topics anyway: no read of its own
 			scfg.Dispatch, scfg.Capacity, scfg.LeaseTimeout = disp.Add, disp.Capacity, worker.LongestTimeout
@@ -132,7 +153,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 				}
 			}
 		}
-		sc := scanner.New(store, redsync.New(goredis.NewPool(client)), scfg)
+		sc := scanner.New(store, scfg)
 		gauges.LocksHeld = func() int { return len(sc.Held()) }
 		scanWG.Go(func() { sc.Run(scanCtx) })
 	}
@@ -144,8 +165,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		if worker != nil {
 			onTopic = worker.Refresh
 		}
+		tick := func(ctx context.Context, d time.Duration) (kairos.TickSummary, error) {
+			return runTick(ctx, store, cfg, log, tp, d, m.Attempt)
+		}
 		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
-			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp})
+			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick})
 	} else {
 		h = opsHandler(store, metricsHandler)
 	}
@@ -171,6 +195,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 	if err != nil {
 		stop()
 		stopRun()
+		subWG.Wait()
 		closeRedis()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
@@ -189,8 +214,42 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			srv.Shutdown(sctx)
 			srvWG.Wait()
 			stopRun()
+			subWG.Wait() // the subscription ends with run
 			closeRedis() // last
 		}}, nil
+}
+
+// topicPoll is how often workers read the topic list when no wake message
+// told them of a change.
+const topicPoll = time.Minute
+
+// routeWakes hands wake messages to the scanner (on scan, until scanning
+// stops), topic changes to the workers (refresh) and jobs pushed onto ready
+// lists to the dispatcher of a process without a scanner (disp, when not
+// nil), until wakes closes. After a (re)subscription all look again:
+// messages may have been lost.
+func routeWakes(scanning context.Context, wakes <-chan rdb.Wake, scan chan<- rdb.Wake, refresh func(), disp *dispatch.Dispatcher) {
+	for w := range wakes {
+		if w.Topics || w.Resubscribed {
+			refresh()
+		}
+		if disp != nil {
+			switch {
+			case w.Resubscribed:
+				disp.NotifyAll()
+			case w.Ready != "":
+				disp.NotifyReady(w.Ready)
+			}
+		}
+		if scan == nil || w.Topics || w.Ready != "" {
+			continue
+		}
+		select {
+		case scan <- w:
+		case <-scanning.Done():
+			scan = nil
+		}
+	}
 }
 
 // leaseTimeouts returns the callback timeout that claimed jobs' leases

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos/internal/testredis"
+)
+
+// A process with the worker role alone takes the jobs that a scanner-only
+// process pushes onto ready lists when told of them (a wake message), not
+// by blocking on each topic's list: idle, it pops nothing.
+func TestWorkerAloneIsToldOfReadyJobs(t *testing.T) {
+	srv := testredis.New(t)
+	url := srv.URL()
+	a := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": url, "KAIROS_ROLES": "api,scanner"})
+	if _, err := startWorker(t, url); err != nil {
+		t.Fatal(err)
+	}
+	const topics, n = 5, 20
+	for i := range topics {
+		a.call(t, "PUT", fmt.Sprintf("/v1/topics/t%d", i), `{"callback_url": "`+a.rcvURL+`"}`, http.StatusCreated)
+	}
+	for i := range n {
+		a.call(t, "POST", fmt.Sprintf("/v1/topics/t%d/jobs", i%topics), fmt.Sprintf(`{"delay": "%dms", "payload": %d}`, i*50, i), http.StatusCreated)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for a.hits.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d jobs delivered by the worker process within 30s", a.hits.Load(), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	probe := redis.NewClient(srv.Options())
+	defer probe.Close()
+	time.Sleep(time.Second) // the last outcomes
+	if err := probe.ConfigResetStat(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	got := commandCounts(t, probe)
+	t.Logf("idle, a scanner process and a worker process with %d topics: %v in 3s", topics, got)
+	for _, pop := range []string{"blmpop", "brpop", "rpop", "lmpop"} {
+		if got[pop] > 0 {
+			t.Errorf("the idle worker process popped its ready lists: %v", got)
+		}
+	}
+}
+
+func startWorker(t *testing.T, url string) (*Instance, error) {
+	in, err := startWith(map[string]string{"KAIROS_REDIS_URL": url, "KAIROS_ROLES": "worker"})
+	if err == nil {
+		t.Cleanup(in.Stop)
+	}
+	return in, err
+}

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/dispatch"
+	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/scanner"
+)
+
+// Tick connects to Redis and runs one tick (runTick) for at most d: what
+// `kairos tick --for d` does.
+func Tick(ctx context.Context, cfg Config, log *slog.Logger, d time.Duration) (kairos.TickSummary, error) {
+	client, blocking, closeEmbedded, err := redisClients(cfg, log)
+	if err != nil {
+		return kairos.TickSummary{}, err
+	}
+	defer closeEmbedded()
+	defer client.Close()
+	defer blocking.Close()
+	store := rdb.New(client, rdb.Options{Prefix: cfg.Prefix, Shards: cfg.Shards, Retention: cfg.Retention, LeaseGrace: cfg.LeaseGrace,
+		ReadyLease: cfg.ReadyLease, Blocking: blocking, NewSecret: callback.NewSecret, WaitReplicas: cfg.WaitReplicas})
+	if err := initStore(ctx, cfg, store, log); err != nil {
+		return kairos.TickSummary{}, err
+	}
+	return runTick(ctx, store, cfg, log, nil, d, nil)
+}
+
+// tickDrain is the part of a tick, at its end, in which it claims nothing
+// more so that callbacks started can finish: a tenth of the tick, at most
+// tickDrainMax.
+const tickDrainMax = 5 * time.Second
+
+// tickCheck is how often a tick looks whether it is done.
+const tickCheck = 100 * time.Millisecond
+
+// runTick runs a scanner and workers of their own on store, as a process
+// of those roles would, for at most d, and returns what they did. The
+// scanner takes the shards no live process holds (shard leases decide, so
+// ticks may run at once, beside serving processes too) and claims until a
+// tenth of d (at most 5s) is left; the tick ends sooner once every shard it
+// holds has been scanned, nothing is due in them before then and no
+// callback is in flight. It then gives its shards back and releases the
+// jobs it claimed but did not start. A callback still running when d is up
+// is left running: in a process that ends (kairos tick) its job is handed
+// out again when its lease lapses; done, it is counted in InFlight. Its
+// own subscription to wake messages feeds the scanner; tp traces like the
+// serving roles (nil: no traces).
+func runTick(ctx context.Context, store *rdb.Store, cfg Config, log *slog.Logger, tp trace.TracerProvider, d time.Duration,
+	onAttempt func(callback.Event)) (kairos.TickSummary, error) {
+	began := time.Now()
+	deadline := began.Add(d)
+	claimUntil := deadline.Add(-min(d/10, tickDrainMax))
+	log = log.With("tick", true)
+
+	var delivered, failed, dead, handed, finished atomic.Int64
+	var worker *callback.Worker
+	disp := dispatch.New(store, dispatch.Config{Hold: min(10*time.Second, cfg.ReadyLease/2), Logger: log,
+		NewTopic: func() { worker.Refresh() }})
+	worker = callback.NewWorker(&countingQueue{Dispatcher: disp, handed: &handed}, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate,
+		Grace: cfg.Grace, Logger: log, Tracer: tp, TopicPoll: topicPoll,
+		OnAttempt: func(e callback.Event) {
+			switch e.State {
+			case kairos.StateDelivered:
+				delivered.Add(1)
+			case kairos.StateDead:
+				dead.Add(1)
+				failed.Add(1)
+			case kairos.StateRetrying:
+				failed.Add(1)
+			}
+			finished.Add(1)
+			if onAttempt != nil {
+				onAttempt(e)
+			}
+		}})
+
+	run, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	scanCtx, stopScanner := context.WithCancel(run)
+	workCtx, stopWorker := context.WithCancel(run)
+	wakes := make(chan rdb.Wake, 64)
+	var subWG, scanWG sync.WaitGroup
+	subWG.Go(func() { routeWakes(scanCtx, store.SubscribeWake(run), wakes, worker.Refresh, nil) })
+	sc := scanner.New(store, scanner.Config{LockTTL: cfg.LockTTL, Logger: log, Dispatch: disp.Add, Capacity: disp.Capacity,
+		LeaseTimeout: worker.LongestTimeout, Tracer: tp, Wakes: wakes})
+	scanWG.Go(func() { sc.Run(scanCtx) })
+	workDone := make(chan struct{})
+	go func() {
+		defer close(workDone)
+		worker.Run(workCtx)
+	}()
+
+	var next time.Time
+	check := time.NewTicker(tickCheck)
+	defer check.Stop()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+			continue
+		case <-check.C:
+		}
+		if !time.Now().Before(claimUntil) {
+			break
+		}
+		if disp.Held() > 0 || handed.Load() != finished.Load() {
+			continue
+		}
+		settled, n, err := sc.Settled(ctx, store.Now().Add(time.Until(claimUntil)))
+		if err != nil {
+			log.Warn("tick: look at the shards", "err", err)
+			continue
+		}
+		next = n
+		done = settled && disp.Held() == 0 && handed.Load() == finished.Load()
+	}
+	shards := len(sc.Held())
+	if _, n, err := sc.Settled(context.WithoutCancel(ctx), time.Time{}); err == nil {
+		next = n
+	}
+	stopScanner()
+	scanWG.Wait() // claims nothing more; shards and lease given back
+	stopWorker()  // takes nothing more; callbacks started go on
+	select {
+	case <-workDone:
+	case <-time.After(time.Until(deadline)):
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	disp.Close(rctx) // what was claimed and not started goes back, keeping its place
+	cancel()
+	sum := kairos.TickSummary{Delivered: int(delivered.Load()), Failed: int(failed.Load()), Dead: int(dead.Load()),
+		InFlight: int(worker.InFlight()), Shards: shards, Seconds: time.Since(began).Seconds()}
+	if !next.IsZero() {
+		n := next.UTC()
+		sum.NextDue = &n
+	}
+	finish := func() {
+		<-workDone
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := store.RecordOutcomes(ctx); err != nil {
+			log.Warn("apply the tick's last outcomes; the next claim of their shards applies them", "err", err)
+		}
+		stopRun()
+		subWG.Wait()
+	}
+	if sum.InFlight == 0 {
+		finish()
+	} else {
+		go finish() // the callbacks still running finish in the background, if this process lives on
+	}
+	return sum, nil
+}
+
+// countingQueue counts the jobs handed to the workers.
+type countingQueue struct {
+	*dispatch.Dispatcher
+	handed *atomic.Int64
+}
+
+func (q *countingQueue) Next(ctx context.Context, tenant, topic string, n int, wait, topicTimeout time.Duration) ([]kairos.Job, error) {
+	jobs, err := q.Dispatcher.Next(ctx, tenant, topic, n, wait, topicTimeout)
+	q.handed.Add(int64(len(jobs)))
+	return jobs, err
+}
