@@ -61,6 +61,11 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
   coldstart  --kairos-bin started --coldstart-starts times as kairos serve --roles api on
              the same Redis: time from exec to the first 200 from /readyz (median), the
              first and second job creates' times and Redis commands (not in the default)
+  flow       --flow-rate x 10 jobs due at one instant, first with no limits, then with the
+             bench topic limited to --flow-rate a second: achieved rate, busiest second at
+             the receiver, Redis CPU per job with and without; then parallelism
+             --flow-parallelism with a receiver holding each request --flow-hold: most in
+             flight at once, achieved rate (about 30 s; not in the default)
 
 Every scenario reports Redis CPU per job: the growth of INFO used_cpu_user+sys
 over the scenario's window (background included) divided by its jobs.
@@ -123,6 +128,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.DurationVar(&o.Schedules.ScaleEvery, "scale-schedules-every", time.Minute, "schedules: interval of the scale phase's schedules")
 	fs.DurationVar(&o.Schedules.ScaleWindow, "scale-schedules-window", 2*time.Minute, "schedules: how long the scale phase's schedules fire")
 	fs.BoolVar(&o.Schedules.Aligned, "schedules-aligned", false, "schedules: every schedule of a phase fires at the same instants (a burst each interval, as a cron pattern does) instead of spread over the interval")
+	fs.IntVar(&o.Flow.Rate, "flow-rate", 500, "flow: the rate phase's limit a second (10 s of jobs at it, due at one instant)")
+	fs.IntVar(&o.Flow.Parallelism, "flow-parallelism", 10, "flow: the parallelism phase's limit")
+	fs.DurationVar(&o.Flow.Hold, "flow-hold", 100*time.Millisecond, "flow: how long the receiver holds each request in the parallelism phase")
 	fs.BoolVar(&o.Schedules.OneShot, "schedules-oneshot", true, "schedules: run one-shot jobs at each phase's rate beside it (for up to 20s) to compare")
 	fs.DurationVar(&o.Lead, "lead", 0, "how long before the first due time a run starts being created (default: from the measured create rate)")
 	fs.DurationVar(&o.Grace, "grace", 5*time.Second, "how long after the last due time missing callbacks are waited for")

@@ -30,8 +30,13 @@ func newClient(base, token string, conns int) (*client.Client, *http.Client, err
 
 // putTopic registers the bench's topic: its callbacks go to the receiver.
 func (b *Bench) putTopic(ctx context.Context, callbackURL string) error {
-	_, _, err := b.api.PutTopic(ctx, b.topic, client.TopicRequest{CallbackURL: callbackURL, Concurrency: b.cfg.Concurrency,
-		Timeout: client.Duration(10 * time.Second), MaxAttempts: 3})
+	return b.putTopicWith(ctx, client.TopicRequest{CallbackURL: callbackURL})
+}
+
+// putTopicWith registers the bench's topic with req's flow control.
+func (b *Bench) putTopicWith(ctx context.Context, req client.TopicRequest) error {
+	req.Concurrency, req.Timeout, req.MaxAttempts = b.cfg.Concurrency, client.Duration(10*time.Second), 3
+	_, _, err := b.api.PutTopic(ctx, b.topic, req)
 	return err
 }
 

@@ -23,7 +23,20 @@ type Receiver struct {
 	cur   atomic.Pointer[Arrivals]
 	stray atomic.Int64 // hits that belong to no job of the current run
 	done  chan struct{}
+	// hold, when set (ns), is how long each request is held before its
+	// answer (a slow receiver); inFlight and mostInFlight count requests.
+	hold, inFlight, mostInFlight atomic.Int64
 }
+
+// SetHold makes every request wait d before its answer (0: none), and
+// resets the count of requests in flight at once.
+func (r *Receiver) SetHold(d time.Duration) {
+	r.hold.Store(int64(d))
+	r.mostInFlight.Store(0)
+}
+
+// MostInFlight is the most requests in flight at once since SetHold.
+func (r *Receiver) MostInFlight() int64 { return r.mostInFlight.Load() }
 
 // StartReceiver listens on a free loopback port and serves until Close.
 func StartReceiver() (*Receiver, error) {
@@ -86,6 +99,11 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.stray.Add(1)
 	} else {
 		cur.record(seq, at, due)
+	}
+	if d := r.hold.Load(); d > 0 {
+		storeMax(&r.mostInFlight, r.inFlight.Add(1))
+		time.Sleep(time.Duration(d))
+		r.inFlight.Add(-1)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

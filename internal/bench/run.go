@@ -13,7 +13,7 @@ import (
 )
 
 // Names of the scenarios, in the order "all" runs them.
-var Names = []string{"enqueue", "precision", "burst", "cost", "sustained", "scale", "schedules", "coldstart"}
+var Names = []string{"enqueue", "precision", "burst", "cost", "sustained", "scale", "schedules", "coldstart", "flow"}
 
 // DefaultScenarios run when none are named: all but sustained, which
 // saturates the machine for about a minute and a half, scale, which at its
@@ -61,6 +61,7 @@ type Options struct {
 	Sustained     SustainedConfig
 	Scale         ScaleConfig
 	Schedules     SchedulesConfig
+	Flow          FlowConfig
 	ColdStart     ColdStartConfig
 	JSON          bool // write one JSON document instead of tables
 }
@@ -100,6 +101,7 @@ type Report struct {
 	Sustained *SustainedResult `json:"sustained,omitempty"`
 	Scale     *ScaleResult     `json:"scale,omitempty"`
 	Schedules *SchedulesResult `json:"schedules,omitempty"`
+	Flow      *FlowResult      `json:"flow,omitempty"`
 	ColdStart *ColdStartResult `json:"coldstart,omitempty"`
 	Errors    []string         `json:"errors,omitempty"`
 }
@@ -157,6 +159,9 @@ func Run(ctx context.Context, t Target, o Options, out io.Writer) error {
 		case "schedules":
 			rep.Schedules, err = b.Schedules(ctx, o.Schedules)
 			res = rep.Schedules
+		case "flow":
+			rep.Flow, err = b.Flow(ctx, o.Flow)
+			res = rep.Flow
 		case "coldstart":
 			rep.ColdStart, err = b.ColdStart(ctx, o.ColdStart)
 			res = rep.ColdStart

@@ -56,7 +56,6 @@ type Dispatcher struct {
 	held    int
 	closed  bool
 	permits map[permit]kairos.Topic // attempts holding a permit of their topic's flow
-	passed  map[permit]bool         // attempts flow control let go at a time soon, held until then
 }
 
 // permit names an attempt that holds a flow-control permit.
@@ -84,7 +83,7 @@ func New(store *rdb.Store, cfg Config) *Dispatcher {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Dispatcher{Store: store, cfg: cfg, log: cfg.Logger.With("component", "dispatch"),
-		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, permits: map[permit]kairos.Topic{}, passed: map[permit]bool{}}
+		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, permits: map[permit]kairos.Topic{}}
 }
 
 // Capacity returns how many more jobs the dispatcher can hold now.
@@ -235,44 +234,25 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	if len(cs) == 0 {
 		return nil
 	}
-	jobs := make([]kairos.Job, 0, len(cs))
-	asking := make([]rdb.Claimed, 0, len(cs))
-	var passed []kairos.Job // let go before: no second asking
-	d.mu.Lock()
-	for _, c := range cs {
-		p := permit{c.Job.JobKey, c.Job.Attempts}
-		if d.passed[p] {
-			delete(d.passed, p)
-			passed = append(passed, c.Job)
-			continue
-		}
-		jobs, asking = append(jobs, c.Job), append(asking, c)
-	}
-	d.mu.Unlock()
-	cs = asking
-	if len(cs) == 0 {
-		return passed
+	jobs := make([]kairos.Job, len(cs))
+	for i, c := range cs {
+		jobs[i] = c.Job
 	}
 	t, err := d.GetTopic(ctx, tenant, topic)
 	if err != nil || !t.Limited() {
-		return append(passed, jobs...) // no topic (a job with its own URL), or no limits
+		return jobs // no topic (a job with its own URL), or no limits
 	}
-	rs, err := d.Gate(ctx, t, jobs, t.WithDefaults().Timeout+rdb.DefaultReadyLease, flowHold)
+	rs, err := d.Gate(ctx, t, jobs, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
 	if err != nil {
 		d.log.Warn("flow control; the jobs wait and are asked about again", "tenant", tenant, "topic", topic, "err", err)
 		d.requeue(cs)
-		return passed
+		return nil
 	}
-	out := passed
+	var out []kairos.Job
 	var wait, full []rdb.Claimed
-	now := d.Now()
 	for i, r := range rs {
 		switch r.Gate {
 		case rdb.GateGo:
-			if r.At.After(now) { // its time is soon: held here until then
-				d.passOn(cs[i], r.At)
-				continue
-			}
 			out = append(out, jobs[i])
 		case rdb.GateWait:
 			c := cs[i]
@@ -295,21 +275,6 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	d.requeue(full)
 	return out
 }
-
-// passOn holds c, which flow control let go at a time soon, until then,
-// and hands it out then without asking again.
-func (d *Dispatcher) passOn(c rdb.Claimed, at time.Time) {
-	c.Due, c.FireAt = at, time.Time{}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.passed[permit{c.Job.JobKey, c.Job.Attempts}] = true
-	d.held++
-	d.timerLocked([]rdb.Claimed{c}, time.Until(d.Local(at)), true)
-}
-
-// flowHold is how far ahead flow control may tell a job to go: it is held
-// here until then. Later times wait in Redis (Release).
-const flowHold = time.Second
 
 // requeue holds cs again, ahead of their topics' other ready jobs, after
 // fullRetry.

@@ -13,9 +13,8 @@ import (
 type Gate int
 
 const (
-	// GateGo: the job may start at GateResult.At, now or within the hold
-	// horizon asked for (holding a permit when its topic has a parallelism
-	// limit: Store.Done gives it back).
+	// GateGo: the job may start now (holding a permit when its topic has a
+	// parallelism limit: Store.Done gives it back).
 	GateGo Gate = iota
 	// GateWait: the rate limit reserved a later time for it (GateResult.At);
 	// give it back to wait for it (Release with Due set to that time).
@@ -27,16 +26,14 @@ const (
 // GateResult is flow control's answer for one job.
 type GateResult struct {
 	Gate Gate
-	At   time.Time // GateGo: when to start; GateWait: the time reserved
+	At   time.Time // GateWait: the time reserved
 }
 
 // Gate asks the flow of topic t (kairos.Topic.Flow) which of jobs, claimed
 // and due, may start now, in order: every kairos process asks the same
 // script, so the topic's rate and parallelism limits hold across them.
-// lease bounds how long a permit is held when its holder never calls Done;
-// hold is how far ahead a job may be told to go (its caller holds it until
-// then) rather than be given back to wait in Redis.
-func (s *Store) Gate(ctx context.Context, t kairos.Topic, jobs []kairos.Job, lease, hold time.Duration) ([]GateResult, error) {
+// lease bounds how long a permit is held when its holder never calls Done.
+func (s *Store) Gate(ctx context.Context, t kairos.Topic, jobs []kairos.Job, lease time.Duration) ([]GateResult, error) {
 	out := make([]GateResult, len(jobs))
 	if !t.Limited() || len(jobs) == 0 {
 		return out, nil
@@ -45,8 +42,8 @@ func (s *Store) Gate(ctx context.Context, t kairos.Topic, jobs []kairos.Job, lea
 	if t.RateLimit > 0 {
 		interval = float64(t.RatePeriod) / float64(t.RateLimit) / float64(time.Millisecond)
 	}
-	argv := make([]any, 0, 5+len(jobs))
-	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds(), hold.Milliseconds())
+	argv := make([]any, 0, 4+len(jobs))
+	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds())
 	for _, j := range jobs {
 		argv = append(argv, attemptMember(j))
 	}

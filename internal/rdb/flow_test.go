@@ -19,7 +19,7 @@ func flowJobs(topic string, from, n, attempt int) []kairos.Job {
 
 func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []GateResult {
 	t.Helper()
-	rs, err := s.Gate(context.Background(), tp, jobs, 10*time.Second, 0)
+	rs, err := s.Gate(context.Background(), tp, jobs, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,26 +114,25 @@ func TestGateRateAndParallelism(t *testing.T) {
 	}
 }
 
-// A job told to go soon goes at its time (within the hold horizon, its
-// process holds it); a reserved job back later than its time takes a new
-// one, so deliveries never bunch above the pace.
-func TestGateHoldAndLateReturn(t *testing.T) {
+// A reserved job back later than its time (and 10 ms) takes a new one, so
+// deliveries never bunch above the pace.
+func TestGateLateReturnTakesANewTime(t *testing.T) {
 	s, clk := newStore(t, Options{})
 	t0 := clk.Now()
 	tp := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: time.Second}
-	rs, err := s.Gate(context.Background(), tp, flowJobs("a", 0, 4, 1), 10*time.Second, 250*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
+	rs := gates(t, s, tp, flowJobs("a", 0, 3, 1))
+	if rs[2].Gate != GateWait || !rs[2].At.Equal(t0.Add(200*time.Millisecond)) {
+		t.Fatalf("%+v", rs)
 	}
-	for i, want := range []GateResult{{GateGo, t0}, {GateGo, t0.Add(100 * time.Millisecond)}, {GateGo, t0.Add(200 * time.Millisecond)},
-		{GateWait, t0.Add(300 * time.Millisecond)}} {
-		if rs[i] != want {
-			t.Fatalf("job %d: %+v, want %+v", i, rs[i], want)
-		}
-	}
-	// j3 comes back 150 ms late: its time passed unused; it takes the next.
-	clk.Add(450 * time.Millisecond)
-	if rs = gates(t, s, tp, flowJobs("a", 3, 1, 1)); rs[0].Gate != GateGo || !rs[0].At.Equal(t0.Add(450*time.Millisecond)) {
+	clk.Add(250 * time.Millisecond) // j1 back 150 ms late: the next free time
+	if rs = gates(t, s, tp, flowJobs("a", 1, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(300*time.Millisecond)) {
 		t.Fatalf("back late: %+v", rs)
+	}
+	clk.Add(40 * time.Millisecond) // j2 back 90 ms late: within an interval, it goes on its time
+	if rs = gates(t, s, tp, flowJobs("a", 2, 1, 1)); rs[0].Gate != GateGo {
+		t.Fatalf("back a little late: %+v", rs)
+	}
+	if rs = gates(t, s, tp, flowJobs("a", 9, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(400*time.Millisecond)) {
+		t.Fatalf("a newcomer: %+v", rs)
 	}
 }

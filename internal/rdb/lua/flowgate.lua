@@ -6,25 +6,24 @@
 -- KEYS[3] its permits (ZSET: job attempt -> when the permit lapses, ms)
 -- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] the pace: ms
 -- between deliveries (period/limit, may be fractional; 0: no rate limit),
--- ARGV[3] parallelism (0: none), ARGV[4] a permit's lease (ms), ARGV[5]
--- how far ahead a job may be told to go (ms: its process holds it until
--- then), then the jobs' attempts, "<tenant>/<topic>/<id>#<attempt>",
--- oldest due first.
+-- ARGV[3] parallelism (0: none), ARGV[4] a permit's lease (ms), then the
+-- jobs' attempts, "<tenant>/<topic>/<id>#<attempt>", oldest due first.
 -- Rate: the flow's pace hands out times one interval apart, first come
--- first served, each once. A job gets the next free one: within the hold
--- horizon it goes then; later, it reserves it and is given back to Redis
--- to wait for it, and coming back it goes at its time. One that comes back
--- later than its time (its process was slow) takes a new one: its old
--- time passed unused, so deliveries never bunch above the pace.
+-- first served, each once. A job gets the next free one: if it has come,
+-- the job goes; if not, the job reserves it and is given back to Redis to
+-- wait for it, and coming back it goes. (Told to go only now, a process
+-- that stalls sends late rather than in a bunch.) One that comes back
+-- more than an interval (and 10 ms) after its time (its process was slow)
+-- takes a new one: its old time passed unused, so deliveries never bunch
+-- above the pace by more than that.
 -- Parallelism: a job goes only with a permit, taken here and given back by
 -- Store.Done (or lapsed with its lease); a job without one is tried again,
 -- keeping its reservation.
--- Reply: for each job, code and time: 0 go at the time (now, or within the
--- hold horizon; with a permit when parallelism is set), 1 wait until the
--- time (reserved), 2 no permit free.
+-- Reply: for each job, code and time: 0 go now (with a permit when
+-- parallelism is set), 1 wait until the time (reserved), 2 no permit free.
 local pace, resv, permits = KEYS[1], KEYS[2], KEYS[3]
 local now = clock(ARGV[1])
-local interval, par, lease, hold = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local interval, par, lease = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local free = 0
 if par > 0 then
   redis.call('ZREMRANGEBYSCORE', permits, '-inf', now) -- lapsed: their holders died
@@ -33,7 +32,7 @@ end
 local nextAt = tonumber(redis.call('GET', pace) or '0')
 local out = {}
 local reserved = false
-for i = 6, #ARGV do
+for i = 5, #ARGV do
   local m = ARGV[i]
   local code, at = 0, now
   if par > 0 and free <= 0 then
@@ -42,29 +41,27 @@ for i = 6, #ARGV do
     local slot = redis.call('ZSCORE', resv, m)
     if slot then
       slot = tonumber(slot)
-      if slot < now - interval then
+      if slot < now - math.max(interval, 10) then
         redis.call('ZREM', resv, m)
         slot = nil -- back late: a new time
-      elseif slot > now + hold then
+      elseif slot > now then
         code, at = 1, slot -- back early: wait again
       else
         redis.call('ZREM', resv, m)
-        at = math.max(slot, now)
       end
     end
     if not slot then
       slot = math.max(nextAt, now)
       nextAt = slot + interval
-      at = slot
-      if slot > now + hold then
+      if slot > now then
         redis.call('ZADD', resv, slot, m)
         reserved = true
-        code = 1
+        code, at = 1, slot
       end
     end
   end
   if code == 0 and par > 0 then
-    redis.call('ZADD', permits, at + lease, m)
+    redis.call('ZADD', permits, now + lease, m)
     free = free - 1
   end
   out[#out + 1] = code
