@@ -82,6 +82,13 @@ type Topic struct {
 	RatePeriod  time.Duration
 	Parallelism int
 	FlowKey     string
+	// Circuit breaker of the topic's flow, off when BreakerFailures is 0:
+	// after that many failed attempts in a row it opens, and nothing is
+	// delivered for BreakerCooldown; then one probe goes, and its success
+	// closes it while its failure opens it again for twice as long, at most
+	// MaxBreakerCooldown. Jobs wait meanwhile, keeping their attempts.
+	BreakerFailures int
+	BreakerCooldown time.Duration
 	// Paused topics deliver nothing: their due jobs wait, keeping their
 	// due times and attempts, until resume (Store.PauseTopic). PUT of a
 	// topic leaves it as it is.
@@ -99,8 +106,20 @@ func (t Topic) Flow() string {
 	return "topic:" + t.Name
 }
 
-// Limited reports whether the topic has a rate or parallelism limit.
-func (t Topic) Limited() bool { return t.RateLimit > 0 || t.Parallelism > 0 }
+// Limited reports whether the topic has a rate or parallelism limit or a
+// circuit breaker.
+func (t Topic) Limited() bool { return t.RateLimit > 0 || t.Parallelism > 0 || t.BreakerFailures > 0 }
+
+// MaxBreakerCooldown bounds a circuit breaker's cool-down as failed probes
+// double it.
+const MaxBreakerCooldown = 10 * time.Minute
+
+// Breaker is a circuit breaker's state: "closed", "open" (until Until) or
+// "half-open" (a probe may go, or is out).
+type Breaker struct {
+	State string
+	Until time.Time
+}
 
 // WithDefaults returns t with every zero default filled in.
 func (t Topic) WithDefaults() Topic {

@@ -20,6 +20,21 @@ type topicRequest struct {
 	Rate        *rateRequest      `json:"rate"`
 	Parallelism *int              `json:"parallelism"`
 	FlowKey     *string           `json:"flow_key"`
+	Breaker     *breakerRequest   `json:"breaker"`
+}
+
+// breakerRequest turns a topic's circuit breaker on.
+type breakerRequest struct {
+	Failures *int    `json:"failures"`
+	Cooldown *string `json:"cooldown"`
+}
+
+// breakerResponse shows a topic's circuit breaker and its state.
+type breakerResponse struct {
+	Failures  int    `json:"failures"`
+	Cooldown  string `json:"cooldown"`
+	State     string `json:"state"`
+	OpenUntil string `json:"open_until,omitempty"`
 }
 
 // rateRequest is a topic's rate limit: limit deliveries per period.
@@ -54,6 +69,7 @@ type topicResponse struct {
 	Rate        *rateResponse     `json:"rate,omitempty"`
 	Parallelism int               `json:"parallelism,omitempty"`
 	FlowKey     string            `json:"flow_key,omitempty"`
+	Breaker     *breakerResponse  `json:"breaker,omitempty"`
 	Paused      bool              `json:"paused"`
 	CreatedAt   string            `json:"created_at"`
 	UpdatedAt   string            `json:"updated_at"`
@@ -65,13 +81,33 @@ type backoffResponse struct {
 	Max     string `json:"max,omitempty"`
 }
 
+// withBreaker adds the state of the topic's circuit breaker to its view.
+func (s *Server) withBreaker(r *http.Request, t kairos.Topic, v topicResponse) (topicResponse, error) {
+	if t.BreakerFailures <= 0 {
+		return v, nil
+	}
+	b, err := s.store.BreakerState(r.Context(), t)
+	if err != nil {
+		return v, err
+	}
+	v.Breaker.State = b.State
+	if b.State == "open" {
+		v.Breaker.OpenUntil = formatTime(b.Until)
+	}
+	return v, nil
+}
+
 func topicView(t kairos.Topic) topicResponse {
 	d := t.WithDefaults()
 	var rate *rateResponse
 	if t.RateLimit > 0 {
 		rate = &rateResponse{Limit: t.RateLimit, Period: t.RatePeriod.String()}
 	}
-	return topicResponse{Rate: rate, Parallelism: t.Parallelism, FlowKey: t.FlowKey,
+	var brk *breakerResponse
+	if t.BreakerFailures > 0 {
+		brk = &breakerResponse{Failures: t.BreakerFailures, Cooldown: t.BreakerCooldown.String(), State: "closed"}
+	}
+	return topicResponse{Rate: rate, Parallelism: t.Parallelism, FlowKey: t.FlowKey, Breaker: brk,
 		Name: t.Name, Tenant: t.Tenant, CallbackURL: t.CallbackURL, Method: d.Method, Headers: maskHeaders(t.Headers),
 		Timeout: d.Timeout.String(), MaxAttempts: d.MaxAttempts,
 		Backoff:     backoffResponse{Initial: d.BackoffInitial.String(), Max: d.BackoffMax.String()},
@@ -122,6 +158,19 @@ func (req topicRequest) toTopic(tenant, name string, allowPrivate bool) (kairos.
 	}
 	if req.FlowKey != nil {
 		t.FlowKey = checkFlowKey(&fe, "flow_key", *req.FlowKey)
+	}
+	if b := req.Breaker; b != nil {
+		t.BreakerFailures, t.BreakerCooldown = 5, defaultBreakerCooldown
+		if b.Failures != nil {
+			if n := *b.Failures; n < 1 || n > maxBreakerFailures {
+				fe.add("breaker.failures", "%d is out of range: allowed 1 to %d failed attempts in a row", n, maxBreakerFailures)
+			} else {
+				t.BreakerFailures = n
+			}
+		}
+		if b.Cooldown != nil {
+			t.BreakerCooldown = parseDuration(&fe, "breaker.cooldown", *b.Cooldown, time.Second, kairos.MaxBreakerCooldown)
+		}
 	}
 	return t, fe.err()
 }
@@ -234,7 +283,11 @@ func (s *Server) getTopic(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	v := topicView(t)
+	v, err := s.withBreaker(r, t, topicView(t))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if reveal {
 		v.Headers = t.Headers
 	}
@@ -271,7 +324,10 @@ func (s *Server) listTopics(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]topicResponse, len(ts))
 	for i, t := range ts {
-		out[i] = topicView(t)
+		if out[i], err = s.withBreaker(r, t, topicView(t)); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"topics": out})
 }

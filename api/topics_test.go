@@ -148,6 +148,9 @@ func TestTopicValidation(t *testing.T) {
 		{"parallelism 10001", "orders", obj{"callback_url": hook, "parallelism": 10001}, nil, 400, []string{"parallelism"}, true},
 		{"flow_key bad character", "orders", obj{"callback_url": hook, "flow_key": "partner key"}, nil, 400, []string{"flow_key"}, true},
 		{"flow_key empty", "orders", obj{"callback_url": hook, "flow_key": ""}, nil, 400, []string{"flow_key"}, true},
+		{"breaker failures 0", "orders", obj{"callback_url": hook, "breaker": obj{"failures": 0}}, nil, 400, []string{"breaker.failures"}, true},
+		{"breaker cooldown too long", "orders", obj{"callback_url": hook, "breaker": obj{"cooldown": "11m"}}, nil, 400, []string{"breaker.cooldown"}, false},
+		{"breaker cooldown too short", "orders", obj{"callback_url": hook, "breaker": obj{"cooldown": "100ms"}}, nil, 400, []string{"breaker.cooldown"}, false},
 		{"unknown field", "orders", obj{"callback_url": hook, "url": hook}, nil, 400, []string{"url"}, true},
 		{"malformed JSON", "orders", `{"callback_url": "` + hook, nil, 400, []string{"body"}, true},
 		{"not an object", "orders", `["callback_url"]`, nil, 400, []string{"body"}, true},
@@ -199,8 +202,12 @@ func TestTopicFlowSettings(t *testing.T) {
 	if got.Rate == nil || got.Rate.Limit != 50 || got.Parallelism != 5 || got.FlowKey != "partner-api:eu" {
 		t.Fatalf("GET: %+v", got)
 	}
+	got = want[topicResponse](t, e.do(t, "PUT", "/v1/topics/partner", acme, obj{"callback_url": hook, "breaker": obj{}}), http.StatusOK)
+	if got.Breaker == nil || *got.Breaker != (breakerResponse{Failures: 5, Cooldown: "10s", State: "closed"}) {
+		t.Fatalf("a breaker with its defaults: %+v", got.Breaker)
+	}
 	got = want[topicResponse](t, e.do(t, "PUT", "/v1/topics/partner", acme, obj{"callback_url": hook}), http.StatusOK)
-	if got.Rate != nil || got.Parallelism != 0 || got.FlowKey != "" {
+	if got.Rate != nil || got.Parallelism != 0 || got.FlowKey != "" || got.Breaker != nil {
 		t.Fatalf("a PUT without flow settings kept %+v", got)
 	}
 }

@@ -33,8 +33,11 @@ const (
 	maxRatePeriod  = 24 * time.Hour
 	maxParallelism = 10_000
 	maxFlowKey     = 128
-	maxHeaders     = 50
-	maxHeaderValue = 4096
+	// circuit breaker
+	maxBreakerFailures     = 1000
+	defaultBreakerCooldown = 10 * time.Second
+	maxHeaders             = 50
+	maxHeaderValue         = 4096
 )
 
 var allowedMethods = []string{"POST", "PUT", "PATCH", "DELETE", "GET"}

@@ -81,6 +81,23 @@ type TopicRequest struct {
 	Rate        *Rate             `json:"rate,omitempty"`        // deliveries per period, across all processes
 	Parallelism int               `json:"parallelism,omitempty"` // callbacks in flight at once, across all processes
 	FlowKey     string            `json:"flow_key,omitempty"`    // topics with the same key share one quota
+	Breaker     *BreakerRequest   `json:"breaker,omitempty"`     // turns the circuit breaker on
+}
+
+// BreakerRequest turns a topic's circuit breaker on: it opens after
+// Failures failed attempts in a row (default 5) for Cooldown (default 10s).
+type BreakerRequest struct {
+	Failures int      `json:"failures,omitempty"`
+	Cooldown Duration `json:"cooldown,omitempty"`
+}
+
+// Breaker is a topic's circuit breaker: its settings and state ("closed",
+// "open" until OpenUntil, or "half-open").
+type Breaker struct {
+	Failures  int      `json:"failures"`
+	Cooldown  Duration `json:"cooldown"`
+	State     string   `json:"state"`
+	OpenUntil *Time    `json:"open_until,omitempty"`
 }
 
 // Rate is a rate limit: at most Limit deliveries per Period, spread evenly.
@@ -105,6 +122,7 @@ type Topic struct {
 	Rate        *Rate             `json:"rate,omitempty"`
 	Parallelism int               `json:"parallelism,omitempty"`
 	FlowKey     string            `json:"flow_key,omitempty"`
+	Breaker     *Breaker          `json:"breaker,omitempty"`
 	Paused      bool              `json:"paused"` // deliveries stopped (PauseTopic)
 	CreatedAt   Time              `json:"created_at"`
 	UpdatedAt   Time              `json:"updated_at"`

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
@@ -145,4 +146,71 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// A receiver down for 6 s, then up, behind a topic with a circuit breaker
+// (3 failures in a row, 1 s cool-down) and 3 attempts a job with 100 ms
+// retries: the failed attempts during the outage stay within the opening
+// failures, those in flight then, and one probe a cool-down (1, 2, 4 s);
+// the topic answer says open; no job dies; all are delivered after it.
+// Without the breaker every job would die within a second.
+func TestBreakerHoldsJobsThroughAnOutage(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, engineOpts{allowPrivate: true})
+	ctx := context.Background()
+	var up atomic.Bool
+	var failed atomic.Int64
+	rcv := newReceiver(t, func(int, hit) int {
+		if up.Load() {
+			return 200
+		}
+		failed.Add(1)
+		return 503
+	})
+	e.putTopicWith("partner", client.TopicRequest{CallbackURL: rcv.URL, MaxAttempts: 3,
+		Backoff: &client.Backoff{Initial: client.Duration(100 * time.Millisecond), Max: client.Duration(200 * time.Millisecond)},
+		Breaker: &client.BreakerRequest{Failures: 3, Cooldown: client.Duration(time.Second)}})
+	const n, concurrency = 20, 10
+	var jobs []client.JobRequest
+	for i := range n {
+		jobs = append(jobs, client.JobRequest{ID: "b" + strconv.Itoa(i), Delay: client.Duration(300 * time.Millisecond)})
+	}
+	e.createBatch("partner", jobs)
+	start := time.Now()
+	sawOpen := false
+	for time.Since(start) < 6*time.Second {
+		tp, err := e.c.GetTopic(ctx, "partner")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tp.Breaker != nil && tp.Breaker.State == "open" {
+			sawOpen = true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	up.Store(true)
+	during := failed.Load()
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; i < n; {
+		j := e.job("partner", "b"+strconv.Itoa(i))
+		switch j.State {
+		case client.StateDelivered:
+			i++
+			continue
+		case client.StateDead:
+			t.Fatalf("job %s died of the outage: %+v", j.ID, j.LastAttempt)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s is %s 30 s after the receiver came back", j.ID, j.State)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("%d failed attempts during the 6 s outage (3 to open, up to %d in flight then, one probe a cool-down of 1, 2, 4 s); breaker seen open: %v",
+		during, concurrency, sawOpen)
+	if !sawOpen {
+		t.Error("the topic answer never showed the breaker open")
+	}
+	if during > 3+concurrency+4 {
+		t.Errorf("%d failed attempts during the outage, want at most %d", during, 3+concurrency+4)
+	}
 }

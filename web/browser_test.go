@@ -110,10 +110,11 @@ func TestAdminPageInBrowser(t *testing.T) {
 		if v, _ := run(b, chromedp.Value(chromedp.ID("topic-headers"))); !strings.Contains(v, "X-Team: billing") {
 			t.Errorf("edit dialog headers %q, want the topic's", v)
 		}
-		b.fill(map[string]string{"topic-timeout": "5s", "topic-rate-limit": "6000", "topic-rate-period": "1m", "topic-parallelism": "8"})
+		b.fill(map[string]string{"topic-timeout": "5s", "topic-rate-limit": "6000", "topic-rate-period": "1m", "topic-parallelism": "8",
+			"topic-breaker": "50"})
 		b.click("topic-save")
 		b.waitText("#topics-table", "timeout 5s", 10*time.Second)
-		b.waitText(`[data-testid="topic-flow-orders"]`, "6000 per 1m0s · 8 in flight", 5*time.Second)
+		b.waitText(`[data-testid="topic-flow-orders"]`, "6000 per 1m0s · 8 in flight · breaker closed (opens after 50 failures, 10s)", 5*time.Second)
 		var saved struct{ Headers map[string]string }
 		json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics/orders?reveal=headers", nil), &saved)
 		var limits struct {

@@ -113,7 +113,11 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 	if topic.CallbackURL != ti.rcvURL || topic.Headers["X-Team"] != "billing" {
 		t.Errorf("topics get --json: %+v", topic)
 	}
-	out = k.ok("", "topics", "put", "partner", "--callback-url", ti.rcvURL, "--rate", "50/1m", "--parallelism", "3", "--flow-key", "acme-api")
+	out = k.ok("", "topics", "put", "partner", "--callback-url", ti.rcvURL, "--rate", "50/1m", "--parallelism", "3", "--flow-key", "acme-api",
+		"--breaker", "4/30s")
+	if !strings.Contains(out, "closed (opens after 4 failures in a row, for 30s)") {
+		t.Errorf("topics put with a breaker said:\n%s", out)
+	}
 	if !strings.Contains(out, "rate\t50 per 1m0s") && !strings.Contains(out, "50 per 1m0s") {
 		t.Errorf("topics put with flow control said:\n%s", out)
 	}

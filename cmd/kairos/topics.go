@@ -59,6 +59,7 @@ var topicCommands = []apiCommand{
 			rate := fs.String("rate", "", "at most LIMIT/PERIOD deliveries across all processes, such as 50/1s or 1000/1m (default none)")
 			parallelism := fs.Int("parallelism", 0, "at most this many callbacks in flight across all processes (default none)")
 			flowKey := fs.String("flow-key", "", "share one rate and parallelism quota with the topics of this key (default the topic's own)")
+			breaker := fs.String("breaker", "", "circuit breaker: FAILURES/COOLDOWN, such as 5/10s: opens after that many failed attempts in a row (default off)")
 			return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 				if set.callbackURL == "" {
 					return usagef("kairos topics put", "--callback-url is required")
@@ -67,13 +68,18 @@ var topicCommands = []apiCommand{
 					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(), Concurrency: *concurrency,
 					Parallelism: *parallelism, FlowKey: *flowKey}
 				if *rate != "" {
-					limit, period, ok := strings.Cut(*rate, "/")
-					n, err := strconv.Atoi(limit)
-					d, derr := time.ParseDuration(period)
-					if !ok || err != nil || derr != nil {
-						return usagef("kairos topics put", "--rate %q: want LIMIT/PERIOD, such as 50/1s", *rate)
+					n, d, err := countPer("--rate", *rate, "LIMIT/PERIOD, such as 50/1s")
+					if err != nil {
+						return err
 					}
 					req.Rate = &client.Rate{Limit: n, Period: client.Duration(d)}
+				}
+				if *breaker != "" {
+					n, d, err := countPer("--breaker", *breaker, "FAILURES/COOLDOWN, such as 5/10s")
+					if err != nil {
+						return err
+					}
+					req.Breaker = &client.BreakerRequest{Failures: n, Cooldown: client.Duration(d)}
 				}
 				t, created, err := c.PutTopic(ctx, args[0], req)
 				if err != nil {
@@ -99,6 +105,17 @@ var topicCommands = []apiCommand{
 			return out.print(nil, func(w io.Writer) { fmt.Fprintf(w, "deleted topic %s\n", args[0]) })
 		}
 	}},
+}
+
+// countPer reads a flag's "N/DURATION".
+func countPer(flag, v, want string) (int, time.Duration, error) {
+	count, per, ok := strings.Cut(v, "/")
+	n, err := strconv.Atoi(count)
+	d, derr := time.ParseDuration(per)
+	if !ok || err != nil || derr != nil {
+		return 0, 0, usagef("kairos topics put", "%s %q: want %s", flag, v, want)
+	}
+	return n, d, nil
 }
 
 func pauseTopicCommand(pause bool) func(*flag.FlagSet) runFunc {
@@ -139,6 +156,9 @@ func showTopic(w io.Writer, t *client.Topic) {
 	}
 	if t.FlowKey != "" {
 		fmt.Fprintf(w, "flow_key\t%s\n", t.FlowKey)
+	}
+	if b := t.Breaker; b != nil {
+		fmt.Fprintf(w, "breaker\t%s (opens after %d failures in a row, for %s)\n", b.State, b.Failures, b.Cooldown)
 	}
 	fmt.Fprintf(w, "paused\t%t\ncreated_at\t%s\nupdated_at\t%s\n", t.Paused, formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +57,7 @@ type Dispatcher struct {
 	held    int
 	closed  bool
 	permits map[permit]kairos.Topic // attempts holding a permit of their topic's flow
+	probes  map[permit]bool         // attempts sent as their flow's circuit-breaker probe
 }
 
 // permit names an attempt that holds a flow-control permit.
@@ -83,7 +85,7 @@ func New(store *rdb.Store, cfg Config) *Dispatcher {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Dispatcher{Store: store, cfg: cfg, log: cfg.Logger.With("component", "dispatch"),
-		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, permits: map[permit]kairos.Topic{}}
+		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, permits: map[permit]kairos.Topic{}, probes: map[permit]bool{}}
 }
 
 // Capacity returns how many more jobs the dispatcher can hold now.
@@ -254,6 +256,11 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 		switch r.Gate {
 		case rdb.GateGo:
 			out = append(out, jobs[i])
+		case rdb.GateProbe:
+			out = append(out, jobs[i])
+			d.mu.Lock()
+			d.probes[permit{jobs[i].JobKey, jobs[i].Attempts}] = true
+			d.mu.Unlock()
 		case rdb.GateWait:
 			c := cs[i]
 			c.Due = r.At
@@ -298,16 +305,34 @@ func (d *Dispatcher) requeue(cs []rdb.Claimed) {
 const fullRetry = 50 * time.Millisecond
 
 // Finish records an attempt (rdb.Store.Finish), after giving back the
-// flow-control permit it held, if any.
+// flow-control permit it held, if any, and telling its topic's circuit
+// breaker how it went.
 func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time) (kairos.State, error) {
 	p := permit{key, a.N}
 	d.mu.Lock()
 	t, held := d.permits[p]
+	probe := d.probes[p]
 	delete(d.permits, p)
+	delete(d.probes, p)
 	d.mu.Unlock()
+	if probe && dead && a.Status != http.StatusGone {
+		// A probe of a receiver that is down tests the receiver, not the
+		// job: it does not use up the job's last attempt; the job waits
+		// with the others for the breaker.
+		dead, retryAt = false, d.Now()
+	}
 	if held {
 		if err := d.Done(ctx, t, kairos.Job{JobKey: key, Attempts: a.N}); err != nil {
 			d.log.Warn("give back a flow-control permit; it lapses with its lease", "job", key, "err", err)
+		}
+	}
+	if t, err := d.GetTopic(ctx, key.Tenant, key.Topic); err == nil && t.BreakerFailures > 0 {
+		b, err := d.Outcome(ctx, t, kairos.Job{JobKey: key, Attempts: a.N}, ok)
+		switch {
+		case err != nil:
+			d.log.Warn("record an answer in the circuit breaker", "job", key, "err", err)
+		case b.State == "open":
+			d.log.Info("circuit breaker open: the topic's jobs wait", "tenant", key.Tenant, "topic", key.Topic, "until", b.Until)
 		}
 	}
 	return d.Store.Finish(ctx, key, a, ok, dead, retryAt)

@@ -21,6 +21,9 @@ const (
 	GateWait
 	// GateFull: every permit of its flow is taken; try again shortly.
 	GateFull
+	// GateProbe: the job may start now as its flow's circuit breaker's
+	// probe: its answer closes the breaker or opens it again (Outcome).
+	GateProbe
 )
 
 // GateResult is flow control's answer for one job.
@@ -42,13 +45,17 @@ func (s *Store) Gate(ctx context.Context, t kairos.Topic, jobs []kairos.Job, lea
 	if t.RateLimit > 0 {
 		interval = float64(t.RatePeriod) / float64(t.RateLimit) / float64(time.Millisecond)
 	}
-	argv := make([]any, 0, 4+len(jobs))
-	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds())
+	argv := make([]any, 0, 5+len(jobs))
+	brk := 0
+	if t.BreakerFailures > 0 {
+		brk = 1
+	}
+	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds(), brk)
 	for _, j := range jobs {
 		argv = append(argv, attemptMember(j))
 	}
 	tag := s.k.flow(t.Tenant, t.Flow())
-	res, err := s.run(ctx, flowgateScript, []string{tag + "pace", tag + "resv", tag + "perm"}, argv...).Slice()
+	res, err := s.run(ctx, flowgateScript, []string{tag + "pace", tag + "resv", tag + "perm", tag + "brk"}, argv...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("flow control of topic %s/%s: %w", t.Tenant, t.Name, err)
 	}
@@ -71,6 +78,51 @@ func (s *Store) Done(ctx context.Context, t kairos.Topic, j kairos.Job) error {
 		return fmt.Errorf("give back the permit of %s attempt %d: %w", j.JobKey, j.Attempts, err)
 	}
 	return nil
+}
+
+// Outcome records the answer to job's attempt in its topic's circuit
+// breaker (nothing when the topic has none) and returns the breaker's
+// state.
+func (s *Store) Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error) {
+	if t.BreakerFailures <= 0 {
+		return kairos.Breaker{State: "closed"}, nil
+	}
+	ok := 0
+	if delivered {
+		ok = 1
+	}
+	res, err := s.run(ctx, breakerScript, []string{s.k.flow(t.Tenant, t.Flow()) + "brk"}, s.scriptNow(), ok, attemptMember(j),
+		t.BreakerFailures, t.BreakerCooldown.Milliseconds(), kairos.MaxBreakerCooldown.Milliseconds()).Slice()
+	if err != nil {
+		return kairos.Breaker{}, fmt.Errorf("circuit breaker of topic %s/%s: %w", t.Tenant, t.Name, err)
+	}
+	return breakerOf(fmt.Sprint(res[0]), toInt(res[1])), nil
+}
+
+// BreakerState reads the state of topic t's circuit breaker.
+func (s *Store) BreakerState(ctx context.Context, t kairos.Topic) (kairos.Breaker, error) {
+	v, err := s.c.HMGet(ctx, s.k.flow(t.Tenant, t.Flow())+"brk", "st", "u").Result()
+	if err != nil {
+		return kairos.Breaker{}, fmt.Errorf("circuit breaker of topic %s/%s: %w", t.Tenant, t.Name, err)
+	}
+	st, _ := v[0].(string)
+	u, _ := v[1].(string)
+	until, _ := strconv.ParseInt(u, 10, 64)
+	b := breakerOf(st, until)
+	if b.State == "open" && !s.Now().Before(b.Until) {
+		b.State = "half-open" // its cool-down is over: the next job probes
+	}
+	return b, nil
+}
+
+func breakerOf(st string, until int64) kairos.Breaker {
+	switch st {
+	case "o":
+		return kairos.Breaker{State: "open", Until: fromMS(until)}
+	case "h":
+		return kairos.Breaker{State: "half-open"}
+	}
+	return kairos.Breaker{State: "closed"}
 }
 
 // attemptMember names a job's attempt in its flow's sets.

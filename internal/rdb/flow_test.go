@@ -136,3 +136,63 @@ func TestGateLateReturnTakesANewTime(t *testing.T) {
 		t.Fatalf("a newcomer: %+v", rs)
 	}
 }
+
+// The circuit breaker opens after the threshold of failures in a row,
+// holds every job for its cool-down, then lets one probe go; the probe's
+// failure opens it for twice as long, a delivery closes it.
+func TestGateBreaker(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	t0 := clk.Now()
+	tp := kairos.Topic{Tenant: "acme", Name: "partner", BreakerFailures: 3, BreakerCooldown: 10 * time.Second}
+	outcome := func(j kairos.Job, ok bool) kairos.Breaker {
+		t.Helper()
+		b, err := s.Outcome(ctx, tp, j, ok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	js := flowJobs("partner", 0, 6, 1)
+	if rs := gates(t, s, tp, js); rs[0].Gate != GateGo || rs[5].Gate != GateGo {
+		t.Fatalf("closed: %+v", rs)
+	}
+	outcome(js[0], false)
+	outcome(js[1], true) // a delivery: the count starts again
+	outcome(js[2], false)
+	if b := outcome(js[3], false); b.State != "closed" {
+		t.Fatalf("after 2 failures in a row: %+v", b)
+	}
+	if b := outcome(js[4], false); b.State != "open" || !b.Until.Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("after 3 failures in a row: %+v", b)
+	}
+	outcome(js[5], false) // started before it opened: changes nothing
+	if b, _ := s.BreakerState(ctx, tp); b.State != "open" || !b.Until.Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("state: %+v", b)
+	}
+	later := flowJobs("partner", 10, 3, 1)
+	if rs := gates(t, s, tp, later); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(10*time.Second)) || rs[2].Gate != GateWait {
+		t.Fatalf("open: %+v", rs)
+	}
+	clk.Add(10 * time.Second)
+	if b, _ := s.BreakerState(ctx, tp); b.State != "half-open" {
+		t.Fatalf("after the cool-down: %+v", b)
+	}
+	rs := gates(t, s, tp, later)
+	if rs[0].Gate != GateProbe || rs[1].Gate != GateWait || !rs[1].At.Equal(clk.Now().Add(time.Second)) {
+		t.Fatalf("half-open: %+v, want one probe", rs)
+	}
+	if b := outcome(later[0], false); b.State != "open" || !b.Until.Equal(clk.Now().Add(20*time.Second)) {
+		t.Fatalf("a failed probe: %+v, want open for 20 s", b)
+	}
+	clk.Add(20 * time.Second)
+	if rs = gates(t, s, tp, later[1:]); rs[0].Gate != GateProbe || rs[1].Gate != GateWait {
+		t.Fatalf("half-open again: %+v", rs)
+	}
+	if b := outcome(later[1], true); b.State != "closed" {
+		t.Fatalf("a delivered probe: %+v", b)
+	}
+	if rs = gates(t, s, tp, later[2:]); rs[0].Gate != GateGo {
+		t.Fatalf("closed again: %+v", rs)
+	}
+}

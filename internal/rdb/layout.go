@@ -41,6 +41,7 @@ import (
 //	P:{f:<tenant>/<flow>}:pace  STRING when the flow's next delivery may go (ms; flowgate.lua)
 //	P:{f:<tenant>/<flow>}:resv  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> the time reserved for it
 //	P:{f:<tenant>/<flow>}:perm  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> when its permit lapses
+//	P:{f:<tenant>/<flow>}:brk   HASH  the flow's circuit breaker: st, f, c, u, p, pd (lua/breaker.lua)
 //	P:ready:{tenant/topic} LIST jobs claimed by a scanner-only process, for workers elsewhere
 //
 // A topic handle is a short base-36 number given to a tenant's topic name

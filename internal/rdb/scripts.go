@@ -54,6 +54,8 @@ var (
 	unholdSrc string
 	//go:embed lua/flowgate.lua
 	flowgateSrc string
+	//go:embed lua/breaker.lua
+	breakerSrc string
 	//go:embed lua/lease.lua
 	leaseSrc string
 
@@ -71,6 +73,7 @@ var (
 	schedrefillScript = newScript("schedrefill", schedrefillSrc)
 	unholdScript      = newScript("unhold", unholdSrc)
 	flowgateScript    = newScript("flowgate", flowgateSrc)
+	breakerScript     = newScript("breaker", breakerSrc)
 	leaseScript       = newScript("lease", leaseSrc)
 )
 
@@ -91,7 +94,7 @@ func newScript(name, body string) *script {
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
-	schedsetScript, scheddelScript, schedrefillScript, unholdScript, flowgateScript, leaseScript}
+	schedsetScript, scheddelScript, schedrefillScript, unholdScript, flowgateScript, breakerScript, leaseScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions

@@ -30,6 +30,8 @@ type topicRecord struct {
 	RatePeriodMS  int64             `json:"rate_period_ms,omitempty"`
 	Parallelism   int               `json:"parallelism,omitempty"`
 	FlowKey       string            `json:"flow_key,omitempty"`
+	BreakerFails  int               `json:"breaker_failures,omitempty"`
+	BreakerCoolMS int64             `json:"breaker_cooldown_ms,omitempty"`
 	CreatedMS     int64             `json:"created_ms"`
 	UpdatedMS     int64             `json:"updated_ms"`
 }
@@ -42,7 +44,8 @@ func encodeTopic(t kairos.Topic) ([]byte, error) {
 		TimeoutMS: t.Timeout.Milliseconds(), MaxAttempts: t.MaxAttempts,
 		BackoffInitMS: t.BackoffInitial.Milliseconds(), BackoffMaxMS: t.BackoffMax.Milliseconds(),
 		Concurrency: t.Concurrency, RateLimit: t.RateLimit, RatePeriodMS: t.RatePeriod.Milliseconds(),
-		Parallelism: t.Parallelism, FlowKey: t.FlowKey, CreatedMS: ms(t.CreatedAt), UpdatedMS: ms(t.UpdatedAt),
+		Parallelism: t.Parallelism, FlowKey: t.FlowKey, BreakerFails: t.BreakerFailures, BreakerCoolMS: t.BreakerCooldown.Milliseconds(),
+		CreatedMS: ms(t.CreatedAt), UpdatedMS: ms(t.UpdatedAt),
 	})
 }
 
@@ -58,7 +61,8 @@ func decodeTopic(field, raw string) (kairos.Topic, error) {
 		BackoffInitial: time.Duration(r.BackoffInitMS) * time.Millisecond,
 		BackoffMax:     time.Duration(r.BackoffMaxMS) * time.Millisecond,
 		Concurrency:    r.Concurrency, RateLimit: r.RateLimit, RatePeriod: time.Duration(r.RatePeriodMS) * time.Millisecond,
-		Parallelism: r.Parallelism, FlowKey: r.FlowKey, CreatedAt: fromMS(r.CreatedMS), UpdatedAt: fromMS(r.UpdatedMS),
+		Parallelism: r.Parallelism, FlowKey: r.FlowKey, BreakerFailures: r.BreakerFails,
+		BreakerCooldown: time.Duration(r.BreakerCoolMS) * time.Millisecond, CreatedAt: fromMS(r.CreatedMS), UpdatedAt: fromMS(r.UpdatedMS),
 	}, nil
 }
 

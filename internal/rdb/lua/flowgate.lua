@@ -3,11 +3,17 @@
 -- before firing, so the limits hold across processes.
 -- KEYS[1] the flow's pace (STRING: when its next delivery may go, ms),
 -- KEYS[2] its reservations (ZSET: job attempt -> its reserved time, ms),
--- KEYS[3] its permits (ZSET: job attempt -> when the permit lapses, ms)
+-- KEYS[3] its permits (ZSET: job attempt -> when the permit lapses, ms),
+-- KEYS[4] its circuit breaker (HASH, breaker.lua)
 -- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] the pace: ms
 -- between deliveries (period/limit, may be fractional; 0: no rate limit),
--- ARGV[3] parallelism (0: none), ARGV[4] a permit's lease (ms), then the
--- jobs' attempts, "<tenant>/<topic>/<id>#<attempt>", oldest due first.
+-- ARGV[3] parallelism (0: none), ARGV[4] a permit's (and a probe's) lease
+-- (ms), ARGV[5] 1 when the topic has a circuit breaker, then the jobs'
+-- attempts, "<tenant>/<topic>/<id>#<attempt>", oldest due first.
+-- Breaker: while it is open, every job waits until its cool-down ends;
+-- then (half-open) the first job to ask goes as the probe, and the others
+-- wait for its answer (asking again every second, or when the probe's
+-- lease lapses); breaker.lua closes or opens it again with the answer.
 -- Rate: the flow's pace hands out times one interval apart, first come
 -- first served, each once. A job gets the next free one: if it has come,
 -- the job goes; if not, the job reserves it and is given back to Redis to
@@ -20,8 +26,10 @@
 -- Store.Done (or lapsed with its lease); a job without one is tried again,
 -- keeping its reservation.
 -- Reply: for each job, code and time: 0 go now (with a permit when
--- parallelism is set), 1 wait until the time (reserved), 2 no permit free.
-local pace, resv, permits = KEYS[1], KEYS[2], KEYS[3]
+-- parallelism is set), 1 wait until the time (reserved, or the
+-- breaker's), 2 no permit free, 3 go now as the breaker's probe (without
+-- rate or permit).
+local pace, resv, permits, breaker = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = clock(ARGV[1])
 local interval, par, lease = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local free = 0
@@ -32,10 +40,28 @@ end
 local nextAt = tonumber(redis.call('GET', pace) or '0')
 local out = {}
 local reserved = false
-for i = 5, #ARGV do
+local bst, openUntil, probe, probeEnd = 'c', 0, false, 0
+if ARGV[5] == '1' then
+  local b = redis.call('HMGET', breaker, 'st', 'u', 'p', 'pd')
+  bst, openUntil, probe, probeEnd = b[1] or 'c', tonumber(b[2] or '0'), b[3], tonumber(b[4] or '0')
+  if bst == 'o' and now >= openUntil then
+    bst, probe = 'h', false -- cool-down over: a probe may go
+  elseif bst == 'h' and probe and now >= probeEnd then
+    probe = false -- the probe's process vanished: another may go
+  end
+end
+for i = 6, #ARGV do
   local m = ARGV[i]
   local code, at = 0, now
-  if par > 0 and free <= 0 then
+  if bst == 'o' then
+    code, at = 1, openUntil
+  elseif bst == 'h' and probe then
+    code, at = 1, math.min(now + 1000, probeEnd)
+  elseif bst == 'h' then
+    probe, probeEnd = m, now + lease
+    redis.call('HSET', breaker, 'st', 'h', 'p', m, 'pd', probeEnd)
+    code = 3
+  elseif par > 0 and free <= 0 then
     code = 2
   elseif interval > 0 then
     local slot = redis.call('ZSCORE', resv, m)

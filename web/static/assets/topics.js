@@ -41,6 +41,11 @@ function flow(t) {
   if (t.rate) parts.push(`${t.rate.limit} per ${t.rate.period}`);
   if (t.parallelism) parts.push(`${t.parallelism} in flight`);
   if (t.flow_key) parts.push(`shared as ${t.flow_key}`);
+  if (t.breaker) {
+    const b = t.breaker;
+    parts.push(`breaker ${b.state}` + (b.open_until ? ` until ${new Date(b.open_until).toLocaleTimeString()}` : '') +
+      ` (opens after ${b.failures} failures, ${b.cooldown})`);
+  }
   return parts.length ? parts.join(' · ') : 'no limits';
 }
 
@@ -74,6 +79,8 @@ async function open(t) {
   $('topic-rate-period').value = t?.rate ? t.rate.period : '';
   $('topic-parallelism').value = t?.parallelism || '';
   $('topic-flow-key').value = t?.flow_key || '';
+  $('topic-breaker').value = t?.breaker ? t.breaker.failures : '';
+  $('topic-breaker-cooldown').value = t?.breaker ? t.breaker.cooldown : '';
   $('topic-headers').value = Object.entries(t?.headers || {}).map(([k, v]) => `${k}: ${v}`).join('\n');
   showError($('topic-error'), null);
   $('topic-dialog').showModal();
@@ -108,6 +115,9 @@ async function save(e) {
       parallelism: int('topic-parallelism'),
       flow_key: str('topic-flow-key'),
     };
+    if (str('topic-breaker') || str('topic-breaker-cooldown')) {
+      body.breaker = { failures: int('topic-breaker'), cooldown: str('topic-breaker-cooldown') };
+    }
     if (str('topic-rate-limit') || str('topic-rate-period')) {
       body.rate = { limit: int('topic-rate-limit'), period: str('topic-rate-period') || '1s' };
     }

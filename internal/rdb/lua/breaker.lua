@@ -1,0 +1,47 @@
+-- breaker.lua: record an attempt's answer in its flow's circuit breaker
+-- (Store.Outcome). The breaker is a HASH: st (c closed, o open, h
+-- half-open), f (failed attempts in a row while closed), c (the current
+-- cool-down, ms), u (open until, ms), p and pd (the probe's attempt and
+-- when its lease lapses: flowgate.lua sends it).
+-- KEYS[1] the breaker
+-- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] 1 delivered, 0
+-- failed, ARGV[3] the attempt "<tenant>/<topic>/<id>#<attempt>", ARGV[4]
+-- failures in a row that open it, ARGV[5] its first cool-down (ms),
+-- ARGV[6] the longest cool-down (ms)
+-- A delivery closes it (whoever made it: the receiver answers). A failure
+-- while closed counts; the threshold-th in a row opens it for the first
+-- cool-down. The probe's failure opens it again for twice the last
+-- cool-down, at most the longest. Other failures while open or half-open
+-- (attempts started before it opened) change nothing.
+-- Reply: {state, open until (ms)}
+local b = KEYS[1]
+local now = clock(ARGV[1])
+local ok, m = ARGV[2] == '1', ARGV[3]
+local threshold, base, cap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local v = redis.call('HMGET', b, 'st', 'f', 'c', 'u', 'p')
+local st, f, cool, openUntil, probe = v[1] or 'c', tonumber(v[2] or '0'), tonumber(v[3] or '0'), tonumber(v[4] or '0'), v[5]
+if ok then
+  if st ~= 'c' or f > 0 then
+    redis.call('DEL', b)
+  end
+  return {'c', 0}
+end
+if st == 'c' then
+  f = f + 1
+  if f < threshold then
+    redis.call('HSET', b, 'st', 'c', 'f', f)
+    return {'c', 0}
+  end
+  openUntil = now + base
+  redis.call('HSET', b, 'st', 'o', 'f', 0, 'c', base, 'u', openUntil)
+  redis.call('HDEL', b, 'p', 'pd')
+  return {'o', openUntil}
+end
+if probe == m then -- the probe failed: open again, for longer
+  cool = math.min(math.max(cool, base) * 2, math.max(cap, base))
+  openUntil = now + cool
+  redis.call('HSET', b, 'st', 'o', 'c', cool, 'u', openUntil)
+  redis.call('HDEL', b, 'p', 'pd')
+  return {'o', openUntil}
+end
+return {st, openUntil}
