@@ -36,6 +36,12 @@ type occurrenceStats struct {
 	Dead      int64 `json:"dead"`
 }
 
+// breakerStats is the state of a topic's circuit breaker.
+type breakerStats struct {
+	State     string `json:"state"`
+	OpenUntil string `json:"open_until,omitempty"`
+}
+
 type topicStats struct {
 	Tenant      string                 `json:"tenant"`
 	Topic       string                 `json:"topic"`
@@ -43,6 +49,8 @@ type topicStats struct {
 	Occurrences occurrenceStats        `json:"occurrences"`
 	Ready       int64                  `json:"ready_list_length"`
 	Recent      recentStats            `json:"recent"`
+	Paused      bool                   `json:"paused"`
+	Breaker     *breakerStats          `json:"breaker,omitempty"`
 }
 
 type statsResponse struct {
@@ -87,7 +95,20 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		}
 		secs := float64(statsWindow * time.Minute / time.Second)
 		occ := counters.Occurrences
+		var brk *breakerStats
+		if t.BreakerFailures > 0 {
+			b, err := s.store.BreakerState(ctx, t)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			brk = &breakerStats{State: b.State}
+			if b.State == "open" {
+				brk.OpenUntil = formatTime(b.Until)
+			}
+		}
 		resp.Topics = append(resp.Topics, topicStats{Tenant: t.Tenant, Topic: t.Name, Counts: counters.States, Ready: ready[i],
+			Paused: t.Paused, Breaker: brk,
 			Occurrences: occurrenceStats{Fired: occ.Fired, Delivered: occ.Delivered, Dead: occ.Dead},
 			Recent: recentStats{Minutes: rec.Minutes, Delivered: rec.Delivered, Failed: rec.Failed, Dead: rec.Dead,
 				DeliveredPS: float64(rec.Delivered) / secs, FailedPS: float64(rec.Failed) / secs,

@@ -230,6 +230,14 @@ type TopicStats struct {
 	Occurrences     Occurrences `json:"occurrences"`
 	ReadyListLength int64       `json:"ready_list_length"`
 	Recent          Recent      `json:"recent"`
+	Paused          bool        `json:"paused"`
+	Breaker         *BreakerNow `json:"breaker,omitempty"` // when the topic has a circuit breaker
+}
+
+// BreakerNow is the state of a topic's circuit breaker in Stats.
+type BreakerNow struct {
+	State     string `json:"state"`
+	OpenUntil *Time  `json:"open_until,omitempty"`
 }
 
 // Occurrences count a topic's schedule occurrences since its first job;

@@ -213,6 +213,8 @@ var (
 	inflightDesc = prometheus.NewDesc("kairos_callbacks_in_flight", "Callbacks this process is firing now.", nil, nil)
 	upDesc       = prometheus.NewDesc("kairos_redis_up", "1 when the last scrape could read Redis.", nil, nil)
 	connsDesc    = prometheus.NewDesc("kairos_redis_connections", "Redis connections this process has open, by pool (main includes pub/sub and pipelines).", []string{"pool"}, nil)
+	pausedDesc   = prometheus.NewDesc("kairos_topic_paused", "1 while a topic is paused.", []string{"topic"}, nil)
+	breakerDesc  = prometheus.NewDesc("kairos_breaker_state", "A topic's circuit breaker: 0 closed, 1 half-open, 2 open (topics with a breaker only).", []string{"topic"}, nil)
 )
 
 func (c *redisCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -222,6 +224,8 @@ func (c *redisCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- inflightDesc
 	ch <- upDesc
 	ch <- connsDesc
+	ch <- pausedDesc
+	ch <- breakerDesc
 }
 
 func (c *redisCollector) Collect(ch chan<- prometheus.Metric) {
@@ -255,6 +259,23 @@ func (c *redisCollector) Collect(ch chan<- prometheus.Metric) {
 	for i, n := range lens {
 		t := topics[i]
 		ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, float64(n), t.Tenant+"/"+t.Name)
+	}
+	for _, t := range topics {
+		name := t.Tenant + "/" + t.Name
+		paused := 0.0
+		if t.Paused {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, name)
+		if t.BreakerFailures <= 0 {
+			continue
+		}
+		b, err := c.g.Store.BreakerState(ctx, t)
+		if err != nil {
+			up = 0
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(breakerDesc, prometheus.GaugeValue, map[string]float64{"closed": 0, "half-open": 1, "open": 2}[b.State], name)
 	}
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, up)
 }

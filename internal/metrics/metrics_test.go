@@ -181,6 +181,42 @@ func TestOccurrenceMetrics(t *testing.T) {
 	}
 }
 
+// A paused topic and a topic's open circuit breaker are gauges.
+func TestFlowControlMetrics(t *testing.T) {
+	ctx := context.Background()
+	store := rdb.New(testredis.Client(t), rdb.Options{Prefix: testredis.Prefix(t), Shards: 2, NewSecret: callback.NewSecret})
+	if err := store.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	partner := kairos.Topic{Tenant: "acme", Name: "partner", CallbackURL: "https://example.com", BreakerFailures: 1, BreakerCooldown: time.Minute}
+	for _, tp := range []kairos.Topic{partner, {Tenant: "acme", Name: "orders", CallbackURL: "https://example.com"}} {
+		if _, _, err := store.PutTopic(ctx, tp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := store.PauseTopic(ctx, "acme", "orders", true); err != nil {
+		t.Fatal(err)
+	}
+	m := New()
+	m.Watch(Gauges{Store: store})
+	if text := scrape(t, m); !strings.Contains(text, `kairos_breaker_state{topic="acme/partner"} 0`+"\n") {
+		t.Errorf("metrics lack the closed breaker:\n%s", text)
+	}
+	if _, err := store.Outcome(ctx, partner, kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "partner", ID: "j"}, Attempts: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	text := scrape(t, m)
+	for _, want := range []string{`kairos_breaker_state{topic="acme/partner"} 2`, `kairos_topic_paused{topic="acme/orders"} 1`,
+		`kairos_topic_paused{topic="acme/partner"} 0`} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if strings.Contains(text, `kairos_breaker_state{topic="acme/orders"}`) {
+		t.Error("a topic without a breaker has a breaker gauge")
+	}
+}
+
 // scrape returns m's metrics as a scraper reads them.
 func scrape(t *testing.T, m *Metrics) string {
 	t.Helper()
