@@ -22,21 +22,24 @@ type Config struct {
 	RedisCA      string // PEM file of the CA that signs the TLS Redis's certificate; empty: the system's roots
 	RedisCluster bool
 	WaitReplicas int
-	AuthSecret   string // env only
-	MetricsToken string // env only; when set, /metrics needs it as a bearer token
-	Tracing      bool   // env only: the standard OTEL_* variables name an OTLP endpoint (internal/tracing)
-	AllowPrivate bool
-	Prefix       string
-	Shards       int
-	Retention    time.Duration
-	Roles        map[string]bool
-	Grace        time.Duration
-	LockTTL      time.Duration
-	LeaseGrace   time.Duration
-	ReadyLease   time.Duration
-	MaxPayload   int64
-	LogFormat    string
-	LogLevel     string
+	// AllowEviction lets kairos run on a Redis whose maxmemory-policy is
+	// not noeviction (KAIROS_ALLOW_EVICTION): eviction deletes jobs.
+	AllowEviction bool
+	AuthSecret    string // env only
+	MetricsToken  string // env only; when set, /metrics needs it as a bearer token
+	Tracing       bool   // env only: the standard OTEL_* variables name an OTLP endpoint (internal/tracing)
+	AllowPrivate  bool
+	Prefix        string
+	Shards        int
+	Retention     time.Duration
+	Roles         map[string]bool
+	Grace         time.Duration
+	LockTTL       time.Duration
+	LeaseGrace    time.Duration
+	ReadyLease    time.Duration
+	MaxPayload    int64
+	LogFormat     string
+	LogLevel      string
 }
 
 var allRoles = []string{"api", "scanner", "worker"}
@@ -74,6 +77,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&c.RedisCA, "redis-ca", env("KAIROS_REDIS_CA", ""), "PEM file of the CA that signed a rediss:// Redis's certificate; default the system's roots (KAIROS_REDIS_CA)")
 	fs.BoolVar(&c.RedisCluster, "redis-cluster", envBool("KAIROS_REDIS_CLUSTER"), "KAIROS_REDIS_URL names Redis Cluster nodes, redis://host:port?addr=host2:port (KAIROS_REDIS_CLUSTER=1)")
 	fs.StringVar(&waitReplicas, "wait-replicas", env("KAIROS_WAIT_REPLICAS", "0"), "acknowledge a create only once this many replicas have it (Redis WAIT), so a failover cannot lose it (KAIROS_WAIT_REPLICAS)")
+	fs.BoolVar(&c.AllowEviction, "allow-eviction", envBool("KAIROS_ALLOW_EVICTION"), "run even when Redis's maxmemory-policy is not noeviction, although an evicting Redis silently deletes jobs (KAIROS_ALLOW_EVICTION=1)")
 	fs.BoolVar(&c.AllowPrivate, "allow-private-urls", envBool("KAIROS_ALLOW_PRIVATE_URLS"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS=1)")
 	fs.StringVar(&c.Prefix, "prefix", env("KAIROS_PREFIX", "kairos"), "Redis key prefix, so deployments can share a Redis (KAIROS_PREFIX)")
 	fs.StringVar(&shards, "shards", env("KAIROS_SHARDS", "16"), "Delay Bucket shards; fixed once jobs exist (KAIROS_SHARDS)")

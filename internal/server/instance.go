@@ -86,6 +86,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		closeRedis()
 		return nil, err
 	}
+	if err := checkEviction(ctx, cfg, store, log); err != nil {
+		closeRedis()
+		return nil, err
+	}
 	secret := cfg.AuthSecret
 	if secret == "" {
 		b := make([]byte, 32)

@@ -87,3 +87,32 @@ func initStore(ctx context.Context, cfg Config, store *rdb.Store, log *slog.Logg
 		}
 	}
 }
+
+// ErrEviction is returned by Start when Redis may evict keys: its
+// maxmemory-policy is not noeviction, so a full Redis would delete jobs
+// silently instead of refusing new ones.
+var ErrEviction = errors.New("redis may evict keys")
+
+// checkEviction refuses a Redis whose maxmemory-policy is not noeviction,
+// unless cfg allows it (then it warns). The embedded Redis has no policy.
+func checkEviction(ctx context.Context, cfg Config, store *rdb.Store, log *slog.Logger) error {
+	if cfg.RedisURL == "" {
+		return nil
+	}
+	policy, err := store.MaxmemoryPolicy(ctx)
+	if err != nil {
+		log.Warn("could not read Redis's maxmemory-policy; make sure it is noeviction", "err", err)
+		return nil
+	}
+	if policy == "" || policy == "noeviction" {
+		return nil
+	}
+	if cfg.AllowEviction {
+		log.Warn("Redis's maxmemory-policy is not noeviction: when Redis is full it DELETES JOBS silently (running anyway: KAIROS_ALLOW_EVICTION is set)",
+			"maxmemory_policy", policy)
+		return nil
+	}
+	return fmt.Errorf("%w: its maxmemory-policy is %s, so when it is full it deletes keys, and with them scheduled jobs, without a word. "+
+		"Set maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction): kairos then refuses new jobs "+
+		"while Redis is full (HTTP 507) and loses none. To run anyway, set KAIROS_ALLOW_EVICTION=1 (--allow-eviction)", ErrEviction, policy)
+}
