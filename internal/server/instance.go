@@ -148,10 +148,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		if worker != nil {
 			onTopic = worker.Refresh
 		}
-		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
+		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, RedisTimeout: cfg.RedisTimeout, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
 			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp})
 	} else {
-		h = opsHandler(store, metricsHandler)
+		h = opsHandler(store, metricsHandler, cfg.RedisTimeout)
 	}
 
 	stop := func() {

@@ -29,6 +29,7 @@ func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.Universa
 			return nil, nil, nil, fmt.Errorf("KAIROS_REDIS_URL: %w (want redis://[user:password@]host:port?addr=host2:port&addr=host3:port for a cluster)", urlErr(err))
 		}
 		trustCA(opt.TLSConfig, roots)
+		opt.ContextTimeoutEnabled = true
 		bopt := *opt
 		mainPool.set(&opt.ClientName, &opt.PoolSize, &opt.MaxIdleConns)
 		blockingPool.set(&bopt.ClientName, &bopt.PoolSize, &bopt.MaxIdleConns)
@@ -51,6 +52,10 @@ func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.Universa
 			"NOTHING PERSISTS: every job is lost when this process stops. Set KAIROS_REDIS_URL for real use.")
 		opt, closeEmbedded = &redis.Options{Addr: m.Addr()}, m.Close
 	}
+	// Calls end at their context's deadline, not only at the read timeout:
+	// an API request bounded by KAIROS_REDIS_TIMEOUT answers 503 in time
+	// when Redis is frozen or partitioned away.
+	opt.ContextTimeoutEnabled = true
 	bopt := *opt
 	mainPool.set(&opt.ClientName, &opt.PoolSize, &opt.MaxIdleConns)
 	blockingPool.set(&bopt.ClientName, &bopt.PoolSize, &bopt.MaxIdleConns)
