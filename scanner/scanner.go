@@ -60,6 +60,18 @@ type Scanner struct {
 
 	mu   sync.Mutex
 	held map[int]*shard
+	// lost holds, by shard, the token of a claim whose reply was lost (a
+	// timeout, a dropped connection): its jobs may be claimed, and are
+	// recovered by repeating it (rdb.Store.ClaimDueOnce), by the shard's
+	// next pass here or, when this instance no longer holds the shard,
+	// by recoverLost.
+	lost map[int]lostClaim
+}
+
+// lostClaim is a claim whose reply was lost.
+type lostClaim struct {
+	tok   rdb.ClaimToken
+	since time.Time
 }
 
 type shard struct {
@@ -123,7 +135,7 @@ func New(store *rdb.Store, rs *redsync.Redsync, cfg Config) *Scanner {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
 	return &Scanner{store: store, rs: rs, cfg: cfg, log: cfg.Logger.With("component", "scanner", "instance", cfg.ID), held: map[int]*shard{},
-		tracer: cfg.Tracer.Tracer(tracing.Scope)}
+		lost: map[int]lostClaim{}, tracer: cfg.Tracer.Tracer(tracing.Scope)}
 }
 
 // Held returns the shards this instance holds now.
@@ -147,10 +159,13 @@ func (s *Scanner) Run(ctx context.Context) error {
 	tick := time.NewTicker(s.cfg.LockTTL / 2)
 	defer tick.Stop()
 	lastSync := time.Now()
+	var recoverWG sync.WaitGroup
+	recoverWG.Go(func() { s.recoverLost(ctx) })
 	s.balance(ctx)
 	for {
 		select {
 		case <-ctx.Done():
+			recoverWG.Wait()
 			s.stop()
 			return nil
 		case w, ok := <-wakes:
@@ -374,10 +389,20 @@ func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
 			now := s.store.Now()
 			return rdb.Claim{Now: now, Next: now.Add(s.ahead(n) + fullRetry)}, nil
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		began := time.Now()
-		c, err := s.store.ClaimDue(cctx, n, want, s.ahead(n), s.cfg.LeaseTimeout())
+		l, ok := s.takeLost(n)
+		if !ok {
+			l = lostClaim{tok: rdb.NewClaimToken(), since: began}
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		c, err := s.store.ClaimDueOnce(cctx, l.tok, n, want, s.ahead(n), s.cfg.LeaseTimeout())
 		cancel()
+		if err != nil && c.Now.IsZero() {
+			l.tok.Repeat = true // no reply: the call may have claimed jobs
+			s.putLost(n, l)
+		} else if l.tok.Repeat {
+			s.logRecovered(n, len(c.Jobs))
+		}
 		if len(c.Jobs) > 0 {
 			s.traceClaim(ctx, n, began, c.Jobs)
 			s.log.Debug("claimed", "shard", n, "jobs", len(c.Jobs))
@@ -392,6 +417,91 @@ func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
 		limit = s.cfg.Batch
 	}
 }
+
+// takeLost takes shard n's lost claim, if any, to be repeated.
+func (s *Scanner) takeLost(n int) (lostClaim, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.lost[n]
+	delete(s.lost, n)
+	return l, ok
+}
+
+// putLost records (or puts back) a claim of shard n whose reply was lost.
+func (s *Scanner) putLost(n int, l lostClaim) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lost[n] = l
+}
+
+// recoverLost repeats, until Redis answers, the lost claims of shards this
+// instance no longer holds (it lost their locks while Redis was away), and
+// dispatches the jobs they had claimed; a shard still held repeats its own
+// in its next pass. Repeats claim nothing new (limit 0), so they need no
+// lock. A claim still unanswered after lostGiveUp is given up: its jobs
+// wait for their leases.
+func (s *Scanner) recoverLost(ctx context.Context) {
+	tick := time.NewTicker(lostRetry)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.mu.Lock()
+			if len(s.lost) > 0 {
+				s.log.Warn("stopping with claims whose replies were lost: their jobs are handed out again when their leases lapse", "claims", len(s.lost))
+			}
+			s.mu.Unlock()
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		var todo []int
+		for n, l := range s.lost {
+			if s.held[n] != nil {
+				continue
+			}
+			if time.Since(l.since) > lostGiveUp {
+				s.log.Warn("giving up a claim whose reply was lost: its jobs are handed out again when their leases lapse", "shard", n)
+				delete(s.lost, n)
+				continue
+			}
+			todo = append(todo, n)
+		}
+		s.mu.Unlock()
+		for _, n := range todo {
+			l, ok := s.takeLost(n)
+			if !ok {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			c, err := s.store.ClaimDueOnce(cctx, l.tok, n, 0, 0, s.cfg.LeaseTimeout())
+			cancel()
+			if err != nil && c.Now.IsZero() {
+				s.putLost(n, l)
+				continue
+			}
+			s.logRecovered(n, len(c.Jobs))
+			if len(c.Jobs) > 0 {
+				s.cfg.Dispatch(context.WithoutCancel(ctx), c.Jobs)
+			}
+		}
+	}
+}
+
+func (s *Scanner) logRecovered(n, jobs int) {
+	level := slog.LevelDebug // the lost call claimed nothing
+	if jobs > 0 {
+		level = slog.LevelInfo
+	}
+	s.log.Log(context.Background(), level, "recovered the jobs of a claim whose reply was lost", "shard", n, "jobs", jobs)
+}
+
+// lostRetry is how often a lost claim of a shard not held is repeated;
+// lostGiveUp how long it is repeated.
+const (
+	lostRetry  = 250 * time.Millisecond
+	lostGiveUp = 10 * time.Minute
+)
 
 // ahead is how long before their due time shard n's jobs are claimed: Ahead,
 // plus a phase that spreads the shards' claims evenly over the wheel's
