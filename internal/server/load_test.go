@@ -70,10 +70,19 @@ func (l *faultLoad) run(rate int, d time.Duration) {
 			return
 		}
 		n := l.seq.Add(1)
+		l.mu.Lock()
 		ti := l.targets[int(n)%len(l.targets)]
+		l.mu.Unlock()
 		id := "j" + strconv.FormatInt(n, 10)
 		l.wg.Go(func() { l.create(ti, id) })
 	}
+}
+
+// setTarget replaces target i (a restarted process).
+func (l *faultLoad) setTarget(i int, ti *testInstance) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.targets[i] = ti
 }
 
 func (l *faultLoad) create(ti *testInstance, id string) {
@@ -96,7 +105,9 @@ func (l *faultLoad) create(ti *testInstance, id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.statuses[status]++
-	l.stalls = append(l.stalls, stall{at: start, dur: dur})
+	if status != 0 { // not a process killed meanwhile
+		l.stalls = append(l.stalls, stall{at: start, dur: dur})
+	}
 	if status >= 200 && status < 300 {
 		l.created[id] = true
 	}
