@@ -60,16 +60,17 @@ type Scanner struct {
 
 	mu   sync.Mutex
 	held map[int]*shard
-	// lost holds, by shard, the token of a claim whose reply was lost (a
-	// timeout, a dropped connection): its jobs may be claimed, and are
-	// recovered by repeating it (rdb.Store.ClaimDueOnce), by the shard's
-	// next pass here or, when this instance no longer holds the shard,
-	// by recoverLost.
-	lost map[int]lostClaim
+	// lost holds, by token, the claims whose reply was lost (a timeout, a
+	// dropped connection): their jobs may be claimed, and are recovered by
+	// repeating them (rdb.Store.ClaimDueOnce), by the shard's next pass
+	// here or, when this instance no longer holds the shard, by
+	// recoverLost.
+	lost map[string]lostClaim
 }
 
-// lostClaim is a claim whose reply was lost.
+// lostClaim is a claim of a shard whose reply was lost.
 type lostClaim struct {
+	shard int
 	tok   rdb.ClaimToken
 	since time.Time
 }
@@ -135,7 +136,7 @@ func New(store *rdb.Store, rs *redsync.Redsync, cfg Config) *Scanner {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
 	return &Scanner{store: store, rs: rs, cfg: cfg, log: cfg.Logger.With("component", "scanner", "instance", cfg.ID), held: map[int]*shard{},
-		lost: map[int]lostClaim{}, tracer: cfg.Tracer.Tracer(tracing.Scope)}
+		lost: map[string]lostClaim{}, tracer: cfg.Tracer.Tracer(tracing.Scope)}
 }
 
 // Held returns the shards this instance holds now.
@@ -392,14 +393,14 @@ func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
 		began := time.Now()
 		l, ok := s.takeLost(n)
 		if !ok {
-			l = lostClaim{tok: rdb.NewClaimToken(), since: began}
+			l = lostClaim{shard: n, tok: rdb.NewClaimToken(), since: began}
 		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		c, err := s.store.ClaimDueOnce(cctx, l.tok, n, want, s.ahead(n), s.cfg.LeaseTimeout())
 		cancel()
 		if err != nil && c.Now.IsZero() {
 			l.tok.Repeat = true // no reply: the call may have claimed jobs
-			s.putLost(n, l)
+			s.putLost(l)
 		} else if l.tok.Repeat {
 			s.logRecovered(n, len(c.Jobs))
 		}
@@ -418,20 +419,24 @@ func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
 	}
 }
 
-// takeLost takes shard n's lost claim, if any, to be repeated.
+// takeLost takes a lost claim of shard n, if any, to be repeated.
 func (s *Scanner) takeLost(n int) (lostClaim, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l, ok := s.lost[n]
-	delete(s.lost, n)
-	return l, ok
+	for id, l := range s.lost {
+		if l.shard == n {
+			delete(s.lost, id)
+			return l, true
+		}
+	}
+	return lostClaim{}, false
 }
 
-// putLost records (or puts back) a claim of shard n whose reply was lost.
-func (s *Scanner) putLost(n int, l lostClaim) {
+// putLost records (or puts back) a claim whose reply was lost.
+func (s *Scanner) putLost(l lostClaim) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lost[n] = l
+	s.lost[l.tok.ID] = l
 }
 
 // recoverLost repeats, until Redis answers, the lost claims of shards this
@@ -455,32 +460,28 @@ func (s *Scanner) recoverLost(ctx context.Context) {
 		case <-tick.C:
 		}
 		s.mu.Lock()
-		var todo []int
-		for n, l := range s.lost {
-			if s.held[n] != nil {
+		var todo []lostClaim
+		for id, l := range s.lost {
+			if s.held[l.shard] != nil {
 				continue
 			}
+			delete(s.lost, id) // taken
 			if time.Since(l.since) > lostGiveUp {
-				s.log.Warn("giving up a claim whose reply was lost: its jobs are handed out again when their leases lapse", "shard", n)
-				delete(s.lost, n)
+				s.log.Warn("giving up a claim whose reply was lost: its jobs are handed out again when their leases lapse", "shard", l.shard)
 				continue
 			}
-			todo = append(todo, n)
+			todo = append(todo, l)
 		}
 		s.mu.Unlock()
-		for _, n := range todo {
-			l, ok := s.takeLost(n)
-			if !ok {
-				continue
-			}
+		for _, l := range todo {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			c, err := s.store.ClaimDueOnce(cctx, l.tok, n, 0, 0, s.cfg.LeaseTimeout())
+			c, err := s.store.ClaimDueOnce(cctx, l.tok, l.shard, 0, 0, s.cfg.LeaseTimeout())
 			cancel()
 			if err != nil && c.Now.IsZero() {
-				s.putLost(n, l)
+				s.putLost(l)
 				continue
 			}
-			s.logRecovered(n, len(c.Jobs))
+			s.logRecovered(l.shard, len(c.Jobs))
 			if len(c.Jobs) > 0 {
 				s.cfg.Dispatch(context.WithoutCancel(ctx), c.Jobs)
 			}

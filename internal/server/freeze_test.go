@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,11 @@ func TestRedisFrozen(t *testing.T) {
 	l.wait(60 * time.Second)
 	r := l.figures(freeze, thaw)
 	t.Logf("frozen 10 s: %s", r)
+	ms := make([]string, len(r.lateAfter))
+	for i, d := range r.lateAfter {
+		ms[i] = strconv.FormatInt(d.Milliseconds(), 10)
+	}
+	t.Logf("each job due while Redis was frozen fired this many ms after it answered again: %s", strings.Join(ms, " "))
 	checkReport(t, r, ready)
 }
 
