@@ -37,7 +37,7 @@ type Config struct {
 	Metrics http.Handler
 	// RedisTimeout bounds the Redis work of each request: past it the
 	// request answers 503 rather than hang on a frozen or partitioned Redis
-	// (the Redis client must honour context deadlines). Default 1.5s.
+	// (the Redis client must honour context deadlines). Default 1s.
 	RedisTimeout time.Duration
 	// Tracer traces creates (internal/tracing); nil does not trace, and
 	// jobs still keep the trace context their create request carried.
@@ -45,7 +45,7 @@ type Config struct {
 }
 
 // DefaultRedisTimeout is the default of Config.RedisTimeout.
-const DefaultRedisTimeout = 1500 * time.Millisecond
+const DefaultRedisTimeout = time.Second
 
 // DefaultMaxPayload is the default payload limit.
 const DefaultMaxPayload = 256 << 10

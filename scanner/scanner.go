@@ -81,6 +81,9 @@ type shard struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	wake   chan struct{} // signals that wakeAt holds a wake-up
+	// extended is when the lock was last taken or extended (balance's
+	// goroutine only).
+	extended time.Time
 
 	wakeMu sync.Mutex
 	wakeAt time.Time // the earliest wake-up not yet taken by the loop
@@ -175,7 +178,11 @@ func (s *Scanner) Run(ctx context.Context) error {
 				continue
 			}
 			s.mu.Lock()
-			if sh := s.held[w.Shard]; sh != nil {
+			if w.All { // wake-ups may have been lost: every shard claims now
+				for _, sh := range s.held {
+					sh.notify(s.store.Now())
+				}
+			} else if sh := s.held[w.Shard]; sh != nil {
 				at := w.At // outcomes: apply by then
 				if !w.Outcomes {
 					at = at.Add(-s.ahead(sh.n)) // a slot: claim it ahead
@@ -206,10 +213,19 @@ func (s *Scanner) balance(ctx context.Context) {
 	}
 	s.mu.Unlock()
 	for _, sh := range held {
-		if ok, err := sh.mutex.ExtendContext(ctx); !ok || err != nil {
-			if ctx.Err() != nil {
-				return
-			}
+		ok, err := sh.mutex.ExtendContext(ctx)
+		switch {
+		case ok && err == nil:
+			sh.extended = time.Now()
+		case ctx.Err() != nil:
+			return
+		case unanswered(err) && time.Since(sh.extended) < s.cfg.LockTTL*3/4:
+			// Redis did not answer (a reset connection, a partition): the
+			// lock is still this instance's until its TTL, so the shard
+			// keeps being scanned and the next round extends it. Dropping
+			// it would leave it unscanned until the lock expired.
+			s.log.Warn("extend shard lock; keeping the shard while the lock lasts", "shard", sh.n, "err", err)
+		default:
 			s.log.Warn("lost shard lock", "shard", sh.n, "err", err)
 			s.drop(sh, false)
 		}
@@ -276,7 +292,7 @@ func (s *Scanner) balance(ctx context.Context) {
 
 func (s *Scanner) take(ctx context.Context, n int, m *redsync.Mutex) {
 	sctx, cancel := context.WithCancel(ctx)
-	sh := &shard{n: n, mutex: m, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	sh := &shard{n: n, mutex: m, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), extended: time.Now()}
 	s.mu.Lock()
 	s.held[n] = sh
 	count := len(s.held)
@@ -417,6 +433,14 @@ func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
 		}
 		limit = s.cfg.Batch
 	}
+}
+
+// unanswered reports whether a lock call failed because Redis did not
+// answer, rather than because another instance holds the lock.
+func unanswered(err error) bool {
+	var taken *redsync.ErrTaken
+	var re *redsync.RedisError
+	return !errors.As(err, &taken) && errors.As(err, &re)
 }
 
 // takeLost takes a lost claim of shard n, if any, to be repeated.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/kairos-sh/kairos"
 )
 
@@ -174,11 +176,14 @@ func (s *Store) scriptNow() any {
 
 // Wake is a scanner wake-up: shard has a wheel slot to process at At (a
 // claim ahead of it takes its jobs), or, with Outcomes, outcomes that a
-// claim should apply by At.
+// claim should apply by At. With All, every shard should claim now: the
+// wake-up connection was re-established, and wake-ups published while it
+// was down are lost.
 type Wake struct {
 	Shard    int
 	At       time.Time
 	Outcomes bool
+	All      bool
 }
 
 // SubscribeWake delivers wake-ups on the returned channel until ctx ends.
@@ -188,17 +193,29 @@ func (s *Store) SubscribeWake(ctx context.Context) <-chan Wake {
 	go func() {
 		defer close(out)
 		defer ps.Close()
-		ch := ps.Channel()
+		ch := ps.ChannelWithSubscriptions()
+		subscribed := false
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case m, ok := <-ch:
+			case v, ok := <-ch:
 				if !ok {
 					return
 				}
-				w, ok := parseWake(m.Payload)
-				if !ok {
+				var w Wake
+				switch m := v.(type) {
+				case *redis.Subscription: // (re)subscribed
+					if !subscribed {
+						subscribed = true
+						continue
+					}
+					w = Wake{All: true}
+				case *redis.Message:
+					if w, ok = parseWake(m.Payload); !ok {
+						continue
+					}
+				default:
 					continue
 				}
 				select {

@@ -66,7 +66,7 @@ func TestChaos(t *testing.T) {
 			f.length = time.Duration(5+rand.IntN(16)) * time.Second
 			f.inject(t, proxy, targets[0])
 			faults[f.name]++
-			t.Logf("%s for %v", f.name, time.Since(began).Round(time.Second))
+			t.Logf("%v: %s for %v", began.Sub(l.began).Round(time.Second), f.name, time.Since(began).Round(time.Second))
 		case k == len(netFaults):
 			if err := srv.Freeze(); err != nil {
 				t.Fatal(err)
@@ -76,7 +76,7 @@ func TestChaos(t *testing.T) {
 				t.Fatal(err)
 			}
 			faults["freeze"]++
-			t.Logf("redis-server frozen for %v", time.Since(began).Round(time.Second))
+			t.Logf("%v: redis-server frozen for %v", began.Sub(l.began).Round(time.Second), time.Since(began).Round(time.Second))
 		default:
 			i := rand.IntN(len(procs))
 			procs[i].Signal(syscall.SIGKILL)
@@ -86,15 +86,15 @@ func TestChaos(t *testing.T) {
 			l.setTarget(i, ti)
 			targets[i] = ti
 			kills++
-			t.Logf("SIGKILLed kairos process %d, started again %v later", i, time.Since(began).Round(time.Second))
+			t.Logf("%v: SIGKILLed kairos process %d, started again %v later", began.Sub(l.began).Round(time.Second), i, time.Since(began).Round(time.Second))
 		}
 	}
 	<-done
 	l.wait(3 * time.Minute)
 	r := l.figures(end, end) // no fault window: every duplicate is counted
 	t.Logf("chaos for %v: faults %v, SIGKILLs %d", dur, faults, kills)
-	t.Logf("created %d, delivered %d, lost %d, duplicated %d, longest API stall %v, answers by status %v",
-		r.created, r.delivered, r.lost, r.duplicated, r.longest.Round(time.Millisecond), r.statuses)
+	t.Logf("created %d, delivered %d, lost %d, duplicated %d, longest API stall %v, answers by status %v; answers over 2 s (sent at): %v",
+		r.created, r.delivered, r.lost, r.duplicated, r.longest.Round(time.Millisecond), r.statuses, r.slow)
 	if r.lost > 0 {
 		t.Errorf("%d jobs answered 2xx were lost", r.lost)
 	}

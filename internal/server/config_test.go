@@ -15,7 +15,7 @@ func TestParseConfig(t *testing.T) {
 	defaults := Config{Addr: "127.0.0.1:8080", Prefix: "kairos", Shards: 16, Retention: 24 * time.Hour,
 		Roles: map[string]bool{"api": true, "scanner": true, "worker": true}, Grace: 30 * time.Second,
 		LockTTL: 10 * time.Second, LeaseGrace: 5 * time.Second, ReadyLease: 10 * time.Second, MaxPayload: 256 << 10, LogFormat: "text", LogLevel: "info",
-		RedisTimeout: 1500 * time.Millisecond}
+		RedisTimeout: time.Second}
 	tests := []struct {
 		name    string
 		args    []string

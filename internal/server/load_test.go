@@ -31,6 +31,7 @@ type faultLoad struct {
 	hits     map[string][]time.Time // callbacks by job id
 	due      map[string]time.Time   // Kairos-Scheduled-At by job id
 	stalls   []stall                // every API answer's duration
+	began    time.Time              // when run started
 	seq      atomic.Int64
 	wg       sync.WaitGroup
 }
@@ -64,6 +65,9 @@ func newFaultLoad(t *testing.T, targets ...*testInstance) *faultLoad {
 func (l *faultLoad) run(rate int, d time.Duration) {
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
+	l.mu.Lock()
+	l.began = time.Now()
+	l.mu.Unlock()
 	end := time.Now().Add(d)
 	for now := range tick.C {
 		if now.After(end) {
@@ -145,6 +149,7 @@ type report struct {
 	created, delivered, lost, duplicated, inFlightDups int
 	statuses                                           map[int]int
 	longest                                            time.Duration // longest API answer
+	slow                                               []string      // answers over 2 s: when sent (since the load began) and how long
 	lateAfter                                          []time.Duration
 }
 
@@ -180,6 +185,9 @@ func (l *faultLoad) figures(faultStart, faultEnd time.Time) report {
 	}
 	for _, s := range l.stalls {
 		r.longest = max(r.longest, s.dur)
+		if s.dur > 2*time.Second {
+			r.slow = append(r.slow, fmt.Sprintf("%v: %v", s.at.Sub(l.began).Round(100*time.Millisecond), s.dur.Round(time.Millisecond)))
+		}
 	}
 	slices.Sort(r.lateAfter)
 	return r
@@ -191,6 +199,6 @@ func (r report) String() string {
 		late = fmt.Sprintf("%d jobs, p50 %v, max %v", n, r.lateAfter[n/2].Round(time.Millisecond), r.lateAfter[n-1].Round(time.Millisecond))
 	}
 	return fmt.Sprintf("created (2xx) %d, delivered %d, lost %d, duplicated %d (%d in flight during the fault), answers by status %v, "+
-		"longest API answer %v; jobs due during the fault fired after it by: %s",
-		r.created, r.delivered, r.lost, r.duplicated, r.inFlightDups, r.statuses, r.longest.Round(time.Millisecond), late)
+		"longest API answer %v (over 2 s, sent at: %v); jobs due during the fault fired after it by: %s",
+		r.created, r.delivered, r.lost, r.duplicated, r.inFlightDups, r.statuses, r.longest.Round(time.Millisecond), r.slow, late)
 }
