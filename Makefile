@@ -1,7 +1,7 @@
 # kairos: `make run` tries it out on an embedded Redis; `make test` runs every test.
 GO ?= go
 
-.PHONY: run test test-deps vet build fuzz soak
+.PHONY: run test test-deps vet build fuzz soak chaos
 
 run:
 	$(GO) run ./cmd/kairos serve
@@ -35,3 +35,11 @@ fuzz:
 SOAK ?= 10m
 soak: test-deps
 	KAIROS_SOAK_DURATION=$(SOAK) $(GO) test -count=1 -run '^TestSoak$$' -timeout 30m -v ./e2e
+
+# Chaos: a random schedule of network faults (toxiproxy), Redis freezes and
+# SIGKILLs of kairos processes for CHAOS (default 10m) under load, reporting
+# jobs created/delivered/lost/duplicated and the longest API stall. The
+# normal suite runs each fault on its own (TestNetworkFaults, TestRedisFrozen).
+CHAOS ?= 10m
+chaos: test-deps
+	KAIROS_CHAOS_DURATION=$(CHAOS) $(GO) test -count=1 -run '^TestChaos$$' -timeout 30m -v ./internal/server

@@ -61,7 +61,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="kairos"`)
 	}
-	if p.Status == http.StatusServiceUnavailable {
+	if p.Status == http.StatusServiceUnavailable || p.Status == http.StatusInsufficientStorage {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSONType(w, p.Status, "application/problem+json", p)
@@ -99,6 +99,11 @@ func (s *Server) problem(r *http.Request, err error) Problem {
 	case errors.Is(err, rdb.ErrNotReplicated):
 		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, problemBase+"unavailable", "Service Unavailable"
 		p.Detail = "the job was stored but its Redis replicas did not confirm it in time, so a failover now could lose it; retry the request (with the same job id it replaces the job)"
+	case rdb.IsOutOfMemory(err):
+		p.Status, p.Type, p.Title = http.StatusInsufficientStorage, problemBase+"out-of-memory", "Insufficient Storage"
+		p.Detail = "the job store (Redis) is out of memory (maxmemory reached): nothing was stored; deliveries and cancels go on, " +
+			"and new jobs are accepted again once memory is freed"
+		s.log.Warn("redis out of memory", "method", r.Method, "path", r.URL.Path, "err", err)
 	case isUnavailable(err):
 		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, problemBase+"unavailable", "Service Unavailable"
 		p.Detail = "the job store (Redis) is unreachable; retry shortly"

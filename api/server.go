@@ -35,12 +35,19 @@ type Config struct {
 	// GET /metrics. Either may be nil, and its routes then answer 404.
 	Page    http.Handler
 	Metrics http.Handler
+	// RedisTimeout bounds the Redis work of each request: past it the
+	// request answers 503 rather than hang on a frozen or partitioned Redis
+	// (the Redis client must honour context deadlines). Default 1s.
+	RedisTimeout time.Duration
 	// Tracer traces creates (internal/tracing); nil does not trace, and
 	// jobs still keep the trace context their create request carried.
 	Tracer trace.TracerProvider
 	// Tick serves POST /v1/tick; nil answers 404.
 	Tick TickFunc
 }
+
+// DefaultRedisTimeout is the default of Config.RedisTimeout.
+const DefaultRedisTimeout = time.Second
 
 // DefaultMaxPayload is the default payload limit.
 const DefaultMaxPayload = 256 << 10
@@ -62,6 +69,9 @@ func New(store *rdb.Store, a *auth.Authenticator, cfg Config) http.Handler {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RedisTimeout <= 0 {
+		cfg.RedisTimeout = DefaultRedisTimeout
 	}
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
@@ -89,7 +99,7 @@ func (s *Server) routes() chi.Router {
 		w.Write(kairos.OpenAPI)
 	})
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.authenticate)
+		r.Use(s.bounded, s.authenticate)
 		r.Get("/topics", s.listTopics)
 		r.Route("/topics/{topic}", func(r chi.Router) {
 			r.Put("/", s.putTopic)
@@ -136,13 +146,24 @@ func (s *Server) mounted(h http.Handler, what string) http.HandlerFunc {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RedisTimeout)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
 		s.writeError(w, r, errorf(http.StatusServiceUnavailable, "Redis is unreachable: "+err.Error()))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// bounded gives a request at most RedisTimeout for its Redis work: a
+// frozen or partitioned Redis makes it answer 503 (its context's deadline
+// passed) instead of hanging.
+func (s *Server) bounded(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RedisTimeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // recoverer turns a handler panic into a 500 problem and one log line.

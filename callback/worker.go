@@ -324,9 +324,7 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 		retryAt = w.q.Now().Add(wait)
 	}
 	endAttempt(span, res, ok, dead)
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	state, err := w.q.Finish(fctx, j.JobKey, a, ok, dead, retryAt)
+	state, err := w.finish(ctx, j, a, ok, dead, retryAt)
 	log := w.log.With("tenant", j.Tenant, "topic", j.Topic, "job_id", j.ID, "attempt", j.Attempts)
 	switch {
 	case err != nil:
@@ -344,6 +342,37 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 		w.cfg.OnAttempt(Event{Job: j, Attempt: a, State: state, Lateness: start.Sub(DueAt(j))})
 	}
 }
+
+// finish records an attempt's outcome, trying again while Redis does not
+// answer (a partition, a frozen Redis), for up to finishPatience or until
+// ctx ends: an outcome not recorded leaves the job to its lease, and a
+// second delivery. Recording an outcome twice is harmless: the store
+// applies an attempt's outcome once.
+func (w *Worker) finish(ctx context.Context, j kairos.Job, a kairos.Attempt, ok, dead bool, retryAt time.Time) (kairos.State, error) {
+	give := time.Now().Add(finishPatience)
+	wait := 100 * time.Millisecond
+	for {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		state, err := w.q.Finish(fctx, j.JobKey, a, ok, dead, retryAt)
+		cancel()
+		if err == nil || time.Now().Add(wait).After(give) {
+			return state, err
+		}
+		w.log.Debug("record attempt; trying again", "job_id", j.ID, "attempt", j.Attempts, "err", err)
+		select {
+		case <-ctx.Done():
+			return state, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// finishPatience is how long a worker tries to record an outcome: about a
+// default lease past the callback (KAIROS_READY_LEASE plus
+// KAIROS_LEASE_GRACE); an outcome recorded after its job's lease lapsed is
+// stale and changes nothing.
+const finishPatience = 20 * time.Second
 
 // failure says why an attempt that did not deliver failed, for its attempt log.
 func failure(res Result) string {

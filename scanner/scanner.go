@@ -68,6 +68,19 @@ type Scanner struct {
 	held    map[int]*shard
 	renewed time.Time      // when the lease was last renewed (local clock, taken before the call)
 	view    *rdb.LeaseView // as the last renewal read it
+	// lost holds, by token, the claims whose reply was lost (a timeout, a
+	// dropped connection): their jobs may be claimed, and are recovered by
+	// repeating them (rdb.Store.ClaimDueOnce), by the shard's next pass
+	// here or, when this instance no longer holds the shard, by
+	// recoverLost.
+	lost map[string]lostClaim
+}
+
+// lostClaim is a claim of a shard whose reply was lost.
+type lostClaim struct {
+	shard int
+	tok   rdb.ClaimToken
+	since time.Time
 }
 
 type shard struct {
@@ -75,6 +88,9 @@ type shard struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	wake   chan struct{} // signals that wakeAt holds a wake-up
+	// extended is when the lock was last taken or extended (balance's
+	// goroutine only).
+	extended time.Time
 
 	wakeMu sync.Mutex
 	wakeAt time.Time // the earliest wake-up not yet taken by the loop
@@ -132,7 +148,7 @@ func New(store *rdb.Store, cfg Config) *Scanner {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
 	return &Scanner{store: store, cfg: cfg, log: cfg.Logger.With("component", "scanner", "instance", cfg.ID), held: map[int]*shard{},
-		tracer: cfg.Tracer.Tracer(tracing.Scope)}
+		lost: map[string]lostClaim{}, tracer: cfg.Tracer.Tracer(tracing.Scope)}
 }
 
 // Held returns the shards this instance holds now.
@@ -160,9 +176,12 @@ func (s *Scanner) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	lastSync := time.Now()
+	var recoverWG sync.WaitGroup
+	recoverWG.Go(func() { s.recoverLost(ctx) })
 	for {
 		select {
 		case <-ctx.Done():
+			recoverWG.Wait()
 			s.stop()
 			return nil
 		case w, ok := <-wakes:
@@ -518,10 +537,20 @@ func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
 			now := s.store.Now()
 			return rdb.Claim{Now: now, Next: now.Add(s.ahead(n) + fullRetry)}, nil
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		began := time.Now()
-		c, err := s.store.ClaimDue(cctx, n, want, s.ahead(n), s.cfg.LeaseTimeout())
+		l, ok := s.takeLost(n)
+		if !ok {
+			l = lostClaim{shard: n, tok: rdb.NewClaimToken(), since: began}
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		c, err := s.store.ClaimDueOnce(cctx, l.tok, n, want, s.ahead(n), s.cfg.LeaseTimeout())
 		cancel()
+		if err != nil && c.Now.IsZero() {
+			l.tok.Repeat = true // no reply: the call may have claimed jobs
+			s.putLost(l)
+		} else if l.tok.Repeat {
+			s.logRecovered(n, len(c.Jobs))
+		}
 		if len(c.Jobs) > 0 {
 			s.traceClaim(ctx, n, began, c.Jobs)
 			s.log.Debug("claimed", "shard", n, "jobs", len(c.Jobs))
@@ -536,6 +565,91 @@ func (s *Scanner) pass(ctx context.Context, n int) (rdb.Claim, error) {
 		limit = s.cfg.Batch
 	}
 }
+
+// takeLost takes a lost claim of shard n, if any, to be repeated.
+func (s *Scanner) takeLost(n int) (lostClaim, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, l := range s.lost {
+		if l.shard == n {
+			delete(s.lost, id)
+			return l, true
+		}
+	}
+	return lostClaim{}, false
+}
+
+// putLost records (or puts back) a claim whose reply was lost.
+func (s *Scanner) putLost(l lostClaim) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lost[l.tok.ID] = l
+}
+
+// recoverLost repeats, until Redis answers, the lost claims of shards this
+// instance no longer holds (it lost their locks while Redis was away), and
+// dispatches the jobs they had claimed; a shard still held repeats its own
+// in its next pass. Repeats claim nothing new (limit 0), so they need no
+// lock. A claim still unanswered after lostGiveUp is given up: its jobs
+// wait for their leases.
+func (s *Scanner) recoverLost(ctx context.Context) {
+	tick := time.NewTicker(lostRetry)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.mu.Lock()
+			if len(s.lost) > 0 {
+				s.log.Warn("stopping with claims whose replies were lost: their jobs are handed out again when their leases lapse", "claims", len(s.lost))
+			}
+			s.mu.Unlock()
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		var todo []lostClaim
+		for id, l := range s.lost {
+			if s.held[l.shard] != nil {
+				continue
+			}
+			delete(s.lost, id) // taken
+			if time.Since(l.since) > lostGiveUp {
+				s.log.Warn("giving up a claim whose reply was lost: its jobs are handed out again when their leases lapse", "shard", l.shard)
+				continue
+			}
+			todo = append(todo, l)
+		}
+		s.mu.Unlock()
+		for _, l := range todo {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			c, err := s.store.ClaimDueOnce(cctx, l.tok, l.shard, 0, 0, s.cfg.LeaseTimeout())
+			cancel()
+			if err != nil && c.Now.IsZero() {
+				s.putLost(l)
+				continue
+			}
+			s.logRecovered(l.shard, len(c.Jobs))
+			if len(c.Jobs) > 0 {
+				s.cfg.Dispatch(context.WithoutCancel(ctx), c.Jobs)
+			}
+		}
+	}
+}
+
+func (s *Scanner) logRecovered(n, jobs int) {
+	level := slog.LevelDebug // the lost call claimed nothing
+	if jobs > 0 {
+		level = slog.LevelInfo
+	}
+	s.log.Log(context.Background(), level, "recovered the jobs of a claim whose reply was lost", "shard", n, "jobs", jobs)
+}
+
+// lostRetry is how often a lost claim of a shard not held is repeated;
+// lostGiveUp how long it is repeated.
+const (
+	lostRetry  = 250 * time.Millisecond
+	lostGiveUp = 10 * time.Minute
+)
 
 // ahead is how long before their due time shard n's jobs are claimed: Ahead,
 // plus a phase that spreads the shards' claims evenly over the wheel's

@@ -417,13 +417,24 @@ func (d *Dispatcher) release(ctx context.Context, cs []rdb.Claimed) {
 	if len(cs) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// Releasing a job twice is harmless (the second finds it no longer
+	// claimed), so a release whose answer was lost is tried again, for a
+	// while, before its jobs are left to their leases.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := d.Release(ctx, cs); err != nil {
-		d.log.Warn("release held jobs; they are handed out again when their leases lapse", "jobs", len(cs), "err", err)
-		return
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := d.Release(ctx, cs)
+		if err == nil {
+			d.log.Debug("released held jobs", "jobs", len(cs))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			d.log.Warn("release held jobs; they are handed out again when their leases lapse", "jobs", len(cs), "err", err)
+			return
+		case <-time.After(wait):
+		}
 	}
-	d.log.Debug("released held jobs", "jobs", len(cs))
 }
 
 // Close stops holding: every job not handed out yet is released, so that

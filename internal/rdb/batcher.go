@@ -93,9 +93,16 @@ func (b *batcher[T]) drain() {
 
 // batchContext is the context a batch is written on: the values of its
 // first caller's context but not its cancel, as the others wait on the same
-// write, and at most 10 s, as long as a worker allows an outcome.
+// write, and at most 10 s, as long as a worker allows an outcome, or the
+// first caller's deadline when that comes sooner: the first caller writes
+// in its own goroutine, and an API request bounded by its deadline must
+// not wait on a frozen Redis past it.
 func batchContext(first context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(first), 10*time.Second)
+	d := 10 * time.Second
+	if dl, ok := first.Deadline(); ok {
+		d = min(d, time.Until(dl))
+	}
+	return context.WithTimeout(context.WithoutCancel(first), d)
 }
 
 // await waits until done is closed (the request is written), or ctx ends.

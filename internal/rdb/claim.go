@@ -3,6 +3,8 @@ package rdb
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -44,10 +46,49 @@ const maxClaim = 2000
 // script. A job claimed ahead is the caller's to hold until Due, or to give
 // back with Release.
 func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTimeout time.Duration) (Claim, error) {
+	return s.ClaimDueOnce(ctx, ClaimToken{}, shard, limit, ahead, leaseTimeout)
+}
+
+// ClaimToken makes a claim safe to repeat: ClaimDueOnce claims at most once
+// per token. The zero token does not.
+type ClaimToken struct {
+	ID string
+	// Repeat says that a call of this token may have run already (its
+	// reply was lost).
+	Repeat bool
+}
+
+// NewClaimToken returns a fresh token.
+func NewClaimToken() ClaimToken {
+	var b [8]byte
+	rand.Read(b[:])
+	return ClaimToken{ID: hex.EncodeToString(b[:])}
+}
+
+// ClaimTokenTTL is how long Redis remembers a claim token's jobs: a call
+// whose reply was lost, repeated within it with the same token, gets them
+// back (the lost call itself, run late within it, claims nothing new).
+const ClaimTokenTTL = 30 * time.Second
+
+// ClaimDueOnce is ClaimDue made safe to repeat when its reply is lost (a
+// timeout, a dropped connection, a frozen Redis): the first call of a token
+// claims, and every later call of the same token claims nothing new but
+// hands out again the jobs the first one claimed that are still active in
+// the attempt it started (none that were delivered, released or handed out
+// again since), whichever of the calls Redis runs first. So a scanner that
+// lost a claim's reply repeats it, with tok.Repeat set, until it gets an
+// answer, and fires those jobs at once instead of leaving them to their
+// leases. Calls of one token may run without the shard's lock: a repeat
+// with limit 0 only recovers jobs.
+func (s *Store) ClaimDueOnce(ctx context.Context, tok ClaimToken, shard, limit int, ahead, leaseTimeout time.Duration) (Claim, error) {
 	limit = min(max(limit, 0), maxClaim) // 0: apply outcomes only
+	repeat := ""
+	if tok.Repeat {
+		repeat = "1"
+	}
 	res, err := s.run(ctx, claimScript, []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard), s.k.hold(shard)},
 		s.scriptNow(), s.k.tag(shard), ahead.Milliseconds(), limit, s.leaseMargin().Milliseconds(), leaseTimeout.Milliseconds(),
-		s.opts.Retention.Milliseconds(), maxOutcomes).Slice()
+		s.opts.Retention.Milliseconds(), maxOutcomes, tok.ID, ClaimTokenTTL.Milliseconds(), repeat).Slice()
 	received := time.Now()
 	if err != nil {
 		return Claim{}, fmt.Errorf("claim shard %d: %w", shard, err)

@@ -258,19 +258,16 @@ func (s *Store) writeFinishes(batch []*finish) {
 		}
 		byShard[f.shard] = append(byShard[f.shard], f)
 	}
-	pipe := s.c.Pipeline()
-	cmds := make([]*redis.IntCmd, len(shards))
-	for i, sh := range shards {
-		entries := make([]any, len(byShard[sh]))
-		for k, f := range byShard[sh] {
+	cmds := s.evalAll(ctx, outcomeScript, len(shards), func(i int) ([]string, []any) {
+		entries := make([]any, len(byShard[shards[i]]))
+		for k, f := range byShard[shards[i]] {
 			entries[k] = f.entry
 		}
-		cmds[i] = pipe.RPush(ctx, s.k.outcomes(sh), entries...)
-	}
-	pipe.Exec(ctx)
+		return []string{s.k.outcomes(shards[i])}, entries
+	})
 	wake := s.c.Pipeline()
 	for i, sh := range shards {
-		n, err := cmds[i].Result()
+		n, err := cmds[i].Int64()
 		if err == nil && n == int64(len(byShard[sh])) { // the list was empty: no wake-up asked yet
 			wakeAt := byShard[sh][0].wakeAt
 			for _, f := range byShard[sh] {

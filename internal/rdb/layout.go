@@ -27,6 +27,8 @@ import (
 //	P:{s}:due           ZSET   the shard's timing wheel: slot -> when it is processed
 //	P:{s}:w:<slot>      LIST   a wheel slot's entries: "<h>/<id>,<offset>"
 //	P:{s}:o             LIST   attempt outcomes the shard's next claim applies (claim.lua)
+//	P:{s}:ct:<token>    STRING the jobs a claim call took ("<h>/<id>,<attempt>,<due>" lines), kept
+//	                           ClaimTokenTTL so that a call whose reply was lost can be repeated (claim.lua)
 //	P:{s}:c:<h>         HASH   a topic's counters in the shard: jobs by state, occurrences (see "Counters")
 //	P:{s}:i:<h>         ZSET   a topic's listing index (see lua/index.lua)
 //	P:{s}:g:<h>:<sec>   LIST   a listing group: "<id>,<ms into the second>" of jobs created in one second

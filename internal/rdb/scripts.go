@@ -58,43 +58,55 @@ var (
 	breakerSrc string
 	//go:embed lua/lease.lua
 	leaseSrc string
+	//go:embed lua/outcome.lua
+	outcomeSrc string
 
 	enqueueScript     = newScript("enqueue", enqueueSrc)
-	claimScript       = newScript("claim", claimSrc)
-	cancelScript      = newScript("cancel", cancelSrc)
+	claimScript       = newScript("claim", claimSrc, allowOOM)
+	cancelScript      = newScript("cancel", cancelSrc, allowOOM)
 	rescheduleScript  = newScript("reschedule", rescheduleSrc)
 	replayScript      = newScript("replay", replaySrc)
-	releaseScript     = newScript("release", releaseSrc)
-	unindexScript     = newScript("unindex", unindexSrc)
+	releaseScript     = newScript("release", releaseSrc, allowOOM)
+	unindexScript     = newScript("unindex", unindexSrc, allowOOM)
 	handleScript      = newScript("handle", handleSrc)
-	undeadScript      = newScript("undead", undeadSrc)
+	undeadScript      = newScript("undead", undeadSrc, allowOOM)
 	schedsetScript    = newScript("schedset", schedsetSrc)
-	scheddelScript    = newScript("scheddel", scheddelSrc)
+	scheddelScript    = newScript("scheddel", scheddelSrc, allowOOM)
 	schedrefillScript = newScript("schedrefill", schedrefillSrc)
 	unholdScript      = newScript("unhold", unholdSrc)
-	flowgateScript    = newScript("flowgate", flowgateSrc)
-	breakerScript     = newScript("breaker", breakerSrc)
-	leaseScript       = newScript("lease", leaseSrc)
+	flowgateScript    = newScript("flowgate", flowgateSrc, allowOOM)
+	breakerScript     = newScript("breaker", breakerSrc, allowOOM)
+	leaseScript       = newScript("lease", leaseSrc, allowOOM)
+	outcomeScript     = newScript("outcome", outcomeSrc, allowOOM)
 )
+
+// allowOOM marks a script that Redis runs even when it is out of memory
+// (maxmemory reached): one that finishes or removes work, so that
+// deliveries, cancels and releases go on, and memory is freed, while new
+// work is refused. Redis refuses every other script before it starts, so a
+// refused call writes nothing. (The flag applies to the function library;
+// the embedded Redis has no maxmemory.)
+const allowOOM = true
 
 // helpersSrc is what every script body runs after.
 var helpersSrc = luaPrelude + jobSrc + indexSrc + schedSrc
 
 // script is one of kairos's Lua scripts.
 type script struct {
-	name string
-	body string
-	eval *redis.Script // helpers and body, for EVALSHA
+	name     string
+	body     string
+	eval     *redis.Script // helpers and body, for EVALSHA
+	allowOOM bool          // runs while Redis is out of memory (see allowOOM)
 }
 
-func newScript(name, body string) *script {
-	return &script{name: name, body: body, eval: redis.NewScript(helpersSrc + body)}
+func newScript(name, body string, oom ...bool) *script {
+	return &script{name: name, body: body, eval: redis.NewScript(helpersSrc + body), allowOOM: len(oom) > 0 && oom[0]}
 }
 
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
-	schedsetScript, scheddelScript, schedrefillScript, unholdScript, flowgateScript, breakerScript, leaseScript}
+	schedsetScript, scheddelScript, schedrefillScript, unholdScript, flowgateScript, breakerScript, leaseScript, outcomeScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions
@@ -113,7 +125,11 @@ var library = func() (lib struct{ name, src string }) {
 	}(), "\x00")))
 	lib.name = "kairos_" + hex.EncodeToString(sum[:6])
 	for _, sc := range allScripts {
-		fmt.Fprintf(&b, "\nredis.register_function('%s', function(KEYS, ARGV)\nresetCall()\n%s\nend)\n", lib.name+"_"+sc.name, sc.body)
+		flags := ""
+		if sc.allowOOM {
+			flags = ", flags = {'allow-oom'}"
+		}
+		fmt.Fprintf(&b, "\nredis.register_function{function_name = '%s'%s, callback = function(KEYS, ARGV)\nresetCall()\n%s\nend}\n", lib.name+"_"+sc.name, flags, sc.body)
 	}
 	lib.src = "#!lua name=" + lib.name + "\n" + b.String()
 	return lib

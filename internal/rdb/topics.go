@@ -83,6 +83,14 @@ func (s *Store) PutTopic(ctx context.Context, t kairos.Topic) (kairos.Topic, boo
 	if err != nil {
 		return kairos.Topic{}, false, err
 	}
+	if created && s.opts.NewSecret != nil {
+		// The tenant's signing keys are made with its first topic, not at
+		// its first delivery: a delivery then needs no new key, and goes
+		// on while Redis is out of memory.
+		if _, err := s.GetSigningKeys(ctx, t.Tenant); err != nil {
+			return kairos.Topic{}, false, err
+		}
+	}
 	err = s.c.HSet(ctx, s.k.topics(), field, raw).Err()
 	s.topics.forget(field)
 	if err != nil {

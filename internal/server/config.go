@@ -22,6 +22,13 @@ type Config struct {
 	RedisCA      string // PEM file of the CA that signs the TLS Redis's certificate; empty: the system's roots
 	RedisCluster bool
 	WaitReplicas int
+	// AllowEviction lets kairos run on a Redis whose maxmemory-policy is
+	// not noeviction (KAIROS_ALLOW_EVICTION): eviction deletes jobs.
+	AllowEviction bool
+	// RedisTimeout bounds the Redis work of one API request (and /readyz):
+	// past it the request gets a 503 instead of hanging on a frozen,
+	// partitioned or overloaded Redis.
+	RedisTimeout time.Duration
 	AuthSecret   string // env only
 	MetricsToken string // env only; when set, /metrics needs it as a bearer token
 	Tracing      bool   // env only: the standard OTEL_* variables name an OTLP endpoint (internal/tracing)
@@ -68,12 +75,14 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		}
 		return v
 	}
-	var roles, shards, retention, grace, lockTTL, leaseGrace, readyLease, maxPayload, waitReplicas string
+	var roles, shards, retention, grace, lockTTL, leaseGrace, readyLease, maxPayload, waitReplicas, redisTimeout string
 	fs.StringVar(&c.Addr, "addr", env("KAIROS_ADDR", ""), "listen address of the API and admin page; default :8080, or 127.0.0.1:8080 on the embedded Redis (KAIROS_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("KAIROS_REDIS_URL", ""), "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (KAIROS_REDIS_URL)")
 	fs.StringVar(&c.RedisCA, "redis-ca", env("KAIROS_REDIS_CA", ""), "PEM file of the CA that signed a rediss:// Redis's certificate; default the system's roots (KAIROS_REDIS_CA)")
 	fs.BoolVar(&c.RedisCluster, "redis-cluster", envBool("KAIROS_REDIS_CLUSTER"), "KAIROS_REDIS_URL names Redis Cluster nodes, redis://host:port?addr=host2:port (KAIROS_REDIS_CLUSTER=1)")
 	fs.StringVar(&waitReplicas, "wait-replicas", env("KAIROS_WAIT_REPLICAS", "0"), "acknowledge a create only once this many replicas have it (Redis WAIT), so a failover cannot lose it (KAIROS_WAIT_REPLICAS)")
+	fs.StringVar(&redisTimeout, "redis-timeout", env("KAIROS_REDIS_TIMEOUT", "1s"), "how long an API request may wait for Redis before it answers 503 (KAIROS_REDIS_TIMEOUT)")
+	fs.BoolVar(&c.AllowEviction, "allow-eviction", envBool("KAIROS_ALLOW_EVICTION"), "run even when Redis's maxmemory-policy is not noeviction, although an evicting Redis silently deletes jobs (KAIROS_ALLOW_EVICTION=1)")
 	fs.BoolVar(&c.AllowPrivate, "allow-private-urls", envBool("KAIROS_ALLOW_PRIVATE_URLS"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS=1)")
 	fs.StringVar(&c.Prefix, "prefix", env("KAIROS_PREFIX", "kairos"), "Redis key prefix, so deployments can share a Redis (KAIROS_PREFIX)")
 	fs.StringVar(&shards, "shards", env("KAIROS_SHARDS", "16"), "Delay Bucket shards; fixed once jobs exist (KAIROS_SHARDS)")
@@ -123,7 +132,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		dst  *time.Duration
 		min  time.Duration
 	}{{"retention", retention, &c.Retention, time.Second}, {"grace", grace, &c.Grace, 0}, {"lock-ttl", lockTTL, &c.LockTTL, 300 * time.Millisecond}, {"lease-grace", leaseGrace, &c.LeaseGrace, 100 * time.Millisecond},
-		{"ready-lease", readyLease, &c.ReadyLease, time.Second}}
+		{"ready-lease", readyLease, &c.ReadyLease, time.Second}, {"redis-timeout", redisTimeout, &c.RedisTimeout, 100 * time.Millisecond}}
 	for _, d := range durations {
 		v, err := time.ParseDuration(d.raw)
 		if err != nil || v < d.min {

@@ -14,7 +14,8 @@ func fakeEnv(m map[string]string) func(string) string { return func(k string) st
 func TestParseConfig(t *testing.T) {
 	defaults := Config{Addr: "127.0.0.1:8080", Prefix: "kairos", Shards: 16, Retention: 24 * time.Hour,
 		Roles: map[string]bool{"api": true, "scanner": true, "worker": true}, Grace: 30 * time.Second,
-		LockTTL: 10 * time.Second, LeaseGrace: 5 * time.Second, ReadyLease: 10 * time.Second, MaxPayload: 256 << 10, LogFormat: "text", LogLevel: "info"}
+		LockTTL: 10 * time.Second, LeaseGrace: 5 * time.Second, ReadyLease: 10 * time.Second, MaxPayload: 256 << 10, LogFormat: "text", LogLevel: "info",
+		RedisTimeout: time.Second}
 	tests := []struct {
 		name    string
 		args    []string
@@ -58,6 +59,10 @@ func TestParseConfig(t *testing.T) {
 		{name: "redis CA on the embedded Redis", env: map[string]string{"KAIROS_REDIS_CA": "/etc/ca.pem"}, wantErr: "not a rediss:// URL"},
 		{name: "ready lease", env: map[string]string{"KAIROS_READY_LEASE": "5s"}, want: func(c *Config) { c.ReadyLease = 5 * time.Second }},
 		{name: "ready lease too short", args: []string{"--ready-lease", "10ms"}, wantErr: "ready-lease"},
+		{name: "redis timeout", env: map[string]string{"KAIROS_REDIS_TIMEOUT": "3s"}, want: func(c *Config) { c.RedisTimeout = 3 * time.Second }},
+		{name: "redis timeout too short", args: []string{"--redis-timeout", "5ms"}, wantErr: "redis-timeout"},
+		{name: "allow eviction", env: map[string]string{"KAIROS_ALLOW_EVICTION": "1"}, want: func(c *Config) { c.AllowEviction = true }},
+		{name: "allow eviction flag", args: []string{"--allow-eviction"}, want: func(c *Config) { c.AllowEviction = true }},
 		{name: "bad shards", args: []string{"--shards", "0"}, wantErr: "shards"},
 		{name: "bad role", args: []string{"--roles", "api,cron"}, wantErr: `role "cron"`},
 		{name: "bad duration", env: map[string]string{"KAIROS_GRACE": "soon"}, wantErr: "grace"},

@@ -84,6 +84,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		closeRedis()
 		return nil, err
 	}
+	if err := checkEviction(ctx, cfg, store, log); err != nil {
+		closeRedis()
+		return nil, err
+	}
 	if cfg.Roles["api"] {
 		// before /readyz answers: the first creates then cost what a warm
 		// process's do (README, Cold start)
@@ -169,9 +173,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			return runTick(ctx, store, cfg, log, tp, d, m.Attempt)
 		}
 		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
-			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick})
+			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick, RedisTimeout: cfg.RedisTimeout})
 	} else {
-		h = opsHandler(store, metricsHandler)
+		h = opsHandler(store, metricsHandler, cfg.RedisTimeout)
 	}
 
 	stop := func() {

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -173,5 +174,9 @@ func startWith(env map[string]string) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var logTo io.Writer = io.Discard
+	if os.Getenv("KAIROS_TEST_LOG") != "" { // to see why a test failed
+		logTo = os.Stderr
+	}
+	return Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logTo, nil)))
 }

@@ -12,14 +12,14 @@ import (
 // opsHandler serves /healthz, /readyz and /metrics for a process that runs
 // no API (a scanner or worker machine), so that it can be health-checked
 // and scraped.
-func opsHandler(store *rdb.Store, metrics http.Handler) http.Handler {
+func opsHandler(store *rdb.Store, metrics http.Handler, timeout time.Duration) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		w.Header().Set("Content-Type", "application/json")
 		if err := store.Ping(ctx); err != nil {

@@ -29,6 +29,7 @@ func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.Universa
 			return nil, nil, nil, fmt.Errorf("KAIROS_REDIS_URL: %w (want redis://[user:password@]host:port?addr=host2:port&addr=host3:port for a cluster)", urlErr(err))
 		}
 		trustCA(opt.TLSConfig, roots)
+		opt.ContextTimeoutEnabled = true
 		bopt := *opt
 		mainPool.set(&opt.ClientName, &opt.PoolSize, &opt.MaxIdleConns)
 		blockingPool.set(&bopt.ClientName, &bopt.PoolSize, &bopt.MaxIdleConns)
@@ -51,6 +52,10 @@ func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.Universa
 			"NOTHING PERSISTS: every job is lost when this process stops. Set KAIROS_REDIS_URL for real use.")
 		opt, closeEmbedded = &redis.Options{Addr: m.Addr()}, m.Close
 	}
+	// Calls end at their context's deadline, not only at the read timeout:
+	// an API request bounded by KAIROS_REDIS_TIMEOUT answers 503 in time
+	// when Redis is frozen or partitioned away.
+	opt.ContextTimeoutEnabled = true
 	bopt := *opt
 	mainPool.set(&opt.ClientName, &opt.PoolSize, &opt.MaxIdleConns)
 	blockingPool.set(&bopt.ClientName, &bopt.PoolSize, &bopt.MaxIdleConns)
@@ -86,4 +91,33 @@ func initStore(ctx context.Context, cfg Config, store *rdb.Store, log *slog.Logg
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// ErrEviction is returned by Start when Redis may evict keys: its
+// maxmemory-policy is not noeviction, so a full Redis would delete jobs
+// silently instead of refusing new ones.
+var ErrEviction = errors.New("redis may evict keys")
+
+// checkEviction refuses a Redis whose maxmemory-policy is not noeviction,
+// unless cfg allows it (then it warns). The embedded Redis has no policy.
+func checkEviction(ctx context.Context, cfg Config, store *rdb.Store, log *slog.Logger) error {
+	if cfg.RedisURL == "" {
+		return nil
+	}
+	policy, err := store.MaxmemoryPolicy(ctx)
+	if err != nil {
+		log.Warn("could not read Redis's maxmemory-policy; make sure it is noeviction", "err", err)
+		return nil
+	}
+	if policy == "" || policy == "noeviction" {
+		return nil
+	}
+	if cfg.AllowEviction {
+		log.Warn("Redis's maxmemory-policy is not noeviction: when Redis is full it DELETES JOBS silently (running anyway: KAIROS_ALLOW_EVICTION is set)",
+			"maxmemory_policy", policy)
+		return nil
+	}
+	return fmt.Errorf("%w: its maxmemory-policy is %s, so when it is full it deletes keys, and with them scheduled jobs, without a word. "+
+		"Set maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction): kairos then refuses new jobs "+
+		"while Redis is full (HTTP 507) and loses none. To run anyway, set KAIROS_ALLOW_EVICTION=1 (--allow-eviction)", ErrEviction, policy)
 }

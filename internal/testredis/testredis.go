@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -179,6 +180,25 @@ func (s *Server) outFile() string {
 	return filepath.Join(s.Dir, "redis-"+port+".out")
 }
 
+// Freeze stops the server process (SIGSTOP, by its PID): connections stay
+// open and the kernel still accepts new ones, but nothing is answered, as
+// with a Redis stuck in a long command, swapping, or behind a partition
+// that drops packets. Thaw resumes it.
+func (s *Server) Freeze() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return errors.New("testredis: not started")
+	}
+	return s.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// Thaw resumes a frozen server (SIGCONT).
+func (s *Server) Thaw() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return errors.New("testredis: not started")
+	}
+	return s.cmd.Process.Signal(syscall.SIGCONT)
+}
+
 // Kill stops the server with SIGKILL and waits for it.
 func (s *Server) Kill() {
 	if s.cmd == nil || s.cmd.Process == nil {
@@ -193,6 +213,7 @@ func (s *Server) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
+	s.cmd.Process.Signal(syscall.SIGCONT) // a frozen server could not act on SIGTERM
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:

@@ -6,7 +6,16 @@
 -- ahead to claim (ms), ARGV[4] most jobs to claim, ARGV[5] lease margin
 -- (ms): added to a job's due time and lease timeout to make its lease,
 -- ARGV[6] the lease timeout of a job that records none (ms), ARGV[7] how
--- long a delivered job stays readable (ms), ARGV[8] most outcomes to record
+-- long a delivered job stays readable (ms), ARGV[8] most outcomes to record,
+-- ARGV[9] the claim's token ('' for none), ARGV[10] how long a token is
+-- remembered (ms), ARGV[11] '1' when the call may repeat an earlier one of
+-- the same token (the caller lost that one's reply)
+-- A claim with a token is done once: the first call of a token that claims
+-- jobs remembers them under it (<tag>ct:<token>), and a later call of the
+-- same token (a retry after a lost reply, or the lost call itself run late)
+-- claims nothing new and hands out again those of its jobs still active
+-- in the attempt it started. A repeat that finds no token remembers an
+-- empty one, so that the lost call, run after it, claims nothing.
 -- First it records the outcomes workers appended to the shard's outcome list
 -- (<tag>o, see Store.Finish): each "<h>/<id>,<attempt>,<outcome>,<retry
 -- at>,<tenant>|<log line>". An outcome changes its job only while the job
@@ -41,6 +50,7 @@ local budget = tonumber(ARGV[4])
 local cascades = 8 * budget
 local margin, defaultLease, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local out, written, hset, hdel = {}, {}, {}, {}
+local claimed = {} -- "<field>,<attempt>,<due>" (base 36) of each job claimed, for the token
 
 -- keepRaw queues v as field's record, to be written with the call's HSET;
 -- keep does the same with a record table.
@@ -98,6 +108,49 @@ wheelFlush(tag, due) -- retries may be due already
 end
 record()
 wheelFlush(tag, due) -- retries may be due already
+
+-- a token already used: hand out again its jobs still in the attempt it
+-- started, and claim nothing more
+local tokenKey, repeated = nil, false
+if ARGV[9] ~= '' then
+  tokenKey = tag .. 'ct:' .. ARGV[9]
+  local prev = redis.call('GET', tokenKey)
+  if prev then
+    repeated, budget = true, 0
+    local fields, parts = {}, {}
+    for e in string.gmatch(prev, '[^\n]+') do
+      local f, n, at = string.match(e, '^(.*),(%w+),(%w+)$')
+      local i = #fields + 1
+      fields[i], parts[i] = f, {n = num(n), at = num(at)}
+    end
+    if #fields > 0 then
+      local vs = redis.call('HMGET', pool, unpack(fields))
+      for i, f in ipairs(fields) do
+        local v = written[f]
+        if v == nil then
+          v = vs[i]
+        end
+        local r = parse(v)
+        if r and r.st == ST.active and r.n == parts[i].n then
+          -- handed out again now: its lease runs from now, or (a lost
+          -- reply outlasting it) a claim would hand it out once more
+          local lt = r.lt
+          if lt == 0 then
+            lt = defaultLease
+          end
+          if now + lt + margin > r.nx then
+            r.nx = now + lt + margin
+            wheelPut(f, r.nx, now)
+            v = keep(f, r)
+          end
+          out[#out + 1] = f
+          out[#out + 1] = v
+          out[#out + 1] = parts[i].at
+        end
+      end
+    end
+  end
+end
 
 -- chain is called as schedule sid's occurrence r (of topic h) is claimed
 -- for its first attempt: when it is the schedule's pending one, the next
@@ -253,6 +306,7 @@ local function claim(field, t, v)
   out[#out + 1] = field
   out[#out + 1] = keep(field, r)
   out[#out + 1] = dueAt
+  claimed[#claimed + 1] = field .. ',' .. b36(r.n) .. ',' .. b36(dueAt)
   budget = budget - 1
 end
 
@@ -306,6 +360,9 @@ holdFlush()
 wheelFlush(tag, due)
 indexFlush(tag)
 countFlush(tag)
+if tokenKey and not repeated and (#claimed > 0 or ARGV[11] == '1') then
+  redis.call('SET', tokenKey, table.concat(claimed, '\n'), 'PX', tonumber(ARGV[10]))
+end
 local first = redis.call('ZRANGE', due, 0, 0, 'WITHSCORES')
 local next = false
 if first[2] then

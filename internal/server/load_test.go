@@ -1,0 +1,211 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// faultLoad is a steady load of creates spread over kairos instances, and
+// the receiver of their callbacks: it records every answer the API gave
+// and every callback, so that a fault test can tell what was lost, what
+// was sent twice and how long the API took to answer.
+type faultLoad struct {
+	t       *testing.T
+	targets []*testInstance
+	rcv     *httptest.Server
+	http    *http.Client
+
+	mu       sync.Mutex
+	created  map[string]bool        // ids answered 2xx
+	statuses map[int]int            // answers by status (0: no answer)
+	hits     map[string][]time.Time // callbacks by job id
+	due      map[string]time.Time   // Kairos-Scheduled-At by job id
+	stalls   []stall                // every API answer's duration
+	began    time.Time              // when run started
+	seq      atomic.Int64
+	wg       sync.WaitGroup
+}
+
+type stall struct {
+	at  time.Time // when the request was sent
+	dur time.Duration
+}
+
+// newFaultLoad registers topic "f" on the first target, with its callbacks
+// going to a receiver of its own.
+func newFaultLoad(t *testing.T, targets ...*testInstance) *faultLoad {
+	l := &faultLoad{t: t, targets: targets, http: &http.Client{Timeout: 60 * time.Second},
+		created: map[string]bool{}, statuses: map[int]int{}, hits: map[string][]time.Time{}, due: map[string]time.Time{}}
+	l.rcv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Kairos-Job-Id")
+		at, _ := time.Parse(time.RFC3339Nano, r.Header.Get("Kairos-Scheduled-At"))
+		l.mu.Lock()
+		l.hits[id] = append(l.hits[id], time.Now())
+		l.due[id] = at
+		l.mu.Unlock()
+	}))
+	t.Cleanup(l.rcv.Close)
+	targets[0].call(t, "PUT", "/v1/topics/f", `{"callback_url": "`+l.rcv.URL+`", "timeout": "5s"}`, http.StatusCreated)
+	return l
+}
+
+// run creates jobs at rate a second for d, each due 0 to 1 s after its
+// create, alternating between the targets; every create is its own
+// request, so a slow answer does not slow the load.
+func (l *faultLoad) run(rate int, d time.Duration) {
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	l.mu.Lock()
+	l.began = time.Now()
+	l.mu.Unlock()
+	end := time.Now().Add(d)
+	for now := range tick.C {
+		if now.After(end) {
+			return
+		}
+		n := l.seq.Add(1)
+		l.mu.Lock()
+		ti := l.targets[int(n)%len(l.targets)]
+		l.mu.Unlock()
+		id := "j" + strconv.FormatInt(n, 10)
+		l.wg.Go(func() { l.create(ti, id) })
+	}
+}
+
+// setTarget replaces target i (a restarted process).
+func (l *faultLoad) setTarget(i int, ti *testInstance) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.targets[i] = ti
+}
+
+func (l *faultLoad) create(ti *testInstance, id string) {
+	body := fmt.Sprintf(`{"id": %q, "delay": "%dms", "payload": 1}`, id, rand.IntN(1000))
+	req, _ := http.NewRequest("POST", ti.url+"/v1/topics/f/jobs", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+ti.token)
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := l.http.Do(req)
+	dur := time.Since(start)
+	status := 0
+	if err == nil {
+		status = resp.StatusCode
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if status >= 500 && !strings.Contains(resp.Header.Get("Content-Type"), "application/problem+json") {
+			l.t.Errorf("create %s: %d with %s, want problem+json: %s", id, status, resp.Header.Get("Content-Type"), b)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.statuses[status]++
+	if status != 0 { // not a process killed meanwhile
+		l.stalls = append(l.stalls, stall{at: start, dur: dur})
+	}
+	if status >= 200 && status < 300 {
+		l.created[id] = true
+	}
+}
+
+// wait waits for the creates under way, then until every job answered 2xx
+// was delivered, within a generous deadline.
+func (l *faultLoad) wait(within time.Duration) {
+	l.t.Helper()
+	l.wg.Wait()
+	deadline := time.Now().Add(within)
+	for {
+		l.mu.Lock()
+		missing := 0
+		for id := range l.created {
+			if len(l.hits[id]) == 0 {
+				missing++
+			}
+		}
+		l.mu.Unlock()
+		if missing == 0 {
+			time.Sleep(time.Second) // a duplicate would come now
+			return
+		}
+		if time.Now().After(deadline) {
+			l.t.Errorf("%d jobs answered 2xx not delivered within %v", missing, within)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// report holds the figures of a fault run.
+type report struct {
+	created, delivered, lost, duplicated, inFlightDups int
+	statuses                                           map[int]int
+	longest                                            time.Duration // longest API answer
+	slow                                               []string      // answers over 2 s: when sent (since the load began) and how long
+	lateAfter                                          []time.Duration
+}
+
+// figures counts the run: faultStart and faultEnd bound the fault.
+// A duplicate is excused when its job's first callback came before the
+// fault ended (it was in flight when the fault began or while it lasted,
+// and its outcome could not be recorded); lateAfter is how late each job
+// due before the fault ended fired after it ended.
+func (l *faultLoad) figures(faultStart, faultEnd time.Time) report {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := report{statuses: l.statuses}
+	for id := range l.created {
+		hs := l.hits[id]
+		if len(hs) == 0 {
+			r.lost++
+			continue
+		}
+		r.created++
+	}
+	r.created += r.lost
+	for id, hs := range l.hits {
+		r.delivered++
+		if len(hs) > 1 {
+			r.duplicated++
+			// in flight when the fault began: delivered before it ended, or
+			// claimed before it began (claims run up to a wheel slot, 100
+			// ms, plus the shard's phase, under 100 ms, ahead of due)
+			if hs[0].Before(faultEnd) || l.due[id].Before(faultStart.Add(claimedAhead)) {
+				r.inFlightDups++
+			}
+		}
+		if due := l.due[id]; due.Before(faultEnd) && hs[0].After(faultEnd) {
+			r.lateAfter = append(r.lateAfter, hs[0].Sub(faultEnd))
+		}
+	}
+	for _, s := range l.stalls {
+		r.longest = max(r.longest, s.dur)
+		if s.dur > 2*time.Second {
+			r.slow = append(r.slow, fmt.Sprintf("%v: %v", s.at.Sub(l.began).Round(100*time.Millisecond), s.dur.Round(time.Millisecond)))
+		}
+	}
+	slices.Sort(r.lateAfter)
+	return r
+}
+
+func (r report) String() string {
+	late := "none"
+	if n := len(r.lateAfter); n > 0 {
+		late = fmt.Sprintf("%d jobs, p50 %v, max %v", n, r.lateAfter[n/2].Round(time.Millisecond), r.lateAfter[n-1].Round(time.Millisecond))
+	}
+	return fmt.Sprintf("created (2xx) %d, delivered %d, lost %d, duplicated %d (%d in flight during the fault), answers by status %v, "+
+		"longest API answer %v (over 2 s, sent at: %v); jobs due during the fault fired after it by: %s",
+		r.created, r.delivered, r.lost, r.duplicated, r.inFlightDups, r.statuses, r.longest.Round(time.Millisecond), r.slow, late)
+}
+
+// claimedAhead bounds how far ahead of its due time a job may have been
+// claimed: a wheel slot (100 ms) plus the shard's phase (under 100 ms).
+const claimedAhead = 250 * time.Millisecond
