@@ -187,6 +187,9 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 		return j, &ValidationError{Status: http.StatusRequestEntityTooLarge, Errors: []FieldError{{
 			Field: "payload", Message: fmt.Sprintf("payload is %d bytes; the limit is %d", len(j.Payload), maxPayload)}}}
 	}
+	if msg := checkPayload(req.Payload); msg != "" {
+		fe.add("payload", "%s", msg)
+	}
 	return j, fe.err()
 }
 

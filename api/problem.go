@@ -18,6 +18,9 @@ type Problem struct {
 	Status int          `json:"status"`
 	Detail string       `json:"detail,omitempty"`
 	Errors []FieldError `json:"errors,omitempty"`
+	// retryAfter is the answer's Retry-After header, in seconds, when it
+	// has one (a 429 or a 503).
+	retryAfter string
 }
 
 // FieldError names one invalid field of a request.
@@ -61,8 +64,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="kairos"`)
 	}
-	if p.Status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
+	if p.retryAfter == "" && p.Status == http.StatusServiceUnavailable {
+		p.retryAfter = "1"
+	}
+	if p.retryAfter != "" {
+		w.Header().Set("Retry-After", p.retryAfter)
 	}
 	writeJSONType(w, p.Status, "application/problem+json", p)
 }
@@ -98,10 +104,12 @@ func (s *Server) problem(r *http.Request, err error) Problem {
 		p.Status, p.Type, p.Title, p.Detail = http.StatusConflict, problemBase+"conflict", "Conflict", err.Error()
 	case errors.Is(err, rdb.ErrNotReplicated):
 		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, problemBase+"unavailable", "Service Unavailable"
+		p.retryAfter = "1"
 		p.Detail = "the job was stored but its Redis replicas did not confirm it in time, so a failover now could lose it; retry the request (with the same job id it replaces the job)"
 	case isUnavailable(err):
 		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, problemBase+"unavailable", "Service Unavailable"
 		p.Detail = "the job store (Redis) is unreachable; retry shortly"
+		p.retryAfter = "1"
 		s.log.Warn("redis unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
