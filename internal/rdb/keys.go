@@ -109,5 +109,9 @@ func (k keys) scheduleIndex(shard int, h string) string { return k.tag(shard) + 
 // refills is a shard's set of schedules whose queue of instants runs low.
 func (k keys) refills(shard int) string { return k.tag(shard) + "sr" }
 
+// gone is a shard's set of the handles of deleted topics (layout.go,
+// "Deleting a topic").
+func (k keys) gone(shard int) string { return k.tag(shard) + "gone" }
+
 // field is a job's field in its shard's pool.
 func field(h, id string) string { return h + "/" + id }

@@ -35,6 +35,7 @@ import (
 //	P:{s}:sch           HASH   the shard's schedules: "<h>/<id>" -> the schedule's record
 //	P:{s}:si:<h>        ZSET   a topic's schedule ids in the shard, all scored 0 (listed by id)
 //	P:{s}:sr            SET    schedules whose queue of instants runs low: "<h>/<id>"
+//	P:{s}:gone          SET    handles of deleted topics: no job or schedule is written under them (see "Deleting a topic")
 //	P:ready:{tenant/topic} LIST jobs claimed by a scanner-only process, for workers elsewhere
 //
 // A topic handle is a short base-36 number given to a tenant's topic name
@@ -92,6 +93,29 @@ import (
 // their end. The mark costs no command: an occurrence's move is counted
 // in its own field instead of the plain one, so a call adds a field only
 // when it moves both plain jobs and occurrences of one topic.
+//
+// # Deleting a topic
+//
+// A topic's jobs and schedules are spread over every shard, and its record
+// sits in P:topics, in another slot: no one script can check a topic and
+// store a job in it. So a topic is deleted in steps, and every script that
+// adds a job or a schedule (enqueue.lua, schedset.lua) first checks, in
+// the same call, that the topic's handle is not in its shard's P:{s}:gone:
+//
+//  1. topicretire.lua, in each shard: if the topic's counters show no
+//     pending or dead job and its schedule index is empty, add the handle
+//     to P:{s}:gone; else change nothing and say how many remain.
+//  2. If some shard refused (a create landed there first), SREM the handle
+//     from the shards retired so far: the delete is a 409.
+//  3. Remove the topic's record only if it is still the one read at the
+//     start (topicdel.lua); if a PUT changed it meanwhile, restore the
+//     shards: a 409.
+//
+// A create therefore either lands before its shard is retired (and the
+// delete refuses) or after (and is refused with a 404): no job lands in a
+// deleted topic. Registering the topic again (the HSET or HSETNX that adds
+// its record) SREMs its handle from every shard; handles are never given
+// again, so a topic keeps its handle across a delete and a re-register.
 //
 // # The timing wheel
 //
@@ -193,6 +217,7 @@ const (
 	replyDelivered = -2 // the job was delivered
 	replyDead      = -3 // the job is dead
 	replyNotDead   = -4 // replay of a job that is not dead
+	replyTopicGone = -5 // the topic was deleted (its handle is in P:{s}:gone)
 )
 
 // Attempt outcomes, as Finish appends them and the claim applies them.
@@ -218,8 +243,8 @@ var luaPrelude = func() string {
 	}
 	sort.Strings(names)
 	fmt.Fprintf(&b, "local NAME = {%s} -- a state's name by its code (counter fields use names)\n", strings.Join(names, ", "))
-	fmt.Fprintf(&b, "local R = {not_found = %d, ok = %d, replaced = %d, active = %d, delivered = %d, dead = %d, not_dead = %d}\n",
-		replyNotFound, replyOK, replyReplaced, replyActive, replyDelivered, replyDead, replyNotDead)
+	fmt.Fprintf(&b, "local R = {not_found = %d, ok = %d, replaced = %d, active = %d, delivered = %d, dead = %d, not_dead = %d, topic_gone = %d}\n",
+		replyNotFound, replyOK, replyReplaced, replyActive, replyDelivered, replyDead, replyNotDead, replyTopicGone)
 	fmt.Fprintf(&b, "local OUT = {delivered = %d, retrying = %d, dead = %d}\n",
 		outcomeDelivered, outcomeRetrying, outcomeDead)
 	fmt.Fprintf(&b, "local OCC = '%s' -- starts the counter fields of occurrences' moves\n", occurrenceMark)

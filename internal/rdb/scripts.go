@@ -50,6 +50,10 @@ var (
 	scheddelSrc string
 	//go:embed lua/schedrefill.lua
 	schedrefillSrc string
+	//go:embed lua/topicretire.lua
+	topicretireSrc string
+	//go:embed lua/topicdel.lua
+	topicdelSrc string
 
 	enqueueScript     = newScript("enqueue", enqueueSrc)
 	claimScript       = newScript("claim", claimSrc)
@@ -63,6 +67,8 @@ var (
 	schedsetScript    = newScript("schedset", schedsetSrc)
 	scheddelScript    = newScript("scheddel", scheddelSrc)
 	schedrefillScript = newScript("schedrefill", schedrefillSrc)
+	topicretireScript = newScript("topicretire", topicretireSrc)
+	topicdelScript    = newScript("topicdel", topicdelSrc)
 )
 
 // helpersSrc is what every script body runs after.
@@ -82,7 +88,7 @@ func newScript(name, body string) *script {
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
-	schedsetScript, scheddelScript, schedrefillScript}
+	schedsetScript, scheddelScript, schedrefillScript, topicretireScript, topicdelScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions
