@@ -131,10 +131,13 @@ type Job struct {
 	State     State
 	RunAt     time.Time // the time this schedule is for
 	NextRunAt time.Time // when the bucket hands it out next (pending jobs only)
-	Attempts  int       // attempts started so far
-	CreatedAt time.Time
-	DoneAt    time.Time // when it was delivered or died
-	Log       []Attempt // the last attempts, oldest first
+	Attempts  int       // attempts started so far, replays included: numbers go on after a replay
+	// ReplayedAfter is how many attempts the job had made when it was last
+	// replayed (0 if never): MaxAttempts counts the attempts after it.
+	ReplayedAfter int
+	CreatedAt     time.Time
+	DoneAt        time.Time // when it was delivered or died
+	Log           []Attempt // the last attempts, oldest first
 }
 
 // Attempt records one callback attempt.
@@ -145,7 +148,17 @@ type Attempt struct {
 	Status   int           `json:"status,omitempty"`
 	Error    string        `json:"error,omitempty"`
 	Response string        `json:"response,omitempty"`
+	// Event is set on an entry that is not an attempt: AttemptReplay for
+	// a replay of the dead job (N is then the attempts made before it).
+	Event string `json:"event,omitempty"`
 }
+
+// AttemptReplay is the Event of the log entry a replay adds.
+const AttemptReplay = "replay"
+
+// AttemptsLeft is how many attempts the job may still start: MaxAttempts
+// counts from its last replay.
+func (j Job) AttemptsLeft() int { return j.MaxAttempts - (j.Attempts - j.ReplayedAfter) }
 
 // MaxLoggedAttempts is how many attempts a job keeps in its log.
 const MaxLoggedAttempts = 10

@@ -44,6 +44,7 @@ type attemptResponse struct {
 	Status     int     `json:"status,omitempty"`
 	Error      string  `json:"error,omitempty"`
 	Response   string  `json:"response,omitempty"`
+	Event      string  `json:"event,omitempty"`
 }
 
 // jobResponse is a job as the API shows it, with the values of
@@ -115,12 +116,15 @@ func jobView(j kairos.Job) jobResponse {
 	for _, a := range j.Log {
 		v.AttemptLog = append(v.AttemptLog, attemptResponse{
 			N: a.N, At: formatTime(a.At), DurationMS: float64(a.Duration.Microseconds()) / 1000,
-			Status: a.Status, Error: a.Error, Response: a.Response,
+			Status: a.Status, Error: a.Error, Response: a.Response, Event: a.Event,
 		})
 	}
-	if n := len(v.AttemptLog); n > 0 {
-		last := v.AttemptLog[n-1]
-		v.LastAttempt = &last
+	for i := len(v.AttemptLog) - 1; i >= 0; i-- {
+		if v.AttemptLog[i].Event == "" { // the last attempt, not a replay
+			last := v.AttemptLog[i]
+			v.LastAttempt = &last
+			break
+		}
 	}
 	return v
 }

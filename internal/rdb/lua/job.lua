@@ -89,6 +89,23 @@ local function addLog(r, line)
   r.body = settings .. log .. payload
 end
 
+-- REPLAY_LINE ends the log line a replay adds (replay.lua).
+local REPLAY_LINE = '"event":"replay"}\n'
+
+-- fresh reports whether r has made no attempt since it was created or
+-- last replayed: its next claim is its first (for a schedule's
+-- occurrence, the one that fires it).
+local function fresh(r)
+  if r.n == 0 then
+    return true
+  end
+  if r.ll < #REPLAY_LINE then
+    return false
+  end
+  local e = r.ls + r.ll
+  return string.sub(r.body, e - #REPLAY_LINE + 1, e) == REPLAY_LINE
+end
+
 -- waiting is the state of a job waiting for time t: ready when t has come.
 local function waiting(t, now)
   if t <= now then
