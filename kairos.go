@@ -270,3 +270,56 @@ func ParseOccurrence(id string) (scheduleID string, at time.Time, ok bool) {
 	}
 	return sid, time.UnixMilli(ms), true
 }
+
+// Quota limits what one tenant may hold and ask of kairos, so that one
+// cannot exhaust Redis or the API for all. A zero field is no limit.
+type Quota struct {
+	// MaxPending bounds the tenant's pending jobs (scheduled, ready,
+	// active, retrying) across its topics: a create past it is refused.
+	MaxPending int64
+	// Rate bounds the tenant's API requests: Rate per RatePeriod, with
+	// bursts of up to Burst (default Rate) at once.
+	Rate       int
+	RatePeriod time.Duration
+	Burst      int
+}
+
+// QuotaOverride is the quota an admin set for one tenant: a nil field
+// takes the deployment's default.
+type QuotaOverride struct {
+	MaxPending *int64         `json:"max_pending,omitempty"`
+	Rate       *int           `json:"rate,omitempty"`
+	RatePeriod *time.Duration `json:"rate_period,omitempty"`
+	Burst      *int           `json:"burst,omitempty"`
+}
+
+// Apply returns q with the override's fields in place of its own.
+func (o QuotaOverride) Apply(q Quota) Quota {
+	if o.MaxPending != nil {
+		q.MaxPending = *o.MaxPending
+	}
+	if o.Rate != nil {
+		q.Rate = *o.Rate
+		if o.Burst == nil {
+			q.Burst = 0 // the rate's own default, not the default rate's burst
+		}
+	}
+	if o.RatePeriod != nil {
+		q.RatePeriod = *o.RatePeriod
+	}
+	if o.Burst != nil {
+		q.Burst = *o.Burst
+	}
+	return q.WithDefaults()
+}
+
+// WithDefaults fills a rate's period (1s) and burst (the rate).
+func (q Quota) WithDefaults() Quota {
+	if q.Rate > 0 && q.RatePeriod <= 0 {
+		q.RatePeriod = time.Second
+	}
+	if q.Rate > 0 && q.Burst <= 0 {
+		q.Burst = q.Rate
+	}
+	return q
+}

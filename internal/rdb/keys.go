@@ -113,5 +113,18 @@ func (k keys) refills(shard int) string { return k.tag(shard) + "sr" }
 // "Deleting a topic").
 func (k keys) gone(shard int) string { return k.tag(shard) + "gone" }
 
+// topicTenants is a shard's hash of topic handles to their tenants, and
+// tenantPending its hash of tenants to their pending jobs in the shard
+// (layout.go, "Tenant quotas").
+func (k keys) topicTenants(shard int) string { return k.tag(shard) + "ht" }
+
+func (k keys) tenantPending(shard int) string { return k.tag(shard) + "tp" }
+
+// quotas is a hash of tenant -> its quota (JSON), for tenants an admin set one for.
+func (k keys) quotas() string { return k.prefix + ":quotas" }
+
+// rate is a tenant's request rate state (quota.lua); its own hash tag.
+func (k keys) rate(tenant string) string { return k.prefix + ":rate:{" + tenant + "}" }
+
 // field is a job's field in its shard's pool.
 func field(h, id string) string { return h + "/" + id }

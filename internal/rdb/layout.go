@@ -36,6 +36,10 @@ import (
 //	P:{s}:si:<h>        ZSET   a topic's schedule ids in the shard, all scored 0 (listed by id)
 //	P:{s}:sr            SET    schedules whose queue of instants runs low: "<h>/<id>"
 //	P:{s}:gone          SET    handles of deleted topics: no job or schedule is written under them (see "Deleting a topic")
+//	P:{s}:ht            HASH   topic handle -> its tenant (written when a process first resolves the handle)
+//	P:{s}:tp            HASH   tenant -> its pending jobs in the shard (see "Tenant quotas")
+//	P:quotas            HASH   tenant -> the quota an admin set for it (JSON)
+//	P:rate:{tenant}     STRING a tenant's request rate: the GCRA theoretical arrival time (us), expiring
 //	P:ready:{tenant/topic} LIST jobs claimed by a scanner-only process, for workers elsewhere
 //
 // A topic handle is a short base-36 number given to a tenant's topic name
@@ -93,6 +97,16 @@ import (
 // their end. The mark costs no command: an occurrence's move is counted
 // in its own field instead of the plain one, so a call adds a field only
 // when it moves both plain jobs and occurrences of one topic.
+//
+// # Tenant quotas
+//
+// A tenant's pending jobs (scheduled, ready, active, retrying) are counted
+// per shard in P:{s}:tp, by the same call that counts them per topic
+// (countFlush adds each topic's change of pending jobs to its tenant, read
+// from P:{s}:ht). Store.TenantPending sums the shards: one HGET a shard,
+// nothing scanned. The API checks a create against the tenant's quota
+// before it stores it. The request rate is GCRA in quota.lua, on Redis's
+// clock, one key a tenant.
 //
 // # Deleting a topic
 //

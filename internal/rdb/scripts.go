@@ -54,6 +54,8 @@ var (
 	topicretireSrc string
 	//go:embed lua/topicdel.lua
 	topicdelSrc string
+	//go:embed lua/quota.lua
+	quotaSrc string
 
 	enqueueScript     = newScript("enqueue", enqueueSrc)
 	claimScript       = newScript("claim", claimSrc)
@@ -69,6 +71,7 @@ var (
 	schedrefillScript = newScript("schedrefill", schedrefillSrc)
 	topicretireScript = newScript("topicretire", topicretireSrc)
 	topicdelScript    = newScript("topicdel", topicdelSrc)
+	quotaScript       = newScript("quota", quotaSrc)
 )
 
 // helpersSrc is what every script body runs after.
@@ -88,7 +91,7 @@ func newScript(name, body string) *script {
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
-	schedsetScript, scheddelScript, schedrefillScript, topicretireScript, topicdelScript}
+	schedsetScript, scheddelScript, schedrefillScript, topicretireScript, topicdelScript, quotaScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions

@@ -1,0 +1,95 @@
+package rdb
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// TestTenantPendingFollowsJobs: a tenant's pending jobs, summed from the
+// per-shard counts the scripts keep, follow creates, replacements,
+// cancels, deliveries, deaths and replays across its topics; another
+// tenant's jobs are not counted.
+func TestTenantPendingFollowsJobs(t *testing.T) {
+	t.Parallel()
+	s, clk := newStore(t, Options{})
+	ctx := context.Background()
+	want := func(tenant string, n int64) {
+		t.Helper()
+		got, err := s.TenantPending(ctx, tenant)
+		if err != nil || got != n {
+			t.Fatalf("%s pending %d (%v), want %d", tenant, got, err, n)
+		}
+	}
+	want("acme", 0)
+	for i := range 20 {
+		topic := "orders"
+		if i%2 == 1 {
+			topic = "invoices"
+		}
+		if _, err := s.Enqueue(ctx, kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: topic, ID: fmt.Sprint("j", i)}, RunAt: clk.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Enqueue(ctx, kairos.Job{JobKey: kairos.JobKey{Tenant: "globex", Topic: "orders", ID: "g"}, RunAt: clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	want("acme", 20)
+	want("globex", 1)
+	enqueue(t, s, "j0", clk.Now()) // replaces a job that had not fired: still 20
+	want("acme", 20)
+	if err := s.Cancel(ctx, key("j2")); err != nil {
+		t.Fatal(err)
+	}
+	want("acme", 19)
+	var c Claimed
+	for _, cl := range claimAll(t, s, 0) {
+		if cl.Job.Tenant == "acme" {
+			c = cl
+		}
+	}
+	want("acme", 19) // active is pending
+	finishJob(t, s, c.Job, clk.Now(), 500, false, true, time.Time{})
+	want("acme", 18)
+	if _, err := s.Replay(ctx, key("j0")); err != nil {
+		t.Fatal(err)
+	}
+	want("acme", 19)
+	c = claimOne(t, s, "j0")
+	finishJob(t, s, c.Job, clk.Now(), 204, true, false, time.Time{})
+	want("acme", 18)
+	want("globex", 1)
+}
+
+// TestTakeRequestIsGCRA: a rate of 5 a second with a burst of 5 allows 5
+// requests at once, refuses the 6th with the wait until the next, and
+// allows one more once that wait has passed; a refusal writes nothing.
+func TestTakeRequestIsGCRA(t *testing.T) {
+	t.Parallel()
+	s, clk := newStore(t, Options{})
+	ctx := context.Background()
+	q := kairos.Quota{Rate: 5}
+	for i := range 5 {
+		if wait, err := s.TakeRequest(ctx, "acme", q); err != nil || wait != 0 {
+			t.Fatalf("request %d: wait %v, %v", i+1, wait, err)
+		}
+	}
+	before, _ := s.c.Get(ctx, s.k.rate("acme")).Result()
+	wait, err := s.TakeRequest(ctx, "acme", q)
+	if err != nil || wait != 200*time.Millisecond {
+		t.Fatalf("6th request: wait %v, %v; want 200ms", wait, err)
+	}
+	if after, _ := s.c.Get(ctx, s.k.rate("acme")).Result(); after != before {
+		t.Errorf("a refused request changed the rate state: %s -> %s", before, after)
+	}
+	if wait, _ := s.TakeRequest(ctx, "globex", q); wait != 0 {
+		t.Errorf("another tenant waits %v", wait)
+	}
+	clk.Add(200 * time.Millisecond)
+	if wait, err := s.TakeRequest(ctx, "acme", q); err != nil || wait != 0 {
+		t.Fatalf("after the wait: %v, %v", wait, err)
+	}
+}
