@@ -98,6 +98,27 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 		at = append(at, i)
 	}
 	if len(valid) > 0 {
+		// past the tenant's max_pending, the last items are refused
+		allowed, err := s.admitPending(r.Context(), tenant, len(valid))
+		if err != nil && !errors.As(err, new(*quotaError)) {
+			s.writeError(w, r, err)
+			return
+		}
+		if allowed < len(valid) {
+			qerr := err
+			if qerr == nil {
+				qerr = &quotaError{retryAfter: pendingRetryAfter, detail: fmt.Sprintf(
+					"tenant %q may create %d more pending jobs (max_pending): jobs[%d] and after were refused; cancel some or wait until they are delivered, or ask an admin to raise it",
+					tenant, allowed, at[allowed])}
+			}
+			for k := allowed; k < len(valid); k++ {
+				p := s.problem(r, qerr)
+				resp.Results[at[k]] = batchItem{Index: at[k], Status: p.Status, Error: &p}
+			}
+			valid, at = valid[:allowed], at[:allowed]
+		}
+	}
+	if len(valid) > 0 {
 		if err := s.ensureTopic(r.Context(), t, known); err != nil {
 			s.writeError(w, r, err)
 			return

@@ -260,6 +260,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		err = needCallback(t, known, j)
 	}
 	if err == nil {
+		err = s.needPending(r.Context(), tenant)
+	}
+	if err == nil {
 		err = s.ensureTopic(r.Context(), t, known)
 	}
 	if err != nil {
@@ -354,6 +357,10 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
 	key, err := s.jobTarget(r)
 	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.needPending(r.Context(), key.Tenant); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -81,6 +81,7 @@ func (s *Server) problem(r *http.Request, err error) Problem {
 	var ve *ValidationError
 	var he *httpError
 	var ae *auth.Error
+	var qe *quotaError
 	switch {
 	case errors.As(err, &ve):
 		p.Status = ve.Status
@@ -94,6 +95,9 @@ func (s *Server) problem(r *http.Request, err error) Problem {
 	case errors.As(err, &he):
 		p.Status, p.Title, p.Detail = he.status, he.title, he.detail
 		p.Type = problemBase + strings.ToLower(strings.ReplaceAll(he.title, " ", "-"))
+	case errors.As(err, &qe):
+		p.Status, p.Type, p.Title, p.Detail = http.StatusTooManyRequests, problemBase+"too-many-requests", "Too Many Requests", qe.detail
+		p.retryAfter = retryAfterSeconds(qe.retryAfter)
 	case errors.As(err, &ae):
 		p.Status, p.Type, p.Title, p.Detail = http.StatusUnauthorized, problemBase+"unauthorized", "Unauthorized", ae.Reason
 	case errors.Is(err, kairos.ErrNotFound):

@@ -195,6 +195,9 @@ func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) {
 		err = needCallback(t, known, sc.Job)
 	}
 	if err == nil {
+		err = s.needPending(r.Context(), tenant)
+	}
+	if err == nil {
 		err = s.ensureTopic(r.Context(), t, known)
 	}
 	if err == nil {
@@ -368,6 +371,9 @@ func (s *Server) pauseSchedule(pause bool) http.HandlerFunc {
 func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) {
 	tenant, topic, id, err := s.scheduleTarget(r)
 	var j kairos.Job
+	if err == nil {
+		err = s.needPending(r.Context(), tenant)
+	}
 	if err == nil {
 		j, err = s.store.TriggerSchedule(r.Context(), tenant, topic, id)
 	}

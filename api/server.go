@@ -38,6 +38,9 @@ type Config struct {
 	// Tracer traces creates (internal/tracing); nil does not trace, and
 	// jobs still keep the trace context their create request carried.
 	Tracer trace.TracerProvider
+	// Quota is every tenant's default quota (an admin may set another for
+	// one tenant); zero fields are no limit.
+	Quota kairos.Quota
 }
 
 // DefaultMaxPayload is the default payload limit.
@@ -51,6 +54,7 @@ type Server struct {
 	log     *slog.Logger
 	onTopic func()
 	tracer  trace.Tracer
+	quotas  quotas
 }
 
 // New returns the API handler.
@@ -61,6 +65,7 @@ func New(store *rdb.Store, a *auth.Authenticator, cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Quota = cfg.Quota.WithDefaults()
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
@@ -87,7 +92,7 @@ func (s *Server) routes() chi.Router {
 		w.Write(kairos.OpenAPI)
 	})
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.authenticate)
+		r.Use(s.authenticate, s.limitRate)
 		r.Get("/topics", s.listTopics)
 		r.Route("/topics/{topic}", func(r chi.Router) {
 			r.Put("/", s.putTopic)
@@ -112,6 +117,9 @@ func (s *Server) routes() chi.Router {
 		r.Get("/signing-keys", s.getSigningKeys)
 		r.Post("/signing-keys/rotate", s.rotateSigningKeys)
 		r.Get("/stats", s.stats)
+		r.Get("/tenants/{tenant}/quota", s.getQuota)
+		r.Put("/tenants/{tenant}/quota", s.putQuota)
+		r.Delete("/tenants/{tenant}/quota", s.deleteQuota)
 	})
 	r.Get("/metrics", s.mounted(s.cfg.Metrics, "metrics"))
 	page := s.mounted(s.cfg.Page, "the admin page")

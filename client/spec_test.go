@@ -74,6 +74,17 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		return err
 	},
 	"deleteTopic": func(ctx context.Context, c *client.Client) error { return c.DeleteTopic(ctx, "orders") },
+	"getQuota": func(ctx context.Context, c *client.Client) error {
+		_, err := c.GetQuota(ctx, "acme")
+		return err
+	},
+	"putQuota": func(ctx context.Context, c *client.Client) error {
+		pending, burst := int64(10000), 100
+		_, err := c.PutQuota(ctx, "acme", client.QuotaRequest{MaxPending: &pending,
+			Rate: &client.QuotaRate{Limit: 50, Period: client.Duration(time.Second)}, Burst: &burst})
+		return err
+	},
+	"deleteQuota": func(ctx context.Context, c *client.Client) error { return c.DeleteQuota(ctx, "acme") },
 	"createJob": func(ctx context.Context, c *client.Client) error {
 		if _, err := c.CreateJob(ctx, "orders", fullJob); err != nil {
 			return err
@@ -307,6 +318,8 @@ var mirrors = map[string]any{
 	"Schedule":          client.Schedule{},
 	"ScheduleList":      client.ScheduleList{},
 	"Problem":           client.Error{},
+	"Quota":             client.Quota{},
+	"QuotaRequest":      client.QuotaRequest{},
 	"Health":            status{},
 	"Ready":             status{},
 }

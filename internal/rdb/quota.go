@@ -45,7 +45,8 @@ func (s *Store) GetQuota(ctx context.Context, tenant string) (kairos.QuotaOverri
 	return o, true, nil
 }
 
-// PutQuota sets tenant's quota.
+// PutQuota sets tenant's quota. Its request rate starts afresh: what it
+// used under the old rate does not count against the new one.
 func (s *Store) PutQuota(ctx context.Context, tenant string, o kairos.QuotaOverride) error {
 	raw, err := json.Marshal(o)
 	if err != nil {
@@ -54,13 +55,19 @@ func (s *Store) PutQuota(ctx context.Context, tenant string, o kairos.QuotaOverr
 	if err := s.c.HSet(ctx, s.k.quotas(), tenant, raw).Err(); err != nil {
 		return fmt.Errorf("put quota of %s: %w", tenant, err)
 	}
+	if err := s.c.Del(ctx, s.k.rate(tenant)).Err(); err != nil {
+		return fmt.Errorf("reset the request rate of %s: %w", tenant, err)
+	}
 	return nil
 }
 
-// DeleteQuota removes tenant's quota (it takes the defaults again); it
-// reports whether there was one.
+// DeleteQuota removes tenant's quota (it takes the defaults again, its
+// request rate afresh); it reports whether there was one.
 func (s *Store) DeleteQuota(ctx context.Context, tenant string) (bool, error) {
 	n, err := s.c.HDel(ctx, s.k.quotas(), tenant).Result()
+	if err == nil {
+		err = s.c.Del(ctx, s.k.rate(tenant)).Err()
+	}
 	if err != nil {
 		return false, fmt.Errorf("delete quota of %s: %w", tenant, err)
 	}

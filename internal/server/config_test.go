@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kairos-sh/kairos"
 )
 
 func fakeEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -34,6 +36,15 @@ func TestParseConfig(t *testing.T) {
 		{name: "embedded binds loopback, an external Redis every interface", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
 			want: func(c *Config) { c.Addr, c.RedisURL, c.AuthSecret = ":8080", "redis://r:6379", "0123456789abcdef" }},
 		{name: "an explicit address is kept in embedded mode", args: []string{"--addr", ":8080"}, want: func(c *Config) { c.Addr = ":8080" }},
+		{name: "tenant quota from env", env: map[string]string{"KAIROS_TENANT_MAX_PENDING": "5000", "KAIROS_TENANT_RATE": "600/1m"},
+			want: func(c *Config) {
+				c.Quota = kairos.Quota{MaxPending: 5000, Rate: 600, RatePeriod: time.Minute, Burst: 600}
+			}},
+		{name: "tenant quota flags", args: []string{"--tenant-rate", "20", "--tenant-burst", "50"},
+			want: func(c *Config) { c.Quota = kairos.Quota{Rate: 20, RatePeriod: time.Second, Burst: 50} }},
+		{name: "bad tenant rate", args: []string{"--tenant-rate", "fast"}, wantErr: "tenant-rate \"fast\": use N or N/PERIOD"},
+		{name: "bad tenant rate period", args: []string{"--tenant-rate", "5/soon"}, wantErr: "PERIOD must be a duration"},
+		{name: "negative max pending", env: map[string]string{"KAIROS_TENANT_MAX_PENDING": "-1"}, wantErr: "tenant-max-pending \"-1\""},
 		{name: "bare boolean flag", args: []string{"--allow-private-urls"}, want: func(c *Config) { c.AllowPrivate = true }},
 		{name: "boolean flag =true", args: []string{"--allow-private-urls=true"}, want: func(c *Config) { c.AllowPrivate = true }},
 		{name: "boolean flag =1", args: []string{"--allow-private-urls=1"}, want: func(c *Config) { c.AllowPrivate = true }},

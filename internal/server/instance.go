@@ -144,7 +144,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		if worker != nil {
 			onTopic = worker.Refresh
 		}
-		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
+		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic, Quota: cfg.Quota,
 			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp})
 	} else {
 		h = opsHandler(store, metricsHandler)
