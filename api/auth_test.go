@@ -140,7 +140,7 @@ func TestAuthEveryRoute(t *testing.T) {
 			wantProblem(t, res, http.StatusUnauthorized)
 		}
 	}
-	if n != 25 {
-		t.Errorf("checked %d /v1 operations, want 25", n)
+	if n != 26 {
+		t.Errorf("checked %d /v1 operations, want 26", n)
 	}
 }

@@ -59,11 +59,12 @@ type tenantQuota struct {
 func (s *Server) quotaOf(ctx context.Context, tenant string) (kairos.Quota, bool, error) {
 	now := time.Now()
 	s.quotas.mu.Lock()
-	e := s.quotas.m[tenant]
-	s.quotas.mu.Unlock()
-	if e != nil && now.Before(e.expires) {
-		return e.q, e.custom, nil
+	if e := s.quotas.m[tenant]; e != nil && now.Before(e.expires) {
+		q, custom := e.q, e.custom
+		s.quotas.mu.Unlock()
+		return q, custom, nil
 	}
+	s.quotas.mu.Unlock()
 	o, custom, err := s.store.GetQuota(ctx, tenant)
 	if err != nil {
 		return kairos.Quota{}, false, err
@@ -74,7 +75,8 @@ func (s *Server) quotaOf(ctx context.Context, tenant string) (kairos.Quota, bool
 	if s.quotas.m == nil || len(s.quotas.m) > 10000 {
 		s.quotas.m = map[string]*tenantQuota{}
 	}
-	if e = s.quotas.m[tenant]; e == nil {
+	e := s.quotas.m[tenant]
+	if e == nil {
 		e = &tenantQuota{}
 		s.quotas.m[tenant] = e
 	}

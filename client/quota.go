@@ -69,3 +69,31 @@ func (c *Client) DeleteQuota(ctx context.Context, tenant string) error {
 	_, err := c.do(ctx, del(quotaPath(tenant)), nil)
 	return err
 }
+
+// Revocation is a revocation of a tenant's tokens now in force.
+type Revocation struct {
+	Tenant       string `json:"tenant"`
+	IssuedBefore *Time  `json:"issued_before,omitempty"` // every token issued in that second or earlier
+	JTI          string `json:"jti,omitempty"`           // the one token revoked
+}
+
+// RevocationRequest revokes a tenant's tokens issued up to IssuedBefore
+// (nil: now), or the one token whose jti is JTI.
+type RevocationRequest struct {
+	IssuedBefore *Time  `json:"issued_before,omitempty"`
+	JTI          string `json:"jti,omitempty"`
+}
+
+// RevokeTokens revokes a tenant's tokens (admin tokens only): every kairos
+// process refuses them within about a second. It is sent once.
+func (c *Client) RevokeTokens(ctx context.Context, tenant string, req RevocationRequest) (*Revocation, error) {
+	r, err := jsonBody(http.MethodPost, "/v1/tenants/"+url.PathEscape(tenant)+"/revocations", req, false)
+	if err != nil {
+		return nil, err
+	}
+	var v Revocation
+	if _, err := c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}

@@ -85,6 +85,13 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		return err
 	},
 	"deleteQuota": func(ctx context.Context, c *client.Client) error { return c.DeleteQuota(ctx, "acme") },
+	"revokeTokens": func(ctx context.Context, c *client.Client) error {
+		if _, err := c.RevokeTokens(ctx, "acme", client.RevocationRequest{IssuedBefore: &client.Time{Time: time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)}}); err != nil {
+			return err
+		}
+		_, err := c.RevokeTokens(ctx, "acme", client.RevocationRequest{JTI: "n3oZIMcafZyF8Segdv8SnQ"})
+		return err
+	},
 	"createJob": func(ctx context.Context, c *client.Client) error {
 		if _, err := c.CreateJob(ctx, "orders", fullJob); err != nil {
 			return err
@@ -320,6 +327,8 @@ var mirrors = map[string]any{
 	"Problem":           client.Error{},
 	"Quota":             client.Quota{},
 	"QuotaRequest":      client.QuotaRequest{},
+	"Revocation":        client.Revocation{},
+	"RevocationRequest": client.RevocationRequest{},
 	"Health":            status{},
 	"Ready":             status{},
 }
