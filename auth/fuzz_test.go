@@ -24,6 +24,9 @@ func FuzzAuthenticate(f *testing.F) {
 		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "nbf": 1e300, "exp": -1e300}, secret),
 		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "", "admin": 1}, secret),
 		"Bearer " + strings.Repeat("A", 4096),
+		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "jti": "n3oZIMcafZyF8Segdv8SnQ", "iat": now}, secret),
+		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "jti": 42, "iat": "yesterday"}, secret),
+		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "jti": "", "iat": -1e300}, secret),
 	} {
 		f.Add(h, "acme", false, int64(3600))
 	}

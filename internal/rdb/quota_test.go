@@ -93,3 +93,38 @@ func TestTakeRequestIsGCRA(t *testing.T) {
 		t.Fatalf("after the wait: %v, %v", wait, err)
 	}
 }
+
+// TestTenantPendingCountsOccurrences: a schedule's pending occurrence is
+// one pending job of its tenant, through the chain of occurrences, and
+// none once the schedule is deleted.
+func TestTenantPendingCountsOccurrences(t *testing.T) {
+	s, now, add := newScheduleStore(t)
+	ctx := context.Background()
+	if _, err := s.PutSchedule(ctx, everySecond("tick", now().Add(500*time.Millisecond), "")); err != nil {
+		t.Fatal(err)
+	}
+	pending := func() int64 {
+		t.Helper()
+		n, err := s.TenantPending(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := pending(); n != 1 {
+		t.Fatalf("pending %d with a schedule, want 1", n)
+	}
+	for range 5 {
+		add(time.Second)
+		fireDue(t, s)
+		if n := pending(); n != 1 {
+			t.Fatalf("pending %d as the schedule runs, want 1", n)
+		}
+	}
+	if err := s.DeleteSchedule(ctx, "acme", "orders", "tick"); err != nil {
+		t.Fatal(err)
+	}
+	if n := pending(); n != 0 {
+		t.Fatalf("pending %d after the schedule was deleted, want 0", n)
+	}
+}

@@ -105,3 +105,19 @@ func TestParseConfig(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseRate: no panic; an accepted rate is in range, and 0 is no limit.
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{"0", "5", "600/1m", "5/0s", "-1", "1/", "/1s", "1000001", "7/24h1ns", " 3/1ms ", "1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, per, err := ParseRate(s)
+		if err != nil {
+			return
+		}
+		if n < 0 || n > 1_000_000 || (n > 0 && (per < time.Millisecond || per > 24*time.Hour)) || (n == 0 && per != 0) {
+			t.Errorf("ParseRate(%q) = %d, %s", s, n, per)
+		}
+	})
+}
