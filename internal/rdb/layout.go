@@ -108,7 +108,10 @@ import (
 // from P:{s}:ht). Store.TenantPending sums the shards: one HGET a shard,
 // nothing scanned. The API checks a create against the tenant's quota
 // before it stores it. The request rate is GCRA in quota.lua, on Redis's
-// clock, one key a tenant.
+// clock, one key a tenant. A Redis whose jobs predate these counts gets
+// them once, at the first start of a kairos that keeps them (meta field
+// tenant_pending; tenantpending.lua counts each shard from the topics'
+// counters, exactly, whatever runs beside it).
 //
 // # Deleting a topic
 //

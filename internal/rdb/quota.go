@@ -3,8 +3,10 @@ package rdb
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kairos-sh/kairos"
@@ -85,4 +87,59 @@ func (s *Store) TakeRequest(ctx context.Context, tenant string, q kairos.Quota) 
 		return 0, fmt.Errorf("request rate of %s: %w", tenant, err)
 	}
 	return time.Duration(wait) * time.Microsecond, nil
+}
+
+// initTenantPending counts every tenant's pending jobs from its topics'
+// counters, once for a Redis (meta field tenant_pending): jobs stored by a
+// kairos that did not count them per tenant yet are counted then. It reads
+// the topics and their handles (no job) and runs one script a shard.
+// Processes of that older kairos still running beside this one do not
+// count what they change; run it again (RecountTenantPending) once they
+// are gone.
+func (s *Store) initTenantPending(ctx context.Context) error {
+	done, err := s.c.HExists(ctx, s.k.meta(), "tenant_pending").Result()
+	if err != nil {
+		return fmt.Errorf("read meta: %w", err)
+	}
+	if done {
+		return nil
+	}
+	if err := s.RecountTenantPending(ctx); err != nil {
+		return err
+	}
+	if err := s.c.HSet(ctx, s.k.meta(), "tenant_pending", "1").Err(); err != nil {
+		return fmt.Errorf("record tenant counts: %w", err)
+	}
+	return nil
+}
+
+// RecountTenantPending sets every tenant's pending jobs, in each shard,
+// to what its topics' counters say (tenantpending.lua).
+func (s *Store) RecountTenantPending(ctx context.Context) error {
+	topics, err := s.c.HKeys(ctx, s.k.topics()).Result()
+	if err != nil {
+		return fmt.Errorf("list topics: %w", err)
+	}
+	argv := []any{""}
+	for _, f := range topics {
+		tenant, topic, _ := strings.Cut(f, "/")
+		h, err := s.handle(ctx, tenant, topic, false)
+		if errors.Is(err, kairos.ErrNotFound) {
+			continue // never had a job
+		}
+		if err != nil {
+			return err
+		}
+		argv = append(argv, h, tenant)
+	}
+	if len(argv) == 1 {
+		return nil
+	}
+	for sh := range s.k.shards {
+		argv[0] = s.k.tag(sh)
+		if err := s.run(ctx, tenantpendingScript, []string{s.k.topicTenants(sh), s.k.tenantPending(sh)}, argv...).Err(); err != nil {
+			return fmt.Errorf("count pending jobs per tenant in shard %d: %w", sh, err)
+		}
+	}
+	return nil
 }

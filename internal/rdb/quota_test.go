@@ -128,3 +128,47 @@ func TestTenantPendingCountsOccurrences(t *testing.T) {
 		t.Fatalf("pending %d after the schedule was deleted, want 0", n)
 	}
 }
+
+// TestRecountTenantPending: jobs stored before tenants' pending jobs were
+// counted (no P:{s}:tp, no P:{s}:ht) are counted by the recount a new
+// kairos runs at start, from the topics' counters.
+func TestRecountTenantPending(t *testing.T) {
+	t.Parallel()
+	s, clk := newStore(t, Options{})
+	ctx := context.Background()
+	for _, topic := range []string{"orders", "invoices"} {
+		if _, _, err := s.PutTopic(ctx, kairos.Topic{Tenant: "acme", Name: topic, CallbackURL: "https://x.example/"}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if _, err := s.Enqueue(ctx, kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: topic, ID: fmt.Sprint(i)}, RunAt: clk.Now().Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.Cancel(ctx, kairos.JobKey{Tenant: "acme", Topic: "orders", ID: "0"}); err != nil {
+		t.Fatal(err)
+	}
+	// as an older kairos left it
+	for sh := range s.k.shards {
+		s.c.Del(ctx, s.k.tenantPending(sh), s.k.topicTenants(sh))
+	}
+	s.c.HDel(ctx, s.k.meta(), "tenant_pending")
+	if n, _ := s.TenantPending(ctx, "acme"); n != 0 {
+		t.Fatalf("pending %d before the recount", n)
+	}
+	again := New(s.c, Options{Prefix: s.k.prefix, Now: clk.Now})
+	if err := again.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := again.TenantPending(ctx, "acme"); err != nil || n != 9 {
+		t.Fatalf("pending %d (%v) after the recount, want 9", n, err)
+	}
+	// and from then on the counts follow the jobs
+	if err := again.Cancel(ctx, kairos.JobKey{Tenant: "acme", Topic: "invoices", ID: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := again.TenantPending(ctx, "acme"); n != 8 {
+		t.Fatalf("pending %d after a cancel, want 8", n)
+	}
+}

@@ -56,6 +56,8 @@ var (
 	topicdelSrc string
 	//go:embed lua/quota.lua
 	quotaSrc string
+	//go:embed lua/tenantpending.lua
+	tenantpendingSrc string
 
 	enqueueScript     = newScript("enqueue", enqueueSrc)
 	claimScript       = newScript("claim", claimSrc)
@@ -71,7 +73,8 @@ var (
 	schedrefillScript = newScript("schedrefill", schedrefillSrc)
 	topicretireScript = newScript("topicretire", topicretireSrc)
 	topicdelScript    = newScript("topicdel", topicdelSrc)
-	quotaScript       = newScript("quota", quotaSrc)
+	quotaScript         = newScript("quota", quotaSrc)
+	tenantpendingScript = newScript("tenantpending", tenantpendingSrc)
 )
 
 // helpersSrc is what every script body runs after.
@@ -91,7 +94,7 @@ func newScript(name, body string) *script {
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
-	schedsetScript, scheddelScript, schedrefillScript, topicretireScript, topicdelScript, quotaScript}
+	schedsetScript, scheddelScript, schedrefillScript, topicretireScript, topicdelScript, quotaScript, tenantpendingScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions
