@@ -99,11 +99,12 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(valid) > 0 {
 		// past the tenant's max_pending, the last items are refused
-		allowed, err := s.admitPending(r.Context(), tenant, len(valid))
+		allowed, release, err := s.admitPending(r.Context(), tenant, len(valid))
 		if err != nil && !errors.As(err, new(*quotaError)) {
 			s.writeError(w, r, err)
 			return
 		}
+		defer release()
 		if allowed < len(valid) {
 			qerr := err
 			if qerr == nil {

@@ -259,9 +259,11 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = needCallback(t, known, j)
 	}
+	release := func() {}
 	if err == nil {
-		err = s.needPending(r.Context(), tenant)
+		release, err = s.needPending(r.Context(), tenant)
 	}
+	defer release()
 	if err == nil {
 		err = s.ensureTopic(r.Context(), t, known)
 	}
@@ -360,11 +362,13 @@ func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.needPending(r.Context(), key.Tenant); err != nil {
+	release, err := s.needPending(r.Context(), key.Tenant)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	j, err := s.store.Replay(r.Context(), key)
+	release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return

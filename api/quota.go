@@ -42,6 +42,9 @@ const quotaTTL = time.Second
 type quotas struct {
 	mu sync.Mutex
 	m  map[string]*tenantQuota
+	// near holds a turn a tenant whose creates are admitted one at a time
+	// near its max_pending (admitPending).
+	near map[string]chan struct{}
 }
 
 type tenantQuota struct {
@@ -124,14 +127,17 @@ const (
 )
 
 // admitPending says how many of n new pending jobs tenant may create
-// under its max_pending: n, fewer, or none (then a 429 error). Near the
-// limit it reads the tenant's pending jobs from Redis (TenantPending, one
-// HGET a shard); far from it, a fresh estimate does. Creates racing on
-// several processes may pass the limit by the creates in flight.
-func (s *Server) admitPending(ctx context.Context, tenant string, n int) (int, error) {
+// under its max_pending: n, fewer, or none (then a 429 error); the caller
+// stores them, then calls release. Far from the limit a fresh estimate
+// decides; near it, the tenant's pending jobs are read from Redis
+// (TenantPending, one HGET a shard), and this process admits the
+// tenant's creates one at a time until release, so that it never passes
+// the limit itself. Creates racing on several processes may pass it by
+// their creates in flight.
+func (s *Server) admitPending(ctx context.Context, tenant string, n int) (allowed int, release func(), err error) {
 	q, _, err := s.quotaOf(ctx, tenant)
 	if err != nil || q.MaxPending <= 0 || n == 0 {
-		return n, err
+		return n, func() {}, err
 	}
 	now := time.Now()
 	s.quotas.mu.Lock()
@@ -139,24 +145,40 @@ func (s *Server) admitPending(ctx context.Context, tenant string, n int) (int, e
 	if e != nil && now.Sub(e.pendingAt) < pendingTrust && float64(e.pending+int64(n)) < pendingFar*float64(q.MaxPending) {
 		e.pending += int64(n)
 		s.quotas.mu.Unlock()
-		return n, nil
+		return n, func() {}, nil
+	}
+	if s.quotas.near == nil {
+		s.quotas.near = map[string]chan struct{}{}
+	}
+	turn := s.quotas.near[tenant]
+	if turn == nil {
+		turn = make(chan struct{}, 1)
+		s.quotas.near[tenant] = turn
 	}
 	s.quotas.mu.Unlock()
+	select {
+	case turn <- struct{}{}:
+	case <-ctx.Done():
+		return 0, func() {}, ctx.Err()
+	}
+	release = func() { <-turn }
 	pending, err := s.store.TenantPending(ctx, tenant)
 	if err != nil {
-		return 0, err
+		release()
+		return 0, func() {}, err
 	}
 	left := q.MaxPending - pending
-	allowed := int(min(int64(n), max(left, 0)))
+	allowed = int(min(int64(n), max(left, 0)))
 	s.quotas.mu.Lock()
 	if e := s.quotas.m[tenant]; e != nil {
-		e.pending, e.pendingAt = pending+int64(allowed), now
+		e.pending, e.pendingAt = pending+int64(allowed), time.Now()
 	}
 	s.quotas.mu.Unlock()
 	if allowed == 0 {
-		return 0, pendingError(tenant, pending, q.MaxPending)
+		release()
+		return 0, func() {}, pendingError(tenant, pending, q.MaxPending)
 	}
-	return allowed, nil
+	return allowed, release, nil
 }
 
 func pendingError(tenant string, pending, limit int64) error {
@@ -165,10 +187,11 @@ func pendingError(tenant string, pending, limit int64) error {
 		tenant, pending, limit)}
 }
 
-// needPending refuses, with a 429, one more pending job past tenant's max_pending.
-func (s *Server) needPending(ctx context.Context, tenant string) error {
-	_, err := s.admitPending(ctx, tenant, 1)
-	return err
+// needPending refuses, with a 429, one more pending job past tenant's
+// max_pending; the caller calls release once it stored the job (or not).
+func (s *Server) needPending(ctx context.Context, tenant string) (release func(), err error) {
+	_, release, err = s.admitPending(ctx, tenant, 1)
+	return release, err
 }
 
 // quotaRequest is the body of PUT /v1/tenants/{tenant}/quota. A field

@@ -21,7 +21,7 @@ import (
 // steady pace, first alone and then while noisy, whose quota is 100
 // pending jobs and 200 requests a second, hammers the API from 8
 // goroutines. Every quiet create must succeed and be delivered; noisy must
-// be held to its quota (429s, pending never far past 100). Both tenants'
+// be held to its quota (429s, never more than 100 created). Both tenants'
 // figures are printed; timings are reported, not asserted.
 func TestNoisyTenantOverQuotaDoesNotSlowAnother(t *testing.T) {
 	var mu sync.Mutex
@@ -140,8 +140,8 @@ func TestNoisyTenantOverQuotaDoesNotSlowAnother(t *testing.T) {
 	if counts[http.StatusTooManyRequests] == 0 || counts[http.StatusCreated] < 100 {
 		t.Errorf("noisy was not held to its quota: %v", counts)
 	}
-	if n := counts[http.StatusCreated]; n > 100+8 {
-		t.Errorf("noisy created %d jobs, past max_pending 100 by more than its 8 creates in flight", n)
+	if n := counts[http.StatusCreated]; n > 100 {
+		t.Errorf("noisy created %d jobs through one process, past its max_pending 100", n)
 	}
 	for status := range counts {
 		if status != http.StatusCreated && status != http.StatusTooManyRequests {
