@@ -198,11 +198,11 @@ func (s *Server) needPending(ctx context.Context, tenant string) (release func()
 // left out takes the deployment's default; 0 is no limit.
 type quotaRequest struct {
 	MaxPending *int64       `json:"max_pending"`
-	Rate       *rateRequest `json:"rate"`
+	Rate       *quotaRateRequest `json:"rate"`
 	Burst      *int         `json:"burst"`
 }
 
-type rateRequest struct {
+type quotaRateRequest struct {
 	Limit  *int    `json:"limit"`
 	Period *string `json:"period"`
 }
@@ -211,13 +211,13 @@ type rateRequest struct {
 type quotaResponse struct {
 	Tenant     string        `json:"tenant"`
 	MaxPending int64         `json:"max_pending"`
-	Rate       *rateResponse `json:"rate"`
+	Rate       *quotaRateResponse `json:"rate"`
 	Burst      int           `json:"burst,omitempty"`
 	Pending    int64         `json:"pending"`
 	Custom     bool          `json:"custom"`
 }
 
-type rateResponse struct {
+type quotaRateResponse struct {
 	Limit  int    `json:"limit"`
 	Period string `json:"period"`
 }
@@ -285,7 +285,7 @@ func (s *Server) quotaView(ctx context.Context, tenant string) (quotaResponse, e
 	}
 	v := quotaResponse{Tenant: tenant, MaxPending: q.MaxPending, Pending: pending, Custom: custom}
 	if q.Rate > 0 {
-		v.Rate = &rateResponse{Limit: q.Rate, Period: q.RatePeriod.String()}
+		v.Rate = &quotaRateResponse{Limit: q.Rate, Period: q.RatePeriod.String()}
 		v.Burst = q.Burst
 	}
 	return v, nil
