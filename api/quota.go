@@ -197,9 +197,9 @@ func (s *Server) needPending(ctx context.Context, tenant string) (release func()
 // quotaRequest is the body of PUT /v1/tenants/{tenant}/quota. A field
 // left out takes the deployment's default; 0 is no limit.
 type quotaRequest struct {
-	MaxPending *int64       `json:"max_pending"`
+	MaxPending *int64            `json:"max_pending"`
 	Rate       *quotaRateRequest `json:"rate"`
-	Burst      *int         `json:"burst"`
+	Burst      *int              `json:"burst"`
 }
 
 type quotaRateRequest struct {
@@ -209,12 +209,12 @@ type quotaRateRequest struct {
 
 // quotaResponse is a tenant's quota in force and its pending jobs.
 type quotaResponse struct {
-	Tenant     string        `json:"tenant"`
-	MaxPending int64         `json:"max_pending"`
+	Tenant     string             `json:"tenant"`
+	MaxPending int64              `json:"max_pending"`
 	Rate       *quotaRateResponse `json:"rate"`
-	Burst      int           `json:"burst,omitempty"`
-	Pending    int64         `json:"pending"`
-	Custom     bool          `json:"custom"`
+	Burst      int                `json:"burst,omitempty"`
+	Pending    int64              `json:"pending"`
+	Custom     bool               `json:"custom"`
 }
 
 type quotaRateResponse struct {
