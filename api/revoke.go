@@ -1,11 +1,14 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // revocationRequest is the body of POST /v1/tenants/{tenant}/revocations:
@@ -21,12 +24,54 @@ type revocationResponse struct {
 	JTI          string `json:"jti,omitempty"`
 }
 
+// revokedFresh is how old this process's copy of the revoked tokens may
+// be when it checks a token: a revocation through any process is in force
+// on every other within about this (plus a round trip).
+const revokedFresh = 500 * time.Millisecond
+
+// revokedSync keeps this process's copy of the revoked tokens (held by
+// the Authenticator) fresh. It is driven by requests: a request that finds
+// the copy older than revokedFresh reads the list's version (one HGET) and,
+// when it changed, the list (one HGETALL). So a busy process pays one small
+// round trip about twice a second, not one a request, and an idle one sends
+// Redis nothing and holds no subscription.
+type revokedSync struct {
+	mu      sync.Mutex
+	checked time.Time // on the monotonic clock
+	version int64
+}
+
+// syncRevoked brings this process's copy of the revoked tokens up to date
+// when it is older than revokedFresh. When Redis does not answer, the copy
+// is kept (and tried again after revokedFresh): the request goes on, and
+// fails on its own if it needs Redis.
+func (s *Server) syncRevoked(ctx context.Context) {
+	rs := &s.revoked
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if !rs.checked.IsZero() && time.Since(rs.checked) < revokedFresh {
+		return
+	}
+	rs.checked = time.Now()
+	v, err := s.store.RevokedVersion(ctx)
+	if err == nil && v != rs.version {
+		var r rdb.Revoked
+		if r, err = s.store.LoadRevoked(ctx); err == nil {
+			s.auth.SetRevocations(auth.Revocations{Before: r.Before, IDs: r.IDs})
+			rs.version = r.Version
+		}
+	}
+	if err != nil {
+		s.log.Warn("read revoked tokens; keeping the copy in memory", "err", err)
+	}
+}
+
 // revocationLeeway is how far in the future issued_before may be: clocks differ.
 const revocationLeeway = 5 * time.Second
 
 // revokeTokens handles POST /v1/tenants/{tenant}/revocations (admins only).
 // The revocation is in force in this process at once and in every other
-// within about a second (pub/sub; internal/rdb WatchRevoked).
+// within about revokedFresh (syncRevoked).
 func (s *Server) revokeTokens(w http.ResponseWriter, r *http.Request) {
 	tenant, err := s.quotaTarget(r, true)
 	if err != nil {

@@ -55,6 +55,7 @@ type Server struct {
 	onTopic func()
 	tracer  trace.Tracer
 	quotas  quotas
+	revoked revokedSync
 }
 
 // New returns the API handler.
@@ -167,6 +168,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // authenticate requires a valid bearer token on every /v1 route.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.syncRevoked(r.Context())
 		id, err := s.auth.Authenticate(r.Header.Get("Authorization"))
 		if err != nil {
 			s.writeError(w, r, err)

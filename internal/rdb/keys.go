@@ -127,11 +127,9 @@ func (k keys) quotas() string { return k.prefix + ":quotas" }
 func (k keys) rate(tenant string) string { return k.prefix + ":rate:{" + tenant + "}" }
 
 // revoked is a hash of revoked API tokens: "t:<tenant>" -> tokens of the
-// tenant issued at or before this unix second, "j:<jti>" -> 1; and
-// revokedChanged the pub/sub channel that says it changed.
+// tenant issued at or before this unix second, "j:<jti>" -> 1, and "v"
+// -> the list's version (one more a revocation).
 func (k keys) revoked() string { return k.prefix + ":revoked" }
-
-func (k keys) revokedChanged() string { return k.prefix + ":revoked:changed" }
 
 // field is a job's field in its shard's pool.
 func field(h, id string) string { return h + "/" + id }

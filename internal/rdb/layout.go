@@ -39,8 +39,7 @@ import (
 //	P:{s}:ht            HASH   topic handle -> its tenant (written when a process first resolves the handle)
 //	P:{s}:tp            HASH   tenant -> its pending jobs in the shard (see "Tenant quotas")
 //	P:quotas            HASH   tenant -> the quota an admin set for it (JSON)
-//	P:revoked           HASH   revoked API tokens: "t:<tenant>" -> unix second (its tokens issued then or before), "j:<jti>" -> 1
-//	P:revoked:changed   pub/sub channel: the revocations changed (every API process reloads them)
+//	P:revoked           HASH   revoked API tokens: "t:<tenant>" -> unix second (its tokens issued then or before), "j:<jti>" -> 1, "v" -> version
 //	P:rate:{tenant}     STRING a tenant's request rate: the GCRA theoretical arrival time (us), expiring
 //	P:ready:{tenant/topic} LIST jobs claimed by a scanner-only process, for workers elsewhere
 //

@@ -93,14 +93,6 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		secret = base64.StdEncoding.EncodeToString(b)
 	}
 	authn := auth.New([]byte(secret), nil)
-	if cfg.Roles["api"] {
-		r, err := store.LoadRevoked(ctx)
-		if err != nil {
-			closeRedis()
-			return nil, err
-		}
-		authn.SetRevocations(auth.Revocations(r))
-	}
 
 	// Every part runs on a context of its own, so that stop can end them in order.
 	run, stopRun := context.WithCancel(context.WithoutCancel(ctx))
@@ -175,22 +167,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			cancel()
 		}
 	}
-	watchCtx, stopWatch := context.WithCancel(run)
-	var watchWG sync.WaitGroup
-	if cfg.Roles["api"] {
-		// revoked tokens are refused on every process within about a second
-		watchWG.Go(func() {
-			store.WatchRevoked(watchCtx, rdb.RevokedResync, func(r rdb.Revoked) { authn.SetRevocations(auth.Revocations(r)) },
-				func(err error) {
-					log.Warn("read revoked tokens; trying again at the next change or resync", "err", err)
-				})
-		})
-	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		stop()
-		stopWatch()
-		watchWG.Wait()
 		stopRun()
 		closeRedis()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
@@ -209,8 +188,6 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			defer cancel()
 			srv.Shutdown(sctx)
 			srvWG.Wait()
-			stopWatch()
-			watchWG.Wait()
 			stopRun()
 			closeRedis() // last
 		}}, nil
