@@ -50,6 +50,23 @@ var (
 	scheddelSrc string
 	//go:embed lua/schedrefill.lua
 	schedrefillSrc string
+
+	enqueueScript     = newScript("enqueue", enqueueSrc)
+	claimScript       = newScript("claim", claimSrc)
+	cancelScript      = newScript("cancel", cancelSrc)
+	rescheduleScript  = newScript("reschedule", rescheduleSrc)
+	replayScript      = newScript("replay", replaySrc)
+	releaseScript     = newScript("release", releaseSrc)
+	unindexScript     = newScript("unindex", unindexSrc)
+	handleScript      = newScript("handle", handleSrc)
+	undeadScript      = newScript("undead", undeadSrc)
+	schedsetScript    = newScript("schedset", schedsetSrc)
+	scheddelScript    = newScript("scheddel", scheddelSrc)
+	schedrefillScript = newScript("schedrefill", schedrefillSrc)
+)
+
+// The scripts of topic deletion and tenant quotas, in a block of their own.
+var (
 	//go:embed lua/topicretire.lua
 	topicretireSrc string
 	//go:embed lua/topicdel.lua
@@ -59,18 +76,6 @@ var (
 	//go:embed lua/tenantpending.lua
 	tenantpendingSrc string
 
-	enqueueScript       = newScript("enqueue", enqueueSrc)
-	claimScript         = newScript("claim", claimSrc)
-	cancelScript        = newScript("cancel", cancelSrc)
-	rescheduleScript    = newScript("reschedule", rescheduleSrc)
-	replayScript        = newScript("replay", replaySrc)
-	releaseScript       = newScript("release", releaseSrc)
-	unindexScript       = newScript("unindex", unindexSrc)
-	handleScript        = newScript("handle", handleSrc)
-	undeadScript        = newScript("undead", undeadSrc)
-	schedsetScript      = newScript("schedset", schedsetSrc)
-	scheddelScript      = newScript("scheddel", scheddelSrc)
-	schedrefillScript   = newScript("schedrefill", schedrefillSrc)
 	topicretireScript   = newScript("topicretire", topicretireSrc)
 	topicdelScript      = newScript("topicdel", topicdelSrc)
 	quotaScript         = newScript("quota", quotaSrc)
