@@ -176,10 +176,13 @@ type Job struct {
 	State     State
 	RunAt     time.Time // the time this schedule is for
 	NextRunAt time.Time // when the bucket hands it out next (pending jobs only)
-	Attempts  int       // attempts started so far
-	CreatedAt time.Time
-	DoneAt    time.Time // when it was delivered or died
-	Log       []Attempt // the last attempts, oldest first
+	Attempts  int       // attempts started so far, replays included: numbers go on after a replay
+	// ReplayedAfter is how many attempts the job had made when it was last
+	// replayed (0 if never): MaxAttempts counts the attempts after it.
+	ReplayedAfter int
+	CreatedAt     time.Time
+	DoneAt        time.Time // when it was delivered or died
+	Log           []Attempt // the last attempts, oldest first
 }
 
 // Attempt records one callback attempt.
@@ -190,7 +193,17 @@ type Attempt struct {
 	Status   int           `json:"status,omitempty"`
 	Error    string        `json:"error,omitempty"`
 	Response string        `json:"response,omitempty"`
+	// Event is set on an entry that is not an attempt: AttemptReplay for
+	// a replay of the dead job (N is then the attempts made before it).
+	Event string `json:"event,omitempty"`
 }
+
+// AttemptReplay is the Event of the log entry a replay adds.
+const AttemptReplay = "replay"
+
+// AttemptsLeft is how many attempts the job may still start: MaxAttempts
+// counts from its last replay.
+func (j Job) AttemptsLeft() int { return j.MaxAttempts - (j.Attempts - j.ReplayedAfter) }
 
 // MaxLoggedAttempts is how many attempts a job keeps in its log.
 const MaxLoggedAttempts = 10
@@ -321,4 +334,57 @@ type TickSummary struct {
 	// other live processes.
 	Shards  int     `json:"shards"`
 	Seconds float64 `json:"seconds"` // how long it ran
+}
+
+// Quota limits what one tenant may hold and ask of kairos, so that one
+// cannot exhaust Redis or the API for all. A zero field is no limit.
+type Quota struct {
+	// MaxPending bounds the tenant's pending jobs (scheduled, ready,
+	// active, retrying) across its topics: a create past it is refused.
+	MaxPending int64
+	// Rate bounds the tenant's API requests: Rate per RatePeriod, with
+	// bursts of up to Burst (default Rate) at once.
+	Rate       int
+	RatePeriod time.Duration
+	Burst      int
+}
+
+// QuotaOverride is the quota an admin set for one tenant: a nil field
+// takes the deployment's default.
+type QuotaOverride struct {
+	MaxPending *int64         `json:"max_pending,omitempty"`
+	Rate       *int           `json:"rate,omitempty"`
+	RatePeriod *time.Duration `json:"rate_period,omitempty"`
+	Burst      *int           `json:"burst,omitempty"`
+}
+
+// Apply returns q with the override's fields in place of its own.
+func (o QuotaOverride) Apply(q Quota) Quota {
+	if o.MaxPending != nil {
+		q.MaxPending = *o.MaxPending
+	}
+	if o.Rate != nil {
+		q.Rate = *o.Rate
+		if o.Burst == nil {
+			q.Burst = 0 // the rate's own default, not the default rate's burst
+		}
+	}
+	if o.RatePeriod != nil {
+		q.RatePeriod = *o.RatePeriod
+	}
+	if o.Burst != nil {
+		q.Burst = *o.Burst
+	}
+	return q.WithDefaults()
+}
+
+// WithDefaults fills a rate's period (1s) and burst (the rate).
+func (q Quota) WithDefaults() Quota {
+	if q.Rate > 0 && q.RatePeriod <= 0 {
+		q.RatePeriod = time.Second
+	}
+	if q.Rate > 0 && q.Burst <= 0 {
+		q.Burst = q.Rate
+	}
+	return q
 }

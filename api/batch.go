@@ -98,6 +98,28 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 		at = append(at, i)
 	}
 	if len(valid) > 0 {
+		// past the tenant's max_pending, the last items are refused
+		allowed, release, err := s.admitPending(r.Context(), tenant, len(valid))
+		if err != nil && !errors.As(err, new(*quotaError)) {
+			s.writeError(w, r, err)
+			return
+		}
+		defer release()
+		if allowed < len(valid) {
+			qerr := err
+			if qerr == nil {
+				qerr = &quotaError{retryAfter: pendingRetryAfter, detail: fmt.Sprintf(
+					"tenant %q may create %d more pending jobs (max_pending): jobs[%d] and after were refused; cancel some or wait until they are delivered, or ask an admin to raise it",
+					tenant, allowed, at[allowed])}
+			}
+			for k := allowed; k < len(valid); k++ {
+				p := s.problem(r, qerr)
+				resp.Results[at[k]] = batchItem{Index: at[k], Status: p.Status, Error: &p}
+			}
+			valid, at = valid[:allowed], at[:allowed]
+		}
+	}
+	if len(valid) > 0 {
 		if err := s.ensureTopic(r.Context(), t, known); err != nil {
 			s.writeError(w, r, err)
 			return
@@ -135,20 +157,66 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 			resp.Failed++
 		}
 	}
+	if resp.Failed == len(resp.Results) {
+		s.writeBatchFailed(w, resp)
+		return
+	}
 	writeJSON(w, resp.status(), resp)
 }
 
-// status is a batch's: 201 when no item failed and some job was created,
-// 207 when some items failed and others did not, else 200 (every job
-// replaced one that had not fired, or every item failed).
+// status is the status of a batch in which some item succeeded: 201 when
+// no item failed and some job was created, 207 when some items failed and
+// others did not, else 200 (every job replaced one that had not fired).
 func (b batchResponse) status() int {
 	switch {
 	case b.Failed == 0 && b.Created > 0:
 		return http.StatusCreated
-	case b.Failed > 0 && b.Created+b.Replaced > 0:
+	case b.Failed > 0:
 		return http.StatusMultiStatus
 	}
 	return http.StatusOK
+}
+
+// batchProblem is the answer to a batch in which every item failed: a
+// problem document that also carries the batch's counts and results.
+type batchProblem struct {
+	Problem
+	batchResponse
+}
+
+// writeBatchFailed answers a batch in which every item failed with a
+// problem whose status is the items' when they share one (400 for a batch
+// of invalid jobs, 429 for one over a quota, 503 while Redis is away),
+// else 500 when some item failed on the server's side, else 400; the
+// results name each item's fault as in any batch answer.
+func (s *Server) writeBatchFailed(w http.ResponseWriter, resp batchResponse) {
+	status := resp.Results[0].Status
+	server := false
+	for _, it := range resp.Results {
+		if it.Status != status {
+			status = 0
+		}
+		server = server || it.Status >= 500
+	}
+	switch {
+	case status != 0:
+	case server:
+		status = http.StatusInternalServerError
+	default:
+		status = http.StatusBadRequest
+	}
+	first := resp.Results[0].Error
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+		retryAfter := first.retryAfter
+		if retryAfter == "" {
+			retryAfter = "1"
+		}
+		w.Header().Set("Retry-After", retryAfter)
+	}
+	p := batchProblem{Problem: Problem{Type: problemBase + "batch-failed", Title: "Every job of the batch failed", Status: status,
+		Detail: fmt.Sprintf("none of the %d jobs was stored; results[i].error says why each failed (the first: %s)", len(resp.Results), first.Detail)},
+		batchResponse: resp}
+	writeJSONType(w, status, "application/problem+json", p)
 }
 
 // prefixed puts a batch item's prefix on the field names of its error.

@@ -169,7 +169,7 @@ func TestBatchValidation(t *testing.T) {
 	t.Run("every item fails", func(t *testing.T) {
 		before := e.snapshot(t)
 		body := obj{"jobs": []any{obj{"delay": "x"}, obj{"delay": "1m", "payload": "too big"}, obj{"delay": "1m", "max_attempts": 0}}}
-		got := want[batchResponse](t, e.do(t, "POST", "/v1/topics/orders/jobs/batch", acme, body, specLenient()), http.StatusOK)
+		got := wantBatchFailed(t, e.do(t, "POST", "/v1/topics/orders/jobs/batch", acme, body, specLenient()), http.StatusBadRequest)
 		wantOut := []itemOutcome{{400, []string{"jobs[0].delay"}}, {413, []string{"jobs[1].payload"}}, {400, []string{"jobs[2].max_attempts"}}}
 		if d := cmp.Diff(wantOut, outcomes(got)); d != "" || got.Created != 0 || got.Failed != 3 {
 			t.Errorf("created %d failed %d; outcomes (-want +got):\n%s", got.Created, got.Failed, d)
@@ -180,7 +180,7 @@ func TestBatchValidation(t *testing.T) {
 	t.Run("unregistered topic without URLs", func(t *testing.T) {
 		before := e.snapshot(t)
 		body := obj{"jobs": []any{obj{"delay": "1m"}, obj{"delay": "1m"}}}
-		got := want[batchResponse](t, e.do(t, "POST", "/v1/topics/invoices/jobs/batch", acme, body), http.StatusOK)
+		got := wantBatchFailed(t, e.do(t, "POST", "/v1/topics/invoices/jobs/batch", acme, body), http.StatusBadRequest)
 		wantOut := []itemOutcome{{400, []string{"jobs[0].callback_url"}}, {400, []string{"jobs[1].callback_url"}}}
 		if d := cmp.Diff(wantOut, outcomes(got)); d != "" {
 			t.Errorf("outcomes (-want +got):\n%s", d)
@@ -227,4 +227,35 @@ func TestBatchReplaced(t *testing.T) {
 		t.Errorf("with a failure: replaced %d failed %d; results (-want +got):\n%s", got.Replaced, got.Failed, d)
 	}
 	wantCounts(t, e, "acme", map[kairos.State]int64{kairos.StateScheduled: 2})
+}
+
+// wantBatchFailed checks the answer to a batch whose every item failed: a
+// problem+json of type batch-failed and the given status that carries the
+// results. It returns the results.
+func wantBatchFailed(tb testing.TB, res result, status int) batchResponse {
+	tb.Helper()
+	p := wantProblem(tb, res, status)
+	if p.Type != problemBase+"batch-failed" || !strings.Contains(p.Detail, "none of the") {
+		tb.Errorf("problem %+v, want type batch-failed saying none was stored", p)
+	}
+	got := want[batchResponse](tb, res, status)
+	if got.Failed != len(got.Results) || got.Created+got.Replaced != 0 {
+		tb.Errorf("counts: created %d replaced %d failed %d of %d", got.Created, got.Replaced, got.Failed, len(got.Results))
+	}
+	return got
+}
+
+// TestBatchAllFailedStatus: the status of a batch whose every item failed
+// is the items' when they share one, else 400 for client faults.
+func TestBatchAllFailedStatus(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	acme := e.token(t, "acme", false)
+	e.putTopic(t, acme, "orders", obj{"callback_url": hook})
+	before := e.snapshot(t)
+	got := wantBatchFailed(t, e.do(t, "POST", "/v1/topics/orders/jobs/batch", acme, obj{"jobs": []any{obj{"delay": "x"}, obj{"run_at": "soon"}}}), http.StatusBadRequest)
+	if got.Results[1].Error == nil || got.Results[1].Error.Errors[0].Field != "jobs[1].run_at" {
+		t.Errorf("results[1] %+v", got.Results[1])
+	}
+	e.unchanged(t, before)
 }

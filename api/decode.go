@@ -78,6 +78,8 @@ func jsonError(err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
+	case errors.As(err, &se) && strings.Contains(se.Error(), "exceeded max depth"):
+		return &ValidationError{Errors: []FieldError{{Field: "body", Message: fmt.Sprintf("nests arrays and objects more than 10000 levels deep (at byte %d); a payload may nest at most %d levels", se.Offset, MaxPayloadDepth)}}}
 	case errors.As(err, &se):
 		return &ValidationError{Errors: []FieldError{{Field: "body", Message: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)}}}
 	case errors.As(err, &te):

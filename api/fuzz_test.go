@@ -187,6 +187,9 @@ func FuzzDecodeJobRequest(f *testing.F) {
 		`{"DELAY":"1m"}`, `{"delay":"1m","delay":"2m"}`, `{"id":null,"delay":"1m"}`, `{"delay":"1m"}  `, `{"delay":"1m"} x`,
 		`{"delay":"1m","payload":"` + strings.Repeat("x", fuzzLimit-2) + `"}`, `{"delay":"1m","payload":"` + strings.Repeat("x", fuzzLimit-1) + `"}`,
 		`null`, `[]`, `""`, `{`, `{"delay":"1m","payload":1e999}`, "{\"delay\":\"1m\",\"payload\":\"\xff\"}",
+		`{"delay":"1m","payload":"\ud800"}`, `{"delay":"1m","payload":"\ud83d\ude00"}`, `{"delay":"1m","payload":[-1E+400]}`,
+		`{"delay":"1m","payload":` + strings.Repeat("[", 129) + strings.Repeat("]", 129) + `}`,
+		`{"delay":"1m","payload":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`,
 	} {
 		f.Add([]byte(s))
 	}

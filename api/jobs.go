@@ -44,6 +44,7 @@ type attemptResponse struct {
 	Status     int     `json:"status,omitempty"`
 	Error      string  `json:"error,omitempty"`
 	Response   string  `json:"response,omitempty"`
+	Event      string  `json:"event,omitempty"`
 }
 
 // jobResponse is a job as the API shows it, with the values of
@@ -115,12 +116,15 @@ func jobView(j kairos.Job) jobResponse {
 	for _, a := range j.Log {
 		v.AttemptLog = append(v.AttemptLog, attemptResponse{
 			N: a.N, At: formatTime(a.At), DurationMS: float64(a.Duration.Microseconds()) / 1000,
-			Status: a.Status, Error: a.Error, Response: a.Response,
+			Status: a.Status, Error: a.Error, Response: a.Response, Event: a.Event,
 		})
 	}
-	if n := len(v.AttemptLog); n > 0 {
-		last := v.AttemptLog[n-1]
-		v.LastAttempt = &last
+	for i := len(v.AttemptLog) - 1; i >= 0; i-- {
+		if v.AttemptLog[i].Event == "" { // the last attempt, not a replay
+			last := v.AttemptLog[i]
+			v.LastAttempt = &last
+			break
+		}
 	}
 	return v
 }
@@ -187,6 +191,9 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 		return j, &ValidationError{Status: http.StatusRequestEntityTooLarge, Errors: []FieldError{{
 			Field: "payload", Message: fmt.Sprintf("payload is %d bytes; the limit is %d", len(j.Payload), maxPayload)}}}
 	}
+	if msg := checkPayload(req.Payload); msg != "" {
+		fe.add("payload", "%s", msg)
+	}
 	return j, fe.err()
 }
 
@@ -252,6 +259,11 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = needCallback(t, known, j)
 	}
+	release := func() {}
+	if err == nil {
+		release, err = s.needPending(r.Context(), tenant)
+	}
+	defer release()
 	if err == nil {
 		err = s.ensureTopic(r.Context(), t, known)
 	}
@@ -350,7 +362,13 @@ func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	release, err := s.needPending(r.Context(), key.Tenant)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	j, err := s.store.Replay(r.Context(), key)
+	release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -185,11 +185,23 @@ func TestJobRetry(t *testing.T) {
 		t.Errorf("dead letters: %+v", dl.Jobs)
 	}
 
+	e.clock.Add(time.Minute)
 	got := want[jobResponse](t, e.do(t, "POST", "/v1/topics/orders/jobs/o2/retry", acme, nil), http.StatusAccepted)
-	if got.State != kairos.StateReady || got.Attempts != 0 {
-		t.Errorf("replayed job: state %s attempts %d, want ready and 0", got.State, got.Attempts)
+	if got.State != kairos.StateReady || got.Attempts != 1 {
+		t.Errorf("replayed job: state %s attempts %d, want ready and 1 (numbers go on)", got.State, got.Attempts)
+	}
+	wantLog = append(wantLog, attemptResponse{N: 1, At: ms(t0.Add(time.Minute)), Event: "replay"})
+	if d := cmp.Diff(wantLog, got.AttemptLog); d != "" {
+		t.Errorf("replayed job's attempt log (-want +got):\n%s", d)
+	}
+	if got.LastAttempt == nil || got.LastAttempt.Status != 500 {
+		t.Errorf("last_attempt %+v, want the failed attempt, not the replay", got.LastAttempt)
 	}
 	wantCounts(t, e, "acme", map[kairos.State]int64{kairos.StateScheduled: 1, kairos.StateReady: 1})
+	// max_attempts 1 counts from the replay: attempt 2 is started, and is the last
+	if j := e.next(t, "acme", "orders", "o2"); j.Attempts != 2 || j.AttemptsLeft() != 0 {
+		t.Errorf("first attempt after the replay: attempt %d, %d left after it; want attempt 2, 0 left", j.Attempts, j.AttemptsLeft())
+	}
 }
 
 // TestJobNoCallback refuses a job that has no callback URL anywhere, and

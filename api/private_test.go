@@ -43,7 +43,7 @@ func TestPrivateCallbacksRefused(t *testing.T) {
 				checkMessage(t, p)
 			}
 			res := e.do(t, "POST", "/v1/topics/fresh/jobs/batch", acme, obj{"jobs": []any{obj{"delay": "1m", "callback_url": u}}})
-			got := want[batchResponse](t, res, http.StatusOK)
+			got := wantBatchFailed(t, res, http.StatusBadRequest)
 			if it := got.Results[0]; it.Status != 400 || it.Error == nil {
 				t.Fatalf("batch item: %+v", it)
 			} else {

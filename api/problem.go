@@ -18,6 +18,9 @@ type Problem struct {
 	Status int          `json:"status"`
 	Detail string       `json:"detail,omitempty"`
 	Errors []FieldError `json:"errors,omitempty"`
+	// retryAfter is the answer's Retry-After header, in seconds, when it
+	// has one (a 429 or a 503).
+	retryAfter string
 }
 
 // FieldError names one invalid field of a request.
@@ -61,8 +64,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="kairos"`)
 	}
-	if p.Status == http.StatusServiceUnavailable || p.Status == http.StatusInsufficientStorage {
-		w.Header().Set("Retry-After", "1")
+	if p.retryAfter == "" && (p.Status == http.StatusServiceUnavailable || p.Status == http.StatusInsufficientStorage) {
+		p.retryAfter = "1"
+	}
+	if p.retryAfter != "" {
+		w.Header().Set("Retry-After", p.retryAfter)
 	}
 	writeJSONType(w, p.Status, "application/problem+json", p)
 }
@@ -75,6 +81,7 @@ func (s *Server) problem(r *http.Request, err error) Problem {
 	var ve *ValidationError
 	var he *httpError
 	var ae *auth.Error
+	var qe *quotaError
 	switch {
 	case errors.As(err, &ve):
 		p.Status = ve.Status
@@ -88,6 +95,9 @@ func (s *Server) problem(r *http.Request, err error) Problem {
 	case errors.As(err, &he):
 		p.Status, p.Title, p.Detail = he.status, he.title, he.detail
 		p.Type = problemBase + strings.ToLower(strings.ReplaceAll(he.title, " ", "-"))
+	case errors.As(err, &qe):
+		p.Status, p.Type, p.Title, p.Detail = http.StatusTooManyRequests, problemBase+"too-many-requests", "Too Many Requests", qe.detail
+		p.retryAfter = retryAfterSeconds(qe.retryAfter)
 	case errors.As(err, &ae):
 		p.Status, p.Type, p.Title, p.Detail = http.StatusUnauthorized, problemBase+"unauthorized", "Unauthorized", ae.Reason
 	case errors.Is(err, kairos.ErrNotFound):
@@ -98,6 +108,7 @@ func (s *Server) problem(r *http.Request, err error) Problem {
 		p.Status, p.Type, p.Title, p.Detail = http.StatusConflict, problemBase+"conflict", "Conflict", err.Error()
 	case errors.Is(err, rdb.ErrNotReplicated):
 		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, problemBase+"unavailable", "Service Unavailable"
+		p.retryAfter = "1"
 		p.Detail = "the job was stored but its Redis replicas did not confirm it in time, so a failover now could lose it; retry the request (with the same job id it replaces the job)"
 	case rdb.IsOutOfMemory(err):
 		p.Status, p.Type, p.Title = http.StatusInsufficientStorage, problemBase+"out-of-memory", "Insufficient Storage"
@@ -107,6 +118,7 @@ func (s *Server) problem(r *http.Request, err error) Problem {
 	case isUnavailable(err):
 		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, problemBase+"unavailable", "Service Unavailable"
 		p.Detail = "the job store (Redis) is unreachable; retry shortly"
+		p.retryAfter = "1"
 		s.log.Warn("redis unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 	default:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)

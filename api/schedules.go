@@ -194,6 +194,11 @@ func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = needCallback(t, known, sc.Job)
 	}
+	release := func() {}
+	if err == nil {
+		release, err = s.needPending(r.Context(), tenant)
+	}
+	defer release()
 	if err == nil {
 		err = s.ensureTopic(r.Context(), t, known)
 	}
@@ -368,9 +373,14 @@ func (s *Server) pauseSchedule(pause bool) http.HandlerFunc {
 func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) {
 	tenant, topic, id, err := s.scheduleTarget(r)
 	var j kairos.Job
+	release := func() {}
+	if err == nil {
+		release, err = s.needPending(r.Context(), tenant)
+	}
 	if err == nil {
 		j, err = s.store.TriggerSchedule(r.Context(), tenant, topic, id)
 	}
+	release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return

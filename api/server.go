@@ -44,6 +44,9 @@ type Config struct {
 	Tracer trace.TracerProvider
 	// Tick serves POST /v1/tick; nil answers 404.
 	Tick TickFunc
+	// Quota is every tenant's default quota (an admin may set another for
+	// one tenant); zero fields are no limit.
+	Quota kairos.Quota
 }
 
 // DefaultRedisTimeout is the default of Config.RedisTimeout.
@@ -60,6 +63,8 @@ type Server struct {
 	log     *slog.Logger
 	onTopic func()
 	tracer  trace.Tracer
+	quotas  quotas
+	revoked revokedSync
 }
 
 // New returns the API handler.
@@ -73,6 +78,7 @@ func New(store *rdb.Store, a *auth.Authenticator, cfg Config) http.Handler {
 	if cfg.RedisTimeout <= 0 {
 		cfg.RedisTimeout = DefaultRedisTimeout
 	}
+	cfg.Quota = cfg.Quota.WithDefaults()
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
@@ -99,7 +105,7 @@ func (s *Server) routes() chi.Router {
 		w.Write(kairos.OpenAPI)
 	})
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.bounded, s.authenticate)
+		r.Use(s.bounded, s.authenticate, s.limitRate)
 		r.Get("/topics", s.listTopics)
 		r.Route("/topics/{topic}", func(r chi.Router) {
 			r.Put("/", s.putTopic)
@@ -127,6 +133,10 @@ func (s *Server) routes() chi.Router {
 		r.Post("/signing-keys/rotate", s.rotateSigningKeys)
 		r.Get("/stats", s.stats)
 		r.Post("/tick", s.tick)
+		r.Get("/tenants/{tenant}/quota", s.getQuota)
+		r.Put("/tenants/{tenant}/quota", s.putQuota)
+		r.Delete("/tenants/{tenant}/quota", s.deleteQuota)
+		r.Post("/tenants/{tenant}/revocations", s.revokeTokens)
 	})
 	r.Get("/metrics", s.mounted(s.cfg.Metrics, "metrics"))
 	page := s.mounted(s.cfg.Page, "the admin page")
@@ -184,6 +194,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 // authenticate requires a valid bearer token on every /v1 route.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.syncRevoked(r.Context())
 		id, err := s.auth.Authenticate(r.Header.Get("Authorization"))
 		if err != nil {
 			s.writeError(w, r, err)

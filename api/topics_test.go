@@ -1,10 +1,13 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kairos-sh/kairos/internal/rdb"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -244,4 +247,44 @@ func TestTopicPauseResume(t *testing.T) {
 		}
 	}
 	wantProblem(t, e.do(t, "POST", "/v1/topics/nope/pause", acme, nil), http.StatusNotFound)
+}
+
+// TestTopicDeleteAgainstCreates: a topic with a schedule, even a paused
+// one, is not deleted; a create in a topic another process deleted (this
+// server still has it cached) is a 404 that says so and stores nothing.
+func TestTopicDeleteAgainstCreates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	acme := e.token(t, "acme", false)
+	e.putTopic(t, acme, "orders", obj{"callback_url": hook})
+	res := e.do(t, "PUT", "/v1/topics/orders/schedules/nightly", acme, obj{"cron": "0 3 * * *", "paused": true})
+	if res.Status != http.StatusCreated {
+		t.Fatalf("put schedule: %d %s", res.Status, res.Body)
+	}
+	before := e.snapshot(t)
+	p := e.refused(t, e.do(t, "DELETE", "/v1/topics/orders", acme, nil), before, http.StatusConflict, nil, false)
+	if !strings.Contains(p.Detail, "1 schedules") {
+		t.Errorf("detail %q does not count the schedule", p.Detail)
+	}
+	if res := e.do(t, "DELETE", "/v1/topics/orders/schedules/nightly", acme, nil); res.Status != http.StatusNoContent {
+		t.Fatalf("delete schedule: %d %s", res.Status, res.Body)
+	}
+
+	e.createJob(t, acme, "orders", obj{"id": "warm", "delay": "1m"}) // the topic is now in this server's cache
+	if res := e.do(t, "DELETE", "/v1/topics/orders/jobs/warm", acme, nil); res.Status != http.StatusNoContent {
+		t.Fatalf("cancel: %d %s", res.Status, res.Body)
+	}
+	other := rdb.New(e.rc, rdb.Options{Prefix: e.prefix, Now: e.clock.Now})
+	if err := other.DeleteTopic(context.Background(), "acme", "orders"); err != nil {
+		t.Fatal(err)
+	}
+	before = e.snapshot(t)
+	p = e.refused(t, e.do(t, "POST", "/v1/topics/orders/jobs", acme, obj{"delay": "1m"}), before, http.StatusNotFound, nil, false)
+	if !strings.Contains(p.Detail, "was deleted") {
+		t.Errorf("detail %q", p.Detail)
+	}
+	e.refused(t, e.do(t, "PUT", "/v1/topics/orders/schedules/s2", acme, obj{"every": "1h"}), before, http.StatusNotFound, nil, false)
+	// registered again, it takes jobs again
+	e.putTopic(t, acme, "orders", obj{"callback_url": hook})
+	e.createJob(t, acme, "orders", obj{"delay": "1m"})
 }

@@ -5,20 +5,28 @@ package auth
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Identity is who a request acts for.
+// Identity is who a request acts for, and the token that says so.
 type Identity struct {
 	Tenant string
 	Admin  bool
+	// TokenID is the token's jti ("" when it has none); IssuedAt its iat
+	// (zero when it has none). Revocations match them.
+	TokenID  string
+	IssuedAt time.Time
 }
 
 // Claims are the claims of a kairos API token.
@@ -46,7 +54,64 @@ type Authenticator struct {
 
 	mu       sync.Mutex
 	verified map[string]verified // tokens that passed, by the token itself
+
+	revoked atomic.Pointer[Revocations]
 }
+
+// Revocations are the tokens no longer accepted: every token of a tenant
+// issued at or before a time (to the second: iat has whole seconds), and
+// single tokens by their jti.
+type Revocations struct {
+	Before map[string]time.Time // tenant -> tokens issued at or before it (its second) are revoked
+	IDs    map[string]bool      // jti -> revoked
+}
+
+// revokes reports whether r revokes the token of id. A token without iat
+// counts as issued before any time; one without jti matches no ID.
+func (r *Revocations) revokes(id Identity) bool {
+	if r == nil {
+		return false
+	}
+	if id.TokenID != "" && r.IDs[id.TokenID] {
+		return true
+	}
+	t, ok := r.Before[id.Tenant]
+	return ok && (id.IssuedAt.IsZero() || id.IssuedAt.Unix() <= t.Unix())
+}
+
+// SetRevocations replaces the revocations in force (a full read of the
+// list kept in Redis). Safe for concurrent use with Authenticate.
+func (a *Authenticator) SetRevocations(r Revocations) { a.revoked.Store(&r) }
+
+// RevokeBefore revokes, in this process at once, tenant's tokens issued at
+// or before t (its second); SetRevocations with the shared list later
+// keeps it.
+func (a *Authenticator) RevokeBefore(tenant string, t time.Time) {
+	a.update(func(r *Revocations) { r.Before[tenant] = t })
+}
+
+// RevokeID revokes, in this process at once, the token whose jti is id.
+func (a *Authenticator) RevokeID(id string) {
+	a.update(func(r *Revocations) { r.IDs[id] = true })
+}
+
+func (a *Authenticator) update(f func(*Revocations)) {
+	for {
+		old := a.revoked.Load()
+		next := &Revocations{Before: map[string]time.Time{}, IDs: map[string]bool{}}
+		if old != nil {
+			maps.Copy(next.Before, old.Before)
+			maps.Copy(next.IDs, old.IDs)
+		}
+		f(next)
+		if a.revoked.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// errRevoked is the answer to a revoked token.
+var errRevoked = &Error{Reason: "token has been revoked: ask an admin for a new one"}
 
 // verified is a token that passed every check, trusted until until.
 type verified struct {
@@ -85,7 +150,10 @@ func (a *Authenticator) Mint(tenant string, admin bool, ttl time.Duration) (stri
 		return "", fmt.Errorf("ttl %s is negative", ttl)
 	}
 	now := a.now()
-	c := Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: tenant, IssuedAt: jwt.NewNumericDate(now)}, Admin: admin}
+	var jti [16]byte
+	rand.Read(jti[:])
+	c := Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: tenant, IssuedAt: jwt.NewNumericDate(now),
+		ID: base64.RawURLEncoding.EncodeToString(jti[:])}, Admin: admin}
 	if ttl > 0 {
 		c.ExpiresAt = jwt.NewNumericDate(now.Add(ttl))
 	}
@@ -110,6 +178,9 @@ func (a *Authenticator) Authenticate(header string) (Identity, error) {
 	v, hit := a.verified[tok]
 	a.mu.Unlock()
 	if hit && !now.After(v.until) {
+		if a.revoked.Load().revokes(v.id) {
+			return Identity{}, errRevoked
+		}
 		return v.id, nil
 	}
 	var c Claims
@@ -123,7 +194,13 @@ func (a *Authenticator) Authenticate(header string) (Identity, error) {
 	if !TenantPattern.MatchString(c.Subject) {
 		return Identity{}, &Error{Reason: "token sub is not a valid tenant name: use 1-64 letters, digits, '.', '_', '@' or '-'"}
 	}
-	id := Identity{Tenant: c.Subject, Admin: c.Admin}
+	id := Identity{Tenant: c.Subject, Admin: c.Admin, TokenID: c.ID}
+	if c.IssuedAt != nil {
+		id.IssuedAt = c.IssuedAt.Time
+	}
+	if a.revoked.Load().revokes(id) {
+		return Identity{}, errRevoked
+	}
 	until := now.Add(trustFor)
 	if c.ExpiresAt != nil && c.ExpiresAt.Add(leeway).Before(until) {
 		until = c.ExpiresAt.Add(leeway)

@@ -139,6 +139,7 @@ func TestAuthenticateAccepts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			got.IssuedAt = time.Time{} // these tokens' iat, where set, is checked below
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("identity (-want +got):\n%s", d)
 			}
@@ -167,7 +168,10 @@ func TestMintRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.tenant, err)
 		}
-		if d := cmp.Diff(Identity{Tenant: tc.tenant, Admin: tc.admin}, got); d != "" {
+		if len(got.TokenID) != 22 {
+			t.Errorf("jti %q, want 22 characters of base64url (128 random bits)", got.TokenID)
+		}
+		if d := cmp.Diff(Identity{Tenant: tc.tenant, Admin: tc.admin, TokenID: got.TokenID, IssuedAt: t0}, got); d != "" {
 			t.Errorf("identity (-want +got):\n%s", d)
 		}
 		var c Claims

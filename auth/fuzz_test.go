@@ -24,6 +24,9 @@ func FuzzAuthenticate(f *testing.F) {
 		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "nbf": 1e300, "exp": -1e300}, secret),
 		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "", "admin": 1}, secret),
 		"Bearer " + strings.Repeat("A", 4096),
+		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "jti": "n3oZIMcafZyF8Segdv8SnQ", "iat": now}, secret),
+		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "jti": 42, "iat": "yesterday"}, secret),
+		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "jti": "", "iat": -1e300}, secret),
 	} {
 		f.Add(h, "acme", false, int64(3600))
 	}
@@ -64,8 +67,8 @@ func FuzzAuthenticate(f *testing.F) {
 		if err != nil {
 			t.Fatalf("minted token for %q (ttl %s) refused: %v", tenant, d, err)
 		}
-		if want := (Identity{Tenant: tenant, Admin: admin}); got != want {
-			t.Errorf("identity %+v, want %+v", got, want)
+		if got.Tenant != tenant || got.Admin != admin || got.TokenID == "" || !got.IssuedAt.Equal(t0) {
+			t.Errorf("identity %+v, want tenant %q, admin %v, a jti, iat %s", got, tenant, admin, t0)
 		}
 		if d > 0 {
 			later := New(secret, func() time.Time { return t0.Add(d + 6*time.Second) })

@@ -314,10 +314,10 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	if !ok {
 		a.Error = failure(res)
 	}
-	dead := !ok && (res.Permanent || j.Attempts >= j.MaxAttempts)
+	dead := !ok && (res.Permanent || j.AttemptsLeft() <= 0)
 	var retryAt time.Time
 	if !ok && !dead {
-		wait := Backoff(j.Attempts, j.BackoffInitial, j.BackoffMax, nil)
+		wait := Backoff(j.Attempts-j.ReplayedAfter, j.BackoffInitial, j.BackoffMax, nil)
 		if res.HasRetryAfter {
 			wait = res.RetryAfter
 		}

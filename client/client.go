@@ -92,7 +92,15 @@ type request struct {
 	query  url.Values
 	body   []byte // nil: no body
 	retry  bool   // repeating it has no second effect
+	// problemOut, when set, also receives a refusal's problem document,
+	// read whole (up to maxProblemBody), for problems that carry more
+	// than an Error holds (a batch whose every item failed).
+	problemOut any
 }
+
+// maxProblemBody bounds a refusal read into a request's problemOut: a
+// batch's 1000 results with their errors.
+const maxProblemBody = 8 << 20
 
 // get and del make requests that may be retried.
 func get(path string, q url.Values) request {
@@ -190,7 +198,14 @@ func (c *Client) send(ctx context.Context, r request, out any) (status int, unan
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		limit := int64(maxErrorBody)
+		if r.problemOut != nil {
+			limit = maxProblemBody
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
+		if r.problemOut != nil {
+			json.Unmarshal(b, r.problemOut) // a body that is not one leaves it as it was
+		}
 		return resp.StatusCode, false, errorFrom(resp, b)
 	}
 	if out != nil && resp.StatusCode != http.StatusNoContent {

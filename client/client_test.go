@@ -371,3 +371,26 @@ func TestUnreachable(t *testing.T) {
 		t.Fatalf("err %T %v, want a *url.Error", err, err)
 	}
 }
+
+// TestCreateJobsEveryItemFailed returns the results with the error when
+// the server says every item of a batch failed.
+func TestCreateJobsEveryItemFailed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"type":"urn:kairos:problem:batch-failed","title":"Every job of the batch failed","status":400,
+			"detail":"none of the 1 jobs was stored","created":0,"replaced":0,"failed":1,
+			"results":[{"index":0,"status":400,"error":{"type":"urn:kairos:problem:validation","title":"Invalid request","status":400,
+			"errors":[{"field":"jobs[0].delay","message":"bad"}]}}]}`)
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	res, err := c.CreateJobs(context.Background(), "orders", []client.JobRequest{{}})
+	var e *client.Error
+	if !errors.As(err, &e) || e.Status != 400 || e.Type != "urn:kairos:problem:batch-failed" {
+		t.Fatalf("err %v", err)
+	}
+	if res == nil || res.Failed != 1 || len(res.Results) != 1 || res.Results[0].Error == nil || res.Results[0].Error.Errors[0].Field != "jobs[0].delay" {
+		t.Fatalf("results %+v", res)
+	}
+}

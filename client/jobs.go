@@ -32,7 +32,9 @@ func (c *Client) CreateJob(ctx context.Context, topic string, req JobRequest) (*
 // CreateJobs schedules up to 1000 jobs on topic, each as CreateJob would,
 // on its own: a bad item fails only itself, with its Error in its result.
 // The error returned is the batch's as a whole (a body over the limit, a
-// refused token).
+// refused token), or, when every item failed, an [*Error] of type
+// urn:kairos:problem:batch-failed returned with the BatchResult, whose
+// items say why each failed; nothing was stored.
 //
 // A batch whose jobs all carry an ID is retried as the policy allows;
 // any other is sent once.
@@ -45,9 +47,12 @@ func (c *Client) CreateJobs(ctx context.Context, topic string, jobs []JobRequest
 	for _, j := range jobs {
 		retry = retry && j.ID != ""
 	}
-	var res BatchResult
-	r := request{method: http.MethodPost, path: topicPath(topic, "jobs", "batch"), body: body, retry: retry}
+	var res, failed BatchResult
+	r := request{method: http.MethodPost, path: topicPath(topic, "jobs", "batch"), body: body, retry: retry, problemOut: &failed}
 	if _, err := c.do(ctx, r, &res); err != nil {
+		if len(failed.Results) > 0 {
+			return &failed, err
+		}
 		return nil, err
 	}
 	return &res, nil

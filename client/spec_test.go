@@ -82,6 +82,24 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		_, err := c.ResumeTopic(ctx, "orders")
 		return err
 	},
+	"getQuota": func(ctx context.Context, c *client.Client) error {
+		_, err := c.GetQuota(ctx, "acme")
+		return err
+	},
+	"putQuota": func(ctx context.Context, c *client.Client) error {
+		pending, burst := int64(10000), 100
+		_, err := c.PutQuota(ctx, "acme", client.QuotaRequest{MaxPending: &pending,
+			Rate: &client.QuotaRate{Limit: 50, Period: client.Duration(time.Second)}, Burst: &burst})
+		return err
+	},
+	"deleteQuota": func(ctx context.Context, c *client.Client) error { return c.DeleteQuota(ctx, "acme") },
+	"revokeTokens": func(ctx context.Context, c *client.Client) error {
+		if _, err := c.RevokeTokens(ctx, "acme", client.RevocationRequest{IssuedBefore: &client.Time{Time: time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)}}); err != nil {
+			return err
+		}
+		_, err := c.RevokeTokens(ctx, "acme", client.RevocationRequest{JTI: "n3oZIMcafZyF8Segdv8SnQ"})
+		return err
+	},
 	"createJob": func(ctx context.Context, c *client.Client) error {
 		if _, err := c.CreateJob(ctx, "orders", fullJob); err != nil {
 			return err
@@ -321,6 +339,10 @@ var mirrors = map[string]any{
 	"Schedule":          client.Schedule{},
 	"ScheduleList":      client.ScheduleList{},
 	"Problem":           client.Error{},
+	"Quota":             client.Quota{},
+	"QuotaRequest":      client.QuotaRequest{},
+	"Revocation":        client.Revocation{},
+	"RevocationRequest": client.RevocationRequest{},
 	"Health":            status{},
 	"Ready":             status{},
 }

@@ -136,6 +136,9 @@ type Attempt struct {
 	Status     int     `json:"status,omitempty"`   // the HTTP status; 0 when there was no answer
 	Error      string  `json:"error,omitempty"`    // why the attempt failed
 	Response   string  `json:"response,omitempty"` // the start of a failed attempt's response body
+	// Event is set on an entry that is not an attempt: "replay" when the
+	// dead job was replayed (N is then the attempts made before it).
+	Event string `json:"event,omitempty"`
 }
 
 // Job is a job as the API shows it. The settings it does not set itself

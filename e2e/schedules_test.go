@@ -38,7 +38,9 @@ func testScheduleEverySecond(t *testing.T, start starter) {
 	t.Parallel()
 	e := start(t, engineOpts{allowPrivate: true})
 	ctx := context.Background()
-	first := e.store.Now().Add(time.Second).Truncate(time.Second)
+	// at least half a second ahead: the PUT must land before it (a full
+	// second truncated could be a few ms ahead, and a loaded machine missed it)
+	first := e.store.Now().Add(1500 * time.Millisecond).Truncate(time.Second)
 	failID := kairos.OccurrenceID("tick", first.Add(time.Second))
 	rcv := newReceiver(t, func(n int, h hit) int {
 		// The second occurrence's first attempt fails: it is retried

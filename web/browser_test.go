@@ -286,9 +286,10 @@ func TestAdminPageInBrowser(t *testing.T) {
 
 	t.Run("job detail screenshot", func(t *testing.T) {
 		b := b.on(t)
-		// flaky-1: two failed attempts, then delivered after its replay.
+		// flaky-1: two failed attempts, the replay, then attempt 3 delivered.
 		b.eval("open flaky-1", `location.hash = '#/job?tenant=acme&topic=flaky&id=flaky-1'`)
-		b.waitJS("three attempts", `document.querySelectorAll('[data-testid="attempt-log"] tbody tr').length === 3`, 10*time.Second)
+		b.waitJS("three attempts and the replay", `document.querySelectorAll('[data-testid="attempt-log"] tbody tr').length === 4`, 10*time.Second)
+		b.waitJS("the replay shown", `[...document.querySelectorAll('[data-testid="attempt-log"] tbody tr')][2].textContent.includes('replayed: the next attempt is #3')`, 5*time.Second)
 		b.shot("job-detail")
 	})
 

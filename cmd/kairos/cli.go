@@ -128,6 +128,7 @@ var apiGroups = map[string][]apiCommand{
 	"dead":      deadCommands,
 	"keys":      keyCommands,
 	"schedules": scheduleCommands,
+	"tenants":   tenantCommands,
 	"stats":     nil, // a command of its own, without subcommands
 }
 

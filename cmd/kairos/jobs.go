@@ -270,6 +270,9 @@ func showJob(w io.Writer, j *client.Job) {
 			if a.Status != 0 {
 				status = fmt.Sprint(a.Status)
 			}
+			if a.Event != "" {
+				status = a.Event // a replay: attempts go on from N+1
+			}
 			fmt.Fprintf(w, "%d\t%s\t%s\t%g\t%s\t%s\n", a.N, formatTime(a.At), status, a.DurationMS, orDash(a.Error), orDash(oneLine(a.Response)))
 		}
 	}

@@ -1,6 +1,6 @@
 // Command kairos is the webhook scheduler: `kairos serve` runs the API, the
 // admin page, the scanner and the workers; `kairos token` mints API tokens;
-// `kairos topics|jobs|schedules|dead|keys|stats` call a running kairos through its
+// `kairos topics|jobs|schedules|dead|keys|tenants|stats` call a running kairos through its
 // API, with the client package.
 package main
 
@@ -29,6 +29,7 @@ calling a running kairos (KAIROS_URL, KAIROS_TOKEN; each command's -h for its fl
   kairos schedules put|get|list|delete|pause|resume|trigger   recurring schedules
   kairos dead list|replay                    dead letters
   kairos keys list|rotate                    callback signing secrets
+  kairos tenants quota|set-quota|reset-quota|revoke   tenants' quotas and token revocation (admin)
   kairos stats                               jobs by state and recent deliveries, per topic
 
 exit codes: 0 ok, 1 refused by the server (or another error), 2 usage error,
@@ -64,7 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func runCommand(ctx context.Context, args []string, std stdio) error {
 	if len(args) == 0 {
 		fmt.Fprint(std.stderr, usage)
-		return usagef("", "name a command: serve, token, tick, topics, jobs, schedules, dead, keys or stats")
+		return usagef("", "name a command: serve, token, tick, topics, jobs, schedules, dead, keys, tenants or stats")
 	}
 	switch args[0] {
 	case "serve":

@@ -18,6 +18,7 @@ import (
 type testInstance struct {
 	rcvURL     string
 	url, token string // the API's, and a token of tenant acme
+	admin      string // an admin token
 }
 
 // startTestInstanceOn starts kairos in this process as the tests do
@@ -41,6 +42,9 @@ func startTestInstanceOn(t *testing.T, env map[string]string) *testInstance {
 	t.Cleanup(in.Stop)
 	ti := &testInstance{rcvURL: rcv.URL, url: in.URL}
 	if ti.token, err = in.Authn.Mint("acme", false, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if ti.admin, err = in.Authn.Mint("ops", true, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	return ti

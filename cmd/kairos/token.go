@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/kairos-sh/kairos/auth"
 )
 
@@ -16,7 +18,7 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	fs.SetOutput(usageOut(args, stdout, stderr))
 	tenant := fs.String("tenant", "", "the tenant the token acts for (its sub claim)")
 	admin := fs.Bool("admin", false, "let the token see every tenant (the admin page)")
-	ttl := fs.Duration("ttl", 24*time.Hour, "how long the token is valid, such as 720h; 0 means it never expires (revoke it by rotating KAIROS_AUTH_SECRET)")
+	ttl := fs.Duration("ttl", 24*time.Hour, "how long the token is valid, such as 720h; 0 means it never expires (revoke it through POST /v1/tenants/{tenant}/revocations)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -35,5 +37,10 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 		return err
 	}
 	fmt.Fprintln(stdout, tok)
+	var c auth.Claims
+	if _, _, err := jwt.NewParser().ParseUnverified(tok, &c); err == nil {
+		// on stderr, so that $(kairos token ...) holds the token alone
+		fmt.Fprintf(stderr, "token id (jti): %s; an admin revokes this token alone with POST /v1/tenants/%s/revocations {\"jti\": \"%s\"}\n", c.ID, *tenant, c.ID)
+	}
 	return nil
 }

@@ -83,3 +83,24 @@ func TestTokenCommand(t *testing.T) {
 		t.Fatal("a tenant with a slash was accepted")
 	}
 }
+
+// TestTokenHasJTI: every token carries a jti of its own, printed on
+// stderr (stdout holds the token alone).
+func TestTokenHasJTI(t *testing.T) {
+	env := fakeEnv(map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"})
+	seen := map[string]bool{}
+	for range 3 {
+		var out, errOut strings.Builder
+		if err := token([]string{"--tenant", "acme"}, env, &out, &errOut); err != nil {
+			t.Fatal(err)
+		}
+		var c jwt.RegisteredClaims
+		if _, _, err := jwt.NewParser().ParseUnverified(strings.TrimSpace(out.String()), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.ID == "" || seen[c.ID] || !strings.Contains(errOut.String(), "token id (jti): "+c.ID) {
+			t.Fatalf("jti %q (seen before: %v), stderr %q", c.ID, seen[c.ID], errOut.String())
+		}
+		seen[c.ID] = true
+	}
+}

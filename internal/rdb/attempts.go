@@ -15,6 +15,7 @@ type storedAttempt struct {
 	Status   int     `json:"status,omitempty"`
 	Error    string  `json:"error,omitempty"`
 	Response string  `json:"response,omitempty"`
+	Event    string  `json:"event,omitempty"` // "replay": not an attempt but a replay (replay.lua)
 }
 
 // logLine returns attempt a as a line of a job's attempt log.

@@ -164,7 +164,7 @@ func (s *Store) enqueueCalls(ctx context.Context, jobs []kairos.Job, idx []int, 
 			}
 			c = &enqueueCall{
 				shard: g.shard,
-				keys:  []string{s.k.pool(g.shard), s.k.due(g.shard)},
+				keys:  []string{s.k.pool(g.shard), s.k.due(g.shard), s.k.gone(g.shard)},
 				argv:  []any{s.scriptNow(), s.k.tag(g.shard), h, WakeHorizon.Milliseconds(), j.Tenant},
 			}
 			open[g] = c
@@ -231,6 +231,12 @@ func (s *Store) enqueueGroup(ctx context.Context, target redis.Cmdable, calls []
 // scanner wake-up the call needs. replicaErr, when set, is every stored
 // job's error: it is on the master, and fires if the master survives.
 func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []kairos.Job, out []BatchResult, replicaErr error, after redis.Pipeliner) {
+	if len(res) == 1 && toInt(res[0]) == replyTopicGone {
+		for _, i := range c.idx {
+			out[i].Err = errTopicGone(jobs[i].Topic)
+		}
+		return
+	}
 	results, _ := res[0].([]any)
 	now, _ := redisTime(res[2])
 	nowMS := ms(now)
@@ -267,4 +273,9 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 		}
 	}
 	s.wakeFor(ctx, after, c.shard, res[1])
+}
+
+// errTopicGone is the error of a write into a deleted topic.
+func errTopicGone(topic string) error {
+	return fmt.Errorf("topic %q was deleted: %w", topic, kairos.ErrNotFound)
 }

@@ -15,6 +15,24 @@ type handleCache struct {
 	mu     sync.RWMutex
 	byName map[string]string // "tenant/topic" -> handle
 	byH    map[string]string // handle -> "tenant/topic"
+	// recorded are the handles whose tenant this process wrote into every
+	// shard (recordTenant), so that their jobs count toward its quota.
+	recorded map[string]bool
+}
+
+func (c *handleCache) hasTenant(h string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.recorded[h]
+}
+
+func (c *handleCache) tenantRecorded(h string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.recorded == nil {
+		c.recorded = map[string]bool{}
+	}
+	c.recorded[h] = true
 }
 
 func (c *handleCache) name(h string) (string, bool) {
@@ -45,7 +63,7 @@ func (c *handleCache) put(name, h string) {
 // kairos.ErrNotFound (it holds no jobs).
 func (s *Store) handle(ctx context.Context, tenant, topic string, create bool) (string, error) {
 	name := topicField(tenant, topic)
-	if h, ok := s.handles.handle(name); ok {
+	if h, ok := s.handles.handle(name); ok && (!create || s.handles.hasTenant(h)) {
 		return h, nil
 	}
 	var h string
@@ -62,7 +80,27 @@ func (s *Store) handle(ctx context.Context, tenant, topic string, create bool) (
 		return "", fmt.Errorf("handle of %s: %w", name, err)
 	}
 	s.handles.put(name, h)
+	if create {
+		if err := s.recordTenant(ctx, tenant, h); err != nil {
+			return "", err
+		}
+		s.handles.tenantRecorded(h)
+	}
 	return h, nil
+}
+
+// recordTenant writes handle h's tenant into every shard, where
+// countFlush finds it to count the tenant's pending jobs; before any job
+// of the topic is written, as the handle is resolved before that.
+func (s *Store) recordTenant(ctx context.Context, tenant, h string) error {
+	pipe := s.c.Pipeline()
+	for sh := range s.k.shards {
+		pipe.HSetNX(ctx, s.k.topicTenants(sh), h, tenant)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("record the tenant of handle %s: %w", h, err)
+	}
+	return nil
 }
 
 // topicOf returns the tenant and topic of handle h.

@@ -122,5 +122,27 @@ func (k keys) held(shard int, h string) string { return k.tag(shard) + "held:" +
 // its pace, reservations and permits share one hash slot (flowgate.lua).
 func (k keys) flow(tenant, flow string) string { return k.prefix + ":{f:" + tenant + "/" + flow + "}:" }
 
+// gone is a shard's set of the handles of deleted topics (layout.go,
+// "Deleting a topic").
+func (k keys) gone(shard int) string { return k.tag(shard) + "gone" }
+
+// topicTenants is a shard's hash of topic handles to their tenants, and
+// tenantPending its hash of tenants to their pending jobs in the shard
+// (layout.go, "Tenant quotas").
+func (k keys) topicTenants(shard int) string { return k.tag(shard) + "ht" }
+
+func (k keys) tenantPending(shard int) string { return k.tag(shard) + "tp" }
+
+// quotas is a hash of tenant -> its quota (JSON), for tenants an admin set one for.
+func (k keys) quotas() string { return k.prefix + ":quotas" }
+
+// rate is a tenant's request rate state (quota.lua); its own hash tag.
+func (k keys) rate(tenant string) string { return k.prefix + ":rate:{" + tenant + "}" }
+
+// revoked is a hash of revoked API tokens: "t:<tenant>" -> tokens of the
+// tenant issued at or before this unix second, "j:<jti>" -> 1, and "v"
+// -> the list's version (one more a revocation).
+func (k keys) revoked() string { return k.prefix + ":revoked" }
+
 // field is a job's field in its shard's pool.
 func field(h, id string) string { return h + "/" + id }

@@ -44,6 +44,12 @@ import (
 //	P:{f:<tenant>/<flow>}:resv  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> the time reserved for it
 //	P:{f:<tenant>/<flow>}:perm  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> when its permit lapses
 //	P:{f:<tenant>/<flow>}:brk   HASH  the flow's circuit breaker: st, f, c, u, p, pd (lua/breaker.lua)
+//	P:{s}:gone          SET    handles of deleted topics: no job or schedule is written under them (see "Deleting a topic")
+//	P:{s}:ht            HASH   topic handle -> its tenant (written when a process first resolves the handle)
+//	P:{s}:tp            HASH   tenant -> its pending jobs in the shard (see "Tenant quotas")
+//	P:quotas            HASH   tenant -> the quota an admin set for it (JSON)
+//	P:revoked           HASH   revoked API tokens: "t:<tenant>" -> unix second (its tokens issued then or before), "j:<jti>" -> 1, "v" -> version
+//	P:rate:{tenant}     STRING a tenant's request rate: the GCRA theoretical arrival time (us), expiring
 //	P:ready:{tenant/topic} LIST jobs claimed by a scanner-only process, for workers elsewhere
 //
 // A topic handle is a short base-36 number given to a tenant's topic name
@@ -103,6 +109,42 @@ import (
 // their end. The mark costs no command: an occurrence's move is counted
 // in its own field instead of the plain one, so a call adds a field only
 // when it moves both plain jobs and occurrences of one topic.
+//
+// # Tenant quotas
+//
+// A tenant's pending jobs (scheduled, ready, active, retrying) are counted
+// per shard in P:{s}:tp, by the same call that counts them per topic
+// (countFlush adds each topic's change of pending jobs to its tenant, read
+// from P:{s}:ht). Store.TenantPending sums the shards: one HGET a shard,
+// nothing scanned. The API checks a create against the tenant's quota
+// before it stores it. The request rate is GCRA in quota.lua, on Redis's
+// clock, one key a tenant. A Redis whose jobs predate these counts gets
+// them once, at the first start of a kairos that keeps them (meta field
+// tenant_pending; tenantpending.lua counts each shard from the topics'
+// counters, exactly, whatever runs beside it).
+//
+// # Deleting a topic
+//
+// A topic's jobs and schedules are spread over every shard, and its record
+// sits in P:topics, in another slot: no one script can check a topic and
+// store a job in it. So a topic is deleted in steps, and every script that
+// adds a job or a schedule (enqueue.lua, schedset.lua) first checks, in
+// the same call, that the topic's handle is not in its shard's P:{s}:gone:
+//
+//  1. topicretire.lua, in each shard: if the topic's counters show no
+//     pending or dead job and its schedule index is empty, add the handle
+//     to P:{s}:gone; else change nothing and say how many remain.
+//  2. If some shard refused (a create landed there first), SREM the handle
+//     from the shards retired so far: the delete is a 409.
+//  3. Remove the topic's record only if it is still the one read at the
+//     start (topicdel.lua); if a PUT changed it meanwhile, restore the
+//     shards: a 409.
+//
+// A create therefore either lands before its shard is retired (and the
+// delete refuses) or after (and is refused with a 404): no job lands in a
+// deleted topic. Registering the topic again (the HSET or HSETNX that adds
+// its record) SREMs its handle from every shard; handles are never given
+// again, so a topic keeps its handle across a delete and a re-register.
 //
 // # The timing wheel
 //
@@ -204,6 +246,7 @@ const (
 	replyDelivered = -2 // the job was delivered
 	replyDead      = -3 // the job is dead
 	replyNotDead   = -4 // replay of a job that is not dead
+	replyTopicGone = -5 // the topic was deleted (its handle is in P:{s}:gone)
 )
 
 // Attempt outcomes, as Finish appends them and the claim applies them.
@@ -229,8 +272,8 @@ var luaPrelude = func() string {
 	}
 	sort.Strings(names)
 	fmt.Fprintf(&b, "local NAME = {%s} -- a state's name by its code (counter fields use names)\n", strings.Join(names, ", "))
-	fmt.Fprintf(&b, "local R = {not_found = %d, ok = %d, replaced = %d, active = %d, delivered = %d, dead = %d, not_dead = %d}\n",
-		replyNotFound, replyOK, replyReplaced, replyActive, replyDelivered, replyDead, replyNotDead)
+	fmt.Fprintf(&b, "local R = {not_found = %d, ok = %d, replaced = %d, active = %d, delivered = %d, dead = %d, not_dead = %d, topic_gone = %d}\n",
+		replyNotFound, replyOK, replyReplaced, replyActive, replyDelivered, replyDead, replyNotDead, replyTopicGone)
 	fmt.Fprintf(&b, "local OUT = {delivered = %d, retrying = %d, dead = %d}\n",
 		outcomeDelivered, outcomeRetrying, outcomeDead)
 	fmt.Fprintf(&b, "local OCC = '%s' -- starts the counter fields of occurrences' moves\n", occurrenceMark)

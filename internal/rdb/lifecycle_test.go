@@ -69,7 +69,9 @@ func TestRetryThenDeadThenReplay(t *testing.T) {
 		t.Fatalf("reschedule a dead job: %v", err)
 	}
 	j, err := s.Replay(ctx, key("o1"))
-	if err != nil || j.State != kairos.StateReady || j.Attempts != 0 || len(j.Log) != 2 {
+	// attempt numbers go on: the log shows the replay after attempt 2
+	if err != nil || j.State != kairos.StateReady || j.Attempts != 2 || j.ReplayedAfter != 2 || len(j.Log) != 3 ||
+		j.Log[2].Event != kairos.AttemptReplay || j.Log[2].N != 2 || !j.Log[2].At.Equal(clk.Now()) {
 		t.Fatalf("replay: %+v %v", j, err)
 	}
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateReady: 1})
@@ -77,8 +79,14 @@ func TestRetryThenDeadThenReplay(t *testing.T) {
 		t.Fatalf("replay a job that is not dead: %v", err)
 	}
 	c = claimOne(t, s, "o1")
+	if c.Job.Attempts != 3 || c.Job.ReplayedAfter != 2 || c.Job.AttemptsLeft() != c.Job.MaxAttempts-1 {
+		t.Fatalf("first attempt after the replay: attempt %d, replayed after %d", c.Job.Attempts, c.Job.ReplayedAfter)
+	}
 	if st := finishJob(t, s, c.Job, clk.Now(), 204, true, false, time.Time{}); st != kairos.StateDelivered {
 		t.Fatalf("finish after replay: %s", st)
+	}
+	if j := getJob(t, s, "o1"); len(j.Log) != 4 || j.Log[3].N != 3 || j.Log[3].Status != 204 || j.Log[2].Event != kairos.AttemptReplay {
+		t.Fatalf("log after the replay: %+v", j.Log)
 	}
 	page, _ = s.ListJobs(ctx, ListQuery{Tenant: "acme", Topic: "orders", State: kairos.StateDead, Limit: 10})
 	if len(page.Jobs) != 0 {

@@ -39,6 +39,9 @@ type settings struct {
 	BackoffMax     int64             `json:"bm,omitempty"`
 	TraceParent    string            `json:"tp,omitempty"`
 	TraceState     string            `json:"ts,omitempty"`
+	// ReplayedAfter is how many attempts the job made before its last
+	// replay (replay.lua writes it; a create never does).
+	ReplayedAfter int `json:"rb,omitempty"`
 }
 
 // encodeSettings returns j's own settings as stored; nil when it has none.
@@ -155,6 +158,7 @@ func (r record) job(key kairos.JobKey, webhookID func(kairos.JobKey, int64) stri
 		j.BackoffInitial = time.Duration(s.BackoffInitial) * time.Millisecond
 		j.BackoffMax = time.Duration(s.BackoffMax) * time.Millisecond
 		j.TraceParent, j.TraceState = s.TraceParent, s.TraceState
+		j.ReplayedAfter = s.ReplayedAfter
 	}
 	log, err := decodeLogLines(r.log)
 	if err != nil {
@@ -177,7 +181,7 @@ func decodeLogLines(b []byte) ([]kairos.Attempt, error) {
 		}
 		out = append(out, kairos.Attempt{
 			N: a.N, At: fromMS(a.T), Duration: time.Duration(a.MS * float64(time.Millisecond)),
-			Status: a.Status, Error: a.Error, Response: a.Response,
+			Status: a.Status, Error: a.Error, Response: a.Response, Event: a.Event,
 		})
 	}
 	return out, nil

@@ -180,6 +180,9 @@ func (s *Store) PutSchedule(ctx context.Context, sc kairos.Schedule) (bool, erro
 	if err != nil {
 		return false, fmt.Errorf("put schedule %s: %w", sc.ID, err)
 	}
+	if toInt(res[0]) == replyTopicGone {
+		return false, errTopicGone(sc.Topic)
+	}
 	s.wakeFor(ctx, s.c, shard, res[1])
 	return toInt(res[0]) == replyReplaced, nil
 }
@@ -200,7 +203,7 @@ func instantsArgs(argv []any, p Pattern, now time.Time) []any {
 }
 
 func (s *Store) scheduleKeys(shard int, h string) []string {
-	return []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard), s.k.scheduleIndex(shard, h)}
+	return []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard), s.k.scheduleIndex(shard, h), s.k.gone(shard)}
 }
 
 // PauseSchedule pauses (pause) or resumes a schedule. Pausing removes the
@@ -230,6 +233,9 @@ func (s *Store) PauseSchedule(ctx context.Context, tenant, topic, id string, pau
 	res, err := s.run(ctx, schedsetScript, s.scheduleKeys(shard, h), argv...).Slice()
 	if err != nil {
 		return fmt.Errorf("%s schedule %s: %w", argv[4], id, err)
+	}
+	if toInt(res[0]) == replyTopicGone {
+		return errTopicGone(topic)
 	}
 	if toInt(res[0]) == replyNotFound {
 		return fmt.Errorf("schedule %q: %w", id, kairos.ErrNotFound)

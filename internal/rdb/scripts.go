@@ -88,6 +88,23 @@ var (
 // the embedded Redis has no maxmemory.)
 const allowOOM = true
 
+// The scripts of topic deletion and tenant quotas, in a block of their own.
+var (
+	//go:embed lua/topicretire.lua
+	topicretireSrc string
+	//go:embed lua/topicdel.lua
+	topicdelSrc string
+	//go:embed lua/quota.lua
+	quotaSrc string
+	//go:embed lua/tenantpending.lua
+	tenantpendingSrc string
+
+	topicretireScript   = newScript("topicretire", topicretireSrc)
+	topicdelScript      = newScript("topicdel", topicdelSrc)
+	quotaScript         = newScript("quota", quotaSrc)
+	tenantpendingScript = newScript("tenantpending", tenantpendingSrc)
+)
+
 // helpersSrc is what every script body runs after.
 var helpersSrc = luaPrelude + jobSrc + indexSrc + schedSrc
 
@@ -106,7 +123,8 @@ func newScript(name, body string, oom ...bool) *script {
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
-	schedsetScript, scheddelScript, schedrefillScript, unholdScript, flowgateScript, breakerScript, leaseScript, outcomeScript}
+	schedsetScript, scheddelScript, schedrefillScript, unholdScript, flowgateScript, breakerScript, leaseScript, outcomeScript,
+	topicretireScript, topicdelScript, quotaScript, tenantpendingScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions

@@ -144,6 +144,9 @@ func (s *Store) Init(ctx context.Context) error {
 	if err := s.loadScripts(ctx); err != nil {
 		return err
 	}
+	if err := s.initTenantPending(ctx); err != nil {
+		return err
+	}
 	return s.SyncClock(ctx)
 }
 

@@ -1,6 +1,7 @@
 package rdb
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,8 +92,11 @@ func (s *Store) PutTopic(ctx context.Context, t kairos.Topic) (kairos.Topic, boo
 			return kairos.Topic{}, false, err
 		}
 	}
-	err = s.c.HSet(ctx, s.k.topics(), field, raw).Err()
+	added, err := s.c.HSet(ctx, s.k.topics(), field, raw).Result()
 	s.topics.forget(field)
+	if err == nil && added > 0 {
+		err = s.restoreTopic(ctx, t.Tenant, t.Name)
+	}
 	if err != nil {
 		return kairos.Topic{}, false, fmt.Errorf("put topic %s: %w", field, err)
 	}
@@ -111,6 +115,9 @@ func (s *Store) EnsureTopic(ctx context.Context, tenant, name string) error {
 	}
 	added, err := s.c.HSetNX(ctx, s.k.topics(), topicField(tenant, name), raw).Result()
 	s.topics.forget(topicField(tenant, name))
+	if err == nil && added {
+		err = s.restoreTopic(ctx, tenant, name)
+	}
 	if err != nil {
 		return fmt.Errorf("ensure topic %s/%s: %w", tenant, name, err)
 	}
@@ -200,11 +207,19 @@ func (s *Store) ListTopics(ctx context.Context, tenant string) ([]kairos.Topic, 
 	return out, nil
 }
 
-// DeleteTopic removes a topic that holds no pending or dead jobs; otherwise
-// it returns kairos.ErrConflict saying how many remain.
+// DeleteTopic removes a topic that holds no pending or dead jobs and no
+// schedules; otherwise it returns kairos.ErrConflict saying how many
+// remain. It is atomic against creates in the topic (layout.go, "Deleting
+// a topic"): a job created at the same moment is either stored first, and
+// the delete is a conflict, or refused as created in a deleted topic.
 func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
-	if _, err := s.loadTopic(ctx, tenant, name); err != nil {
-		return err
+	field := topicField(tenant, name)
+	raw, err := s.c.HGet(ctx, s.k.topics(), field).Result()
+	if isNil(err) {
+		return fmt.Errorf("topic %q: %w", name, kairos.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("get topic %s: %w", field, err)
 	}
 	counts, err := s.Counts(ctx, tenant, name)
 	if err != nil {
@@ -219,18 +234,98 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 	if left > 0 {
 		return fmt.Errorf("%w: topic %q still holds %d pending or dead jobs; cancel them first", kairos.ErrConflict, name, left)
 	}
-	h, err := s.handle(ctx, tenant, name, false)
-	if errors.Is(err, kairos.ErrNotFound) {
-		h = "" // the topic never had a job
-	} else if err != nil {
+	// A handle even for a topic that never had a job: a create may be
+	// giving it one right now, and its shards must be retired under it.
+	h, err := s.handle(ctx, tenant, name, true)
+	if err != nil {
 		return err
 	}
+	if err := s.retireTopic(ctx, name, h); err != nil {
+		return err
+	}
+	removed, err := s.run(ctx, topicdelScript, []string{s.k.topics()}, field, raw).Int()
+	s.topics.forget(field)
+	if err == nil && removed == 0 {
+		err = fmt.Errorf("%w: topic %q was changed while it was being deleted; try again", kairos.ErrConflict, name)
+	}
+	if err != nil {
+		if rerr := s.restoreTopic(ctx, tenant, name); rerr != nil {
+			return fmt.Errorf("delete topic %s: %w (and restoring it: %v)", field, err, rerr)
+		}
+		return fmt.Errorf("delete topic %s: %w", field, err)
+	}
+	return s.dropTopicKeys(ctx, tenant, name, h)
+}
+
+// retireTopic adds handle h to every shard's deleted topics, each shard
+// only if the topic holds no pending or dead job and no schedule there;
+// when a shard refuses, it takes h out of them all again and returns
+// kairos.ErrConflict.
+func (s *Store) retireTopic(ctx context.Context, name, h string) error {
+	pipe := s.c.Pipeline()
+	cmds := make([]*redis.Cmd, s.k.shards)
+	for sh := range s.k.shards {
+		cmds[sh] = s.call(ctx, pipe, topicretireScript, []string{s.k.gone(sh), s.k.counters(sh, h), s.k.scheduleIndex(sh, h)}, h)
+	}
+	_, err := pipe.Exec(ctx)
+	if lostScript(err) {
+		if err = s.loadScripts(ctx); err == nil {
+			return s.retireTopic(ctx, name, h)
+		}
+	}
+	var jobs, schedules int64
+	for _, c := range cmds {
+		if v, cerr := c.Int64Slice(); cerr == nil && len(v) == 2 {
+			jobs, schedules = jobs+v[0], schedules+v[1]
+		} else if err == nil {
+			err = cerr
+		}
+	}
+	if err == nil && jobs+schedules == 0 {
+		return nil
+	}
+	if rerr := s.unretire(ctx, h); rerr != nil {
+		return fmt.Errorf("retire topic %q: %w (and restoring it: %v)", name, cmp.Or(err, kairos.ErrConflict), rerr)
+	}
+	if err != nil {
+		return fmt.Errorf("retire topic %q: %w", name, err)
+	}
+	if schedules > 0 {
+		return fmt.Errorf("%w: topic %q still holds %d pending or dead jobs and %d schedules; cancel the jobs and delete the schedules first", kairos.ErrConflict, name, jobs, schedules)
+	}
+	return fmt.Errorf("%w: topic %q still holds %d pending or dead jobs; cancel them first", kairos.ErrConflict, name, jobs)
+}
+
+// restoreTopic takes a registered topic's handle out of every shard's
+// deleted topics; a topic that never had a handle needs nothing.
+func (s *Store) restoreTopic(ctx context.Context, tenant, name string) error {
+	h, err := s.handle(ctx, tenant, name, false)
+	if errors.Is(err, kairos.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.unretire(ctx, h)
+}
+
+func (s *Store) unretire(ctx context.Context, h string) error {
+	pipe := s.c.Pipeline()
+	for sh := range s.k.shards {
+		pipe.SRem(ctx, s.k.gone(sh), h)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("restore topic handle %s: %w", h, err)
+	}
+	return nil
+}
+
+// dropTopicKeys removes what a deleted topic leaves: its ready list, and
+// per shard its listing index and groups, counters and dead letters.
+func (s *Store) dropTopicKeys(ctx context.Context, tenant, name, h string) error {
 	// delivered jobs may still be listed through index groups, each a key
 	var groups []string
 	for sh := range s.k.shards {
-		if h == "" {
-			break
-		}
 		iter := s.c.ZScan(ctx, s.k.index(sh, h), 0, "#*", 1000).Iterator()
 		for i := 0; iter.Next(ctx); i++ {
 			if i%2 == 0 { // members and scores alternate
@@ -245,23 +340,17 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 	for _, g := range groups {
 		pipe.Del(ctx, g)
 	}
-	pipe.HDel(ctx, s.k.topics(), topicField(tenant, name))
 	pipe.SRem(ctx, s.k.paused(), topicField(tenant, name))
 	pipe.Publish(ctx, s.k.wake(), topicsChanged)
 	pipe.Del(ctx, s.k.ready(tenant, name))
 	for sh := range s.k.shards {
-		if h == "" {
-			break
-		}
 		pipe.Del(ctx, s.k.index(sh, h))
 		pipe.Del(ctx, s.k.counters(sh, h))
 		pipe.Del(ctx, s.k.dead(sh, h))
 		pipe.SRem(ctx, s.k.hold(sh), h)
 		pipe.Del(ctx, s.k.held(sh, h))
 	}
-	_, err = pipe.Exec(ctx)
-	s.topics.forget(topicField(tenant, name))
-	if err != nil {
+	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("delete topic %s/%s: %w", tenant, name, err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/tracing"
 
 	"errors"
@@ -42,8 +43,11 @@ type Config struct {
 	LeaseGrace   time.Duration
 	ReadyLease   time.Duration
 	MaxPayload   int64
-	LogFormat    string
-	LogLevel     string
+	// Quota is every tenant's default quota; an admin may set another for
+	// one tenant (PUT /v1/tenants/{tenant}/quota). Zero fields: no limit.
+	Quota     kairos.Quota
+	LogFormat string
+	LogLevel  string
 }
 
 var allRoles = []string{"api", "scanner", "worker"}
@@ -76,6 +80,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		return v
 	}
 	var roles, shards, retention, grace, lockTTL, leaseGrace, readyLease, maxPayload, waitReplicas, redisTimeout string
+	var maxPending, rate, burst string
 	fs.StringVar(&c.Addr, "addr", env("KAIROS_ADDR", ""), "listen address of the API and admin page; default :8080, or 127.0.0.1:8080 on the embedded Redis (KAIROS_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("KAIROS_REDIS_URL", ""), "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (KAIROS_REDIS_URL)")
 	fs.StringVar(&c.RedisCA, "redis-ca", env("KAIROS_REDIS_CA", ""), "PEM file of the CA that signed a rediss:// Redis's certificate; default the system's roots (KAIROS_REDIS_CA)")
@@ -93,6 +98,9 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&leaseGrace, "lease-grace", env("KAIROS_LEASE_GRACE", "5s"), "added to a callback's timeout to make its lease: a lost worker's job is re-sent after timeout+grace (KAIROS_LEASE_GRACE)")
 	fs.StringVar(&readyLease, "ready-lease", env("KAIROS_READY_LEASE", "10s"), "how long past its due time a claimed job may wait for a free worker; a claimed job's lease is its due time + this + its callback timeout + the lease grace, so a job claimed by a process that died is handed out again after that (KAIROS_READY_LEASE)")
 	fs.StringVar(&maxPayload, "max-payload", env("KAIROS_MAX_PAYLOAD", "262144"), "largest job payload in bytes (KAIROS_MAX_PAYLOAD)")
+	fs.StringVar(&maxPending, "tenant-max-pending", env("KAIROS_TENANT_MAX_PENDING", "0"), "default most pending jobs a tenant may hold; 0: no limit (KAIROS_TENANT_MAX_PENDING)")
+	fs.StringVar(&rate, "tenant-rate", env("KAIROS_TENANT_RATE", "0"), "default most API requests a tenant may make, as N (a second) or N/PERIOD such as 600/1m; 0: no limit (KAIROS_TENANT_RATE)")
+	fs.StringVar(&burst, "tenant-burst", env("KAIROS_TENANT_BURST", "0"), "requests a tenant may make at once within its rate; 0: the rate's N (KAIROS_TENANT_BURST)")
 	fs.StringVar(&c.LogFormat, "log-format", env("KAIROS_LOG_FORMAT", "text"), "text or json (KAIROS_LOG_FORMAT)")
 	fs.StringVar(&c.LogLevel, "log-level", env("KAIROS_LOG_LEVEL", "info"), "debug, info, warn or error (KAIROS_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
@@ -126,6 +134,16 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	if c.MaxPayload, err = strconv.ParseInt(maxPayload, 10, 64); err != nil || c.MaxPayload < 1 || c.MaxPayload > 64<<20 {
 		errs = append(errs, fmt.Errorf("max-payload %q: use a byte count from 1 to %d", maxPayload, 64<<20))
 	}
+	if c.Quota.MaxPending, err = strconv.ParseInt(maxPending, 10, 64); err != nil || c.Quota.MaxPending < 0 {
+		errs = append(errs, fmt.Errorf("tenant-max-pending %q: use a whole number of jobs, 0 for no limit", maxPending))
+	}
+	if c.Quota.Rate, c.Quota.RatePeriod, err = ParseRate(rate); err != nil {
+		errs = append(errs, fmt.Errorf("tenant-rate %q: %v", rate, err))
+	}
+	if c.Quota.Burst, err = strconv.Atoi(burst); err != nil || c.Quota.Burst < 0 || c.Quota.Burst > 1_000_000 {
+		errs = append(errs, fmt.Errorf("tenant-burst %q: use a whole number from 0 to 1000000 (0: the rate's N)", burst))
+	}
+	c.Quota = c.Quota.WithDefaults()
 	durations := []struct {
 		name string
 		raw  string
@@ -192,4 +210,24 @@ func RoleList(cfg Config) string {
 		}
 	}
 	return strings.Join(out, ",")
+}
+
+// ParseRate reads a request rate: "N" (a second) or "N/PERIOD" with
+// PERIOD a Go duration ("600/1m"); "0" is no limit.
+func ParseRate(s string) (int, time.Duration, error) {
+	n, per, hasPer := strings.Cut(strings.TrimSpace(s), "/")
+	rate, err := strconv.Atoi(n)
+	if err != nil || rate < 0 || rate > 1_000_000 {
+		return 0, 0, errors.New("use N or N/PERIOD, N a whole number of requests from 0 to 1000000 and PERIOD a duration such as 1s or 1m")
+	}
+	if rate == 0 {
+		return 0, 0, nil
+	}
+	period := time.Second
+	if hasPer {
+		if period, err = time.ParseDuration(per); err != nil || period < time.Millisecond || period > 24*time.Hour {
+			return 0, 0, errors.New("PERIOD must be a duration from 1ms to 24h, such as 1s or 1m")
+		}
+	}
+	return rate, period, nil
 }

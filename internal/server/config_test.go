@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kairos-sh/kairos"
 )
 
 func fakeEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -35,6 +37,15 @@ func TestParseConfig(t *testing.T) {
 		{name: "embedded binds loopback, an external Redis every interface", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
 			want: func(c *Config) { c.Addr, c.RedisURL, c.AuthSecret = ":8080", "redis://r:6379", "0123456789abcdef" }},
 		{name: "an explicit address is kept in embedded mode", args: []string{"--addr", ":8080"}, want: func(c *Config) { c.Addr = ":8080" }},
+		{name: "tenant quota from env", env: map[string]string{"KAIROS_TENANT_MAX_PENDING": "5000", "KAIROS_TENANT_RATE": "600/1m"},
+			want: func(c *Config) {
+				c.Quota = kairos.Quota{MaxPending: 5000, Rate: 600, RatePeriod: time.Minute, Burst: 600}
+			}},
+		{name: "tenant quota flags", args: []string{"--tenant-rate", "20", "--tenant-burst", "50"},
+			want: func(c *Config) { c.Quota = kairos.Quota{Rate: 20, RatePeriod: time.Second, Burst: 50} }},
+		{name: "bad tenant rate", args: []string{"--tenant-rate", "fast"}, wantErr: "tenant-rate \"fast\": use N or N/PERIOD"},
+		{name: "bad tenant rate period", args: []string{"--tenant-rate", "5/soon"}, wantErr: "PERIOD must be a duration"},
+		{name: "negative max pending", env: map[string]string{"KAIROS_TENANT_MAX_PENDING": "-1"}, wantErr: "tenant-max-pending \"-1\""},
 		{name: "bare boolean flag", args: []string{"--allow-private-urls"}, want: func(c *Config) { c.AllowPrivate = true }},
 		{name: "boolean flag =true", args: []string{"--allow-private-urls=true"}, want: func(c *Config) { c.AllowPrivate = true }},
 		{name: "boolean flag =1", args: []string{"--allow-private-urls=1"}, want: func(c *Config) { c.AllowPrivate = true }},
@@ -98,4 +109,20 @@ func TestParseConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseRate: no panic; an accepted rate is in range, and 0 is no limit.
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{"0", "5", "600/1m", "5/0s", "-1", "1/", "/1s", "1000001", "7/24h1ns", " 3/1ms ", "1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, per, err := ParseRate(s)
+		if err != nil {
+			return
+		}
+		if n < 0 || n > 1_000_000 || (n > 0 && (per < time.Millisecond || per > 24*time.Hour)) || (n == 0 && per != 0) {
+			t.Errorf("ParseRate(%q) = %d, %s", s, n, per)
+		}
+	})
 }

@@ -173,7 +173,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			return runTick(ctx, store, cfg, log, tp, d, m.Attempt)
 		}
 		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
-			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick, RedisTimeout: cfg.RedisTimeout})
+			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick, RedisTimeout: cfg.RedisTimeout, Quota: cfg.Quota})
 	} else {
 		h = opsHandler(store, metricsHandler, cfg.RedisTimeout)
 	}

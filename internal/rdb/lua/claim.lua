@@ -284,8 +284,8 @@ local function claim(field, t, v)
     return
   else
     local sid = nil
-    if r.n == 0 then
-      sid = scheduleOf(id) -- an occurrence's first attempt: it fires
+    if fresh(r) then
+      sid = scheduleOf(id) -- an occurrence's first attempt (since a replay): it fires
     end
     if sid and chain(h, sid, r) then
       hdel[#hdel + 1] = field -- missed, and catch-up "none"

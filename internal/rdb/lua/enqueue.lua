@@ -2,7 +2,8 @@
 -- have not fired yet. One call takes one job (a single create) or many (a
 -- batch): the script call, the pool write, the counters and the wheel
 -- writes are paid once a call rather than once a job.
--- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due)
+-- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due), KEYS[3] the
+-- shard's handles of deleted topics (gone)
 -- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] the shard's key tag
 -- ("<prefix>:{s}:"), ARGV[3] the topic's handle, ARGV[4] wake horizon (ms):
 -- a job due later needs no wake-up, as scanners never sleep longer, ARGV[5]
@@ -13,8 +14,12 @@
 -- {R.ok, created} for a new job of an id used before, {R.replaced,
 -- created}, or R.active (being delivered: nothing changed); earliest is the
 -- processing time of the wheel slot a sleeping scanner must be woken for,
--- or false; now is Redis's time (ms, with microseconds).
+-- or false; now is Redis's time (ms, with microseconds). {R.topic_gone}
+-- when the topic was deleted: nothing written.
 local pool, due, tag, h = KEYS[1], KEYS[2], ARGV[2], ARGV[3]
+if redis.call('SISMEMBER', KEYS[3], h) == 1 then
+  return {R.topic_gone}
+end
 local now, nowStr = clock(ARGV[1])
 local FIRST, PER = 6, 5
 local fields = {}

@@ -89,6 +89,23 @@ local function addLog(r, line)
   r.body = settings .. log .. payload
 end
 
+-- REPLAY_LINE ends the log line a replay adds (replay.lua).
+local REPLAY_LINE = '"event":"replay"}\n'
+
+-- fresh reports whether r has made no attempt since it was created or
+-- last replayed: its next claim is its first (for a schedule's
+-- occurrence, the one that fires it).
+local function fresh(r)
+  if r.n == 0 then
+    return true
+  end
+  if r.ll < #REPLAY_LINE then
+    return false
+  end
+  local e = r.ls + r.ll
+  return string.sub(r.body, e - #REPLAY_LINE + 1, e) == REPLAY_LINE
+end
+
 -- waiting is the state of a job waiting for time t: ready when t has come.
 local function waiting(t, now)
   if t <= now then
@@ -203,11 +220,37 @@ local function count(h, field, n)
   d[field] = (d[field] or 0) + (n or 1)
 end
 
+-- PENDING are the states a tenant's quota of pending jobs counts.
+local PENDING = {[NAME[ST.scheduled]] = 1, [NAME[ST.ready]] = 1, [NAME[ST.active]] = 1, [NAME[ST.retrying]] = 1}
+
+-- pendingOf is how much counter field f, moved by n, changes the pending jobs.
+local function pendingOf(f, n)
+  if string.sub(f, 1, #OCC) == OCC then
+    f = string.sub(f, #OCC + 1)
+  end
+  local from, to = string.match(f, '^(.-)>(.*)$')
+  if from then
+    return ((PENDING[to] or 0) - (PENDING[from] or 0)) * n
+  end
+  return (PENDING[f] or 0) * n
+end
+
+-- countFlush writes the call's counts: each topic's counters, and its
+-- tenant's pending jobs in the shard (tp, by the topic's tenant in ht;
+-- layout.go, "Tenant quotas").
 local function countFlush(tag)
   for h, d in pairs(delta) do
+    local pending = 0
     for field, n in pairs(d) do
       if n ~= 0 then
         redis.call('HINCRBY', tag .. 'c:' .. h, field, n)
+        pending = pending + pendingOf(field, n)
+      end
+    end
+    if pending ~= 0 then
+      local tenant = redis.call('HGET', tag .. 'ht', h)
+      if tenant then
+        redis.call('HINCRBY', tag .. 'tp', tenant, pending)
       end
     end
   end

@@ -18,12 +18,13 @@ local now = tonumber(ARGV[6])
 r.n = r.n - 1
 r.nx = tonumber(ARGV[5])
 r.st = waiting(r.nx, now)
-if r.n > 0 and r.st == ST.scheduled then
+local first = fresh(r) -- given back its first attempt since created or replayed
+if not first and r.st == ST.scheduled then
   r.st = ST.retrying
 end
 wheelPut(field, r.nx, now)
 redis.call('HSET', pool, field, format(r))
-if r.n == 0 and scheduleOf(id) then
+if first and scheduleOf(id) then
   count(h, OCC .. 'active>' .. NAME[r.st]) -- an occurrence that did not fire after all
 else
   count(h, 'active>' .. NAME[r.st])

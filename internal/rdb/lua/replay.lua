@@ -1,4 +1,7 @@
--- replay.lua: give a dead job a fresh set of attempts, due now.
+-- replay.lua: give a dead job a fresh set of attempts, due now. Its
+-- attempt numbers go on from the last one: its settings' rb says how many
+-- attempts it made before this replay (max_attempts counts from there), and
+-- its log gets a line marking the replay (REPLAY_LINE).
 -- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due)
 -- ARGV[1] the shard's key tag, ARGV[2] the topic's handle, ARGV[3] id,
 -- ARGV[4] now (ms), ARGV[5] tenant
@@ -14,7 +17,22 @@ if r.st ~= ST.dead then
   return {R.not_dead}
 end
 local now = tonumber(ARGV[4])
-r.st, r.n, r.ra, r.nx, r.fa = ST.ready, 0, now, now, 0
+-- settings are JSON that Go wrote: an object, or '' for none; "rb":<digits>
+-- cannot occur inside one of its strings (a quote there is escaped)
+local settings, rb = string.sub(r.body, 1, r.ls), string.format('"rb":%d', r.n)
+local n
+settings, n = string.gsub(settings, '"rb":%d+', rb, 1)
+if n == 0 then
+  if settings == '' or settings == '{}' then
+    settings = '{' .. rb .. '}'
+  else
+    settings = '{' .. rb .. ',' .. string.sub(settings, 2)
+  end
+end
+r.body = settings .. string.sub(r.body, r.ls + 1)
+r.ls = #settings
+addLog(r, string.format('{"n":%d,"t":%d,' .. REPLAY_LINE, r.n, now))
+r.st, r.ra, r.nx, r.fa = ST.ready, now, now, 0
 wheelPut(field, now, now)
 local v = format(r)
 redis.call('HSET', pool, field, v)

@@ -1,6 +1,7 @@
 -- schedset.lua: create or replace a schedule, pause or resume it.
 -- KEYS[1] the shard's pool, KEYS[2] its wheel (due), KEYS[3] its schedules,
--- KEYS[4] its refill set, KEYS[5] the topic's schedule index in the shard
+-- KEYS[4] its refill set, KEYS[5] the topic's schedule index in the shard,
+-- KEYS[6] its handles of deleted topics (gone)
 -- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] the shard's key tag,
 -- ARGV[3] the topic's handle, ARGV[4] the schedule id, ARGV[5] the mode:
 -- 'put', 'pause' or 'resume', ARGV[6] wake horizon (ms), ARGV[7] 1 when
@@ -12,8 +13,12 @@
 -- The pending occurrence of the schedule as it was is removed unless it
 -- is being delivered; the first instant given becomes the pending one.
 -- Reply: {R.ok (created) or R.replaced, earliest} ({R.not_found} when
--- pausing or resuming no schedule).
+-- pausing or resuming no schedule; {R.topic_gone}, nothing written, when
+-- the topic was deleted).
 local pool, due, scheds, refills, idx = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+if redis.call('SISMEMBER', KEYS[6], ARGV[3]) == 1 then
+  return {R.topic_gone}
+end
 local now = clock(ARGV[1])
 local tag, h, sid, mode = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local sf = h .. '/' .. sid

@@ -112,7 +112,7 @@ function render(j) {
     ['#', String(a.n), 'num'],
     ['At', timeEl(a.at)],
     ['Status', a.status ? h('span', { class: a.status < 300 ? 'good' : 'bad', text: String(a.status) }) : '—'],
-    ['Error', a.error || '—', 'wrap'],
+    ['Error', a.event === 'replay' ? `replayed: the next attempt is #${a.n + 1}` : (a.error || '—'), 'wrap'],
     ['Duration', ms(a.duration_ms), 'num'],
     ['Response', a.response ? h('code', { text: a.response }) : '—', 'wrap'],
   ]);
