@@ -89,6 +89,10 @@ type Topic struct {
 	// MaxBreakerCooldown. Jobs wait meanwhile, keeping their attempts.
 	BreakerFailures int
 	BreakerCooldown time.Duration
+	// FailureURL, when set, is sent a signed notification when a job of
+	// the topic goes dead (a job of its own, id NoticeID, retried like
+	// any; a notification's own death notifies no one).
+	FailureURL string
 	// Paused topics deliver nothing: their due jobs wait, keeping their
 	// due times and attempts, until resume (Store.PauseTopic). PUT of a
 	// topic leaves it as it is.
@@ -211,6 +215,12 @@ const MaxLoggedAttempts = 10
 // Resolve fills the job's unset fields from its topic (already defaulted).
 func (j Job) Resolve(t Topic) Job {
 	t = t.WithDefaults()
+	if _, ok := NoticeOf(j.ID); ok {
+		// a failure notification goes to the failure URL with its own
+		// settings: none of the topic's headers (they are for its callback
+		// URL), POST
+		t.Headers, t.Method = nil, DefaultMethod
+	}
 	if j.CallbackURL == "" {
 		j.CallbackURL = t.CallbackURL
 	}
@@ -300,6 +310,36 @@ func ScheduleOf(id string) (string, bool) {
 		}
 	}
 	return id[:i], true
+}
+
+// noticeMark joins a dead job's id and the attempt that made it dead in
+// its failure notification's job id.
+const noticeMark = "~dead."
+
+// NoticeID is the job id of the failure notification of job id, dead
+// after attempt n: "<id>~dead.<n>". Such ids are reserved.
+func NoticeID(id string, n int) string { return id + noticeMark + strconv.Itoa(n) }
+
+// NoticeOf returns the dead job's id of a failure notification's job id,
+// or false when id is not one.
+func NoticeOf(id string) (string, bool) {
+	i := strings.LastIndex(id, noticeMark)
+	if i <= 0 || i+len(noticeMark) == len(id) {
+		return "", false
+	}
+	for _, c := range id[i+len(noticeMark):] {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	return id[:i], true
+}
+
+// Notice is a failure notification to create with a job's death: its
+// body is POSTed, signed, to URL.
+type Notice struct {
+	URL  string
+	Body []byte
 }
 
 // ParseOccurrence splits an occurrence's job id, "<schedule id>@<unix

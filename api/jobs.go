@@ -151,6 +151,8 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 	if req.ID != nil {
 		if !validID(*req.ID) {
 			fe.add("id", "%q is not a valid job id: %s", *req.ID, idRule)
+		} else if dead, ok := kairos.NoticeOf(*req.ID); ok {
+			fe.add("id", "%q has the form of the failure notification of job %q: ids ending in '~dead.' and digits are reserved for them; use another separator", *req.ID, dead)
 		} else if sid, ok := kairos.ScheduleOf(*req.ID); ok {
 			fe.add("id", "%q has the form of an occurrence of schedule %q: ids ending in '@' and digits are reserved for schedules' occurrences; use another separator", *req.ID, sid)
 		}

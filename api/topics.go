@@ -21,6 +21,7 @@ type topicRequest struct {
 	Parallelism *int              `json:"parallelism"`
 	FlowKey     *string           `json:"flow_key"`
 	Breaker     *breakerRequest   `json:"breaker"`
+	FailureURL  *string           `json:"failure_url"`
 }
 
 // breakerRequest turns a topic's circuit breaker on.
@@ -70,6 +71,7 @@ type topicResponse struct {
 	Parallelism int               `json:"parallelism,omitempty"`
 	FlowKey     string            `json:"flow_key,omitempty"`
 	Breaker     *breakerResponse  `json:"breaker,omitempty"`
+	FailureURL  string            `json:"failure_url,omitempty"`
 	Paused      bool              `json:"paused"`
 	CreatedAt   string            `json:"created_at"`
 	UpdatedAt   string            `json:"updated_at"`
@@ -107,7 +109,7 @@ func topicView(t kairos.Topic) topicResponse {
 	if t.BreakerFailures > 0 {
 		brk = &breakerResponse{Failures: t.BreakerFailures, Cooldown: t.BreakerCooldown.String(), State: "closed"}
 	}
-	return topicResponse{Rate: rate, Parallelism: t.Parallelism, FlowKey: t.FlowKey, Breaker: brk,
+	return topicResponse{Rate: rate, Parallelism: t.Parallelism, FlowKey: t.FlowKey, Breaker: brk, FailureURL: t.FailureURL,
 		Name: t.Name, Tenant: t.Tenant, CallbackURL: t.CallbackURL, Method: d.Method, Headers: maskHeaders(t.Headers),
 		Timeout: d.Timeout.String(), MaxAttempts: d.MaxAttempts,
 		Backoff:     backoffResponse{Initial: d.BackoffInitial.String(), Max: d.BackoffMax.String()},
@@ -158,6 +160,10 @@ func (req topicRequest) toTopic(tenant, name string, allowPrivate bool) (kairos.
 	}
 	if req.FlowKey != nil {
 		t.FlowKey = checkFlowKey(&fe, "flow_key", *req.FlowKey)
+	}
+	if req.FailureURL != nil {
+		checkURL(&fe, "failure_url", *req.FailureURL, allowPrivate)
+		t.FailureURL = *req.FailureURL
 	}
 	if b := req.Breaker; b != nil {
 		t.BreakerFailures, t.BreakerCooldown = 5, defaultBreakerCooldown

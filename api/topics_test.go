@@ -151,6 +151,7 @@ func TestTopicValidation(t *testing.T) {
 		{"parallelism 10001", "orders", obj{"callback_url": hook, "parallelism": 10001}, nil, 400, []string{"parallelism"}, true},
 		{"flow_key bad character", "orders", obj{"callback_url": hook, "flow_key": "partner key"}, nil, 400, []string{"flow_key"}, true},
 		{"flow_key empty", "orders", obj{"callback_url": hook, "flow_key": ""}, nil, 400, []string{"flow_key"}, true},
+		{"failure_url relative", "orders", obj{"callback_url": hook, "failure_url": "/failed"}, nil, 400, []string{"failure_url"}, true},
 		{"breaker failures 0", "orders", obj{"callback_url": hook, "breaker": obj{"failures": 0}}, nil, 400, []string{"breaker.failures"}, true},
 		{"breaker cooldown too long", "orders", obj{"callback_url": hook, "breaker": obj{"cooldown": "11m"}}, nil, 400, []string{"breaker.cooldown"}, false},
 		{"breaker cooldown too short", "orders", obj{"callback_url": hook, "breaker": obj{"cooldown": "100ms"}}, nil, 400, []string{"breaker.cooldown"}, false},

@@ -2,6 +2,7 @@ package callback
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,7 +33,9 @@ type Queue interface {
 	Next(ctx context.Context, tenant, topic string, n int, wait, topicTimeout time.Duration) ([]kairos.Job, error)
 	// Finish records an attempt and returns the job's new state, or "" when
 	// the attempt was stale (its lease lapsed and another worker has the job).
-	Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time) (kairos.State, error)
+	// A notice given with a dead outcome is filed as the job's failure
+	// notification, with its death.
+	Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error)
 	// SigningSecret returns the tenant's current signing secret.
 	SigningSecret(ctx context.Context, tenant string) (string, error)
 }
@@ -324,7 +327,11 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 		retryAt = w.q.Now().Add(wait)
 	}
 	endAttempt(span, res, ok, dead)
-	state, err := w.finish(ctx, j, a, ok, dead, retryAt)
+	var notices []kairos.Notice
+	if _, isNotice := kairos.NoticeOf(j.ID); dead && t.FailureURL != "" && !isNotice { // a notification's death notifies no one
+		notices = append(notices, kairos.Notice{URL: t.FailureURL, Body: noticeBody(j, a, w.q.Now())})
+	}
+	state, err := w.finish(ctx, j, a, ok, dead, retryAt, notices...)
 	log := w.log.With("tenant", j.Tenant, "topic", j.Topic, "job_id", j.ID, "attempt", j.Attempts)
 	switch {
 	case err != nil:
@@ -348,12 +355,12 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 // ctx ends: an outcome not recorded leaves the job to its lease, and a
 // second delivery. Recording an outcome twice is harmless: the store
 // applies an attempt's outcome once.
-func (w *Worker) finish(ctx context.Context, j kairos.Job, a kairos.Attempt, ok, dead bool, retryAt time.Time) (kairos.State, error) {
+func (w *Worker) finish(ctx context.Context, j kairos.Job, a kairos.Attempt, ok, dead bool, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
 	give := time.Now().Add(finishPatience)
 	wait := 100 * time.Millisecond
 	for {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		state, err := w.q.Finish(fctx, j.JobKey, a, ok, dead, retryAt)
+		state, err := w.q.Finish(fctx, j.JobKey, a, ok, dead, retryAt, notice...)
 		cancel()
 		if err == nil || time.Now().Add(wait).After(give) {
 			return state, err
@@ -373,6 +380,32 @@ func (w *Worker) finish(ctx context.Context, j kairos.Job, a kairos.Attempt, ok,
 // KAIROS_LEASE_GRACE); an outcome recorded after its job's lease lapsed is
 // stale and changes nothing.
 const finishPatience = 20 * time.Second
+
+// noticeBody is the failure notification of job j, dead after attempt a.
+func noticeBody(j kairos.Job, a kairos.Attempt, now time.Time) []byte {
+	type lastAttempt struct {
+		N        int     `json:"n"`
+		At       string  `json:"at"`
+		Status   int     `json:"status,omitempty"`
+		Error    string  `json:"error,omitempty"`
+		Response string  `json:"response,omitempty"`
+		Duration float64 `json:"duration_ms"`
+	}
+	b, _ := json.Marshal(struct {
+		Type        string      `json:"type"`
+		JobID       string      `json:"job_id"`
+		Topic       string      `json:"topic"`
+		Tenant      string      `json:"tenant"`
+		Attempts    int         `json:"attempts"`
+		DeadAt      string      `json:"dead_at"`
+		LastAttempt lastAttempt `json:"last_attempt"`
+	}{Type: "job.dead", JobID: j.ID, Topic: j.Topic, Tenant: j.Tenant, Attempts: a.N, DeadAt: rfc3339ms(now),
+		LastAttempt: lastAttempt{N: a.N, At: rfc3339ms(a.At), Status: a.Status, Error: a.Error, Response: a.Response,
+			Duration: float64(a.Duration) / float64(time.Millisecond)}})
+	return b
+}
+
+func rfc3339ms(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // failure says why an attempt that did not deliver failed, for its attempt log.
 func failure(res Result) string {

@@ -82,6 +82,7 @@ type TopicRequest struct {
 	Parallelism int               `json:"parallelism,omitempty"` // callbacks in flight at once, across all processes
 	FlowKey     string            `json:"flow_key,omitempty"`    // topics with the same key share one quota
 	Breaker     *BreakerRequest   `json:"breaker,omitempty"`     // turns the circuit breaker on
+	FailureURL  string            `json:"failure_url,omitempty"` // told of each job that goes dead
 }
 
 // BreakerRequest turns a topic's circuit breaker on: it opens after
@@ -123,6 +124,7 @@ type Topic struct {
 	Parallelism int               `json:"parallelism,omitempty"`
 	FlowKey     string            `json:"flow_key,omitempty"`
 	Breaker     *Breaker          `json:"breaker,omitempty"`
+	FailureURL  string            `json:"failure_url,omitempty"`
 	Paused      bool              `json:"paused"` // deliveries stopped (PauseTopic)
 	CreatedAt   Time              `json:"created_at"`
 	UpdatedAt   Time              `json:"updated_at"`

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
@@ -212,5 +214,64 @@ func TestBreakerHoldsJobsThroughAnOutage(t *testing.T) {
 	}
 	if during > 3+concurrency+4 {
 		t.Errorf("%d failed attempts during the outage, want at most %d", during, 3+concurrency+4)
+	}
+}
+
+// A job that goes dead sends one signed failure notification to its
+// topic's failure_url, without the topic's headers; a delivered job sends
+// none; ids of the notification's form are refused at create.
+func TestFailureNotification(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, engineOpts{allowPrivate: true})
+	ctx := context.Background()
+	rcv := newReceiver(t, func(_ int, h hit) int {
+		if h.Header.Get("Kairos-Job-Id") == "fails" {
+			return 500
+		}
+		return 200
+	})
+	failed := newReceiver(t, nil)
+	e.putTopicWith("orders", client.TopicRequest{CallbackURL: rcv.URL, MaxAttempts: 2, FailureURL: failed.URL,
+		Headers: map[string]string{"X-Partner-Key": "k-secret"},
+		Backoff: &client.Backoff{Initial: client.Duration(100 * time.Millisecond), Max: client.Duration(100 * time.Millisecond)}})
+	e.create("orders", client.JobRequest{ID: "fails", Payload: json.RawMessage(`{"n":1}`)})
+	e.create("orders", client.JobRequest{ID: "works", Payload: json.RawMessage(`{"n":2}`)})
+	hs := failed.waitHits(t, 1, 20*time.Second)
+	time.Sleep(time.Second) // time for a second one to show
+	if hs = failed.all(); len(hs) != 1 {
+		t.Fatalf("%d failure notifications, want 1", len(hs))
+	}
+	h := hs[0]
+	keys, err := e.c.GetSigningKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := callback.Verify([]string{keys.Current, keys.Next}, h.Header, h.Body, callback.VerifyOptions{}); err != nil {
+		t.Errorf("signature: %v", err)
+	}
+	if got := h.Header.Get("Kairos-Job-Id"); got != kairos.NoticeID("fails", 2) {
+		t.Errorf("notification job id %q", got)
+	}
+	if h.Header.Get("X-Partner-Key") != "" {
+		t.Error("the topic's header went to the failure URL")
+	}
+	var body struct {
+		Type        string
+		JobID       string `json:"job_id"`
+		Topic       string
+		Attempts    int
+		LastAttempt struct{ Status int } `json:"last_attempt"`
+	}
+	if err := json.Unmarshal(h.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Type != "job.dead" || body.JobID != "fails" || body.Topic != "orders" || body.Attempts != 2 || body.LastAttempt.Status != 500 {
+		t.Errorf("notification body %s", h.Body)
+	}
+	if j := e.job("orders", "fails"); j.State != client.StateDead {
+		t.Errorf("the failing job is %s", j.State)
+	}
+	if _, err := e.c.CreateJob(ctx, "orders", client.JobRequest{ID: "x~dead.1"}); client.StatusCode(err) != 400 {
+		t.Errorf("create with a notification's id: %v, want 400", err)
 	}
 }

@@ -59,6 +59,7 @@ var topicCommands = []apiCommand{
 			rate := fs.String("rate", "", "at most LIMIT/PERIOD deliveries across all processes, such as 50/1s or 1000/1m (default none)")
 			parallelism := fs.Int("parallelism", 0, "at most this many callbacks in flight across all processes (default none)")
 			flowKey := fs.String("flow-key", "", "share one rate and parallelism quota with the topics of this key (default the topic's own)")
+			failureURL := fs.String("failure-url", "", "sent a signed notification when a job of the topic goes dead (default none)")
 			breaker := fs.String("breaker", "", "circuit breaker: FAILURES/COOLDOWN, such as 5/10s: opens after that many failed attempts in a row (default off)")
 			return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 				if set.callbackURL == "" {
@@ -66,7 +67,7 @@ var topicCommands = []apiCommand{
 				}
 				req := client.TopicRequest{CallbackURL: set.callbackURL, Method: set.method, Headers: set.headerMap(),
 					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(), Concurrency: *concurrency,
-					Parallelism: *parallelism, FlowKey: *flowKey}
+					Parallelism: *parallelism, FlowKey: *flowKey, FailureURL: *failureURL}
 				if *rate != "" {
 					n, d, err := countPer("--rate", *rate, "LIMIT/PERIOD, such as 50/1s")
 					if err != nil {
@@ -156,6 +157,9 @@ func showTopic(w io.Writer, t *client.Topic) {
 	}
 	if t.FlowKey != "" {
 		fmt.Fprintf(w, "flow_key\t%s\n", t.FlowKey)
+	}
+	if t.FailureURL != "" {
+		fmt.Fprintf(w, "failure_url\t%s\n", t.FailureURL)
 	}
 	if b := t.Breaker; b != nil {
 		fmt.Fprintf(w, "breaker\t%s (opens after %d failures in a row, for %s)\n", b.State, b.Failures, b.Cooldown)

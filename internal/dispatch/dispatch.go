@@ -11,6 +11,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -244,13 +245,27 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	if err != nil || !t.Limited() {
 		return jobs // no topic (a job with its own URL), or no limits
 	}
+	// failure notifications go to the failure URL: the limits and the
+	// breaker of the topic's callback URL are not theirs
+	var notices []kairos.Job
+	for i := 0; i < len(cs); {
+		if _, ok := kairos.NoticeOf(cs[i].Job.ID); ok {
+			notices = append(notices, cs[i].Job)
+			cs, jobs = slices.Delete(cs, i, i+1), slices.Delete(jobs, i, i+1)
+			continue
+		}
+		i++
+	}
+	if len(cs) == 0 {
+		return notices
+	}
 	rs, err := d.Gate(ctx, t, jobs, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
 	if err != nil {
 		d.log.Warn("flow control; the jobs wait and are asked about again", "tenant", tenant, "topic", topic, "err", err)
 		d.requeue(cs)
-		return nil
+		return notices
 	}
-	var out []kairos.Job
+	out := notices
 	var wait, full []rdb.Claimed
 	for i, r := range rs {
 		switch r.Gate {
@@ -307,7 +322,7 @@ const fullRetry = 50 * time.Millisecond
 // Finish records an attempt (rdb.Store.Finish), after giving back the
 // flow-control permit it held, if any, and telling its topic's circuit
 // breaker how it went.
-func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time) (kairos.State, error) {
+func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
 	p := permit{key, a.N}
 	d.mu.Lock()
 	t, held := d.permits[p]
@@ -326,7 +341,9 @@ func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Att
 			d.log.Warn("give back a flow-control permit; it lapses with its lease", "job", key, "err", err)
 		}
 	}
-	if t, err := d.GetTopic(ctx, key.Tenant, key.Topic); err == nil && t.BreakerFailures > 0 {
+	if _, notice := kairos.NoticeOf(key.ID); notice {
+		// a failure notification's answer says nothing of the callback URL
+	} else if t, err := d.GetTopic(ctx, key.Tenant, key.Topic); err == nil && t.BreakerFailures > 0 {
 		b, err := d.Outcome(ctx, t, kairos.Job{JobKey: key, Attempts: a.N}, ok)
 		switch {
 		case err != nil:
@@ -335,7 +352,10 @@ func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Att
 			d.log.Info("circuit breaker open: the topic's jobs wait", "tenant", key.Tenant, "topic", key.Topic, "until", b.Until)
 		}
 	}
-	return d.Store.Finish(ctx, key, a, ok, dead, retryAt)
+	if !dead {
+		notice = nil // a probe kept alive above
+	}
+	return d.Store.Finish(ctx, key, a, ok, dead, retryAt, notice...)
 }
 
 // lookRemote reports whether q's ready list may hold jobs, and clears that

@@ -179,7 +179,11 @@ func (s *Store) ints(ctx context.Context, n int, cmd func(pipe redis.Pipeliner, 
 // pipelined round trip: the first caller writes its own, and whatever
 // others queued meanwhile go together in the next round trip. An idle
 // worker pays no delay for this.
-func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time) (kairos.State, error) {
+//
+// A notice given with a dead outcome becomes the job's failure
+// notification (kairos.NoticeID), created by the claim that records the
+// outcome, in the same script: it exists exactly when the job died.
+func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
 	line, err := logLine(a)
 	if err != nil {
 		return "", err
@@ -201,6 +205,13 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 	}
 	entry := field(at.h, key.ID) + "," + strconv.FormatInt(int64(a.N), 36) + "," + strconv.Itoa(outcome) + "," +
 		retry + "," + key.Tenant + "|" + line // logLine ends the line
+	if outcome == outcomeDead && len(notice) > 0 && notice[0].URL != "" {
+		set, err := encodeSettings(kairos.Job{CallbackURL: notice[0].URL, ContentType: "application/json"})
+		if err != nil {
+			return "", err
+		}
+		entry += strconv.Itoa(len(set)) + "|" + string(set) + string(notice[0].Body)
+	}
 	f := &finish{ctx: ctx, shard: at.shard, entry: entry, wakeAt: s.Now().Add(outcomeDelay), done: make(chan struct{})}
 	if outcome == outcomeRetrying && retryAt.Before(f.wakeAt) {
 		f.wakeAt = retryAt

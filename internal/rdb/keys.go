@@ -19,6 +19,9 @@ type keys struct {
 // schedule's occurrence ("<schedule id>@<ms>") goes to its schedule's
 // shard, so that one script fires an occurrence and files the next.
 func (k keys) shardOf(jk kairos.JobKey) int {
+	if id, ok := kairos.NoticeOf(jk.ID); ok {
+		jk.ID = id // with its dead job: the claim that kills it creates it
+	}
 	if sid, ok := kairos.ScheduleOf(jk.ID); ok {
 		jk.ID = sid
 	}

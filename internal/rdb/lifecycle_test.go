@@ -344,3 +344,43 @@ func TestFinishesTogether(t *testing.T) {
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateDelivered: n / 4, kairos.StateRetrying: n / 4,
 		kairos.StateDead: n / 4, kairos.StateActive: n / 4})
 }
+
+// A dead outcome with a notice files the job's failure notification, due
+// at once, in the same claim: once, and not for a stale outcome.
+func TestDeadOutcomeFilesItsFailureNotice(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	enqueue(t, s, "o1", clk.Now())
+	c := claimOne(t, s, "o1")
+	notice := kairos.Notice{URL: "https://hooks.example.com/failed", Body: []byte(`{"type":"job.dead","job_id":"o1"}`)}
+	a := kairos.Attempt{N: 1, At: clk.Now(), Status: 500, Error: "callback answered 500"}
+	if _, err := s.Finish(ctx, c.Job.JobKey, a, false, true, time.Time{}, notice); err != nil {
+		t.Fatal(err)
+	}
+	// the same outcome again (a retried Finish): applied once
+	if _, err := s.Finish(ctx, c.Job.JobKey, a, false, true, time.Time{}, notice); err != nil {
+		t.Fatal(err)
+	}
+	cs := claimAll(t, s, 0)
+	if len(cs) != 1 || cs[0].Job.ID != kairos.NoticeID("o1", 1) {
+		t.Fatalf("claimed %v, want the failure notification alone", claimedIDs(cs))
+	}
+	n := cs[0].Job
+	if n.CallbackURL != notice.URL || string(n.Payload) != string(notice.Body) || n.Attempts != 1 {
+		t.Fatalf("notification job: url %q payload %s attempts %d", n.CallbackURL, n.Payload, n.Attempts)
+	}
+	if j := getJob(t, s, "o1"); j.State != kairos.StateDead {
+		t.Fatalf("the job is %s", j.State)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateDead: 1, kairos.StateActive: 1})
+	// A stale attempt's dead outcome files nothing.
+	enqueue(t, s, "o2", clk.Now())
+	c2 := claimOne(t, s, "o2")
+	stale := kairos.Attempt{N: c2.Job.Attempts + 1, At: clk.Now(), Status: 500}
+	if _, err := s.Finish(ctx, c2.Job.JobKey, stale, false, true, time.Time{}, notice); err != nil {
+		t.Fatal(err)
+	}
+	if cs := claimAll(t, s, 0); len(cs) != 0 {
+		t.Fatalf("a stale dead outcome filed %v", claimedIDs(cs))
+	}
+}

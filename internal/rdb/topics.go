@@ -33,6 +33,7 @@ type topicRecord struct {
 	FlowKey       string            `json:"flow_key,omitempty"`
 	BreakerFails  int               `json:"breaker_failures,omitempty"`
 	BreakerCoolMS int64             `json:"breaker_cooldown_ms,omitempty"`
+	FailureURL    string            `json:"failure_url,omitempty"`
 	CreatedMS     int64             `json:"created_ms"`
 	UpdatedMS     int64             `json:"updated_ms"`
 }
@@ -46,6 +47,7 @@ func encodeTopic(t kairos.Topic) ([]byte, error) {
 		BackoffInitMS: t.BackoffInitial.Milliseconds(), BackoffMaxMS: t.BackoffMax.Milliseconds(),
 		Concurrency: t.Concurrency, RateLimit: t.RateLimit, RatePeriodMS: t.RatePeriod.Milliseconds(),
 		Parallelism: t.Parallelism, FlowKey: t.FlowKey, BreakerFails: t.BreakerFailures, BreakerCoolMS: t.BreakerCooldown.Milliseconds(),
+		FailureURL: t.FailureURL,
 		CreatedMS: ms(t.CreatedAt), UpdatedMS: ms(t.UpdatedAt),
 	})
 }
@@ -63,7 +65,7 @@ func decodeTopic(field, raw string) (kairos.Topic, error) {
 		BackoffMax:     time.Duration(r.BackoffMaxMS) * time.Millisecond,
 		Concurrency:    r.Concurrency, RateLimit: r.RateLimit, RatePeriod: time.Duration(r.RatePeriodMS) * time.Millisecond,
 		Parallelism: r.Parallelism, FlowKey: r.FlowKey, BreakerFailures: r.BreakerFails,
-		BreakerCooldown: time.Duration(r.BreakerCoolMS) * time.Millisecond, CreatedAt: fromMS(r.CreatedMS), UpdatedAt: fromMS(r.UpdatedMS),
+		BreakerCooldown: time.Duration(r.BreakerCoolMS) * time.Millisecond, FailureURL: r.FailureURL, CreatedAt: fromMS(r.CreatedMS), UpdatedAt: fromMS(r.UpdatedMS),
 	}, nil
 }
 

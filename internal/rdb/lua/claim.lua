@@ -22,7 +22,8 @@
 -- is active in that attempt: a stale one (its lease lapsed and the job was
 -- handed out again) changes nothing. Recording them here, before the wheel,
 -- means a lease entry is never read before its job's outcome, and a call
--- records many outcomes at once.
+-- records many outcomes at once. A dead outcome may carry the job's
+-- failure notification, filed then as a job of its own (notify).
 -- It processes the wheel's slots due by now + ahead, oldest first. A wide
 -- slot is cascaded into narrower ones; a level-0 slot's live entries are
 -- claimed: a scheduled or retrying job gets attempt n+1, state active and a
@@ -65,6 +66,27 @@ local function keep(field, r)
   return keepRaw(field, format(r))
 end
 
+-- notify files the failure notification of job id of topic h, dead after
+-- attempt n: a job "<id>~dead.<n>" due now, whose settings and payload
+-- the worker wrote in the outcome ("<settings length>|<settings><payload>").
+local function notify(h, id, n, note)
+  local ls, body = string.match(note, '^(%d+)|(.*)$')
+  if not ls then
+    return
+  end
+  local nid = id .. '~dead.' .. string.format('%d', n)
+  local field = h .. '/' .. nid
+  local w = written[field]
+  if w or (w == nil and redis.call('HEXISTS', pool, field) == 1) then
+    return
+  end
+  local t36 = b36(now)
+  keepRaw(field, ST.ready .. ',,' .. t36 .. ',' .. t36 .. ',,,,' .. b36(tonumber(ls)) .. ',|' .. body)
+  wheelPut(field, now, now)
+  indexAdd(h, nid, now)
+  count(h, NAME[ST.ready])
+end
+
 -- record applies the outcomes on the shard's outcome list.
 local function record()
 wheelFlush(tag, due) -- retries may be due already
@@ -74,9 +96,13 @@ wheelFlush(tag, due) -- retries may be due already
   end
   local fields, parts = {}, {}
   for i, o in ipairs(os) do
-    local head, line = string.match(o, '^([^|]*)|(.*)$')
+    -- the log line ends with a newline; a failure notice may follow it
+    local head, line, note = string.match(o, '^([^|]*)|([^\n]*\n)(.*)$')
+    if not head then
+      head, line = string.match(o, '^([^|]*)|(.*)$')
+    end
     local f, n, oc, at, tenant = string.match(head, '^([^,]*),(%w*),(%d),(%w*),(.*)$')
-    fields[i], parts[i] = f, {n = num(n), oc = tonumber(oc), at = num(at), tenant = tenant, line = line}
+    fields[i], parts[i] = f, {n = num(n), oc = tonumber(oc), at = num(at), tenant = tenant, line = line, note = note}
   end
   local vs = redis.call('HMGET', pool, unpack(fields))
   for i, field in ipairs(fields) do
@@ -101,6 +127,9 @@ wheelFlush(tag, due) -- retries may be due already
         r.st, r.fa = ST.dead, now
         deadAdd(tag, p.tenant, h, id, now)
         count(h, TO_DEAD[scheduleOf(id) ~= nil])
+        if p.note and p.note ~= '' then
+          notify(h, id, r.n, p.note)
+        end
       end
       keep(field, r)
     end

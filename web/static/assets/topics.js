@@ -41,6 +41,7 @@ function flow(t) {
   if (t.rate) parts.push(`${t.rate.limit} per ${t.rate.period}`);
   if (t.parallelism) parts.push(`${t.parallelism} in flight`);
   if (t.flow_key) parts.push(`shared as ${t.flow_key}`);
+  if (t.failure_url) parts.push(`dead jobs reported to ${t.failure_url}`);
   if (t.breaker) {
     const b = t.breaker;
     parts.push(`breaker ${b.state}` + (b.open_until ? ` until ${new Date(b.open_until).toLocaleTimeString()}` : '') +
@@ -79,6 +80,7 @@ async function open(t) {
   $('topic-rate-period').value = t?.rate ? t.rate.period : '';
   $('topic-parallelism').value = t?.parallelism || '';
   $('topic-flow-key').value = t?.flow_key || '';
+  $('topic-failure-url').value = t?.failure_url || '';
   $('topic-breaker').value = t?.breaker ? t.breaker.failures : '';
   $('topic-breaker-cooldown').value = t?.breaker ? t.breaker.cooldown : '';
   $('topic-headers').value = Object.entries(t?.headers || {}).map(([k, v]) => `${k}: ${v}`).join('\n');
@@ -114,6 +116,7 @@ async function save(e) {
       headers: parseHeaders($('topic-headers').value),
       parallelism: int('topic-parallelism'),
       flow_key: str('topic-flow-key'),
+      failure_url: str('topic-failure-url'),
     };
     if (str('topic-breaker') || str('topic-breaker-cooldown')) {
       body.breaker = { failures: int('topic-breaker'), cooldown: str('topic-breaker-cooldown') };
