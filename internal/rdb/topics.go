@@ -48,7 +48,7 @@ func encodeTopic(t kairos.Topic) ([]byte, error) {
 		Concurrency: t.Concurrency, RateLimit: t.RateLimit, RatePeriodMS: t.RatePeriod.Milliseconds(),
 		Parallelism: t.Parallelism, FlowKey: t.FlowKey, BreakerFails: t.BreakerFailures, BreakerCoolMS: t.BreakerCooldown.Milliseconds(),
 		FailureURL: t.FailureURL,
-		CreatedMS: ms(t.CreatedAt), UpdatedMS: ms(t.UpdatedAt),
+		CreatedMS:  ms(t.CreatedAt), UpdatedMS: ms(t.UpdatedAt),
 	})
 }
 
