@@ -110,6 +110,15 @@ func (t Topic) Flow() string {
 	return "topic:" + t.Name
 }
 
+// FlowOf is the identity of the flow-control quota of job j of topic t:
+// its own flow key, or its topic's flow.
+func FlowOf(j Job, t Topic) string {
+	if j.FlowKey != "" {
+		return "key:" + j.FlowKey
+	}
+	return t.Flow()
+}
+
 // Limited reports whether the topic has a rate or parallelism limit or a
 // circuit breaker.
 func (t Topic) Limited() bool { return t.RateLimit > 0 || t.Parallelism > 0 || t.BreakerFailures > 0 }
@@ -176,6 +185,12 @@ type Job struct {
 	// create, sent with every attempt; empty when it had none.
 	TraceParent string
 	TraceState  string
+	// FlowKey puts the job in that flow-control quota of its tenant
+	// instead of its topic's (Topic.FlowKey); FailureURL is told of its
+	// death instead of its topic's. Both are limits and notices of the
+	// topic's settings otherwise.
+	FlowKey    string
+	FailureURL string
 
 	State     State
 	RunAt     time.Time // the time this schedule is for

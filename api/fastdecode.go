@@ -50,6 +50,10 @@ func (req *jobRequest) decodeFastOf(body []byte, valid bool) bool {
 			return l.optString(&r.Timeout)
 		case "backoff":
 			return l.backoff(&r.Backoff)
+		case "flow_key":
+			return l.optString(&r.FlowKey)
+		case "failure_url":
+			return l.optString(&r.FailureURL)
 		}
 		return false
 	})

@@ -12,6 +12,7 @@ var fastBodies = []string{
 		`"headers":{"X-Order-Ref":"1234"},"max_attempts":5,"timeout":"10s"}`,
 	" \r\n\t{ \"delay\" : \"90s\" , \"payload\" : [1, \"]}\\\"\", {\"a\": null}] }\n",
 	`{"delay":"1m","payload":"tschüß","callback_url":"https://example.com/h?a=1","method":"put"}`,
+	`{"delay":"1s","flow_key":"partner-acme:eu","failure_url":"https://example.com/failed","payload":null}`,
 	`{"id":null,"run_at":null,"delay":"1m","payload":null,"headers":null,"max_attempts":null,"backoff":null}`,
 	`{"delay":"1m","headers":{},"backoff":{},"max_attempts":-0}`,
 	`{"delay":"1m","headers":{"a":"1","A":"2"},"backoff":{"initial":"1s","max":null}}`,

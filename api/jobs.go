@@ -28,6 +28,8 @@ type jobRequest struct {
 	MaxAttempts *int              `json:"max_attempts"`
 	Timeout     *string           `json:"timeout"`
 	Backoff     *backoffRequest   `json:"backoff"`
+	FlowKey     *string           `json:"flow_key"`
+	FailureURL  *string           `json:"failure_url"`
 }
 
 // rescheduleRequest is the body of PATCH /v1/topics/{topic}/jobs/{id}.
@@ -65,6 +67,8 @@ type jobResponse struct {
 	Headers     map[string]string `json:"headers,omitempty"`
 	Timeout     string            `json:"timeout,omitempty"`
 	Backoff     *backoffResponse  `json:"backoff,omitempty"`
+	FlowKey     string            `json:"flow_key,omitempty"`
+	FailureURL  string            `json:"failure_url,omitempty"`
 	Payload     json.RawMessage   `json:"payload,omitempty"`
 	LastAttempt *attemptResponse  `json:"last_attempt,omitempty"`
 	AttemptLog  []attemptResponse `json:"attempt_log,omitempty"`
@@ -95,7 +99,7 @@ func jobView(j kairos.Job) jobResponse {
 		ID: j.ID, Topic: j.Topic, Tenant: j.Tenant, State: j.State, RunAt: formatTime(j.RunAt),
 		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: j.Attempts,
 		MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
-		Payload: payloadJSON(j),
+		FlowKey: j.FlowKey, FailureURL: j.FailureURL, Payload: payloadJSON(j),
 	}
 	if j.State.Pending() {
 		v.NextRunAt = formatTime(j.NextRunAt)
@@ -187,6 +191,13 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 	}
 	if req.Backoff != nil {
 		j.BackoffInitial, j.BackoffMax = req.Backoff.parse(&fe, "backoff")
+	}
+	if req.FlowKey != nil {
+		j.FlowKey = checkFlowKey(&fe, "flow_key", *req.FlowKey)
+	}
+	if req.FailureURL != nil {
+		checkURL(&fe, "failure_url", *req.FailureURL, allowPrivate)
+		j.FailureURL = *req.FailureURL
 	}
 	j.Payload = body(req.Payload, j.ContentType)
 	if int64(len(j.Payload)) > maxPayload {

@@ -29,6 +29,8 @@ type JobRequest struct {
 	MaxAttempts int               `json:"max_attempts,omitempty"`
 	Timeout     Duration          `json:"timeout,omitempty"`
 	Backoff     *Backoff          `json:"backoff,omitempty"`
+	FlowKey     string            `json:"flow_key,omitempty"`    // counts the job against that flow-control quota, not its topic's
+	FailureURL  string            `json:"failure_url,omitempty"` // told of the job's death instead of its topic's failure URL
 }
 
 // RescheduleRequest is the new time of [Client.RescheduleJob]: RunAt, or

@@ -163,6 +163,8 @@ type Job struct {
 	Headers     map[string]string `json:"headers,omitempty"`
 	Timeout     Duration          `json:"timeout,omitempty"`
 	Backoff     *Backoff          `json:"backoff,omitempty"`
+	FlowKey     string            `json:"flow_key,omitempty"`
+	FailureURL  string            `json:"failure_url,omitempty"`
 	Payload     json.RawMessage   `json:"payload,omitempty"`
 	LastAttempt *Attempt          `json:"last_attempt,omitempty"`
 	AttemptLog  []Attempt         `json:"attempt_log,omitempty"` // the last 10 attempts, oldest first

@@ -275,3 +275,48 @@ func TestFailureNotification(t *testing.T) {
 		t.Errorf("create with a notification's id: %v, want 400", err)
 	}
 }
+
+// Jobs of two topics that name one flow_key share its pace: 80 jobs of
+// two topics limited to 20/s each, all with flow_key "partner", start at
+// most 20 in any second; a job's own failure_url is told of its death.
+func TestJobFlowKeyAndFailureURL(t *testing.T) {
+	t.Parallel()
+	e := startEngine(t, engineOpts{allowPrivate: true})
+	rcv := newReceiver(t, func(_ int, h hit) int {
+		if h.Header.Get("Kairos-Job-Id") == "doomed" {
+			return 500
+		}
+		return 200
+	})
+	own := newReceiver(t, nil)
+	for _, topic := range []string{"a", "b"} {
+		e.putTopicWith(topic, client.TopicRequest{CallbackURL: rcv.URL, MaxAttempts: 1, Rate: &client.Rate{Limit: 20, Period: client.Duration(time.Second)}})
+	}
+	e.create("a", client.JobRequest{ID: "doomed", FailureURL: own.URL})
+	var jobs []client.JobRequest
+	for i := range 40 {
+		jobs = append(jobs, client.JobRequest{ID: "s" + strconv.Itoa(i), FlowKey: "partner", Delay: client.Duration(200 * time.Millisecond)})
+	}
+	e.createBatch("a", jobs)
+	e.createBatch("b", jobs)
+	rcv.waitHits(t, 81, 30*time.Second)
+	var started []time.Time
+	for _, topic := range []string{"a", "b"} {
+		for i := range 40 {
+			j := e.waitState(topic, "s"+strconv.Itoa(i), client.StateDelivered, 10*time.Second)
+			if j.FlowKey != "partner" || j.LastAttempt == nil {
+				t.Fatalf("job %s/%s: flow key %q, last attempt %+v", topic, j.ID, j.FlowKey, j.LastAttempt)
+			}
+			started = append(started, j.LastAttempt.At.Time)
+		}
+	}
+	most, span := busiestSecond(started)
+	t.Logf("80 jobs of two topics sharing flow key partner: %v, at most %d started in any second (20/s)", span.Round(time.Millisecond), most)
+	if most > 20*102/100+1 {
+		t.Errorf("%d started in one second: the flow key's pace is 20/s", most)
+	}
+	hs := own.waitHits(t, 1, 10*time.Second)
+	if got := hs[0].Header.Get("Kairos-Job-Id"); got != kairos.NoticeID("doomed", 1) {
+		t.Errorf("the job's own failure URL got %q", got)
+	}
+}

@@ -52,14 +52,25 @@ type Dispatcher struct {
 	cfg Config
 	log *slog.Logger
 
-	mu      sync.Mutex
-	topics  map[string]*queue             // "tenant/topic"
-	timers  map[*time.Timer][]rdb.Claimed // jobs waiting for a time
-	held    int
-	closed  bool
-	permits map[permit]kairos.Topic // attempts holding a permit of their topic's flow
-	probes  map[permit]bool         // attempts sent as their flow's circuit-breaker probe
+	mu     sync.Mutex
+	topics map[string]*queue             // "tenant/topic"
+	timers map[*time.Timer][]rdb.Claimed // jobs waiting for a time
+	held   int
+	closed bool
+	gated  map[permit]gated // attempts flow control let go, until Finish
 }
+
+// gated is an attempt flow control let go: Finish gives back its permit,
+// if its topic has a parallelism limit, and reports its answer to its
+// flow's circuit breaker, if the topic has one.
+type gated struct {
+	topic kairos.Topic
+	job   kairos.Job // its key, attempt and flow key
+	probe bool       // sent as the breaker's probe
+}
+
+// gateFailed marks a job whose flow control call failed: asked again.
+const gateFailed rdb.Gate = -1
 
 // permit names an attempt that holds a flow-control permit.
 type permit struct {
@@ -86,7 +97,7 @@ func New(store *rdb.Store, cfg Config) *Dispatcher {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Dispatcher{Store: store, cfg: cfg, log: cfg.Logger.With("component", "dispatch"),
-		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, permits: map[permit]kairos.Topic{}, probes: map[permit]bool{}}
+		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, gated: map[permit]gated{}}
 }
 
 // Capacity returns how many more jobs the dispatcher can hold now.
@@ -259,23 +270,49 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	if len(cs) == 0 {
 		return notices
 	}
-	rs, err := d.Gate(ctx, t, jobs, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
-	if err != nil {
-		d.log.Warn("flow control; the jobs wait and are asked about again", "tenant", tenant, "topic", topic, "err", err)
-		d.requeue(cs)
-		return notices
+	// jobs with their own flow key count against that flow: one script
+	// call a flow
+	rs := make([]rdb.GateResult, len(jobs))
+	var flows []string
+	byFlow := map[string][]int{}
+	for i, j := range jobs {
+		f := kairos.FlowOf(j, t)
+		if _, ok := byFlow[f]; !ok {
+			flows = append(flows, f)
+		}
+		byFlow[f] = append(byFlow[f], i)
 	}
+	var failed []rdb.Claimed
+	for _, f := range flows {
+		idx := byFlow[f]
+		group := make([]kairos.Job, len(idx))
+		for k, i := range idx {
+			group[k] = jobs[i]
+		}
+		grs, err := d.Gate(ctx, t, f, group, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
+		if err != nil {
+			d.log.Warn("flow control; the jobs wait and are asked about again", "tenant", tenant, "topic", topic, "err", err)
+			for _, i := range idx {
+				rs[i].Gate = gateFailed
+				failed = append(failed, cs[i])
+			}
+			continue
+		}
+		for k, i := range idx {
+			rs[i] = grs[k]
+		}
+	}
+	d.requeue(failed)
 	out := notices
 	var wait, full []rdb.Claimed
+	d.mu.Lock()
 	for i, r := range rs {
+		p := permit{jobs[i].JobKey, jobs[i].Attempts}
 		switch r.Gate {
-		case rdb.GateGo:
+		case gateFailed:
+		case rdb.GateGo, rdb.GateProbe:
 			out = append(out, jobs[i])
-		case rdb.GateProbe:
-			out = append(out, jobs[i])
-			d.mu.Lock()
-			d.probes[permit{jobs[i].JobKey, jobs[i].Attempts}] = true
-			d.mu.Unlock()
+			d.gated[p] = gated{topic: t, job: jobs[i], probe: r.Gate == rdb.GateProbe}
 		case rdb.GateWait:
 			c := cs[i]
 			c.Due = r.At
@@ -284,15 +321,7 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 			full = append(full, cs[i])
 		}
 	}
-	if t.Parallelism > 0 {
-		d.mu.Lock()
-		for i, r := range rs {
-			if r.Gate == rdb.GateGo {
-				d.permits[permit{jobs[i].JobKey, jobs[i].Attempts}] = t
-			}
-		}
-		d.mu.Unlock()
-	}
+	d.mu.Unlock()
 	d.release(ctx, wait)
 	d.requeue(full)
 	return out
@@ -325,31 +354,27 @@ const fullRetry = 50 * time.Millisecond
 func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
 	p := permit{key, a.N}
 	d.mu.Lock()
-	t, held := d.permits[p]
-	probe := d.probes[p]
-	delete(d.permits, p)
-	delete(d.probes, p)
+	g, held := d.gated[p]
+	delete(d.gated, p)
 	d.mu.Unlock()
-	if probe && dead && a.Status != http.StatusGone {
+	if held && g.probe && dead && a.Status != http.StatusGone {
 		// A probe of a receiver that is down tests the receiver, not the
 		// job: it does not use up the job's last attempt; the job waits
 		// with the others for the breaker.
 		dead, retryAt = false, d.Now()
 	}
 	if held {
-		if err := d.Done(ctx, t, kairos.Job{JobKey: key, Attempts: a.N}); err != nil {
+		if err := d.Done(ctx, g.topic, g.job); err != nil {
 			d.log.Warn("give back a flow-control permit; it lapses with its lease", "job", key, "err", err)
 		}
-	}
-	if _, notice := kairos.NoticeOf(key.ID); notice {
-		// a failure notification's answer says nothing of the callback URL
-	} else if t, err := d.GetTopic(ctx, key.Tenant, key.Topic); err == nil && t.BreakerFailures > 0 {
-		b, err := d.Outcome(ctx, t, kairos.Job{JobKey: key, Attempts: a.N}, ok)
-		switch {
-		case err != nil:
-			d.log.Warn("record an answer in the circuit breaker", "job", key, "err", err)
-		case b.State == "open":
-			d.log.Info("circuit breaker open: the topic's jobs wait", "tenant", key.Tenant, "topic", key.Topic, "until", b.Until)
+		if g.topic.BreakerFailures > 0 {
+			b, err := d.Outcome(ctx, g.topic, g.job, ok)
+			switch {
+			case err != nil:
+				d.log.Warn("record an answer in the circuit breaker", "job", key, "err", err)
+			case b.State == "open":
+				d.log.Info("circuit breaker open: the flow's jobs wait", "tenant", key.Tenant, "topic", key.Topic, "until", b.Until)
+			}
 		}
 	}
 	if !dead {

@@ -32,11 +32,12 @@ type GateResult struct {
 	At   time.Time // GateWait: the time reserved
 }
 
-// Gate asks the flow of topic t (kairos.Topic.Flow) which of jobs, claimed
+// Gate asks flow (kairos.FlowOf: the jobs' flow key, or their topic's
+// flow) which of jobs of topic t, claimed
 // and due, may start now, in order: every kairos process asks the same
 // script, so the topic's rate and parallelism limits hold across them.
 // lease bounds how long a permit is held when its holder never calls Done.
-func (s *Store) Gate(ctx context.Context, t kairos.Topic, jobs []kairos.Job, lease time.Duration) ([]GateResult, error) {
+func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, lease time.Duration) ([]GateResult, error) {
 	out := make([]GateResult, len(jobs))
 	if !t.Limited() || len(jobs) == 0 {
 		return out, nil
@@ -54,7 +55,7 @@ func (s *Store) Gate(ctx context.Context, t kairos.Topic, jobs []kairos.Job, lea
 	for _, j := range jobs {
 		argv = append(argv, attemptMember(j))
 	}
-	tag := s.k.flow(t.Tenant, t.Flow())
+	tag := s.k.flow(t.Tenant, flow)
 	res, err := s.run(ctx, flowgateScript, []string{tag + "pace", tag + "resv", tag + "perm", tag + "brk"}, argv...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("flow control of topic %s/%s: %w", t.Tenant, t.Name, err)
@@ -68,19 +69,19 @@ func (s *Store) Gate(ctx context.Context, t kairos.Topic, jobs []kairos.Job, lea
 	return out, nil
 }
 
-// Done gives back the permit job's attempt took from its topic's flow
+// Done gives back the permit job's attempt took from its flow
 // (nothing when the topic has no parallelism limit).
 func (s *Store) Done(ctx context.Context, t kairos.Topic, j kairos.Job) error {
 	if t.Parallelism <= 0 {
 		return nil
 	}
-	if err := s.c.ZRem(ctx, s.k.flow(t.Tenant, t.Flow())+"perm", attemptMember(j)).Err(); err != nil {
+	if err := s.c.ZRem(ctx, s.k.flow(t.Tenant, kairos.FlowOf(j, t))+"perm", attemptMember(j)).Err(); err != nil {
 		return fmt.Errorf("give back the permit of %s attempt %d: %w", j.JobKey, j.Attempts, err)
 	}
 	return nil
 }
 
-// Outcome records the answer to job's attempt in its topic's circuit
+// Outcome records the answer to job's attempt in its flow's circuit
 // breaker (nothing when the topic has none) and returns the breaker's
 // state.
 func (s *Store) Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error) {
@@ -91,7 +92,7 @@ func (s *Store) Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, deliv
 	if delivered {
 		ok = 1
 	}
-	res, err := s.run(ctx, breakerScript, []string{s.k.flow(t.Tenant, t.Flow()) + "brk"}, s.scriptNow(), ok, attemptMember(j),
+	res, err := s.run(ctx, breakerScript, []string{s.k.flow(t.Tenant, kairos.FlowOf(j, t)) + "brk"}, s.scriptNow(), ok, attemptMember(j),
 		t.BreakerFailures, t.BreakerCooldown.Milliseconds(), kairos.MaxBreakerCooldown.Milliseconds()).Slice()
 	if err != nil {
 		return kairos.Breaker{}, fmt.Errorf("circuit breaker of topic %s/%s: %w", t.Tenant, t.Name, err)

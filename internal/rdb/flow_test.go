@@ -19,7 +19,7 @@ func flowJobs(topic string, from, n, attempt int) []kairos.Job {
 
 func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []GateResult {
 	t.Helper()
-	rs, err := s.Gate(context.Background(), tp, jobs, 10*time.Second)
+	rs, err := s.Gate(context.Background(), tp, tp.Flow(), jobs, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,8 @@ type settings struct {
 	BackoffMax     int64             `json:"bm,omitempty"`
 	TraceParent    string            `json:"tp,omitempty"`
 	TraceState     string            `json:"ts,omitempty"`
+	FlowKey        string            `json:"fk,omitempty"`
+	FailureURL     string            `json:"fu,omitempty"`
 	// ReplayedAfter is how many attempts the job made before its last
 	// replay (replay.lua writes it; a create never does).
 	ReplayedAfter int `json:"rb,omitempty"`
@@ -49,9 +51,9 @@ func encodeSettings(j kairos.Job) ([]byte, error) {
 	s := settings{URL: j.CallbackURL, Method: j.Method, ContentType: j.ContentType, Headers: j.Headers,
 		TimeoutMS: j.Timeout.Milliseconds(), MaxAttempts: j.MaxAttempts,
 		BackoffInitial: j.BackoffInitial.Milliseconds(), BackoffMax: j.BackoffMax.Milliseconds(),
-		TraceParent: j.TraceParent, TraceState: j.TraceState}
+		TraceParent: j.TraceParent, TraceState: j.TraceState, FlowKey: j.FlowKey, FailureURL: j.FailureURL}
 	if s.URL == "" && s.Method == "" && s.ContentType == "" && len(s.Headers) == 0 && s.TimeoutMS == 0 &&
-		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 && s.TraceParent == "" {
+		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 && s.TraceParent == "" && s.FlowKey == "" && s.FailureURL == "" {
 		return nil, nil
 	}
 	b, err := json.Marshal(s)
@@ -157,7 +159,7 @@ func (r record) job(key kairos.JobKey, webhookID func(kairos.JobKey, int64) stri
 		j.MaxAttempts = s.MaxAttempts
 		j.BackoffInitial = time.Duration(s.BackoffInitial) * time.Millisecond
 		j.BackoffMax = time.Duration(s.BackoffMax) * time.Millisecond
-		j.TraceParent, j.TraceState = s.TraceParent, s.TraceState
+		j.TraceParent, j.TraceState, j.FlowKey, j.FailureURL = s.TraceParent, s.TraceState, s.FlowKey, s.FailureURL
 		j.ReplayedAfter = s.ReplayedAfter
 	}
 	log, err := decodeLogLines(r.log)
