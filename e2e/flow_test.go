@@ -14,6 +14,7 @@ import (
 	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // A topic limited to 200 deliveries a second, fed by three kairos
@@ -248,6 +249,14 @@ func TestFailureNotification(t *testing.T) {
 	}
 	if err := callback.Verify([]string{keys.Current, keys.Next}, h.Header, h.Body, callback.VerifyOptions{}); err != nil {
 		t.Errorf("signature: %v", err)
+	}
+	// and the Standard Webhooks project's own library accepts it
+	wh, err := standardwebhooks.NewWebhook(keys.Current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Verify(h.Body, h.Header); err != nil {
+		t.Errorf("standard-webhooks Verify of the notification: %v", err)
 	}
 	if got := h.Header.Get("Kairos-Job-Id"); got != kairos.NoticeID("fails", 2) {
 		t.Errorf("notification job id %q", got)
