@@ -196,10 +196,6 @@ func (r rateRequest) parse(fe *fieldErrors, field string) (int, time.Duration) {
 	if r.Limit == nil || period == 0 || *r.Limit < 1 || *r.Limit > maxRateLimit {
 		return 0, 0
 	}
-	if period/time.Duration(*r.Limit) < time.Millisecond {
-		fe.add(field, "%d per %s is more than one delivery a millisecond, the finest pace kairos keeps", *r.Limit, period)
-		return 0, 0
-	}
 	return *r.Limit, period
 }
 

@@ -128,6 +128,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.DurationVar(&o.Schedules.ScaleEvery, "scale-schedules-every", time.Minute, "schedules: interval of the scale phase's schedules")
 	fs.DurationVar(&o.Schedules.ScaleWindow, "scale-schedules-window", 2*time.Minute, "schedules: how long the scale phase's schedules fire")
 	fs.BoolVar(&o.Schedules.Aligned, "schedules-aligned", false, "schedules: every schedule of a phase fires at the same instants (a burst each interval, as a cron pattern does) instead of spread over the interval")
+	fs.IntVar(&o.TopicRate, "topic-rate", 0, "limit the bench topic to this many deliveries a second in every scenario (flow control; 0: none)")
 	fs.IntVar(&o.Flow.Rate, "flow-rate", 500, "flow: the rate phase's limit a second (10 s of jobs at it, due at one instant)")
 	fs.IntVar(&o.Flow.Parallelism, "flow-parallelism", 10, "flow: the parallelism phase's limit")
 	fs.DurationVar(&o.Flow.Hold, "flow-hold", 100*time.Millisecond, "flow: how long the receiver holds each request in the parallelism phase")

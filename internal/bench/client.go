@@ -30,7 +30,11 @@ func newClient(base, token string, conns int) (*client.Client, *http.Client, err
 
 // putTopic registers the bench's topic: its callbacks go to the receiver.
 func (b *Bench) putTopic(ctx context.Context, callbackURL string) error {
-	return b.putTopicWith(ctx, client.TopicRequest{CallbackURL: callbackURL})
+	req := client.TopicRequest{CallbackURL: callbackURL}
+	if b.cfg.TopicRate > 0 {
+		req.Rate = &client.Rate{Limit: b.cfg.TopicRate, Period: client.Duration(time.Second)}
+	}
+	return b.putTopicWith(ctx, req)
 }
 
 // putTopicWith registers the bench's topic with req's flow control.

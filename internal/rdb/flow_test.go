@@ -196,3 +196,26 @@ func TestGateBreaker(t *testing.T) {
 		t.Fatalf("closed again: %+v", rs)
 	}
 }
+
+// A pace finer than a millisecond lets the jobs of the next millisecond go
+// at once (5 a ms at 5,000/s: 6 in all, now and within the ms) and
+// reserves the others, the 5,001st a second ahead.
+func TestGateFinePace(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	tp := kairos.Topic{Tenant: "acme", Name: "fast", RateLimit: 5000, RatePeriod: time.Second}
+	rs := gates(t, s, tp, flowJobs("fast", 0, 5001, 1))
+	goNow, last := 0, clk.Now()
+	for _, r := range rs {
+		switch r.Gate {
+		case GateGo:
+			goNow++
+		case GateWait:
+			last = r.At
+		default:
+			t.Fatalf("%+v", r)
+		}
+	}
+	if goNow != 6 || !last.Equal(clk.Now().Add(time.Second)) {
+		t.Fatalf("%d go now, the last reserved at +%v; want 6, and the 5001st at +1s", goNow, last.Sub(clk.Now()))
+	}
+}

@@ -15,9 +15,11 @@
 -- wait for its answer (asking again every second, or when the probe's
 -- lease lapses); breaker.lua closes or opens it again with the answer.
 -- Rate: the flow's pace hands out times one interval apart, first come
--- first served, each once. A job gets the next free one: if it has come,
--- the job goes; if not, the job reserves it and is given back to Redis to
--- wait for it, and coming back it goes. (Told to go only now, a process
+-- first served, each once. A job gets the next free one: if it has come
+-- (or comes within a millisecond: jobs due together under a pace finer
+-- than that, or a little apart, need no round trip), the job goes; if not,
+-- the job reserves it and is given back to Redis to wait for it, and
+-- coming back it goes. (Told to go only now, a process
 -- that stalls sends late rather than in a bunch.) One that comes back
 -- more than an interval (and 10 ms) after its time (its process was slow)
 -- takes a new one: its old time passed unused, so deliveries never bunch
@@ -70,7 +72,7 @@ for i = 6, #ARGV do
       if slot < now - math.max(interval, 10) then
         redis.call('ZREM', resv, m)
         slot = nil -- back late: a new time
-      elseif slot > now then
+      elseif slot > now + 1 then
         code, at = 1, slot -- back early: wait again
       else
         redis.call('ZREM', resv, m)
@@ -79,7 +81,7 @@ for i = 6, #ARGV do
     if not slot then
       slot = math.max(nextAt, now)
       nextAt = slot + interval
-      if slot > now then
+      if slot > now + 1 then
         redis.call('ZADD', resv, slot, m)
         reserved = true
         code, at = 1, slot
