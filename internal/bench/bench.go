@@ -58,16 +58,16 @@ type Target struct {
 
 // Config holds settings every scenario shares. Zero values take defaults.
 type Config struct {
-	Clients     int           // concurrent API clients; default 32
-	BatchSize   int           // jobs per batch create; default 1000
-	Concurrency int           // the bench topic's consumers; default 64
+	Clients     int // concurrent API clients; default 32
+	BatchSize   int // jobs per batch create; default 1000
+	Concurrency int // the bench topic's consumers; default 64
 	// TopicRate, when set, limits the bench topic to that many deliveries
 	// a second (flow control), for the cost of a limit in any scenario.
-	TopicRate int
-	Lead        time.Duration // time between starting to create a run and its first due time; default: from the measured create rate
-	Grace       time.Duration // how long after the last due time missing jobs are waited for; default 5s
-	ProfileDir  string        // where CPU profiles of the measured phases go; "" for none
-	Progress    io.Writer     // progress lines; nil for none
+	TopicRate  int
+	Lead       time.Duration // time between starting to create a run and its first due time; default: from the measured create rate
+	Grace      time.Duration // how long after the last due time missing jobs are waited for; default 5s
+	ProfileDir string        // where CPU profiles of the measured phases go; "" for none
+	Progress   io.Writer     // progress lines; nil for none
 }
 
 func (c Config) withDefaults() Config {
