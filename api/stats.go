@@ -95,17 +95,10 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		}
 		secs := float64(statsWindow * time.Minute / time.Second)
 		occ := counters.Occurrences
-		var brk *breakerStats
-		if t.BreakerFailures > 0 {
-			b, err := s.store.BreakerState(ctx, t)
-			if err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			brk = &breakerStats{State: b.State}
-			if b.State == "open" {
-				brk.OpenUntil = formatTime(b.Until)
-			}
+		brk, err := s.breakerNow(ctx, t)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
 		}
 		resp.Topics = append(resp.Topics, topicStats{Tenant: t.Tenant, Topic: t.Name, Counts: counters.States, Ready: ready[i],
 			Paused: t.Paused, Breaker: brk,

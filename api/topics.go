@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -85,18 +86,28 @@ type backoffResponse struct {
 
 // withBreaker adds the state of the topic's circuit breaker to its view.
 func (s *Server) withBreaker(r *http.Request, t kairos.Topic, v topicResponse) (topicResponse, error) {
+	b, err := s.breakerNow(r.Context(), t)
+	if b != nil {
+		v.Breaker.State, v.Breaker.OpenUntil = b.State, b.OpenUntil
+	}
+	return v, err
+}
+
+// breakerNow reads the state of topic t's circuit breaker; nil when it has
+// none.
+func (s *Server) breakerNow(ctx context.Context, t kairos.Topic) (*breakerStats, error) {
 	if t.BreakerFailures <= 0 {
-		return v, nil
+		return nil, nil
 	}
-	b, err := s.store.BreakerState(r.Context(), t)
+	b, err := s.store.BreakerState(ctx, t)
 	if err != nil {
-		return v, err
+		return nil, err
 	}
-	v.Breaker.State = b.State
+	out := &breakerStats{State: b.State}
 	if b.State == "open" {
-		v.Breaker.OpenUntil = formatTime(b.Until)
+		out.OpenUntil = formatTime(b.Until)
 	}
-	return v, nil
+	return out, nil
 }
 
 func topicView(t kairos.Topic) topicResponse {

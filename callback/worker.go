@@ -329,8 +329,10 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	}
 	endAttempt(span, res, ok, dead)
 	var notices []kairos.Notice
-	if _, isNotice := kairos.NoticeOf(j.ID); dead && cmp.Or(j.FailureURL, t.FailureURL) != "" && !isNotice { // a notification's death notifies no one
-		notices = append(notices, kairos.Notice{URL: cmp.Or(j.FailureURL, t.FailureURL), Body: noticeBody(j, a, w.q.Now())})
+	if _, isNotice := kairos.NoticeOf(j.ID); dead && !isNotice { // a notification's death notifies no one
+		if url := cmp.Or(j.FailureURL, t.FailureURL); url != "" {
+			notices = append(notices, kairos.Notice{URL: url, Body: noticeBody(j, a, w.q.Now())})
+		}
 	}
 	state, err := w.finish(ctx, j, a, ok, dead, retryAt, notices...)
 	log := w.log.With("tenant", j.Tenant, "topic", j.Topic, "job_id", j.ID, "attempt", j.Attempts)

@@ -131,7 +131,7 @@ func busiest(run *Arrivals) (int, float64) {
 
 // Tables prints the result.
 func (r *FlowResult) Tables() []Table {
-	t := Table{Title: fmt.Sprintf("flow: rate and parallelism limits, across every kairos process sharing the Redis"),
+	t := Table{Title: "flow: rate and parallelism limits, across every kairos process sharing the Redis",
 		Head: []string{"metric", "value", "target", "verdict"}, Left: []int{2, 3}}
 	check := func(i int) Check {
 		if i < len(r.Checks) {

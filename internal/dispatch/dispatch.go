@@ -57,7 +57,7 @@ type Dispatcher struct {
 	timers map[*time.Timer][]rdb.Claimed // jobs waiting for a time
 	held   int
 	closed bool
-	gated  map[permit]gated // attempts flow control let go, until Finish
+	gated  map[attemptKey]gated // attempts flow control let go, until Finish
 }
 
 // gated is an attempt flow control let go: Finish gives back its permit,
@@ -72,8 +72,8 @@ type gated struct {
 // gateFailed marks a job whose flow control call failed: asked again.
 const gateFailed rdb.Gate = -1
 
-// permit names an attempt that holds a flow-control permit.
-type permit struct {
+// attemptKey names one attempt of a job.
+type attemptKey struct {
 	key     kairos.JobKey
 	attempt int
 }
@@ -97,7 +97,7 @@ func New(store *rdb.Store, cfg Config) *Dispatcher {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Dispatcher{Store: store, cfg: cfg, log: cfg.Logger.With("component", "dispatch"),
-		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, gated: map[permit]gated{}}
+		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, gated: map[attemptKey]gated{}}
 }
 
 // Capacity returns how many more jobs the dispatcher can hold now.
@@ -307,7 +307,7 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	var wait, full []rdb.Claimed
 	d.mu.Lock()
 	for i, r := range rs {
-		p := permit{jobs[i].JobKey, jobs[i].Attempts}
+		p := attemptKey{jobs[i].JobKey, jobs[i].Attempts}
 		switch r.Gate {
 		case gateFailed:
 		case rdb.GateGo, rdb.GateProbe:
@@ -352,7 +352,7 @@ const fullRetry = 50 * time.Millisecond
 // flow-control permit it held, if any, and telling its topic's circuit
 // breaker how it went.
 func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
-	p := permit{key, a.N}
+	p := attemptKey{key, a.N}
 	d.mu.Lock()
 	g, held := d.gated[p]
 	delete(d.gated, p)
@@ -377,10 +377,7 @@ func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Att
 			}
 		}
 	}
-	if !dead {
-		notice = nil // a probe kept alive above
-	}
-	return d.Store.Finish(ctx, key, a, ok, dead, retryAt, notice...)
+	return d.Store.Finish(ctx, key, a, ok, dead, retryAt, notice...) // a notice goes with a death only
 }
 
 // lookRemote reports whether q's ready list may hold jobs, and clears that

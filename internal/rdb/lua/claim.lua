@@ -71,20 +71,11 @@ end
 -- the worker wrote in the outcome ("<settings length>|<settings><payload>").
 local function notify(h, id, n, note)
   local ls, body = string.match(note, '^(%d+)|(.*)$')
-  if not ls then
-    return
+  if ls then
+    local t36 = b36Now(now)
+    fileNew(pool, h, id .. '~dead.' .. string.format('%d', n), newRecord(ST.ready, t36, t36, '', b36(tonumber(ls)), body),
+      ST.ready, now, now, keepRaw, written)
   end
-  local nid = id .. '~dead.' .. string.format('%d', n)
-  local field = h .. '/' .. nid
-  local w = written[field]
-  if w or (w == nil and redis.call('HEXISTS', pool, field) == 1) then
-    return
-  end
-  local t36 = b36(now)
-  keepRaw(field, ST.ready .. ',,' .. t36 .. ',' .. t36 .. ',,,,' .. b36(tonumber(ls)) .. ',|' .. body)
-  wheelPut(field, now, now)
-  indexAdd(h, nid, now)
-  count(h, NAME[ST.ready])
 end
 
 -- record applies the outcomes on the shard's outcome list.
@@ -187,23 +178,6 @@ end
 -- (all kairos down) are missed: catch-up "all" fires each, "one" lets this
 -- occurrence stand for them, "none" drops them and this one too when it
 -- is itself missed. It returns true when r must not fire.
--- occurHere files schedule s's occurrence at t (e: its base 36, or nil)
--- as sched.lua's occur does, with the call's one HSET: a job this call
--- wrote or deleted is known by written.
-local function occurHere(h, sid, s, t, e)
-  local id = occurrenceID(sid, t)
-  local field = h .. '/' .. id
-  local w = written[field]
-  if w or (w == nil and redis.call('HEXISTS', pool, field) == 1) then
-    return -- a trigger at the same ms
-  end
-  local v, st = occurrence(s, t, e, now)
-  keepRaw(field, v)
-  wheelPut(field, t, now)
-  indexAdd(h, id, now)
-  count(h, NAME[st])
-end
-
 local function chain(h, sid, r)
   local sf = h .. '/' .. sid
   local s = sparse(redis.call('HGET', KEYS[3], sf))
@@ -220,7 +194,7 @@ local function chain(h, sid, r)
   local skip = s.cu == 'n' and (#missed > 0 or now - r.ra > MISFIRE_GRACE)
   if s.cu == 'a' then
     for i = 1, math.min(#missed, CATCHUP_MAX) do
-      occurHere(h, sid, s, missed[i][1], missed[i][2])
+      occur(pool, h, sid, s, missed[i][1], now, missed[i][2], keepRaw, written)
     end
   end
   if not skip then
@@ -230,7 +204,7 @@ local function chain(h, sid, r)
   if first then
     local t, e = qpop(s)
     setRaw(s, 'cur', t, e)
-    occurHere(h, sid, s, t, e)
+    occur(pool, h, sid, s, t, now, e, keepRaw, written)
   end
   if not s.en and not qAtLeast(s, REFILL_BELOW) then
     redis.call('SADD', KEYS[4], sf)

@@ -119,31 +119,44 @@ local function b36Now(now)
   return now36
 end
 
--- occurrence returns the record of schedule s's occurrence at t (e: t in
--- base 36, or nil), created now, as stored (format's, written directly:
--- a new job needs no table) and its state.
-local function occurrence(s, t, e, now)
-  local st = waiting(t, now)
-  -- st,n,ca,ra,nx,fa,lt,ls,ll: no attempt yet, nx is ra, no log
-  return st .. ',,' .. b36Now(now) .. ',' .. (e or b36(t)) .. ',,,' .. field36(s, 'lt') .. ',' .. field36(s, 'ls') ..
-    ',|' .. string.sub(s.body, 1, s.ls) .. string.sub(s.body, s.ls + s.lm + 1), st
+-- newRecord is the record of a new job in state st, created at ca and
+-- due at ra (both in base 36), no attempt yet (nx is ra, no log), whose
+-- settings (ls bytes, base 36) and payload are body.
+local function newRecord(st, ca36, ra36, lt36, ls36, body)
+  return st .. ',,' .. ca36 .. ',' .. ra36 .. ',,,' .. lt36 .. ',' .. ls36 .. ',|' .. body
+end
+
+-- fileNew files job id of topic h, record v in state st due at t, unless
+-- a job of that id exists: written is the caller's jobs written (a
+-- record) or deleted (false) in this call, or nil; put, when given, writes
+-- v with the caller's batch, else HSET does. The wheel and listing entries
+-- are written by the caller's wheelFlush and indexFlush. It reports
+-- whether it filed the job.
+local function fileNew(pool, h, id, v, st, t, now, put, written)
+  local field = h .. '/' .. id
+  local w = written and written[field]
+  if w or (w == nil and redis.call('HEXISTS', pool, field) == 1) then
+    return false
+  end
+  if put then
+    put(field, v)
+  else
+    redis.call('HSET', pool, field, v)
+  end
+  wheelPut(field, t, now)
+  indexAdd(h, id, now)
+  count(h, NAME[st])
+  return true
 end
 
 -- occur files schedule s's occurrence at t (e: its base 36, or nil) as a
 -- new job of topic h, unless a job of that id exists (a trigger at the
--- same ms). The wheel entry and the listing entry are written by the
--- caller's wheelFlush and indexFlush.
-local function occur(tag, pool, h, sid, s, t, now, e)
-  local id = occurrenceID(sid, t)
-  local field = h .. '/' .. id
-  if redis.call('HEXISTS', pool, field) == 1 then
-    return
-  end
-  local v, st = occurrence(s, t, e, now)
-  redis.call('HSET', pool, field, v)
-  wheelPut(field, t, now)
-  indexAdd(h, id, now)
-  count(h, NAME[st])
+-- same ms); put and written as fileNew's.
+local function occur(pool, h, sid, s, t, now, e, put, written)
+  local st = waiting(t, now)
+  local v = newRecord(st, b36Now(now), e or b36(t), field36(s, 'lt'), field36(s, 'ls'),
+    string.sub(s.body, 1, s.ls) .. string.sub(s.body, s.ls + s.lm + 1))
+  fileNew(pool, h, occurrenceID(sid, t), v, st, t, now, put, written)
 end
 
 -- unoccur removes schedule sid's occurrence at t if it has not fired yet;

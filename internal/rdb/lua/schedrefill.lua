@@ -30,7 +30,7 @@ while i <= #ARGV do
   if s and s.gen == gen and s.hi == hi and not s.pa then
     if s.cur == 0 and s.cu == 'a' then
       for j = first, first + math.min(missed, CATCHUP_MAX) - 1 do
-        occur(tag, pool, h, sid, s, tonumber(ARGV[j]), now)
+        occur(pool, h, sid, s, tonumber(ARGV[j]), now)
       end
     end
     for j = first + missed, i - 1 do
@@ -43,7 +43,7 @@ while i <= #ARGV do
     s.en = more ~= '1'
     if s.cur == 0 and s.qs ~= '' then
       s.cur = qpop(s)
-      occur(tag, pool, h, sid, s, s.cur, now)
+      occur(pool, h, sid, s, s.cur, now)
     end
     redis.call('HSET', scheds, sf, sformat(s))
   end

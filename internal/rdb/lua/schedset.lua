@@ -54,7 +54,7 @@ if not s.pa then
   if ARGV[first] then
     s.hi = tonumber(ARGV[#ARGV])
     s.cur = tonumber(ARGV[first])
-    occur(tag, pool, h, sid, s, s.cur, now)
+    occur(pool, h, sid, s, s.cur, now)
   end
   s.en = ARGV[7] ~= '1'
   if not s.en and not qAtLeast(s, REFILL_BELOW) then
