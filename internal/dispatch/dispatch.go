@@ -58,6 +58,7 @@ type Dispatcher struct {
 	held   int
 	closed bool
 	gated  map[attemptKey]gated // attempts flow control let go, until Finish
+	pops   chan struct{}        // a slot a ready-list pop under way (popReady)
 }
 
 // gated is an attempt flow control let go: Finish gives back its permit,
@@ -97,7 +98,7 @@ func New(store *rdb.Store, cfg Config) *Dispatcher {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Dispatcher{Store: store, cfg: cfg, log: cfg.Logger.With("component", "dispatch"),
-		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, gated: map[attemptKey]gated{}}
+		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, gated: map[attemptKey]gated{}, pops: make(chan struct{}, remotePops)}
 }
 
 // Capacity returns how many more jobs the dispatcher can hold now.
@@ -207,7 +208,7 @@ func (d *Dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait
 		}
 		if d.cfg.Remote && d.cfg.Notified {
 			if d.lookRemote(q) {
-				cs, err := d.PopReady(ctx, tenant, topic, n, 0)
+				cs, err := d.popReady(ctx, tenant, topic, n)
 				if err != nil && !errors.Is(err, rdb.ErrNoJob) {
 					d.notify(q) // look again next time
 					return nil, err
@@ -379,6 +380,24 @@ func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Att
 	}
 	return d.Store.Finish(ctx, key, a, ok, dead, retryAt, notice...) // a notice goes with a death only
 }
+
+// popReady takes up to n jobs from a topic's ready list without waiting.
+// At most remotePops run at once: a notification for every topic (after
+// the subscription was re-established) would otherwise have each topic's
+// consumer pop at the same moment, each on a connection of its own, and
+// the pool keeps them all open afterwards.
+func (d *Dispatcher) popReady(ctx context.Context, tenant, topic string, n int) ([]rdb.Claimed, error) {
+	select {
+	case d.pops <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-d.pops }()
+	return d.PopReady(ctx, tenant, topic, n, 0)
+}
+
+// remotePops bounds the ready-list pops a dispatcher runs at once.
+const remotePops = 4
 
 // lookRemote reports whether q's ready list may hold jobs, and clears that
 // until the next notification.
