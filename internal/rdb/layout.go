@@ -167,6 +167,13 @@ const LayoutVersion = 3
 // LogKeep is how many attempts a job's log keeps, newest last.
 const LogKeep = 10
 
+// maxChores is how many wheel entries that start no attempt (stale ones,
+// the lease entries of delivered jobs, records past their retention) one
+// claim call processes at most: a claim's work stays bounded when many
+// such entries fall due together, and the rest are left to the next call
+// (the reply's next time says they are due).
+const maxChores = 2000
+
 // wheelWidths are the widths of the timing wheel's levels in ms: 100 ms,
 // 10 s, about 17 minutes and about 28 hours.
 var wheelWidths = []int64{SlotWidth.Milliseconds(), 10_000, 1_000_000, 100_000_000}
@@ -277,7 +284,7 @@ var luaPrelude = func() string {
 	fmt.Fprintf(&b, "local OUT = {delivered = %d, retrying = %d, dead = %d}\n",
 		outcomeDelivered, outcomeRetrying, outcomeDead)
 	fmt.Fprintf(&b, "local OCC = '%s' -- starts the counter fields of occurrences' moves\n", occurrenceMark)
-	fmt.Fprintf(&b, "local LOG_KEEP = %d\n", LogKeep)
+	fmt.Fprintf(&b, "local LOG_KEEP, CHORES_MAX = %d, %d\n", LogKeep, maxChores)
 	fmt.Fprintf(&b, "local MISFIRE_GRACE, CATCHUP_MAX, REFILL_BELOW = %d, %d, %d\n",
 		kairos.MisfireGrace.Milliseconds(), kairos.MaxCatchUp, refillBelow)
 	ws := make([]string, len(wheelWidths))

@@ -384,3 +384,94 @@ func TestDeadOutcomeFilesItsFailureNotice(t *testing.T) {
 		t.Fatalf("a stale dead outcome filed %v", claimedIDs(cs))
 	}
 }
+
+// TestLargeSlotsTakeSeveralCalls: 12,000 jobs due at one instant, filed
+// in a wide wheel slot, go through their whole life with claims of the
+// largest size: the cascade, the claims, the outcomes, the leases' entries
+// and the records' expiry never make one script call that Lua cannot
+// make (unpack takes at most about 8,000 values), and each call does a
+// bounded share of the work.
+func TestLargeSlotsTakeSeveralCalls(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Shards: 1, Retention: time.Minute})
+	const n = 12_000
+	due := clk.Now().Add(25 * time.Second) // in a 10 s slot, cascaded when due
+	jobs := make([]kairos.Job, n)
+	for i := range jobs {
+		jobs[i] = kairos.Job{JobKey: key("big-" + strconv.Itoa(i)), RunAt: due, Payload: []byte(`{"n":1}`)}
+	}
+	for len(jobs) > 0 {
+		for _, r := range s.EnqueueBatch(ctx, jobs[:1000]) {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+		jobs = jobs[1000:]
+	}
+	clk.Add(25 * time.Second)
+	// claim all (each call at most maxClaim), finishing each call's jobs
+	// before the next claim applies their outcomes
+	claimed, calls := 0, 0
+	for calls = 1; calls < 100; calls++ {
+		c, err := s.ClaimDue(ctx, 0, maxClaim, 0, 5*time.Second)
+		if err != nil {
+			t.Fatalf("claim %d: %v", calls, err)
+		}
+		if len(c.Jobs) > maxClaim {
+			t.Fatalf("claim %d handed out %d jobs, more than its limit %d", calls, len(c.Jobs), maxClaim)
+		}
+		claimed += len(c.Jobs)
+		sem := make(chan struct{}, 64)
+		var wg sync.WaitGroup
+		for _, cl := range c.Jobs {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				a := kairos.Attempt{N: cl.Job.Attempts, At: clk.Now(), Status: 204, Duration: time.Millisecond}
+				if _, err := s.Finish(ctx, cl.Job.JobKey, a, true, false, time.Time{}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if len(c.Jobs) == 0 {
+			break
+		}
+	}
+	if claimed != n {
+		t.Fatalf("claimed %d of %d in %d calls", claimed, n, calls)
+	}
+	if err := s.RecordOutcomes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateDelivered: n})
+	// the leases' entries (all in one slot) file the records' expiry, and
+	// then the records go: in several calls, none failing
+	for _, step := range []time.Duration{30 * time.Second, time.Minute} { // past the leases (5 s + 10 s + 5 s), then the retention
+		clk.Add(step)
+		for calls = 1; ; calls++ {
+			c, err := s.ClaimDue(ctx, 0, maxClaim, 0, 5*time.Second)
+			if err != nil {
+				t.Fatalf("after %v, claim %d: %v", step, calls, err)
+			}
+			if len(c.Jobs) > 0 {
+				t.Fatalf("claimed %d delivered jobs", len(c.Jobs))
+			}
+			if c.Next.IsZero() || c.Next.After(clk.Now()) {
+				break
+			}
+			if calls > 100 {
+				t.Fatalf("after %v: still due work after %d calls", step, calls)
+			}
+		}
+		if calls < 2 {
+			t.Errorf("after %v: %d entries done in one call; want the work bounded per call", step, n)
+		}
+	}
+	if _, err := s.GetJob(ctx, key("big-0")); !errors.Is(err, kairos.ErrNotFound) {
+		t.Errorf("a delivered job past its retention: %v, want not found", err)
+	}
+	if hl := s.c.HLen(ctx, s.k.pool(0)).Val(); hl != 0 {
+		t.Errorf("%d records left in the pool past their retention", hl)
+	}
+}

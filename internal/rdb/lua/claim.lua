@@ -49,6 +49,7 @@ local now, nowStr = clock(ARGV[1])
 local upTo = now + tonumber(ARGV[3])
 local budget = tonumber(ARGV[4])
 local cascades = 8 * budget
+local chores = CHORES_MAX -- entries that start no attempt (layout.go, maxChores)
 local margin, defaultLease, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local out, written, hset, hdel = {}, {}, {}, {}
 local claimed = {} -- "<field>,<attempt>,<due>" (base 36) of each job claimed, for the token
@@ -241,7 +242,7 @@ end
 
 local function holdFlush()
   for h, es in pairs(heldEntries) do
-    redis.call('RPUSH', tag .. 'held:' .. h, unpack(es))
+    callMany('RPUSH', tag .. 'held:' .. h, es)
   end
 end
 
@@ -253,11 +254,13 @@ local function claim(field, t, v)
   end
   local r = parse(v)
   if not r or r.nx ~= t then
+    chores = chores - 1
     return -- a stale entry: cancelled, rescheduled or finished since
   end
   local h, id = string.match(field, '^([^/]*)/(.*)$')
   local dueAt = math.max(t, now)
   if r.st == ST.delivered then
+    chores = chores - 1
     local expires = r.fa + retention
     if expires > upTo then
       -- the lease's entry of a delivered job: file its record's expiry
@@ -281,6 +284,7 @@ local function claim(field, t, v)
     end
     dueAt = now
   elseif r.st == ST.dead then
+    chores = chores - 1
     return
   elseif held(h) then -- the topic is paused: the job waits, as it is, for resume
     holdPut(h, field, t)
@@ -313,7 +317,7 @@ local function claim(field, t, v)
   budget = budget - 1
 end
 
-while budget > 0 and cascades > 0 do -- a budget of 0 records outcomes only
+while budget > 0 and cascades > 0 and chores > 0 do -- a budget of 0 records outcomes only
   local slots = redis.call('ZRANGEBYSCORE', due, '-inf', upTo, 'LIMIT', 0, 8)
   if #slots == 0 then
     break
@@ -322,7 +326,7 @@ while budget > 0 and cascades > 0 do -- a budget of 0 records outcomes only
     local key = tag .. 'w:' .. m
     local level = tonumber(string.sub(m, 1, 1)) + 1
     local start = num(string.sub(m, 3)) * WHEEL[level]
-    local take = budget
+    local take = math.min(budget, chores)
     if level > 1 then
       take = cascades
     end
@@ -346,19 +350,15 @@ while budget > 0 and cascades > 0 do -- a budget of 0 records outcomes only
     if #es < take then -- the slot is empty (and its key gone)
       redis.call('ZREM', due, m)
     end
-    if budget <= 0 or cascades <= 0 then
+    if budget <= 0 or cascades <= 0 or chores <= 0 then
       break
     end
   end
   -- cascaded entries may be due already: write them before looking again
   wheelFlush(tag, due)
 end
-if #hset > 0 then
-  redis.call('HSET', pool, unpack(hset))
-end
-if #hdel > 0 then
-  redis.call('HDEL', pool, unpack(hdel))
-end
+callMany('HSET', pool, hset)
+callMany('HDEL', pool, hdel)
 holdFlush()
 wheelFlush(tag, due)
 indexFlush(tag)

@@ -23,7 +23,7 @@ local function index(tag, h, entries)
     g[#g + 1] = e[1] .. ',' .. b36(e[2] - sec)
   end
   for _, sec in ipairs(order) do
-    redis.call('RPUSH', groupKey(tag, h, sec), unpack(groups[sec]))
+    callMany('RPUSH', groupKey(tag, h, sec), groups[sec])
     redis.call('ZADD', tag .. 'i:' .. h, sec, '#' .. b36(sec))
   end
 end

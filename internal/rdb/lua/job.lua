@@ -24,6 +24,23 @@ local function b36(n)
   return string.char(unpack(B36, i, 12))
 end
 
+-- callMany runs redis.call(cmd, key, [flag,] args...) in calls of at most
+-- MANY_MAX arguments each: Lua's unpack takes at most about 8,000 values,
+-- and a script that fails midway keeps what it wrote before (a popped
+-- wheel entry, say). MANY_MAX is even, so pairs (HSET, ZADD) stay whole.
+local MANY_MAX = 4000
+local function callMany(cmd, key, args, flag)
+  local n = #args
+  for i = 1, n, MANY_MAX do
+    local j = math.min(i + MANY_MAX - 1, n)
+    if flag then
+      redis.call(cmd, key, flag, unpack(args, i, j))
+    else
+      redis.call(cmd, key, unpack(args, i, j))
+    end
+  end
+end
+
 local function num(s)
   if s == '' then
     return 0
@@ -159,7 +176,7 @@ end
 local function wheelFlush(tag, due)
   local soonest, zadd = nil, {}
   for m, parts in pairs(wheel) do
-    redis.call('RPUSH', tag .. 'w:' .. m, unpack(parts))
+    callMany('RPUSH', tag .. 'w:' .. m, parts)
     zadd[#zadd + 1] = wheelScore[m]
     zadd[#zadd + 1] = m
     if not soonest or wheelScore[m] < soonest then
@@ -167,7 +184,7 @@ local function wheelFlush(tag, due)
     end
   end
   if #zadd > 0 then
-    redis.call('ZADD', due, 'NX', unpack(zadd))
+    callMany('ZADD', due, zadd, 'NX')
   end
   wheel, wheelScore = {}, {}
   return soonest
