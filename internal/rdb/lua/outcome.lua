@@ -1,4 +1,5 @@
--- outcome.lua: append attempt outcomes to a shard's outcome list (see
+-- outcome.lua: append attempt outcomes to a shard's outcome list when Redis
+-- is out of memory (Store.writeFinishes sends a plain RPUSH otherwise; see
 -- claim.lua, which applies them). A script rather than a plain RPUSH so
 -- that it may run while Redis is out of memory: an outcome finishes work
 -- (a delivered job's record is dropped after the retention), and a worker
