@@ -33,7 +33,14 @@ func startKairos(t *testing.T, name, prefix string, env ...string) *testproc.Pro
 // procStore is a store over the children's Redis and prefix, for setup and checks.
 func procStore(t *testing.T, prefix string) *rdb.Store {
 	t.Helper()
-	s := rdb.New(testredis.Client(t), rdb.Options{Prefix: prefix, NewSecret: callback.NewSecret})
+	return procStoreShards(t, prefix, 0)
+}
+
+// procStoreShards is procStore recording n shards (0: the default); the
+// processes started on prefix then take that count.
+func procStoreShards(t *testing.T, prefix string, n int) *rdb.Store {
+	t.Helper()
+	s := rdb.New(testredis.Client(t), rdb.Options{Prefix: prefix, NewSecret: callback.NewSecret, Shards: n})
 	if err := s.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +225,7 @@ func locksHeld(url string) int {
 func TestKillBusiestOfThreeUnderLoad(t *testing.T) {
 	t.Parallel()
 	prefix := testredis.Prefix(t)
-	store := procStore(t, prefix)
+	store := procStoreShards(t, prefix, 16) // the processes, given no count, take the recorded 16
 	rcv := newReceiver(t, nil)
 	putTopic(t, store, "t", rcv.URL, 2*time.Second)
 	procs := []*testproc.Proc{startKairos(t, "A", prefix), startKairos(t, "B", prefix), startKairos(t, "C", prefix)}

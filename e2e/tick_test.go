@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"github.com/kairos-sh/kairos/internal/rdb"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -90,8 +91,8 @@ func TestTickDeliversWhatIsDueOnce(t *testing.T) {
 	if len(byJob["later"]) != 0 {
 		t.Error("the job due in an hour was delivered")
 	}
-	if sum.Delivered != 20 || sum.Failed != 0 || sum.InFlight != 0 || sum.Shards != 16 {
-		t.Errorf("summary %+v: want 20 delivered, none failed or in flight, 16 shards", sum)
+	if sum.Delivered != 20 || sum.Failed != 0 || sum.InFlight != 0 || sum.Shards != rdb.DefaultShards {
+		t.Errorf("summary %+v: want 20 delivered, none failed or in flight, %d shards", sum, rdb.DefaultShards)
 	}
 	if sum.NextDue == nil || sum.NextDue.After(later) {
 		t.Errorf("next_due %v: want a time no later than the pending job's %v", sum.NextDue, later)
@@ -116,8 +117,8 @@ func TestTickOnEmptyRedisExitsAtOnce(t *testing.T) {
 	began := time.Now()
 	sum := tickSummary(t, startTick(t, "tick", prefix, "--for", "10m"))
 	t.Logf("an empty tick ran %v (its own figure: %.3fs): %+v", time.Since(began), sum.Seconds, sum)
-	if sum.Delivered != 0 || sum.NextDue != nil || sum.Shards != 16 {
-		t.Errorf("summary %+v: want nothing delivered, no next due time, 16 shards scanned", sum)
+	if sum.Delivered != 0 || sum.NextDue != nil || sum.Shards != rdb.DefaultShards {
+		t.Errorf("summary %+v: want nothing delivered, no next due time, %d shards scanned", sum, rdb.DefaultShards)
 	}
 }
 

@@ -52,9 +52,12 @@ func startKairos(ctx context.Context, redisURL, prefix string, shards int, log *
 		}
 		return nil, fmt.Errorf("--prefix %q is in use on this Redis; the bench deletes its prefix afterwards, so it needs an unused one", prefix)
 	}
-	env := map[string]string{"KAIROS_REDIS_URL": redisURL, "KAIROS_PREFIX": prefix, "KAIROS_SHARDS": strconv.Itoa(shards),
+	env := map[string]string{"KAIROS_REDIS_URL": redisURL, "KAIROS_PREFIX": prefix,
 		"KAIROS_ADDR": "127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS": "1", "KAIROS_GRACE": "5s",
 		"KAIROS_AUTH_SECRET": randomHex(32)}
+	if shards > 0 {
+		env["KAIROS_SHARDS"] = strconv.Itoa(shards)
+	}
 	cfg, err := server.ParseConfig(nil, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		probe.Close()
@@ -97,9 +100,9 @@ func startKairos(ctx context.Context, redisURL, prefix string, shards int, log *
 			}
 			return in.Stop, nil
 		},
-		ChildEnv: []string{"KAIROS_REDIS_URL=" + redisURL, "KAIROS_PREFIX=" + prefix, "KAIROS_SHARDS=" + strconv.Itoa(shards),
-			"KAIROS_AUTH_SECRET=" + env["KAIROS_AUTH_SECRET"]},
-		Name: fmt.Sprintf("a kairos started in this process (Redis %s, prefix %s, %d shards)", probe.Options().Addr, prefix, shards),
+		// the children find the shard count recorded by this process
+		ChildEnv: []string{"KAIROS_REDIS_URL=" + redisURL, "KAIROS_PREFIX=" + prefix, "KAIROS_AUTH_SECRET=" + env["KAIROS_AUTH_SECRET"]},
+		Name:     fmt.Sprintf("a kairos started in this process (Redis %s, prefix %s, %d shards)", probe.Options().Addr, prefix, in.Shards),
 	}}, nil
 }
 

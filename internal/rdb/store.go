@@ -22,7 +22,7 @@ import (
 // Options configure a Store. Zero values take the defaults.
 type Options struct {
 	Prefix     string        // key prefix; default "kairos"
-	Shards     int           // Delay Bucket shards; default 16
+	Shards     int           // Delay Bucket shards; 0: as recorded in Redis, or on a fresh one DefaultShards (DefaultClusterShards on a cluster)
 	Retention  time.Duration // how long delivered jobs stay readable; default 24h
 	ReadyLease time.Duration // how long past its due time a claimed job may wait to start before its lease lapses; default 10s
 	LeaseGrace time.Duration // added to a callback timeout to make its lease; default 5s
@@ -52,11 +52,14 @@ type Options struct {
 
 // Defaults for Options.
 const (
-	DefaultPrefix     = "kairos"
-	DefaultShards     = 16
-	DefaultRetention  = 24 * time.Hour
-	DefaultReadyLease = 10 * time.Second
-	DefaultLeaseGrace = 5 * time.Second
+	DefaultPrefix = "kairos"
+	DefaultShards = 4
+	// DefaultClusterShards is the default on a Redis Cluster: its shards
+	// spread over the cluster's masters (one hash slot each).
+	DefaultClusterShards = 16
+	DefaultRetention     = 24 * time.Hour
+	DefaultReadyLease    = 10 * time.Second
+	DefaultLeaseGrace    = 5 * time.Second
 )
 
 // Store is kairos's Redis data model. It is safe for concurrent use.
@@ -80,8 +83,12 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
 	}
-	if opts.Shards <= 0 {
-		opts.Shards = DefaultShards
+	if opts.Shards < 0 {
+		opts.Shards = 0
+	}
+	shards := opts.Shards
+	if shards == 0 {
+		shards = DefaultShards // until Init reads the recorded count
 	}
 	if opts.Patterns == nil {
 		opts.Patterns = func(sc kairos.Schedule) (Pattern, error) { return schedule.Of(sc) }
@@ -101,14 +108,14 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	if opts.Blocking == nil {
 		opts.Blocking = c
 	}
-	s := &Store{c: c, blocking: opts.Blocking, k: keys{prefix: opts.Prefix, shards: opts.Shards}, opts: opts}
+	s := &Store{c: c, blocking: opts.Blocking, k: keys{prefix: opts.Prefix, shards: shards}, opts: opts}
 	s.finishes.write = s.writeFinishes
 	s.finishes.linger, s.finishes.lingerMax = outcomeLinger, 500
 	s.creates.write = s.writeCreates
 	return s
 }
 
-// Shards returns the number of Delay Bucket shards.
+// Shards returns the number of Delay Bucket shards (known once Init has run).
 func (s *Store) Shards() int { return s.k.shards }
 
 // Client returns the main Redis client (for locks and health checks).
@@ -118,25 +125,16 @@ func (s *Store) Client() redis.UniversalClient { return s.c }
 var ErrShardMismatch = errors.New("shard count mismatch")
 
 // Init records the shard count at first start and refuses a different one
-// later: jobs would otherwise sit in shards no scanner reads. It refuses a
-// Redis that holds another layout (initLayout), loads the scripts, and
-// synchronises the clock with Redis.
+// later: jobs would otherwise sit in shards no scanner reads (a Store
+// given no count takes the recorded one). It refuses a Redis that holds
+// another layout (initLayout), loads the scripts, and synchronises the
+// clock with Redis.
 func (s *Store) Init(ctx context.Context) error {
 	if err := s.initLayout(ctx); err != nil {
 		return err
 	}
-	want := strconv.Itoa(s.k.shards)
-	if _, err := s.c.HSetNX(ctx, s.k.meta(), "shards", want).Result(); err != nil {
-		return fmt.Errorf("record shard count: %w", err)
-	}
-	got, err := s.c.HGet(ctx, s.k.meta(), "shards").Result()
-	if err != nil {
-		return fmt.Errorf("read shard count: %w", err)
-	}
-	if got != want {
-		return fmt.Errorf("%w: Redis (prefix %q) was set up with %s shards, this process is configured with %s; "+
-			"start it with KAIROS_SHARDS=%s (changing the count would strand scheduled jobs)",
-			ErrShardMismatch, s.k.prefix, got, want, got)
+	if err := s.initShards(ctx); err != nil {
+		return err
 	}
 	if err := s.initSalt(ctx); err != nil {
 		return err
@@ -148,6 +146,37 @@ func (s *Store) Init(ctx context.Context) error {
 		return err
 	}
 	return s.SyncClock(ctx)
+}
+
+// initShards records the shard count in a fresh Redis (the configured one,
+// or the default for the kind of Redis) and adopts or checks the recorded
+// one.
+func (s *Store) initShards(ctx context.Context) error {
+	n := s.opts.Shards
+	if n == 0 {
+		n = DefaultShards
+		if _, ok := s.c.(*redis.ClusterClient); ok {
+			n = DefaultClusterShards
+		}
+	}
+	if _, err := s.c.HSetNX(ctx, s.k.meta(), "shards", strconv.Itoa(n)).Result(); err != nil {
+		return fmt.Errorf("record shard count: %w", err)
+	}
+	got, err := s.c.HGet(ctx, s.k.meta(), "shards").Result()
+	if err != nil {
+		return fmt.Errorf("read shard count: %w", err)
+	}
+	recorded, err := strconv.Atoi(got)
+	if err != nil || recorded < 1 {
+		return fmt.Errorf("%w: Redis (prefix %q) records %q shards, not a count", ErrShardMismatch, s.k.prefix, got)
+	}
+	if s.opts.Shards != 0 && recorded != s.opts.Shards {
+		return fmt.Errorf("%w: Redis (prefix %q) was set up with %d shards, this process is configured with %d; "+
+			"start it with KAIROS_SHARDS=%d or leave KAIROS_SHARDS unset (changing the count would strand scheduled jobs)",
+			ErrShardMismatch, s.k.prefix, recorded, s.opts.Shards, recorded)
+	}
+	s.k.shards = recorded
+	return nil
 }
 
 // ErrLayout is returned by Init when Redis holds kairos data in a layout

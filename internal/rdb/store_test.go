@@ -124,6 +124,31 @@ func TestShardCountRecorded(t *testing.T) {
 	if err := same.Init(context.Background()); err != nil {
 		t.Fatalf("Init with the recorded count: %v", err)
 	}
+	auto := New(s.c, Options{Prefix: s.k.prefix})
+	if err := auto.Init(context.Background()); err != nil || auto.Shards() != 8 {
+		t.Fatalf("Init with no count over 8: %d shards, %v; want the recorded 8", auto.Shards(), err)
+	}
+}
+
+// A fresh Redis given no count gets DefaultShards, and a later process
+// given none takes them, while one given another count is refused.
+func TestShardCountDefault(t *testing.T) {
+	s, _ := newStore(t, Options{})
+	if s.Shards() != DefaultShards {
+		t.Fatalf("fresh Redis: %d shards, want %d", s.Shards(), DefaultShards)
+	}
+	if v := s.c.HGet(context.Background(), s.k.meta(), "shards").Val(); v != strconv.Itoa(DefaultShards) {
+		t.Fatalf("recorded %q shards, want %d", v, DefaultShards)
+	}
+	again := New(s.c, Options{Prefix: s.k.prefix})
+	if err := again.Init(context.Background()); err != nil || again.Shards() != DefaultShards {
+		t.Fatalf("second Init: %d shards, %v", again.Shards(), err)
+	}
+	other := New(s.c, Options{Prefix: s.k.prefix, Shards: 16})
+	err := other.Init(context.Background())
+	if !errors.Is(err, ErrShardMismatch) || !strings.Contains(err.Error(), "KAIROS_SHARDS=4") {
+		t.Fatalf("Init with 16 over the default: %v, want ErrShardMismatch naming KAIROS_SHARDS=4", err)
+	}
 }
 
 // TestLayoutRecordedAndOthersRefused: a fresh Redis gets the layout

@@ -90,7 +90,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.BoolVar(&c.AllowEviction, "allow-eviction", envBool("KAIROS_ALLOW_EVICTION"), "run even when Redis's maxmemory-policy is not noeviction, although an evicting Redis silently deletes jobs (KAIROS_ALLOW_EVICTION=1)")
 	fs.BoolVar(&c.AllowPrivate, "allow-private-urls", envBool("KAIROS_ALLOW_PRIVATE_URLS"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS=1)")
 	fs.StringVar(&c.Prefix, "prefix", env("KAIROS_PREFIX", "kairos"), "Redis key prefix, so deployments can share a Redis (KAIROS_PREFIX)")
-	fs.StringVar(&shards, "shards", env("KAIROS_SHARDS", "16"), "Delay Bucket shards; fixed once jobs exist (KAIROS_SHARDS)")
+	fs.StringVar(&shards, "shards", env("KAIROS_SHARDS", ""), "Delay Bucket shards, fixed at first start; unset: as recorded in Redis, or 4 on a fresh Redis (16 on a cluster) (KAIROS_SHARDS)")
 	fs.StringVar(&retention, "retention", env("KAIROS_RETENTION", "24h"), "how long delivered jobs stay readable (KAIROS_RETENTION)")
 	fs.StringVar(&roles, "roles", env("KAIROS_ROLES", "api,scanner,worker"), "comma-separated roles to run: api, scanner, worker (KAIROS_ROLES)")
 	fs.StringVar(&grace, "grace", env("KAIROS_GRACE", "30s"), "how long in-flight callbacks may finish at shutdown (KAIROS_GRACE)")
@@ -128,8 +128,10 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	if c.WaitReplicas, err = strconv.Atoi(waitReplicas); err != nil || c.WaitReplicas < 0 || c.WaitReplicas > 16 {
 		errs = append(errs, fmt.Errorf("wait-replicas %q: use a whole number from 0 to 16", waitReplicas))
 	}
-	if c.Shards, err = strconv.Atoi(shards); err != nil || c.Shards < 1 || c.Shards > 4096 {
-		errs = append(errs, fmt.Errorf("shards %q: use a whole number from 1 to 4096", shards))
+	if shards == "" {
+		c.Shards = 0 // as recorded in Redis, or the default (rdb.Options.Shards)
+	} else if c.Shards, err = strconv.Atoi(shards); err != nil || c.Shards < 1 || c.Shards > 4096 {
+		errs = append(errs, fmt.Errorf("shards %q: use a whole number from 1 to 4096, or leave it unset", shards))
 	}
 	if c.MaxPayload, err = strconv.ParseInt(maxPayload, 10, 64); err != nil || c.MaxPayload < 1 || c.MaxPayload > 64<<20 {
 		errs = append(errs, fmt.Errorf("max-payload %q: use a byte count from 1 to %d", maxPayload, 64<<20))

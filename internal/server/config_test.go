@@ -14,7 +14,7 @@ import (
 func fakeEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestParseConfig(t *testing.T) {
-	defaults := Config{Addr: "127.0.0.1:8080", Prefix: "kairos", Shards: 16, Retention: 24 * time.Hour,
+	defaults := Config{Addr: "127.0.0.1:8080", Prefix: "kairos", Shards: 0, Retention: 24 * time.Hour,
 		Roles: map[string]bool{"api": true, "scanner": true, "worker": true}, Grace: 30 * time.Second,
 		LockTTL: 10 * time.Second, LeaseGrace: 5 * time.Second, ReadyLease: 10 * time.Second, MaxPayload: 256 << 10, LogFormat: "text", LogLevel: "info",
 		RedisTimeout: time.Second}

@@ -38,6 +38,7 @@ type Instance struct {
 	Client redis.UniversalClient // the main Redis client (its pool's figures)
 	Authn  *auth.Authenticator   // verifies the API's tokens; mints them too
 	URL    string                // where the HTTP listener answers
+	Shards int                   // the Delay Bucket shards, as recorded in Redis
 	stop   func()
 }
 
@@ -210,7 +211,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			log.Error("http server", "err", err)
 		}
 	})
-	return &Instance{Client: client, Authn: authn, URL: "http://" + displayAddr(ln.Addr()),
+	return &Instance{Client: client, Authn: authn, URL: "http://" + displayAddr(ln.Addr()), Shards: store.Shards(),
 		stop: func() {
 			stop()
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
