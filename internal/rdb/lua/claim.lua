@@ -81,7 +81,6 @@ end
 
 -- record applies the outcomes on the shard's outcome list.
 local function record()
-wheelFlush(tag, due) -- retries may be due already
   local os = redis.call('LPOP', tag .. 'o', tonumber(ARGV[8]))
   if not os then
     return
