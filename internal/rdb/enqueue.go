@@ -138,8 +138,9 @@ type enqueueCall struct {
 }
 
 // enqueueCalls groups jobs idx by shard and topic into script calls of at
-// most maxPerCall jobs. A job whose settings cannot be encoded, or whose
-// topic's handle cannot be read, gets its error in out and is left out.
+// most maxPerCall jobs. A job whose settings cannot be encoded, that does
+// not fit its record (checkRecord), or whose topic's handle cannot be read
+// gets its error in out and is left out.
 func (s *Store) enqueueCalls(ctx context.Context, jobs []kairos.Job, idx []int, out []BatchResult) []*enqueueCall {
 	type group struct {
 		shard         int
@@ -150,8 +151,11 @@ func (s *Store) enqueueCalls(ctx context.Context, jobs []kairos.Job, idx []int, 
 	for _, i := range idx {
 		j := jobs[i]
 		set, err := encodeSettings(j)
+		if err == nil {
+			err = checkRecord(ms(j.RunAt), j.Timeout.Milliseconds(), len(set))
+		}
 		if err != nil {
-			out[i].Err = err
+			out[i].Err = fmt.Errorf("enqueue %s: %w", j.JobKey, err)
 			continue
 		}
 		g := group{s.k.shardOf(j.JobKey), j.Tenant, j.Topic}

@@ -80,6 +80,9 @@ func (s *Store) Cancel(ctx context.Context, key kairos.JobKey) error {
 
 // Reschedule moves a job that has not fired to runAt.
 func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Time) (kairos.Job, error) {
+	if err := checkRecord(ms(runAt), 0, 0); err != nil {
+		return kairos.Job{}, fmt.Errorf("reschedule %s: %w", key, err)
+	}
 	at, err := s.locate(ctx, key)
 	if err != nil {
 		return kairos.Job{}, err

@@ -15,7 +15,7 @@ import (
 // the codes and limits from the prelude that luaPrelude generates from the
 // tables below, so a reader learns the layout here and nowhere else.
 //
-// # Layout version 3 (3 added schedules, and routes occurrences by their schedule)
+// # Layout version 4 (3 added schedules, and routes occurrences by their schedule; 4 gave the job record a binary header)
 //
 // Keys (P is the key prefix, s a shard, h a topic handle):
 //
@@ -58,15 +58,20 @@ import (
 //
 // # The job record
 //
-// One value in the shard's pool: a header of comma-separated fields, '|',
-// then the settings (JSON, read by Go only), the attempt log and the
-// payload, each as long as the header says:
+// One value in the shard's pool: a fixed-width binary header, then the
+// settings (JSON, read by Go only), the attempt log and the payload, each
+// as long as the header says:
 //
-//	st,n,ca,ra,nx,fa,lt,ls,ll|<settings><log><payload>
+//	<header: recordHeaderLen bytes><settings><log><payload>
 //
-// Numbers are base 36 (unix ms for times); an empty field is 0. The fields
-// are named in recordFields. The attempt log is one JSON object a line,
-// oldest first, at most LogKeep lines.
+// The header's fields are recordFields, in order: the state code (one
+// byte), then unsigned big-endian integers of the widths recordFields
+// gives (unix ms for times). The scripts read and write it with Lua's
+// struct library in one call (format recordHeader, handed to them in the
+// prelude), which costs a fraction of parsing and writing base-36 text;
+// on the embedded Redis, which has no struct, a Lua stand-in does.
+// The attempt log is one JSON object a line, oldest first, at most
+// LogKeep lines.
 //
 // # Schedules
 //
@@ -162,7 +167,7 @@ import (
 
 // LayoutVersion is the version of the layout this code reads and writes;
 // Init refuses a Redis that holds another.
-const LayoutVersion = 3
+const LayoutVersion = 4
 
 // LogKeep is how many attempts a job's log keeps, newest last.
 const LogKeep = 10
@@ -182,17 +187,61 @@ var wheelWidths = []int64{SlotWidth.Milliseconds(), 10_000, 1_000_000, 100_000_0
 // takes a whole slot's jobs.
 const SlotWidth = 100 * time.Millisecond
 
-// recordFields are the header fields of a job record, in order.
-var recordFields = []struct{ name, meaning string }{
-	{"st", "state code (stateCodes)"},
-	{"n", "attempts started"},
-	{"ca", "created at (ms)"},
-	{"ra", "run_at: the time the job was scheduled for (ms)"},
-	{"nx", "next time: due (scheduled, ready, retrying), lease expiry (active, and delivered until the claim files its record's expiry), record expiry (delivered); empty when it is the run_at"},
-	{"fa", "finished at: delivered or dead (ms)"},
-	{"lt", "lease timeout: the callback timeout in force when the job was created (ms)"},
-	{"ls", "length of the settings"},
-	{"ll", "length of the attempt log"},
+// recordFields are the header fields of a job record, in order, with
+// their widths in bytes. The widths hold what kairos can store:
+//
+//   - n, 3 bytes (up to 16,777,215): max_attempts is at most 100 a replay,
+//     and a lapsed lease adds one; a job that crashes its worker on every
+//     attempt, its lease lapsing every 15 s (the default lease margin),
+//     would take 8 years to reach the cap.
+//   - times, 6 bytes: unix ms until the year 10889.
+//   - lt, 3 bytes (up to 4.6 hours): the API caps a callback timeout at 15
+//     minutes.
+//   - ls, 3 bytes (up to 16 MiB): settings are a URL (at most 2 KiB), at most
+//     50 headers of values up to 4 KiB, trace context and a flow key.
+//   - ll, 3 bytes: LogKeep lines, each with a response excerpt and an error
+//     text that logLine cuts to maxLogText bytes.
+//
+// The scripts' struct.pack would cut a value that does not fit without a
+// word, so Go checks what it hands them (checkRecord).
+var recordFields = []struct {
+	name    string
+	width   int
+	meaning string
+}{
+	{"st", 1, "state code (stateCodes)"},
+	{"n", 3, "attempts started"},
+	{"ca", 6, "created at (ms)"},
+	{"ra", 6, "run_at: the time the job was scheduled for (ms)"},
+	{"nx", 6, "next time: due (scheduled, ready, retrying), lease expiry (active, and delivered until the claim files its record's expiry), record expiry (delivered)"},
+	{"fa", 6, "finished at: delivered or dead (ms); 0 before"},
+	{"lt", 3, "lease timeout: the callback timeout in force when the job was created (ms); 0 for the claim's default"},
+	{"ls", 3, "length of the settings"},
+	{"ll", 3, "length of the attempt log"},
+}
+
+// recordHeader is the header of a job record as a format of Lua's struct
+// library: big-endian, the state a 1-byte string, then unsigned integers
+// (">c1I3I6I6I6I6I3I3I3"); recordHeaderLen is its length in bytes.
+var recordHeader, recordHeaderLen = func() (string, int) {
+	var b strings.Builder
+	b.WriteString(">c1")
+	n := recordFields[0].width
+	for _, f := range recordFields[1:] {
+		fmt.Fprintf(&b, "I%d", f.width)
+		n += f.width
+	}
+	return b.String(), n
+}()
+
+// recordMax is the largest value header field name holds.
+func recordMax(name string) int64 {
+	for _, f := range recordFields {
+		if f.name == name {
+			return 1<<(8*f.width) - 1
+		}
+	}
+	panic("rdb: no record field " + name)
 }
 
 // scheduleFields are the header fields of a schedule record, in order.
@@ -284,6 +333,8 @@ var luaPrelude = func() string {
 	fmt.Fprintf(&b, "local OUT = {delivered = %d, retrying = %d, dead = %d}\n",
 		outcomeDelivered, outcomeRetrying, outcomeDead)
 	fmt.Fprintf(&b, "local OCC = '%s' -- starts the counter fields of occurrences' moves\n", occurrenceMark)
+	fmt.Fprintf(&b, "local REC, REC_LEN = '%s', %d -- a job record's header (recordFields), for struct.pack and struct.unpack\n",
+		recordHeader, recordHeaderLen)
 	fmt.Fprintf(&b, "local LOG_KEEP, CHORES_MAX = %d, %d\n", LogKeep, maxChores)
 	fmt.Fprintf(&b, "local MISFIRE_GRACE, CATCHUP_MAX, REFILL_BELOW = %d, %d, %d\n",
 		kairos.MisfireGrace.Milliseconds(), kairos.MaxCatchUp, refillBelow)

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/kairos-sh/kairos"
@@ -63,23 +61,23 @@ func encodeSettings(j kairos.Job) ([]byte, error) {
 	return b, nil
 }
 
-// header returns the record's header, "|" included.
+// header returns the record's header (recordFields). A value too wide for
+// its field keeps its low bytes, as the scripts' struct.pack does;
+// checkRecord keeps such values out.
 func (r record) header() string {
-	var b strings.Builder
-	b.Grow(48)
-	b.WriteByte(r.state)
-	next := r.next
-	if next == r.runAt {
-		next = 0 // an empty next time is the run_at
-	}
-	for _, v := range []int64{r.attempts, r.created, r.runAt, next, r.finished, r.lease, int64(len(r.settings)), int64(len(r.log))} {
-		b.WriteByte(',')
-		if v != 0 {
-			b.WriteString(strconv.FormatInt(v, 36))
+	b := make([]byte, 0, recordHeaderLen)
+	b = append(b, r.state)
+	for i, v := range r.nums() {
+		for sh := 8 * (recordFields[i+1].width - 1); sh >= 0; sh -= 8 {
+			b = append(b, byte(v>>sh))
 		}
 	}
-	b.WriteByte('|')
-	return b.String()
+	return string(b)
+}
+
+// nums are the header's numeric fields, in recordFields' order.
+func (r record) nums() [8]int64 {
+	return [8]int64{r.attempts, r.created, r.runAt, r.next, r.finished, r.lease, int64(len(r.settings)), int64(len(r.log))}
 }
 
 // body is what follows the header: settings, log and payload.
@@ -91,37 +89,24 @@ func (r record) encode() string { return r.header() + r.body() }
 
 var errBadRecord = errors.New("malformed job record")
 
-// decodeRecord parses a stored record. The slices point into v.
+// decodeRecord parses a stored record. A value too short for its header
+// or for the lengths it gives, or of an unknown state, is errBadRecord.
 func decodeRecord(v string) (record, error) {
-	bar := strings.IndexByte(v, '|')
-	if bar < 1 {
+	if len(v) < recordHeaderLen || stateOf(v[0]) == "" {
 		return record{}, errBadRecord
 	}
 	var nums [8]int64
-	head := v[1:bar]
-	if len(head) == 0 || head[0] != ',' {
-		return record{}, errBadRecord
-	}
-	head = head[1:]
-	for i := range nums {
-		f, rest, more := strings.Cut(head, ",")
-		if more != (i < len(nums)-1) {
-			return record{}, errBadRecord
+	at := recordFields[0].width
+	for i, f := range recordFields[1:] {
+		var n int64
+		for _, c := range []byte(v[at : at+f.width]) {
+			n = n<<8 | int64(c)
 		}
-		if f != "" {
-			n, err := strconv.ParseInt(f, 36, 64)
-			if err != nil || n < 0 {
-				return record{}, errBadRecord
-			}
-			nums[i] = n
-		}
-		head = rest
+		nums[i] = n
+		at += f.width
 	}
 	r := record{state: v[0], attempts: nums[0], created: nums[1], runAt: nums[2], next: nums[3], finished: nums[4], lease: nums[5]}
-	if r.next == 0 {
-		r.next = r.runAt // an empty next time is the run_at
-	}
-	body := v[bar+1:]
+	body := v[recordHeaderLen:]
 	ls, ll := nums[6], nums[7]
 	if ls+ll > int64(len(body)) {
 		return record{}, errBadRecord
@@ -129,10 +114,27 @@ func decodeRecord(v string) (record, error) {
 	r.settings = []byte(body[:ls])
 	r.log = []byte(body[ls : ls+ll])
 	r.payload = []byte(body[ls+ll:])
-	if stateOf(r.state) == "" {
-		return record{}, errBadRecord
-	}
 	return r, nil
+}
+
+// errTooWide says a job's value does not fit its record's header.
+func errTooWide(what string, v, most int64) error {
+	return fmt.Errorf("%w: %s is %d; a stored job holds 0 to %d", kairos.ErrInvalid, what, v, most)
+}
+
+// checkRecord reports whether a job of run_at runAt (ms), lease timeout
+// (ms) and settings of that length fits the header of its record: the
+// scripts would cut a wider value without a word.
+func checkRecord(runAt, timeout int64, settings int) error {
+	switch {
+	case runAt < 0 || runAt > recordMax("ra"):
+		return errTooWide("run_at (unix ms)", runAt, recordMax("ra"))
+	case timeout < 0 || timeout > recordMax("lt"):
+		return errTooWide("the timeout (ms)", timeout, recordMax("lt"))
+	case int64(settings) > recordMax("ls"):
+		return errTooWide("the length of the job's settings (bytes)", int64(settings), recordMax("ls"))
+	}
+	return nil
 }
 
 // job turns the record of key into a Job; webhookID derives its webhook id.

@@ -155,6 +155,9 @@ func (s *Store) PutSchedule(ctx context.Context, sc kairos.Schedule) (bool, erro
 	if err != nil {
 		return false, err
 	}
+	if err := checkRecord(0, sc.Job.Timeout.Milliseconds(), len(set)); err != nil {
+		return false, fmt.Errorf("put schedule %s: %w", sc.ID, err)
+	}
 	now := s.Now()
 	m := scheduleMeta{Cron: sc.Cron, EveryMS: sc.Every.Milliseconds(), Timezone: sc.Timezone,
 		Created: ms(cmp.Or(sc.CreatedAt, now)), Updated: ms(now)}

@@ -152,19 +152,24 @@ func TestShardCountDefault(t *testing.T) {
 }
 
 // TestLayoutRecordedAndOthersRefused: a fresh Redis gets the layout
-// version; data of layout 1 (which recorded none) or of an unknown layout
-// is refused with a message that says what to do, and nothing is written.
+// version; data of layout 1 (which recorded none), of layout 3 (job
+// records with a text header) or of an unknown layout is refused with a
+// message that says what to do, and nothing is written.
 func TestLayoutRecordedAndOthersRefused(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newStore(t, Options{})
 	if v := s.c.HGet(ctx, s.k.meta(), "layout").Val(); v != strconv.Itoa(LayoutVersion) {
 		t.Fatalf("layout recorded %q, want %d", v, LayoutVersion)
 	}
-	for name, meta := range map[string][]any{"layout 1": {"shards", "16"}, "layout 2": {"shards", "16", "layout", "2"}, "layout 9": {"shards", "16", "layout", "9"}} {
+	for name, meta := range map[string][]any{"layout 1": {"shards", "16"}, "layout 2": {"shards", "16", "layout", "2"},
+		"layout 3": {"shards", "16", "layout", "3"}, "layout 9": {"shards", "16", "layout", "9"}} {
 		t.Run(name, func(t *testing.T) {
 			prefix := testredis.Prefix(t)
 			c := testredis.Client(t)
 			c.HSet(ctx, prefix+":meta", meta...)
+			if name == "layout 3" {
+				c.HSet(ctx, prefix+":{0}:jobs", "1/a", "s,,n0yj7xyo,n0yj7xyo,,,,,|{}")
+			}
 			before := testredis.Keys(t, c, prefix)
 			err := New(c, Options{Prefix: prefix}).Init(ctx)
 			if !errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), "KAIROS_PREFIX") {

@@ -73,15 +73,13 @@ end
 local function notify(h, id, n, note)
   local ls, body = string.match(note, '^(%d+)|(.*)$')
   if ls then
-    local t36 = b36Now(now)
-    fileNew(pool, h, id .. '~dead.' .. string.format('%d', n), newRecord(ST.ready, t36, t36, '', b36(tonumber(ls)), body),
+    fileNew(pool, h, id .. '~dead.' .. string.format('%d', n), newRecord(ST.ready, now, now, 0, tonumber(ls), body),
       ST.ready, now, now, keepRaw, written)
   end
 end
 
 -- record applies the outcomes on the shard's outcome list.
 local function record()
-wheelFlush(tag, due) -- retries may be due already
   local os = redis.call('LPOP', tag .. 'o', tonumber(ARGV[8]))
   if not os then
     return
@@ -188,24 +186,23 @@ local function chain(h, sid, r)
   local missed = {}
   local first = qfirst(s)
   while first and first <= now do
-    local t, e = qpop(s)
-    missed[#missed + 1] = {t, e}
+    missed[#missed + 1] = qpop(s)
     first = qfirst(s)
   end
   local skip = s.cu == 'n' and (#missed > 0 or now - r.ra > MISFIRE_GRACE)
   if s.cu == 'a' then
     for i = 1, math.min(#missed, CATCHUP_MAX) do
-      occur(pool, h, sid, s, missed[i][1], now, missed[i][2], keepRaw, written)
+      occur(pool, h, sid, s, missed[i], now, keepRaw, written)
     end
   end
   if not skip then
-    setRaw(s, 'lf', r.ra, r.raw.ra)
+    setRaw(s, 'lf', r.ra, s.raw.cur) -- r.ra is s.cur, as read
   end
   s.cur = 0
   if first then
     local t, e = qpop(s)
     setRaw(s, 'cur', t, e)
-    occur(pool, h, sid, s, t, now, e, keepRaw, written)
+    occur(pool, h, sid, s, t, now, keepRaw, written)
   end
   if not s.en and not qAtLeast(s, REFILL_BELOW) then
     redis.call('SADD', KEYS[4], sf)

@@ -1,6 +1,8 @@
 -- job.lua: helpers put in front of every script, after the prelude that
--- layout.go generates (ST, R, OUT, LOG_KEEP, WHEEL). A job record is
--- "st,n,ca,ra,nx,fa,lt,ls,ll|<settings><log><payload>" (layout.go).
+-- layout.go generates (ST, R, OUT, REC, LOG_KEEP, WHEEL). A job record is
+-- a binary header of fixed width (REC_LEN bytes: st, n, ca, ra, nx, fa,
+-- lt, ls, ll, as recordFields in layout.go gives them), then
+-- <settings><log><payload>.
 
 -- b36 writes a whole number >= 0 (below 36^12) in base 36; 0 is ''. The
 -- digits go to a buffer and become one string: building it a digit at a
@@ -48,42 +50,99 @@ local function num(s)
   return tonumber(s, 36)
 end
 
--- parse returns record v as a table, or nil when v is false. It keeps the
--- header's fields as read (r.raw), so that format writes again only what
--- changed: base 36 in Lua costs a string a digit.
+-- structStandIn packs and unpacks as Redis's struct library does the
+-- formats the scripts use: big-endian ('>'), 'c<n>' (a string of n
+-- bytes) and 'I<n>' (an unsigned integer of n bytes) items.
+local function structStandIn()
+  local parsed = {}
+  local function items(fmt)
+    local its = parsed[fmt]
+    if not its then
+      its = {}
+      for kind, n in string.gmatch(fmt, '([cI])(%d+)') do
+        its[#its + 1] = {kind, tonumber(n)}
+      end
+      parsed[fmt] = its
+    end
+    return its
+  end
+  local lib = {}
+  function lib.pack(fmt, ...)
+    local args, out = {...}, {}
+    for i, it in ipairs(items(fmt)) do
+      local v, n = args[i], it[2]
+      if it[1] == 'c' then
+        out[i] = string.sub(v, 1, n)
+      else
+        local bytes = {}
+        for k = n, 1, -1 do
+          bytes[k] = v % 256
+          v = (v - bytes[k]) / 256
+        end
+        out[i] = string.char(unpack(bytes))
+      end
+    end
+    return table.concat(out)
+  end
+  function lib.unpack(fmt, s)
+    local out, at = {}, 1
+    for i, it in ipairs(items(fmt)) do
+      local n = it[2]
+      if #s < at + n - 1 then
+        error('data string too short')
+      end
+      if it[1] == 'c' then
+        out[i] = string.sub(s, at, at + n - 1)
+      else
+        local v = 0
+        for k = at, at + n - 1 do
+          v = v * 256 + string.byte(s, k)
+        end
+        out[i] = v
+      end
+      at = at + n
+    end
+    out[#out + 1] = at
+    return unpack(out)
+  end
+  return lib
+end
+
+-- structLib is Redis's struct library, looked up at a call's first use of
+-- it (findStruct): a function library cannot look for it as it loads, when
+-- nothing but redis is reachable. The embedded Redis (miniredis, for
+-- trying kairos out) has none, and gets the stand-in.
+local structLib = nil
+local function findStruct()
+  local ok, lib = pcall(function()
+    return struct
+  end)
+  if not ok or not lib then
+    lib = structStandIn()
+  end
+  structLib = lib
+  return lib
+end
+
+-- parse returns record v as a table, or nil when v is false: the header's
+-- fields, read by one struct.unpack, and the body after it.
 local function parse(v)
   if not v then
     return nil
   end
-  local st, n, ca, ra, nx, fa, lt, ls, ll, at =
-    string.match(v, '^(%a),(%w*),(%w*),(%w*),(%w*),(%w*),(%w*),(%w*),(%w*)|()')
-  local r = {st = st, n = num(n), ca = num(ca), ra = num(ra), nx = num(nx), fa = num(fa), lt = num(lt),
-    ls = num(ls), ll = num(ll), body = string.sub(v, at)}
-  if nx == '' then
-    r.nx = r.ra -- an empty next time is the run_at
-  end
-  r.raw = {n = n, ca = ca, ra = ra, fa = fa, lt = lt, ls = ls, ll = ll, nx = nx}
-  r.was = {n = r.n, ca = r.ca, ra = r.ra, fa = r.fa, lt = r.lt, ls = r.ls, ll = r.ll, nx = r.nx}
-  return r
-end
-
--- field36 is field f of r as stored: as read when it did not change.
-local function field36(r, f)
-  if r.was and r.was[f] == r[f] then
-    return r.raw[f]
-  end
-  return b36(r[f])
+  local st, n, ca, ra, nx, fa, lt, ls, ll = (structLib or findStruct()).unpack(REC, v)
+  return {st = st, n = n, ca = ca, ra = ra, nx = nx, fa = fa, lt = lt, ls = ls, ll = ll, body = string.sub(v, REC_LEN + 1)}
 end
 
 local function format(r)
-  local nx = ''
-  if r.was and r.was.nx == r.nx and (r.raw.nx ~= '' or r.nx == r.ra) then
-    nx = r.raw.nx
-  elseif r.nx ~= r.ra then
-    nx = b36(r.nx)
-  end
-  return r.st .. ',' .. field36(r, 'n') .. ',' .. field36(r, 'ca') .. ',' .. field36(r, 'ra') .. ',' .. nx .. ',' ..
-    field36(r, 'fa') .. ',' .. field36(r, 'lt') .. ',' .. field36(r, 'ls') .. ',' .. field36(r, 'll') .. '|' .. r.body
+  return (structLib or findStruct()).pack(REC, r.st, r.n, r.ca, r.ra, r.nx, r.fa, r.lt, r.ls, r.ll) .. r.body
+end
+
+-- newRecord is the record of a new job in state st, created at ca and due
+-- at ra, no attempt yet (nx is ra, no log), of lease timeout lt, whose
+-- settings (ls bytes) and payload are body.
+local function newRecord(st, ca, ra, lt, ls, body)
+  return (structLib or findStruct()).pack(REC, st, 0, ca, ra, ra, 0, lt, ls, 0) .. body
 end
 
 -- addLog appends one attempt line (ending in a newline) to r's log and

@@ -25,11 +25,19 @@ local function sparse(v)
   return s
 end
 
--- setRaw sets field f of record r to n, whose base 36 is known (e).
-local function setRaw(r, f, n, e)
-  r[f] = n
-  if r.raw then
-    r.raw[f], r.was[f] = e, n
+-- field36 is field f of schedule s as stored: as read when it did not change.
+local function field36(s, f)
+  if s.was and s.was[f] == s[f] then
+    return s.raw[f]
+  end
+  return b36(s[f])
+end
+
+-- setRaw sets field f of schedule s to n, whose base 36 is known (e).
+local function setRaw(s, f, n, e)
+  s[f] = n
+  if s.raw then
+    s.raw[f], s.was[f] = e, n
   end
 end
 
@@ -110,22 +118,6 @@ local function scheduleOf(id)
   return string.match(id, '^(.+)@%d+$')
 end
 
--- The base 36 of a call's now, made once.
-local nowAt, now36 = nil, nil
-local function b36Now(now)
-  if now ~= nowAt then
-    nowAt, now36 = now, b36(now)
-  end
-  return now36
-end
-
--- newRecord is the record of a new job in state st, created at ca and
--- due at ra (both in base 36), no attempt yet (nx is ra, no log), whose
--- settings (ls bytes, base 36) and payload are body.
-local function newRecord(st, ca36, ra36, lt36, ls36, body)
-  return st .. ',,' .. ca36 .. ',' .. ra36 .. ',,,' .. lt36 .. ',' .. ls36 .. ',|' .. body
-end
-
 -- fileNew files job id of topic h, record v in state st due at t, unless
 -- a job of that id exists: written is the caller's jobs written (a
 -- record) or deleted (false) in this call, or nil; put, when given, writes
@@ -149,13 +141,12 @@ local function fileNew(pool, h, id, v, st, t, now, put, written)
   return true
 end
 
--- occur files schedule s's occurrence at t (e: its base 36, or nil) as a
--- new job of topic h, unless a job of that id exists (a trigger at the
--- same ms); put and written as fileNew's.
-local function occur(pool, h, sid, s, t, now, e, put, written)
+-- occur files schedule s's occurrence at t as a new job of topic h,
+-- unless a job of that id exists (a trigger at the same ms); put and
+-- written as fileNew's.
+local function occur(pool, h, sid, s, t, now, put, written)
   local st = waiting(t, now)
-  local v = newRecord(st, b36Now(now), e or b36(t), field36(s, 'lt'), field36(s, 'ls'),
-    string.sub(s.body, 1, s.ls) .. string.sub(s.body, s.ls + s.lm + 1))
+  local v = newRecord(st, now, t, s.lt, s.ls, string.sub(s.body, 1, s.ls) .. string.sub(s.body, s.ls + s.lm + 1))
   fileNew(pool, h, occurrenceID(sid, t), v, st, t, now, put, written)
 end
 
