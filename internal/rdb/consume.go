@@ -269,41 +269,41 @@ func (s *Store) writeFinishes(batch []*finish) {
 		}
 		byShard[f.shard] = append(byShard[f.shard], f)
 	}
-	entries := func(i int) ([]string, []any) {
+	entries := func(i int) []any {
 		es := make([]any, len(byShard[shards[i]]))
 		for k, f := range byShard[shards[i]] {
 			es[k] = f.entry
 		}
-		return []string{s.k.outcomes(shards[i])}, es
+		return es
 	}
 	// A plain RPUSH costs Redis a fifth of the script that does the same
 	// (measured: 1.9 against 9.0 µs a call, INFO commandstats); only a
 	// Redis out of memory, which refuses the RPUSH, needs the script.
+	lens, errs := make([]int64, len(shards)), make([]error, len(shards))
 	pushes := make([]*redis.IntCmd, len(shards))
 	pipe := s.c.Pipeline()
-	for i := range shards {
-		keys, es := entries(i)
-		pushes[i] = pipe.RPush(ctx, keys[0], es...)
+	for i, sh := range shards {
+		pushes[i] = pipe.RPush(ctx, s.k.outcomes(sh), entries(i)...)
 	}
 	pipe.Exec(ctx)
 	var full []int
 	for i, c := range pushes {
-		if IsOutOfMemory(c.Err()) {
+		lens[i], errs[i] = c.Result()
+		if IsOutOfMemory(errs[i]) {
 			full = append(full, i)
 		}
 	}
 	if len(full) > 0 {
-		cmds := s.evalAll(ctx, outcomeScript, len(full), func(k int) ([]string, []any) { return entries(full[k]) })
+		cmds := s.evalAll(ctx, outcomeScript, len(full), func(k int) ([]string, []any) {
+			return []string{s.k.outcomes(shards[full[k]])}, entries(full[k])
+		})
 		for k, i := range full {
-			n, err := cmds[k].Int64()
-			pushes[i] = redis.NewIntCmd(ctx)
-			pushes[i].SetVal(n)
-			pushes[i].SetErr(err)
+			lens[i], errs[i] = cmds[k].Int64()
 		}
 	}
 	wake := s.c.Pipeline()
 	for i, sh := range shards {
-		n, err := pushes[i].Result()
+		n, err := lens[i], errs[i]
 		if err == nil && n == int64(len(byShard[sh])) { // the list was empty: no wake-up asked yet
 			wakeAt := byShard[sh][0].wakeAt
 			for _, f := range byShard[sh] {
