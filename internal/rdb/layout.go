@@ -213,7 +213,7 @@ var recordFields = []struct {
 	{"n", 3, "attempts started"},
 	{"ca", 6, "created at (ms)"},
 	{"ra", 6, "run_at: the time the job was scheduled for (ms)"},
-	{"nx", 6, "next time: due (scheduled, ready, retrying), lease expiry (active, and delivered until the claim files its record's expiry), record expiry (delivered)"},
+	{"nx", 6, "next time: due (scheduled, ready, retrying), lease expiry (active; dead keeps it), record expiry (delivered: filed with the outcome)"},
 	{"fa", 6, "finished at: delivered or dead (ms); 0 before"},
 	{"lt", 3, "lease timeout: the callback timeout in force when the job was created (ms); 0 for the claim's default"},
 	{"ls", 3, "length of the settings"},

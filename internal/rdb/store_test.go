@@ -236,6 +236,38 @@ func TestLifecycleDelivered(t *testing.T) {
 	}
 }
 
+// TestDeliveredExpiryEarlyInItsSlot: a delivered job's record expiry is
+// processed with its wheel slot, whole, even when the claim comes before
+// the expiry's own instant in the slot: the record goes (at most a slot
+// early), and the claim leaves nothing due behind it. A claim that filed
+// the entry again would find it due at once, call after call, until the
+// expiry's instant.
+func TestDeliveredExpiryEarlyInItsSlot(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Shards: 1, Retention: time.Hour})
+	clk.Add(250 * time.Millisecond) // finished at .250: its expiry is 60 ms into a 100 ms slot
+	enqueue(t, s, "e1", clk.Now())
+	c := claimOne(t, s, "e1")
+	if st := finishJob(t, s, c.Job, clk.Now(), 200, true, false, time.Time{}); st != kairos.StateDelivered {
+		t.Fatalf("finish: %v", st)
+	}
+	claimAll(t, s, 0) // records the outcome
+	clk.Add(time.Hour - 40*time.Millisecond)
+	got, err := s.ClaimDue(ctx, 0, 100, 0, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Jobs) != 0 {
+		t.Fatalf("claimed %v", claimedIDs(got.Jobs))
+	}
+	if !got.Next.IsZero() && !got.Next.After(got.Now) {
+		t.Fatalf("after the claim the wheel's next slot is due at %v, not after the claim's now %v: the expiry was filed again", got.Next, got.Now)
+	}
+	if _, err := s.GetJob(ctx, key("e1")); !errors.Is(err, kairos.ErrNotFound) {
+		t.Fatalf("the expired record, its slot processed: %v, want not found", err)
+	}
+}
+
 // TestDueNowIsReady: a job created due now is ready until claimed.
 func TestDueNowIsReady(t *testing.T) {
 	s, clk := newStore(t, Options{})

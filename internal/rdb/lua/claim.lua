@@ -29,7 +29,7 @@
 -- claimed: a scheduled or retrying job gets attempt n+1, state active and a
 -- lease (an entry at its expiry); an active one whose lease lapsed gets the
 -- same, with the lost attempt logged; a delivered one whose record expired
--- is dropped with its listing entry. Jobs due later than now are claimed
+-- is dropped with its listing entry (a delivered outcome files that expiry). Jobs due later than now are claimed
 -- ahead: the caller holds them until their due time.
 -- Wheel slots are lists of "<h>/<id>,<offset>" entries, popped as they
 -- are processed.
@@ -105,9 +105,10 @@ local function record()
       local h, id = string.match(field, '^([^/]*)/(.*)$')
       addLog(r, p.line)
       if p.oc == OUT.delivered then
-        -- nx stays the lease's expiry: the claim that processes the
-        -- lease's entry files the record's expiry then
-        r.st, r.fa = ST.delivered, now
+        -- the record's expiry is filed now: the lease's entry becomes
+        -- stale, skipped on its header alone
+        r.st, r.fa, r.nx = ST.delivered, now, now + retention
+        wheelPut(field, r.nx, now)
         count(h, TO_DELIVERED[scheduleOf(id) ~= nil])
       elseif p.oc == OUT.retrying then
         r.st, r.nx = ST.retrying, p.at
@@ -249,28 +250,26 @@ local function claim(field, t, v)
   if written[field] ~= nil then
     v = written[field]
   end
-  local r = parse(v)
-  if not r or r.nx ~= t then
+  local st, nx, ca = nil, nil, nil
+  if v then
+    local n, ra
+    st, n, ca, ra, nx = (structLib or findStruct()).unpack(REC, v)
+  end
+  if nx ~= t or st == ST.dead then
     chores = chores - 1
-    return -- a stale entry: cancelled, rescheduled or finished since
+    return -- a stale entry (cancelled, rescheduled or finished since), or a dead job's lease
   end
   local h, id = string.match(field, '^([^/]*)/(.*)$')
-  local dueAt = math.max(t, now)
-  if r.st == ST.delivered then
+  if st == ST.delivered then -- its record's expiry (its slot is processed whole, up to a slot early)
     chores = chores - 1
-    local expires = r.fa + retention
-    if expires > upTo then
-      -- the lease's entry of a delivered job: file its record's expiry
-      r.nx = expires
-      wheelPut(field, expires, now)
-      keep(field, r)
-      return
-    end
     hdel[#hdel + 1] = field
     written[field] = false -- gone
-    unindex(tag, h, id, r.ca)
+    unindex(tag, h, id, ca)
     return
-  elseif r.st == ST.active then
+  end
+  local r = parse(v)
+  local dueAt = math.max(t, now)
+  if r.st == ST.active then
     addLog(r, string.format('{"n":%d,"t":%d,"error":"worker lost: its lease expired before the attempt finished"}\n', r.n, now))
     if held(h) then -- its next attempt waits for the topic's resume
       r.st = ST.retrying
@@ -280,9 +279,6 @@ local function claim(field, t, v)
       return
     end
     dueAt = now
-  elseif r.st == ST.dead then
-    chores = chores - 1
-    return
   elseif held(h) then -- the topic is paused: the job waits, as it is, for resume
     holdPut(h, field, t)
     return
