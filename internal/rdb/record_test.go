@@ -79,7 +79,7 @@ func testRecordLuaAndGoAgree(t *testing.T, helpers string) {
 	c := testredis.Client(t)
 	read := redis.NewScript(helpers + `
 local r = parse(ARGV[1])
-return {format(r), r.st, r.n, r.ca, r.ra, r.nx, r.fa, r.lt, r.ls, r.ll, r.body}`)
+return {format(r), r.st, r.n, r.ca, r.ra, r.nx, r.fa, r.lt, r.ls, r.ll, bodyOf(r)}`)
 	write := redis.NewScript(helpers + `
 local n = {}
 for i = 2, 9 do

@@ -84,15 +84,16 @@ local function record()
   if not os then
     return
   end
-  local fields, parts = {}, {}
+  -- one pattern an outcome, its parts kept in arrays: each string and
+  -- table Lua makes is an allocation, and a claim records hundreds
+  local fields, ns, ocs, ats, tenants, lines, notes = {}, {}, {}, {}, {}, {}, {}
   for i, o in ipairs(os) do
     -- the log line ends with a newline; a failure notice may follow it
-    local head, line, note = string.match(o, '^([^|]*)|([^\n]*\n)(.*)$')
-    if not head then
-      head, line = string.match(o, '^([^|]*)|(.*)$')
+    local f, n, oc, at, tenant, line, note = string.match(o, '^([^,|]*),(%w*),(%d),(%w*),([^|]*)|([^\n]*\n)(.*)$')
+    if not f then
+      f, n, oc, at, tenant, line = string.match(o, '^([^,|]*),(%w*),(%d),(%w*),([^|]*)|(.*)$')
     end
-    local f, n, oc, at, tenant = string.match(head, '^([^,]*),(%w*),(%d),(%w*),(.*)$')
-    fields[i], parts[i] = f, {n = num(n), oc = tonumber(oc), at = num(at), tenant = tenant, line = line, note = note}
+    fields[i], ns[i], ocs[i], ats[i], tenants[i], lines[i], notes[i] = f, n, oc, at, tenant, line, note
   end
   local vs = redis.call('HMGET', pool, unpack(fields))
   for i, field in ipairs(fields) do
@@ -100,26 +101,27 @@ local function record()
     if v == nil then
       v = vs[i]
     end
-    local r, p = parse(v), parts[i]
-    if r and r.st == ST.active and r.n == p.n then
+    local r = parse(v)
+    if r and r.st == ST.active and r.n == num(ns[i]) then
       local h, id = string.match(field, '^([^/]*)/(.*)$')
-      addLog(r, p.line)
-      if p.oc == OUT.delivered then
+      local oc = tonumber(ocs[i])
+      addLog(r, lines[i])
+      if oc == OUT.delivered then
         -- the record's expiry is filed now: the lease's entry becomes
         -- stale, skipped on its header alone
         r.st, r.fa, r.nx = ST.delivered, now, now + retention
         wheelPut(field, r.nx, now)
         count(h, TO_DELIVERED[scheduleOf(id) ~= nil])
-      elseif p.oc == OUT.retrying then
-        r.st, r.nx = ST.retrying, p.at
+      elseif oc == OUT.retrying then
+        r.st, r.nx = ST.retrying, num(ats[i])
         wheelPut(field, r.nx, now)
         count(h, 'active>retrying')
       else
         r.st, r.fa = ST.dead, now
-        deadAdd(tag, p.tenant, h, id, now)
+        deadAdd(tag, tenants[i], h, id, now)
         count(h, TO_DEAD[scheduleOf(id) ~= nil])
-        if p.note and p.note ~= '' then
-          notify(h, id, r.n, p.note)
+        if notes[i] and notes[i] ~= '' then
+          notify(h, id, r.n, notes[i])
         end
       end
       keep(field, r)
@@ -250,10 +252,9 @@ local function claim(field, t, v)
   if written[field] ~= nil then
     v = written[field]
   end
-  local st, nx, ca = nil, nil, nil
+  local st, n, ca, ra, nx, fa, lt, ls, ll
   if v then
-    local n, ra
-    st, n, ca, ra, nx = (structLib or findStruct()).unpack(REC, v)
+    st, n, ca, ra, nx, fa, lt, ls, ll = (structLib or findStruct()).unpack(REC, v)
   end
   if nx ~= t or st == ST.dead then
     chores = chores - 1
@@ -267,7 +268,7 @@ local function claim(field, t, v)
     unindex(tag, h, id, ca)
     return
   end
-  local r = parse(v)
+  local r = {st = st, n = n, ca = ca, ra = ra, nx = nx, fa = fa, lt = lt, ls = ls, ll = ll, v = v}
   local dueAt = math.max(t, now)
   if r.st == ST.active then
     addLog(r, string.format('{"n":%d,"t":%d,"error":"worker lost: its lease expired before the attempt finished"}\n', r.n, now))

@@ -124,18 +124,54 @@ local function findStruct()
   return lib
 end
 
+-- A record table holds the header's fields and its body in one of three
+-- forms: body (a string), v (the stored value: the body is all of it
+-- after the header), or parts (three strings to join: the body as an
+-- attempt log line was appended to it). Lua copies and interns every
+-- string it makes, so a record is not cut into its body until something
+-- needs the body as one string (bodyOf), and format joins header and
+-- parts in one concatenation.
+
 -- parse returns record v as a table, or nil when v is false: the header's
--- fields, read by one struct.unpack, and the body after it.
+-- fields, read by one struct.unpack, and v for the body after it.
 local function parse(v)
   if not v then
     return nil
   end
   local st, n, ca, ra, nx, fa, lt, ls, ll = (structLib or findStruct()).unpack(REC, v)
-  return {st = st, n = n, ca = ca, ra = ra, nx = nx, fa = fa, lt = lt, ls = ls, ll = ll, body = string.sub(v, REC_LEN + 1)}
+  return {st = st, n = n, ca = ca, ra = ra, nx = nx, fa = fa, lt = lt, ls = ls, ll = ll, v = v}
+end
+
+-- bodyOf returns r's body (settings, log, payload) as one string.
+local function bodyOf(r)
+  if not r.body then
+    if r.parts then
+      r.body = r.parts[1] .. r.parts[2] .. r.parts[3]
+    else
+      r.body = string.sub(r.v, REC_LEN + 1)
+    end
+    r.parts, r.v = nil, nil
+  end
+  return r.body
 end
 
 local function format(r)
-  return (structLib or findStruct()).pack(REC, r.st, r.n, r.ca, r.ra, r.nx, r.fa, r.lt, r.ls, r.ll) .. r.body
+  local head = (structLib or findStruct()).pack(REC, r.st, r.n, r.ca, r.ra, r.nx, r.fa, r.lt, r.ls, r.ll)
+  if r.body then
+    return head .. r.body
+  elseif r.parts then
+    return head .. r.parts[1] .. r.parts[2] .. r.parts[3]
+  end
+  return head .. string.sub(r.v, REC_LEN + 1)
+end
+
+-- sourceOf returns a string holding r's body and the offset the body
+-- starts after in it.
+local function sourceOf(r)
+  if r.body or r.parts then
+    return bodyOf(r), 0
+  end
+  return r.v, REC_LEN
 end
 
 -- newRecord is the record of a new job in state st, created at ca and due
@@ -148,21 +184,22 @@ end
 -- addLog appends one attempt line (ending in a newline) to r's log and
 -- keeps the last LOG_KEEP lines.
 local function addLog(r, line)
+  local src, at = sourceOf(r)
+  local settings = string.sub(src, at + 1, at + r.ls)
   if r.ll == 0 then -- the first attempt: nothing to count or drop
-    r.ll = #line
-    r.body = string.sub(r.body, 1, r.ls) .. line .. string.sub(r.body, r.ls + 1)
+    r.parts = {settings, line, string.sub(src, at + r.ls + 1)}
+    r.ll, r.body, r.v = #line, nil, nil
     return
   end
-  local settings = string.sub(r.body, 1, r.ls)
-  local log = string.sub(r.body, r.ls + 1, r.ls + r.ll) .. line
-  local payload = string.sub(r.body, r.ls + r.ll + 1)
+  local log = string.sub(src, at + r.ls + 1, at + r.ls + r.ll) .. line
+  local payload = string.sub(src, at + r.ls + r.ll + 1)
   local _, lines = string.gsub(log, '\n', '\n')
   while lines > LOG_KEEP do
     log = string.sub(log, string.find(log, '\n', 1, true) + 1)
     lines = lines - 1
   end
-  r.ll = #log
-  r.body = settings .. log .. payload
+  r.parts = {settings, log, payload}
+  r.ll, r.body, r.v = #log, nil, nil
 end
 
 -- REPLAY_LINE ends the log line a replay adds (replay.lua).
@@ -178,8 +215,9 @@ local function fresh(r)
   if r.ll < #REPLAY_LINE then
     return false
   end
-  local e = r.ls + r.ll
-  return string.sub(r.body, e - #REPLAY_LINE + 1, e) == REPLAY_LINE
+  local src, at = sourceOf(r)
+  local e = at + r.ls + r.ll
+  return string.sub(src, e - #REPLAY_LINE + 1, e) == REPLAY_LINE
 end
 
 -- waiting is the state of a job waiting for time t: ready when t has come.

@@ -19,7 +19,7 @@ end
 local now = tonumber(ARGV[4])
 -- settings are JSON that Go wrote: an object, or '' for none; "rb":<digits>
 -- cannot occur inside one of its strings (a quote there is escaped)
-local settings, rb = string.sub(r.body, 1, r.ls), string.format('"rb":%d', r.n)
+local settings, rb = string.sub(bodyOf(r), 1, r.ls), string.format('"rb":%d', r.n)
 local n
 settings, n = string.gsub(settings, '"rb":%d+', rb, 1)
 if n == 0 then
