@@ -118,6 +118,7 @@ func (d *Dispatcher) Held() int {
 // Add takes claimed jobs: each becomes available to Next once the Redis
 // clock reaches its due time. After Close, they are released at once.
 func (d *Dispatcher) Add(ctx context.Context, cs []rdb.Claimed) {
+	cs = d.pace(ctx, cs)
 	now := d.Now()
 	d.mu.Lock()
 	if d.closed {
@@ -138,6 +139,90 @@ func (d *Dispatcher) Add(ctx context.Context, cs []rdb.Claimed) {
 		d.timerLocked([]rdb.Claimed{c}, time.Until(fire), false)
 	}
 	d.mu.Unlock()
+}
+
+// paceHold is how far past its due time a job's rate-limited time may be
+// for the dispatcher to hold it until then; a later one goes back to Redis
+// to wait for it. Well under the ready lease, which the job's lease allows
+// for past its due time.
+const paceHold = 100 * time.Millisecond
+
+// pace gives each job of a topic with a rate limit alone (rdb.Paceable)
+// its time from the flow's rate as it is claimed, one call a flow for the
+// whole claim (Store.Pace), instead of one Gate call as each comes due: a
+// job keeps its due time while the rate allows it, or is held until its
+// later time, or given back to Redis until then when that is further than
+// paceHold. It returns the jobs to hold. A job whose call failed is held
+// as it is, and asks Gate when due.
+func (d *Dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
+	type group struct {
+		topic kairos.Topic
+		flow  string
+		idx   []int
+	}
+	var groups []*group
+	byFlow := map[string]*group{}
+	for i, c := range cs {
+		if _, ok := kairos.NoticeOf(c.Job.ID); ok || c.Paced {
+			continue
+		}
+		t, err := d.GetTopic(ctx, c.Job.Tenant, c.Job.Topic)
+		if err != nil || !rdb.Paceable(t) {
+			continue
+		}
+		f := kairos.FlowOf(c.Job, t)
+		k := t.Tenant + "/" + f
+		g := byFlow[k]
+		if g == nil {
+			g = &group{topic: t, flow: f}
+			byFlow[k] = g
+			groups = append(groups, g)
+		}
+		g.idx = append(g.idx, i)
+	}
+	if len(groups) == 0 {
+		return cs
+	}
+	var wait []rdb.Claimed
+	back := make([]bool, len(cs))
+	for _, g := range groups {
+		// oldest due first: each then mostly takes its own time from the pace on
+		slices.SortStableFunc(g.idx, func(a, b int) int { return cs[a].Due.Compare(cs[b].Due) })
+		jobs, dues := make([]kairos.Job, len(g.idx)), make([]time.Time, len(g.idx))
+		for k, i := range g.idx {
+			jobs[k], dues[k] = cs[i].Job, cs[i].Due
+		}
+		rs, err := d.Pace(ctx, g.topic, g.flow, jobs, dues, paceHold)
+		if err != nil {
+			d.log.Warn("flow control; the jobs ask again when due", "tenant", g.topic.Tenant, "topic", g.topic.Name, "err", err)
+			continue
+		}
+		for k, i := range g.idx {
+			c := &cs[i]
+			if shift := rs[k].At.Sub(c.Due); shift > 0 {
+				c.Due = rs[k].At
+				if !c.FireAt.IsZero() {
+					c.FireAt = c.FireAt.Add(shift)
+				}
+			}
+			if rs[k].Gate == rdb.GateWait {
+				wait, back[i] = append(wait, *c), true
+				continue
+			}
+			c.Paced = true
+		}
+	}
+	if len(wait) == 0 {
+		return cs
+	}
+	d.release(ctx, wait)
+	keep := cs[:0:0]
+	for i, c := range cs {
+		if !back[i] {
+			keep = append(keep, c)
+		}
+	}
+	return keep
 }
 
 // timerLocked makes cs ready after wait: at the end of their topics'
@@ -257,6 +342,24 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	if err != nil || !t.Limited() {
 		return jobs // no topic (a job with its own URL), or no limits
 	}
+	// jobs paced as they were claimed go at their time; one that comes
+	// more than an interval (and 10 ms) after it asks again, as a job
+	// back late from Redis takes a new time
+	var paced []kairos.Job
+	if late := max(time.Duration(float64(t.RatePeriod)/float64(max(t.RateLimit, 1))), 10*time.Millisecond); rdb.Paceable(t) {
+		now := d.Now()
+		for i := 0; i < len(cs); {
+			if cs[i].Paced && !now.After(cs[i].Due.Add(late)) {
+				paced = append(paced, cs[i].Job)
+				cs, jobs = slices.Delete(cs, i, i+1), slices.Delete(jobs, i, i+1)
+				continue
+			}
+			i++
+		}
+		if len(cs) == 0 {
+			return paced
+		}
+	}
 	// failure notifications go to the failure URL: the limits and the
 	// breaker of the topic's callback URL are not theirs
 	var notices []kairos.Job
@@ -268,6 +371,7 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 		}
 		i++
 	}
+	notices = append(notices, paced...)
 	if len(cs) == 0 {
 		return notices
 	}

@@ -21,6 +21,9 @@ type Claimed struct {
 	// clock as the call ended, so counting from the reply cannot be early,
 	// whatever this machine's clock says. Zero when unknown (use Store.Local).
 	FireAt time.Time
+	// Paced says that its flow's rate limit gave it Due (Store.Pace): it
+	// starts then without asking Gate.
+	Paced bool
 }
 
 // Claim is the result of one ClaimDue call.

@@ -42,21 +42,17 @@ func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 	if !t.Limited() || len(jobs) == 0 {
 		return out, nil
 	}
-	interval := 0.0
-	if t.RateLimit > 0 {
-		interval = float64(t.RatePeriod) / float64(t.RateLimit) / float64(time.Millisecond)
-	}
-	argv := make([]any, 0, 5+len(jobs))
+	interval := paceOf(t)
+	argv := make([]any, 0, 6+len(jobs))
 	brk := 0
 	if t.BreakerFailures > 0 {
 		brk = 1
 	}
-	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds(), brk)
+	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds(), brk, "")
 	for _, j := range jobs {
 		argv = append(argv, attemptMember(j))
 	}
-	tag := s.k.flow(t.Tenant, flow)
-	res, err := s.run(ctx, flowgateScript, []string{tag + "pace", tag + "resv", tag + "perm", tag + "brk"}, argv...).Slice()
+	res, err := s.run(ctx, flowgateScript, s.flowKeys(t, flow), argv...).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("flow control of topic %s/%s: %w", t.Tenant, t.Name, err)
 	}
@@ -65,6 +61,64 @@ func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 	}
 	for i := range jobs {
 		out[i].Gate, out[i].At = Gate(toInt(res[2*i])), fromMS(toInt(res[2*i+1]))
+	}
+	return out, nil
+}
+
+// paceOf is topic t's rate limit as ms between deliveries; 0 for none.
+func paceOf(t kairos.Topic) float64 {
+	if t.RateLimit <= 0 {
+		return 0
+	}
+	return float64(t.RatePeriod) / float64(t.RateLimit) / float64(time.Millisecond)
+}
+
+func (s *Store) flowKeys(t kairos.Topic, flow string) []string {
+	tag := s.k.flow(t.Tenant, flow)
+	return []string{tag + "pace", tag + "resv", tag + "perm", tag + "brk", tag + "taken"}
+}
+
+// Paceable reports whether Pace serves topic t's jobs: it has a rate limit
+// and neither a parallelism limit nor a circuit breaker, which are asked
+// as a job starts (Gate).
+func Paceable(t kairos.Topic) bool {
+	return t.RateLimit > 0 && t.Parallelism <= 0 && t.BreakerFailures <= 0
+}
+
+// Pace takes, for jobs of flow (of topic t, Paceable) just claimed, each
+// the first free time of the flow's rate limit at or after its due time
+// (dues[i]), in one call, wherever their due times fall and whichever
+// process or shard asks first: GateGo with that time (At), when it is at
+// most hold after the job's due time (or now, when that is later): the
+// caller holds the job until then and starts it without asking Gate;
+// GateWait when it is later: the time is reserved,
+// and the job goes back to Redis to wait for it, as with Gate. A job given
+// back with a reserved time finds it again here or in Gate.
+func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues []time.Time, hold time.Duration) ([]GateResult, error) {
+	out := make([]GateResult, len(jobs))
+	if !Paceable(t) || len(jobs) == 0 {
+		for i := range out {
+			out[i].At = dues[i]
+		}
+		return out, nil
+	}
+	argv := make([]any, 0, 6+2*len(jobs))
+	argv = append(argv, s.scriptNow(), strconv.FormatFloat(paceOf(t), 'f', 3, 64), 0, 0, 0, max(hold.Milliseconds(), 1))
+	for i, j := range jobs {
+		argv = append(argv, attemptMember(j), ms(dues[i]))
+	}
+	res, err := s.run(ctx, flowgateScript, s.flowKeys(t, flow), argv...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("flow control of topic %s/%s: %w", t.Tenant, t.Name, err)
+	}
+	if len(res) != 2*len(jobs) {
+		return nil, fmt.Errorf("flow control of topic %s/%s: %d replies for %d jobs", t.Tenant, t.Name, len(res)/2, len(jobs))
+	}
+	for i := range jobs {
+		out[i].Gate, out[i].At = Gate(toInt(res[2*i])), fromMS(toInt(res[2*i+1]))
+		if out[i].At.Before(dues[i]) { // ms rounding: never before its due time
+			out[i].At = dues[i]
+		}
 	}
 	return out, nil
 }

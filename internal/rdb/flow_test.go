@@ -3,6 +3,8 @@ package rdb
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -217,5 +219,97 @@ func TestGateFinePace(t *testing.T) {
 	}
 	if goNow != 6 || !last.Equal(clk.Now().Add(time.Second)) {
 		t.Fatalf("%d go now, the last reserved at +%v; want 6, and the 5001st at +1s", goNow, last.Sub(clk.Now()))
+	}
+}
+
+func paces(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job, dues []time.Time, hold time.Duration) []GateResult {
+	t.Helper()
+	rs, err := s.Pace(context.Background(), tp, tp.Flow(), jobs, dues, hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// Pace keeps each job's due time while the rate allows it, whichever
+// shard asks first: jobs paced ahead leave the free times between them to
+// jobs paced later, and a job due at a taken time gets the first free one
+// after it. A time further than the hold is reserved, and the job given
+// back finds it again in Gate.
+func TestPaceKeepsDueTimesAcrossShards(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	t0 := clk.Now()
+	tp := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: time.Second} // 100 ms apart
+	at := func(d time.Duration) time.Time { return t0.Add(d * time.Millisecond) }
+	// shard A's claim: due at 0, 250 and 500
+	rs := paces(t, s, tp, flowJobs("a", 0, 3, 1), []time.Time{at(0), at(250), at(500)}, time.Second)
+	for i, want := range []time.Time{at(0), at(250), at(500)} {
+		if rs[i].Gate != GateGo || !rs[i].At.Equal(want) {
+			t.Fatalf("shard A job %d: %+v, want go at %v", i, rs[i], want.Sub(t0))
+		}
+	}
+	// shard B's claim, asked after A's though due in between: 120 is free
+	// (120 from 0, 130 from 250); 130 is not (10 from 120), nor is any time
+	// until 350 (100 from 250)
+	rs = paces(t, s, tp, flowJobs("a", 10, 2, 1), []time.Time{at(120), at(130)}, time.Second)
+	if rs[0].Gate != GateGo || !rs[0].At.Equal(at(120)) || rs[1].Gate != GateGo || !rs[1].At.Equal(at(350)) {
+		t.Fatalf("shard B: %+v, want go at 120 and at 350", rs)
+	}
+	// pushed back further than the hold: reserved, and Gate lets it go at
+	// its time
+	rs = paces(t, s, tp, flowJobs("a", 20, 3, 1), []time.Time{at(2000), at(2000), at(2000)}, 150*time.Millisecond)
+	if rs[0].Gate != GateGo || !rs[0].At.Equal(at(2000)) || rs[1].Gate != GateGo || !rs[1].At.Equal(at(2100)) ||
+		rs[2].Gate != GateWait || !rs[2].At.Equal(at(2200)) {
+		t.Fatalf("three due at once: %+v, want go at 2000 and 2100, reserved at 2200", rs)
+	}
+	clk.Add(2200 * time.Millisecond)
+	if g := gates(t, s, tp, flowJobs("a", 22, 1, 1)); g[0].Gate != GateGo {
+		t.Fatalf("back at its reserved time: %+v", g)
+	}
+	// asked now, a job takes the first free time from now
+	if g := gates(t, s, tp, flowJobs("a", 30, 1, 1)); g[0].Gate != GateWait || !g[0].At.Equal(at(2300)) {
+		t.Fatalf("after the reserved one: %+v, want 2300", g)
+	}
+}
+
+// Whatever order shards ask in and wherever the due times fall, Pace never
+// hands out a time before a job's due time nor two times closer than the
+// pace, and a job whose due time was free when it asked keeps it.
+func TestPaceNeverBunchesNorFiresEarly(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	t0 := clk.Now()
+	tp := kairos.Topic{Tenant: "acme", Name: "r", RateLimit: 50, RatePeriod: time.Second} // 20 ms apart
+	rng := rand.New(rand.NewPCG(1, 2))
+	var taken []time.Time
+	for batch := range 40 {
+		n := 1 + rng.IntN(12)
+		jobs := flowJobs("r", batch*100, n, 1)
+		dues := make([]time.Time, n)
+		base := time.Duration(rng.IntN(3000)) * time.Millisecond
+		for i := range dues {
+			dues[i] = t0.Add(base + time.Duration(i*rng.IntN(40))*time.Millisecond)
+		}
+		rs := paces(t, s, tp, jobs, dues, time.Hour)
+		for i, r := range rs {
+			if r.Gate != GateGo || r.At.Before(dues[i]) {
+				t.Fatalf("batch %d job %d due +%v: %+v", batch, i, dues[i].Sub(t0), r)
+			}
+			free := true
+			for _, x := range taken {
+				if d := x.Sub(dues[i]); d > -20*time.Millisecond && d < 20*time.Millisecond {
+					free = false
+				}
+			}
+			if free && !r.At.Equal(dues[i]) {
+				t.Fatalf("batch %d job %d: its due time +%v was free, got +%v", batch, i, dues[i].Sub(t0), r.At.Sub(t0))
+			}
+			taken = append(taken, r.At)
+		}
+	}
+	slices.SortFunc(taken, func(a, b time.Time) int { return a.Compare(b) })
+	for i := 1; i < len(taken); i++ {
+		if d := taken[i].Sub(taken[i-1]); d < 20*time.Millisecond {
+			t.Fatalf("times +%v and +%v are %v apart, under the pace", taken[i-1].Sub(t0), taken[i].Sub(t0), d)
+		}
 	}
 }

@@ -4,18 +4,32 @@
 -- KEYS[1] the flow's pace (STRING: when its next delivery may go, ms),
 -- KEYS[2] its reservations (ZSET: job attempt -> its reserved time, ms),
 -- KEYS[3] its permits (ZSET: job attempt -> when the permit lapses, ms),
--- KEYS[4] its circuit breaker (HASH, breaker.lua)
+-- KEYS[4] its circuit breaker (HASH, breaker.lua), KEYS[5] the times
+-- taken from its calendar (ZSET, see Rate)
 -- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] the pace: ms
 -- between deliveries (period/limit, may be fractional; 0: no rate limit),
 -- ARGV[3] parallelism (0: none), ARGV[4] a permit's (and a probe's) lease
--- (ms), ARGV[5] 1 when the topic has a circuit breaker, then the jobs'
--- attempts, "<tenant>/<topic>/<id>#<attempt>", oldest due first.
+-- (ms), ARGV[5] 1 when the topic has a circuit breaker, ARGV[6] '' to ask
+-- for jobs due now, or (ahead) how far past its due time (ms) a job's time
+-- may be for its process to hold it, then the jobs' attempts,
+-- "<tenant>/<topic>/<id>#<attempt>", oldest due first, each followed by its
+-- due time (ms) when ahead.
+-- Ahead (Store.Pace) serves a flow with a rate limit and neither
+-- parallelism nor breaker, for jobs just claimed, before they are due: each
+-- takes the first free time at or after its due time, and its process
+-- holds it until then (code 0 with the time), or gives it back to Redis
+-- when the time is more than ARGV[6] past its due time (code 1, reserved). So a
+-- claim's jobs cost one call, not one a job as they come due.
 -- Breaker: while it is open, every job waits until its cool-down ends;
 -- then (half-open) the first job to ask goes as the probe, and the others
 -- wait for its answer (asking again every second, or when the probe's
 -- lease lapses); breaker.lua closes or opens it again with the answer.
--- Rate: the flow's pace hands out times one interval apart, first come
--- first served, each once. A job gets the next free one: if it has come
+-- Rate: the flow's calendar hands out times at least one interval apart,
+-- each once: the times taken (ZSET, from an interval ago on) and the pace,
+-- from which every time is free. A job takes the first free time at or
+-- after its own (take): its due time ahead, now otherwise; so jobs claimed
+-- ahead by several shards or processes each keep their due time while the
+-- rate allows it, in whatever order they ask. Asked now, a job gets the next free time: if it has come
 -- (or comes within a millisecond: jobs due together under a pace finer
 -- than that, or a little apart, need no round trip), the job goes; if not,
 -- the job reserves it and is given back to Redis to wait for it, and
@@ -40,8 +54,45 @@ if par > 0 then
   free = par - redis.call('ZCARD', permits)
 end
 local nextAt = tonumber(redis.call('GET', pace) or '0')
+local taken = KEYS[5]
 local out = {}
 local reserved = false
+
+local function ms3(t)
+  return string.format('%.3f', t)
+end
+
+-- take returns the first free time at or after t, and takes it. From the
+-- pace on every time is free; before it, t is free unless a time taken is
+-- within an interval of it: then the time just after the latest of those
+-- is tried, a few times, and the pace after that.
+local function take(t)
+  local tries = 0
+  while t < nextAt do
+    local c = redis.call('ZREVRANGEBYSCORE', taken, '(' .. ms3(t + interval), '(' .. ms3(t - interval), 'WITHSCORES', 'LIMIT', 0, 1)
+    if not c[2] then
+      break
+    end
+    tries = tries + 1
+    t = tonumber(c[2]) + interval
+    if tries >= 8 then
+      t = math.max(t, nextAt)
+    end
+  end
+  local m = ms3(t)
+  redis.call('ZADD', taken, m, m)
+  nextAt = math.max(nextAt, t + interval)
+  return t
+end
+
+local ahead = tonumber(ARGV[6])
+local first, step = 7, 1
+if ahead then
+  step = 2
+end
+if interval > 0 then
+  redis.call('ZREMRANGEBYSCORE', taken, '-inf', '(' .. ms3(now - interval)) -- in the way of no time to come
+end
 local bst, openUntil, probe, probeEnd = 'c', 0, false, 0
 if ARGV[5] == '1' then
   local b = redis.call('HMGET', breaker, 'st', 'u', 'p', 'pd')
@@ -52,10 +103,34 @@ if ARGV[5] == '1' then
     probe = false -- the probe's process vanished: another may go
   end
 end
-for i = 6, #ARGV do
+for i = first, #ARGV, step do
   local m = ARGV[i]
   local code, at = 0, now
-  if bst == 'o' then
+  if ahead then
+    -- a rate limit alone: the job's reserved time if it has one, else the
+    -- first free time from its due time
+    local slot = redis.call('ZSCORE', resv, m)
+    if slot then
+      slot = tonumber(slot)
+      redis.call('ZREM', resv, m)
+      if slot < now - math.max(interval, 10) then
+        slot = nil -- back late: a new time
+      end
+    end
+    local due = math.max(tonumber(ARGV[i + 1]), now)
+    if not slot then
+      slot = take(due)
+    end
+    at = slot
+    if slot < due + 1 then
+      at = due -- under a millisecond later (a pace finer than that), as a job asked now
+    end
+    if slot > due + ahead then
+      redis.call('ZADD', resv, slot, m)
+      reserved = true
+      code = 1
+    end
+  elseif bst == 'o' then
     code, at = 1, openUntil
   elseif bst == 'h' and probe then
     code, at = 1, math.min(now + 1000, probeEnd)
@@ -79,8 +154,7 @@ for i = 6, #ARGV do
       end
     end
     if not slot then
-      slot = math.max(nextAt, now)
-      nextAt = slot + interval
+      slot = take(now)
       if slot > now + 1 then
         redis.call('ZADD', resv, slot, m)
         reserved = true
@@ -102,6 +176,7 @@ if interval > 0 then
   if reserved then
     redis.call('PEXPIRE', resv, math.ceil(math.max(nextAt - now, 0)) + 86400000)
   end
+  redis.call('PEXPIRE', taken, math.ceil(math.max(nextAt - now, 0)) + 86400000)
 end
 if par > 0 then
   redis.call('PEXPIRE', permits, lease + 60000)
