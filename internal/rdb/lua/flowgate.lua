@@ -86,9 +86,10 @@ local function take(t)
 end
 
 local ahead = tonumber(ARGV[6])
-local first, step = 7, 1
+local first, step, anyReserved = 7, 1, false
 if ahead then
   step = 2
+  anyReserved = redis.call('EXISTS', resv) == 1 -- rare: jobs pushed back far
 end
 if interval > 0 then
   redis.call('ZREMRANGEBYSCORE', taken, '-inf', '(' .. ms3(now - interval)) -- in the way of no time to come
@@ -109,7 +110,10 @@ for i = first, #ARGV, step do
   if ahead then
     -- a rate limit alone: the job's reserved time if it has one, else the
     -- first free time from its due time
-    local slot = redis.call('ZSCORE', resv, m)
+    local slot = nil
+    if anyReserved then
+      slot = redis.call('ZSCORE', resv, m)
+    end
     if slot then
       slot = tonumber(slot)
       redis.call('ZREM', resv, m)
