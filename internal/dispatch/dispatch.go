@@ -58,6 +58,7 @@ type Dispatcher struct {
 	held   int
 	closed bool
 	gated  map[attemptKey]gated // attempts flow control let go, until Finish
+	full   map[string]*fullFlow // flows ("tenant/flow") whose permits were all taken
 	pops   chan struct{}        // a slot a ready-list pop under way (popReady)
 }
 
@@ -68,6 +69,14 @@ type gated struct {
 	topic kairos.Topic
 	job   kairos.Job // its key, attempt and flow key
 	probe bool       // sent as the breaker's probe
+}
+
+// fullFlow is a flow whose permits were all taken when last asked: its
+// jobs wait without asking until then, and a permit given back here
+// (Finish) wakes them at once.
+type fullFlow struct {
+	until  time.Time
+	timers []*time.Timer // of the jobs waiting (requeue)
 }
 
 // gateFailed marks a job whose flow control call failed: asked again.
@@ -98,7 +107,7 @@ func New(store *rdb.Store, cfg Config) *Dispatcher {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Dispatcher{Store: store, cfg: cfg, log: cfg.Logger.With("component", "dispatch"),
-		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, gated: map[attemptKey]gated{}, pops: make(chan struct{}, remotePops)}
+		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, gated: map[attemptKey]gated{}, full: map[string]*fullFlow{}, pops: make(chan struct{}, remotePops)}
 }
 
 // Capacity returns how many more jobs the dispatcher can hold now.
@@ -227,7 +236,7 @@ func (d *Dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 
 // timerLocked makes cs ready after wait: at the end of their topics'
 // queues, or ahead of them (front).
-func (d *Dispatcher) timerLocked(cs []rdb.Claimed, wait time.Duration, front bool) {
+func (d *Dispatcher) timerLocked(cs []rdb.Claimed, wait time.Duration, front bool) *time.Timer {
 	var t *time.Timer
 	t = time.AfterFunc(wait, func() {
 		d.mu.Lock()
@@ -252,6 +261,7 @@ func (d *Dispatcher) timerLocked(cs []rdb.Claimed, wait time.Duration, front boo
 		}
 	})
 	d.timers[t] = cs
+	return t
 }
 
 func (d *Dispatcher) queueLocked(tenant, topic string) *queue {
@@ -388,8 +398,30 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 		byFlow[f] = append(byFlow[f], i)
 	}
 	var failed []rdb.Claimed
+	now := time.Now()
 	for _, f := range flows {
 		idx := byFlow[f]
+		if t.Parallelism > 0 {
+			d.mu.Lock()
+			ff := d.full[t.Tenant+"/"+f]
+			waiting := ff != nil && now.Before(ff.until)
+			d.mu.Unlock()
+			if waiting { // its permits were all taken a moment ago: wait without asking
+				for _, i := range idx {
+					rs[i].Gate = rdb.GateFull
+				}
+				continue
+			}
+		}
+		if t.Parallelism > 0 && len(idx) > t.Parallelism {
+			// no more than the limit can go at once: the rest wait without
+			// asking (a backlog would otherwise send every waiting job
+			// to the script every fullRetry)
+			for _, i := range idx[t.Parallelism:] {
+				rs[i].Gate = rdb.GateFull
+			}
+			idx = idx[:t.Parallelism]
+		}
 		group := make([]kairos.Job, len(idx))
 		for k, i := range idx {
 			group[k] = jobs[i]
@@ -409,7 +441,8 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	}
 	d.requeue(failed)
 	out := notices
-	var wait, full []rdb.Claimed
+	var wait []rdb.Claimed
+	full := map[string][]rdb.Claimed{}
 	d.mu.Lock()
 	for i, r := range rs {
 		p := attemptKey{jobs[i].JobKey, jobs[i].Attempts}
@@ -423,12 +456,15 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 			c.Due = r.At
 			wait = append(wait, c)
 		default:
-			full = append(full, cs[i])
+			f := t.Tenant + "/" + kairos.FlowOf(jobs[i], t)
+			full[f] = append(full[f], cs[i])
 		}
 	}
 	d.mu.Unlock()
 	d.release(ctx, wait)
-	d.requeue(full)
+	for f, cs := range full {
+		d.requeueFull(f, cs)
+	}
 	return out
 }
 
@@ -447,6 +483,49 @@ func (d *Dispatcher) requeue(cs []rdb.Claimed) {
 	d.held += len(cs)
 	d.timerLocked(cs, fullRetry, true)
 	d.mu.Unlock()
+}
+
+// requeueFull is requeue for the jobs of flow f ("tenant/flow") that found
+// its permits all taken: until fullRetry, the flow's other jobs wait too
+// without asking, and a permit given back here (Finish) wakes them all.
+func (d *Dispatcher) requeueFull(f string, cs []rdb.Claimed) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		d.release(context.Background(), cs)
+		return
+	}
+	d.held += len(cs)
+	t := d.timerLocked(cs, fullRetry, true)
+	ff := d.full[f]
+	if ff == nil {
+		ff = &fullFlow{}
+		d.full[f] = ff
+	}
+	if now := time.Now(); !now.Before(ff.until) {
+		ff.until = now.Add(fullRetry)
+	}
+	if len(ff.timers) >= 64 { // drop those that fired
+		ff.timers = slices.DeleteFunc(ff.timers, func(t *time.Timer) bool { _, ok := d.timers[t]; return !ok })
+	}
+	ff.timers = append(ff.timers, t)
+	d.mu.Unlock()
+}
+
+// wakeFull ends flow f's wait for a permit: its waiting jobs ask again now.
+func (d *Dispatcher) wakeFull(f string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ff := d.full[f]
+	if ff == nil {
+		return
+	}
+	delete(d.full, f)
+	for _, t := range ff.timers {
+		if _, ok := d.timers[t]; ok {
+			t.Reset(0)
+		}
+	}
 }
 
 // fullRetry is how soon a job that found its flow's permits taken is
@@ -471,6 +550,8 @@ func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Att
 	if held {
 		if err := d.Done(ctx, g.topic, g.job); err != nil {
 			d.log.Warn("give back a flow-control permit; it lapses with its lease", "job", key, "err", err)
+		} else if g.topic.Parallelism > 0 {
+			d.wakeFull(g.topic.Tenant + "/" + kairos.FlowOf(g.job, g.topic))
 		}
 		if g.topic.BreakerFailures > 0 {
 			b, err := d.Outcome(ctx, g.topic, g.job, ok)
