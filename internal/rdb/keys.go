@@ -122,7 +122,8 @@ func (k keys) hold(shard int) string { return k.tag(shard) + "hold" }
 func (k keys) held(shard int, h string) string { return k.tag(shard) + "held:" + h }
 
 // flow is the key tag of a tenant's flow-control quota (kairos.Topic.Flow):
-// its pace, reservations and permits share one hash slot (flowgate.lua).
+// its calendar, reservations, permits and breaker share one hash slot
+// (flowgate.lua).
 func (k keys) flow(tenant, flow string) string { return k.prefix + ":{f:" + tenant + "/" + flow + "}:" }
 
 // gone is a shard's set of the handles of deleted topics (layout.go,

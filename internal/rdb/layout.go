@@ -40,7 +40,8 @@ import (
 //	P:{s}:sr            SET    schedules whose queue of instants runs low: "<h>/<id>"
 //	P:{s}:hold          SET    handles of paused topics: the shard's claims hold their jobs
 //	P:{s}:held:<h>      LIST   a paused topic's held wheel entries, "<h>/<id>,<time>", oldest first
-//	P:{f:<tenant>/<flow>}:pace  STRING when the flow's next delivery may go (ms; flowgate.lua)
+//	P:{f:<tenant>/<flow>}:pace  STRING the rate's pace: every time from it on is free (ms; flowgate.lua)
+//	P:{f:<tenant>/<flow>}:taken ZSET  the times handed out, from an interval ago on ("%.3f" -> that time)
 //	P:{f:<tenant>/<flow>}:resv  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> the time reserved for it
 //	P:{f:<tenant>/<flow>}:perm  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> when its permit lapses
 //	P:{f:<tenant>/<flow>}:brk   HASH  the flow's circuit breaker: st, f, c, u, p, pd (lua/breaker.lua)
