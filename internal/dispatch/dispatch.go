@@ -471,24 +471,14 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 // requeue holds cs again, ahead of their topics' other ready jobs, after
 // fullRetry.
 func (d *Dispatcher) requeue(cs []rdb.Claimed) {
-	if len(cs) == 0 {
-		return
+	if len(cs) > 0 {
+		d.requeueThen(cs, nil)
 	}
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		d.release(context.Background(), cs)
-		return
-	}
-	d.held += len(cs)
-	d.timerLocked(cs, fullRetry, true)
-	d.mu.Unlock()
 }
 
-// requeueFull is requeue for the jobs of flow f ("tenant/flow") that found
-// its permits all taken: until fullRetry, the flow's other jobs wait too
-// without asking, and a permit given back here (Finish) wakes them all.
-func (d *Dispatcher) requeueFull(f string, cs []rdb.Claimed) {
+// requeueThen is requeue; then, with the lock held, it calls then (if
+// set) with the jobs' timer. After Close it releases the jobs.
+func (d *Dispatcher) requeueThen(cs []rdb.Claimed, then func(*time.Timer)) {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -497,19 +487,30 @@ func (d *Dispatcher) requeueFull(f string, cs []rdb.Claimed) {
 	}
 	d.held += len(cs)
 	t := d.timerLocked(cs, fullRetry, true)
-	ff := d.full[f]
-	if ff == nil {
-		ff = &fullFlow{}
-		d.full[f] = ff
+	if then != nil {
+		then(t)
 	}
-	if now := time.Now(); !now.Before(ff.until) {
-		ff.until = now.Add(fullRetry)
-	}
-	if len(ff.timers) >= 64 { // drop those that fired
-		ff.timers = slices.DeleteFunc(ff.timers, func(t *time.Timer) bool { _, ok := d.timers[t]; return !ok })
-	}
-	ff.timers = append(ff.timers, t)
 	d.mu.Unlock()
+}
+
+// requeueFull is requeue for the jobs of flow f ("tenant/flow") that found
+// its permits all taken: until fullRetry, the flow's other jobs wait too
+// without asking, and a permit given back here (Finish) wakes them all.
+func (d *Dispatcher) requeueFull(f string, cs []rdb.Claimed) {
+	d.requeueThen(cs, func(t *time.Timer) {
+		ff := d.full[f]
+		if ff == nil {
+			ff = &fullFlow{}
+			d.full[f] = ff
+		}
+		if now := time.Now(); !now.Before(ff.until) {
+			ff.until = now.Add(fullRetry)
+		}
+		if len(ff.timers) >= 64 { // drop those that fired
+			ff.timers = slices.DeleteFunc(ff.timers, func(t *time.Timer) bool { _, ok := d.timers[t]; return !ok })
+		}
+		ff.timers = append(ff.timers, t)
+	})
 }
 
 // wakeFull ends flow f's wait for a permit: its waiting jobs ask again now.

@@ -52,17 +52,25 @@ func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 	for _, j := range jobs {
 		argv = append(argv, attemptMember(j))
 	}
-	res, err := s.run(ctx, flowgateScript, s.flowKeys(t, flow), argv...).Slice()
+	return out, s.flowgate(ctx, t, flow, argv, out)
+}
+
+// flowgate runs flowgate.lua for flow of topic t and reads its answers
+// into out, one a job.
+func (s *Store) flowgate(ctx context.Context, t kairos.Topic, flow string, argv []any, out []GateResult) error {
+	tag := s.k.flow(t.Tenant, flow)
+	keys := []string{tag + "pace", tag + "resv", tag + "perm", tag + "brk", tag + "taken"}
+	res, err := s.run(ctx, flowgateScript, keys, argv...).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("flow control of topic %s/%s: %w", t.Tenant, t.Name, err)
+		return fmt.Errorf("flow control of topic %s/%s: %w", t.Tenant, t.Name, err)
 	}
-	if len(res) != 2*len(jobs) {
-		return nil, fmt.Errorf("flow control of topic %s/%s: %d replies for %d jobs", t.Tenant, t.Name, len(res)/2, len(jobs))
+	if len(res) != 2*len(out) {
+		return fmt.Errorf("flow control of topic %s/%s: %d replies for %d jobs", t.Tenant, t.Name, len(res)/2, len(out))
 	}
-	for i := range jobs {
+	for i := range out {
 		out[i].Gate, out[i].At = Gate(toInt(res[2*i])), fromMS(toInt(res[2*i+1]))
 	}
-	return out, nil
+	return nil
 }
 
 // paceOf is topic t's rate limit as ms between deliveries; 0 for none.
@@ -71,11 +79,6 @@ func paceOf(t kairos.Topic) float64 {
 		return 0
 	}
 	return float64(t.RatePeriod) / float64(t.RateLimit) / float64(time.Millisecond)
-}
-
-func (s *Store) flowKeys(t kairos.Topic, flow string) []string {
-	tag := s.k.flow(t.Tenant, flow)
-	return []string{tag + "pace", tag + "resv", tag + "perm", tag + "brk", tag + "taken"}
 }
 
 // Paceable reports whether Pace serves topic t's jobs: it has a rate limit
@@ -107,15 +110,10 @@ func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 	for i, j := range jobs {
 		argv = append(argv, attemptMember(j), ms(dues[i]))
 	}
-	res, err := s.run(ctx, flowgateScript, s.flowKeys(t, flow), argv...).Slice()
-	if err != nil {
-		return nil, fmt.Errorf("flow control of topic %s/%s: %w", t.Tenant, t.Name, err)
+	if err := s.flowgate(ctx, t, flow, argv, out); err != nil {
+		return nil, err
 	}
-	if len(res) != 2*len(jobs) {
-		return nil, fmt.Errorf("flow control of topic %s/%s: %d replies for %d jobs", t.Tenant, t.Name, len(res)/2, len(jobs))
-	}
-	for i := range jobs {
-		out[i].Gate, out[i].At = Gate(toInt(res[2*i])), fromMS(toInt(res[2*i+1]))
+	for i := range out {
 		if out[i].At.Before(dues[i]) { // ms rounding: never before its due time
 			out[i].At = dues[i]
 		}
