@@ -171,14 +171,26 @@ func (d *Dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 	}
 	var groups []*group
 	byFlow := map[string]*group{}
+	type topicOf struct {
+		t  kairos.Topic
+		ok bool // found, and Paceable
+	}
+	topics := map[kairos.JobKey]topicOf{} // one lookup a topic of the claim (the ID left empty)
 	for i, c := range cs {
 		if _, ok := kairos.NoticeOf(c.Job.ID); ok || c.Paced {
 			continue
 		}
-		t, err := d.GetTopic(ctx, c.Job.Tenant, c.Job.Topic)
-		if err != nil || !rdb.Paceable(t) {
+		tk := kairos.JobKey{Tenant: c.Job.Tenant, Topic: c.Job.Topic}
+		to, seen := topics[tk]
+		if !seen {
+			t, err := d.GetTopic(ctx, tk.Tenant, tk.Topic)
+			to = topicOf{t, err == nil && rdb.Paceable(t)}
+			topics[tk] = to
+		}
+		if !to.ok {
 			continue
 		}
+		t := to.t
 		f := kairos.FlowOf(c.Job, t)
 		k := t.Tenant + "/" + f
 		g := byFlow[k]
@@ -352,38 +364,23 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	if err != nil || !t.Limited() {
 		return jobs // no topic (a job with its own URL), or no limits
 	}
-	// jobs paced as they were claimed go at their time; one that comes
-	// more than an interval (and 10 ms) after it asks again, as a job
-	// back late from Redis takes a new time
-	var paced []kairos.Job
-	if late := max(time.Duration(float64(t.RatePeriod)/float64(max(t.RateLimit, 1))), 10*time.Millisecond); rdb.Paceable(t) {
-		now := d.Now()
-		for i := 0; i < len(cs); {
-			if cs[i].Paced && !now.After(cs[i].Due.Add(late)) {
-				paced = append(paced, cs[i].Job)
-				cs, jobs = slices.Delete(cs, i, i+1), slices.Delete(jobs, i, i+1)
-				continue
-			}
-			i++
-		}
-		if len(cs) == 0 {
-			return paced
-		}
-	}
-	// failure notifications go to the failure URL: the limits and the
-	// breaker of the topic's callback URL are not theirs
-	var notices []kairos.Job
+	// Some go without asking: failure notifications (they go to the
+	// failure URL: the limits and the breaker of the topic's callback URL
+	// are not theirs), and jobs paced as they were claimed, at their time
+	// (one later than rdb.PacedLate asks again, for a new time).
+	var unasked []kairos.Job
+	paceable, late, now := rdb.Paceable(t), rdb.PacedLate(t), d.Now()
 	for i := 0; i < len(cs); {
-		if _, ok := kairos.NoticeOf(cs[i].Job.ID); ok {
-			notices = append(notices, cs[i].Job)
+		_, notice := kairos.NoticeOf(cs[i].Job.ID)
+		if notice || (paceable && cs[i].Paced && !now.After(cs[i].Due.Add(late))) {
+			unasked = append(unasked, cs[i].Job)
 			cs, jobs = slices.Delete(cs, i, i+1), slices.Delete(jobs, i, i+1)
 			continue
 		}
 		i++
 	}
-	notices = append(notices, paced...)
 	if len(cs) == 0 {
-		return notices
+		return unasked
 	}
 	// jobs with their own flow key count against that flow: one script
 	// call a flow
@@ -398,13 +395,13 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 		byFlow[f] = append(byFlow[f], i)
 	}
 	var failed []rdb.Claimed
-	now := time.Now()
+	wall := time.Now()
 	for _, f := range flows {
 		idx := byFlow[f]
 		if t.Parallelism > 0 {
 			d.mu.Lock()
 			ff := d.full[t.Tenant+"/"+f]
-			waiting := ff != nil && now.Before(ff.until)
+			waiting := ff != nil && wall.Before(ff.until)
 			d.mu.Unlock()
 			if waiting { // its permits were all taken a moment ago: wait without asking
 				for _, i := range idx {
@@ -440,7 +437,7 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 		}
 	}
 	d.requeue(failed)
-	out := notices
+	out := unasked
 	var wait []rdb.Claimed
 	full := map[string][]rdb.Claimed{}
 	d.mu.Lock()

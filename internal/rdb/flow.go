@@ -81,6 +81,14 @@ func paceOf(t kairos.Topic) float64 {
 	return float64(t.RatePeriod) / float64(t.RateLimit) / float64(time.Millisecond)
 }
 
+// PacedLate is how long after the time Pace gave it a job may still start
+// on that time: an interval of topic t's rate, and at least 10 ms (as
+// flowgate.lua lets a reservation back late keep its time). A job later
+// than that asks Gate, and takes a new time.
+func PacedLate(t kairos.Topic) time.Duration {
+	return max(time.Duration(paceOf(t)*float64(time.Millisecond)), 10*time.Millisecond)
+}
+
 // Paceable reports whether Pace serves topic t's jobs: it has a rate limit
 // and neither a parallelism limit nor a circuit breaker, which are asked
 // as a job starts (Gate).

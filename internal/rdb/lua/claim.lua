@@ -29,8 +29,9 @@
 -- claimed: a scheduled or retrying job gets attempt n+1, state active and a
 -- lease (an entry at its expiry); an active one whose lease lapsed gets the
 -- same, with the lost attempt logged; a delivered one whose record expired
--- is dropped with its listing entry (a delivered outcome files that expiry). Jobs due later than now are claimed
--- ahead: the caller holds them until their due time.
+-- is dropped with its listing entry (a delivered outcome files that
+-- expiry). Jobs due later than now are claimed ahead: the caller holds them
+-- until their due time.
 -- Wheel slots are lists of "<h>/<id>,<offset>" entries, popped as they
 -- are processed.
 -- A job of a paused topic (in the shard's hold set) is not claimed: its
@@ -268,7 +269,7 @@ local function claim(field, t, v)
     unindex(tag, h, id, ca)
     return
   end
-  local r = {st = st, n = n, ca = ca, ra = ra, nx = nx, fa = fa, lt = lt, ls = ls, ll = ll, v = v}
+  local r = asRecord(v, st, n, ca, ra, nx, fa, lt, ls, ll)
   local dueAt = math.max(t, now)
   if r.st == ST.active then
     addLog(r, string.format('{"n":%d,"t":%d,"error":"worker lost: its lease expired before the attempt finished"}\n', r.n, now))

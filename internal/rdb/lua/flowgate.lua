@@ -29,7 +29,8 @@
 -- from which every time is free. A job takes the first free time at or
 -- after its own (take): its due time ahead, now otherwise; so jobs claimed
 -- ahead by several shards or processes each keep their due time while the
--- rate allows it, in whatever order they ask. Asked now, a job gets the next free time: if it has come
+-- rate allows it, in whatever order they ask. Asked now, a job gets the
+-- next free time: if it has come
 -- (or comes within a millisecond: jobs due together under a pace finer
 -- than that, or a little apart, need no round trip), the job goes; if not,
 -- the job reserves it and is given back to Redis to wait for it, and
@@ -85,6 +86,28 @@ local function take(t)
   return t
 end
 
+-- reservation takes job attempt m's reserved time out of the reservations
+-- and returns it; nil when it has none, or (back more than an interval and
+-- 10 ms after it: its process was slow) when it must take a new one, so
+-- deliveries never bunch above the pace.
+local function reservation(m)
+  local slot = redis.call('ZSCORE', resv, m)
+  if not slot then
+    return nil
+  end
+  redis.call('ZREM', resv, m)
+  slot = tonumber(slot)
+  if slot < now - math.max(interval, 10) then
+    return nil
+  end
+  return slot
+end
+
+local function reserve(m, slot)
+  redis.call('ZADD', resv, slot, m)
+  reserved = true
+end
+
 local ahead = tonumber(ARGV[6])
 local first, step, anyReserved = 7, 1, false
 if ahead then
@@ -112,14 +135,7 @@ for i = first, #ARGV, step do
     -- first free time from its due time
     local slot = nil
     if anyReserved then
-      slot = redis.call('ZSCORE', resv, m)
-    end
-    if slot then
-      slot = tonumber(slot)
-      redis.call('ZREM', resv, m)
-      if slot < now - math.max(interval, 10) then
-        slot = nil -- back late: a new time
-      end
+      slot = reservation(m)
     end
     local due = math.max(tonumber(ARGV[i + 1]), now)
     if not slot then
@@ -130,8 +146,7 @@ for i = first, #ARGV, step do
       at = due -- under a millisecond later (a pace finer than that), as a job asked now
     end
     if slot > due + ahead then
-      redis.call('ZADD', resv, slot, m)
-      reserved = true
+      reserve(m, slot)
       code = 1
     end
   elseif bst == 'o' then
@@ -145,25 +160,10 @@ for i = first, #ARGV, step do
   elseif par > 0 and free <= 0 then
     code = 2
   elseif interval > 0 then
-    local slot = redis.call('ZSCORE', resv, m)
-    if slot then
-      slot = tonumber(slot)
-      if slot < now - math.max(interval, 10) then
-        redis.call('ZREM', resv, m)
-        slot = nil -- back late: a new time
-      elseif slot > now + 1 then
-        code, at = 1, slot -- back early: wait again
-      else
-        redis.call('ZREM', resv, m)
-      end
-    end
-    if not slot then
-      slot = take(now)
-      if slot > now + 1 then
-        redis.call('ZADD', resv, slot, m)
-        reserved = true
-        code, at = 1, slot
-      end
+    local slot = reservation(m) or take(now)
+    if slot > now + 1 then -- not come yet (a reservation back early waits again)
+      reserve(m, slot)
+      code, at = 1, slot
     end
   end
   if code == 0 and par > 0 then

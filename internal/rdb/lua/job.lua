@@ -132,14 +132,18 @@ end
 -- needs the body as one string (bodyOf), and format joins header and
 -- parts in one concatenation.
 
+-- asRecord is the table of stored record v, whose header fields are given.
+local function asRecord(v, st, n, ca, ra, nx, fa, lt, ls, ll)
+  return {st = st, n = n, ca = ca, ra = ra, nx = nx, fa = fa, lt = lt, ls = ls, ll = ll, v = v}
+end
+
 -- parse returns record v as a table, or nil when v is false: the header's
 -- fields, read by one struct.unpack, and v for the body after it.
 local function parse(v)
   if not v then
     return nil
   end
-  local st, n, ca, ra, nx, fa, lt, ls, ll = (structLib or findStruct()).unpack(REC, v)
-  return {st = st, n = n, ca = ca, ra = ra, nx = nx, fa = fa, lt = lt, ls = ls, ll = ll, v = v}
+  return asRecord(v, (structLib or findStruct()).unpack(REC, v))
 end
 
 -- bodyOf returns r's body (settings, log, payload) as one string.
