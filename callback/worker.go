@@ -296,7 +296,11 @@ func (r *topicRun) release(n int64) {
 // fire makes one attempt at a started job and records its outcome.
 //
 // called runs once the callback's HTTP exchange is over, before the outcome
-// is recorded: the topic's slot is free again for its next callback.
+// is recorded: the topic's slot is free again for its next callback. A
+// topic with a circuit breaker frees it after the outcome is recorded
+// (Finish tells the breaker): a failure the breaker has not heard of yet
+// would let the next job start against a receiver the breaker is about to
+// shut off.
 func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, called func()) {
 	j := job.Resolve(t)
 	start := w.q.Now()
@@ -312,7 +316,9 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	} else {
 		res = w.client.Fire(ctx, req)
 	}
-	called()
+	if t.BreakerFailures <= 0 {
+		called()
+	}
 	a.Duration, a.Status, a.Response = res.Duration, res.Status, res.Snippet
 	ok := res.OK()
 	if !ok {
@@ -335,6 +341,9 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 		}
 	}
 	state, err := w.finish(ctx, j, a, ok, dead, retryAt, notices...)
+	if t.BreakerFailures > 0 {
+		called()
+	}
 	log := w.log.With("tenant", j.Tenant, "topic", j.Topic, "job_id", j.ID, "attempt", j.Attempts)
 	switch {
 	case err != nil:

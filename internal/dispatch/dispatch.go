@@ -369,10 +369,10 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	// are not theirs), and jobs paced as they were claimed, at their time
 	// (one later than rdb.PacedLate asks again, for a new time).
 	var unasked []kairos.Job
-	paceable, late, now := rdb.Paceable(t), rdb.PacedLate(t), d.Now()
+	paceable, now := rdb.Paceable(t), d.Now()
 	for i := 0; i < len(cs); {
 		_, notice := kairos.NoticeOf(cs[i].Job.ID)
-		if notice || (paceable && cs[i].Paced && !now.After(cs[i].Due.Add(late))) {
+		if notice || (paceable && cs[i].Paced && !now.After(cs[i].Due.Add(rdb.PacedLate))) {
 			unasked = append(unasked, cs[i].Job)
 			cs, jobs = slices.Delete(cs, i, i+1), slices.Delete(jobs, i, i+1)
 			continue

@@ -19,6 +19,10 @@ func flowJobs(topic string, from, n, attempt int) []kairos.Job {
 	return js
 }
 
+// second is a rate period of 1 s less the guard (RateGuard): 10 a second
+// are 100 ms apart.
+const second = time.Second - RateGuard
+
 func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []GateResult {
 	t.Helper()
 	rs, err := s.Gate(context.Background(), tp, tp.Flow(), jobs, 10*time.Second)
@@ -34,8 +38,8 @@ func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []GateRes
 func TestGateRatePacesAndReserves(t *testing.T) {
 	s, clk := newStore(t, Options{})
 	t0 := clk.Now()
-	a := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: time.Second, FlowKey: "partner"}
-	b := kairos.Topic{Tenant: "acme", Name: "b", RateLimit: 10, RatePeriod: time.Second, FlowKey: "partner"}
+	a := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: second, FlowKey: "partner"}
+	b := kairos.Topic{Tenant: "acme", Name: "b", RateLimit: 10, RatePeriod: second, FlowKey: "partner"}
 	rs := gates(t, s, a, flowJobs("a", 0, 3, 1))
 	if rs[0].Gate != GateGo || rs[1].Gate != GateWait || !rs[1].At.Equal(t0.Add(100*time.Millisecond)) ||
 		rs[2].Gate != GateWait || !rs[2].At.Equal(t0.Add(200*time.Millisecond)) {
@@ -59,7 +63,7 @@ func TestGateRatePacesAndReserves(t *testing.T) {
 		t.Fatalf("a newcomer: %+v", rs)
 	}
 	// Another topic with its own flow is not slowed.
-	own := kairos.Topic{Tenant: "acme", Name: "own", RateLimit: 10, RatePeriod: time.Second}
+	own := kairos.Topic{Tenant: "acme", Name: "own", RateLimit: 10, RatePeriod: second}
 	if rs = gates(t, s, own, flowJobs("own", 0, 1, 1)); rs[0].Gate != GateGo {
 		t.Fatalf("an unrelated flow: %+v", rs)
 	}
@@ -103,7 +107,7 @@ func TestGateParallelismPermits(t *testing.T) {
 func TestGateRateAndParallelism(t *testing.T) {
 	s, clk := newStore(t, Options{})
 	t0 := clk.Now()
-	tp := kairos.Topic{Tenant: "acme", Name: "both", RateLimit: 10, RatePeriod: time.Second, Parallelism: 1}
+	tp := kairos.Topic{Tenant: "acme", Name: "both", RateLimit: 10, RatePeriod: second, Parallelism: 1}
 	rs := gates(t, s, tp, flowJobs("both", 0, 3, 1))
 	if rs[0].Gate != GateGo || rs[1].Gate != GateFull || rs[2].Gate != GateFull {
 		t.Fatalf("%+v", rs)
@@ -116,26 +120,43 @@ func TestGateRateAndParallelism(t *testing.T) {
 	}
 }
 
-// A reserved job back later than its time (and 10 ms) takes a new one, so
-// deliveries never bunch above the pace.
+// A reserved job back later than its time by more than PacedLate takes a
+// new one, so deliveries never bunch above the pace; one back a little
+// late keeps it.
 func TestGateLateReturnTakesANewTime(t *testing.T) {
 	s, clk := newStore(t, Options{})
 	t0 := clk.Now()
-	tp := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: time.Second}
+	tp := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: second}
 	rs := gates(t, s, tp, flowJobs("a", 0, 3, 1))
 	if rs[2].Gate != GateWait || !rs[2].At.Equal(t0.Add(200*time.Millisecond)) {
 		t.Fatalf("%+v", rs)
 	}
-	clk.Add(250 * time.Millisecond) // j1 back 150 ms late: the next free time
-	if rs = gates(t, s, tp, flowJobs("a", 1, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(300*time.Millisecond)) {
-		t.Fatalf("back late: %+v", rs)
-	}
-	clk.Add(40 * time.Millisecond) // j2 back 90 ms late: within an interval, it goes on its time
-	if rs = gates(t, s, tp, flowJobs("a", 2, 1, 1)); rs[0].Gate != GateGo {
+	clk.Add(100*time.Millisecond + PacedLate) // j1 back PacedLate late: it goes on its time
+	if rs = gates(t, s, tp, flowJobs("a", 1, 1, 1)); rs[0].Gate != GateGo {
 		t.Fatalf("back a little late: %+v", rs)
+	}
+	clk.Add(140*time.Millisecond - PacedLate) // j2 back 50 ms late: the next free time
+	if rs = gates(t, s, tp, flowJobs("a", 2, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(300*time.Millisecond)) {
+		t.Fatalf("back late: %+v", rs)
 	}
 	if rs = gates(t, s, tp, flowJobs("a", 9, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(400*time.Millisecond)) {
 		t.Fatalf("a newcomer: %+v", rs)
+	}
+}
+
+// A period's deliveries are spread over the period and RateGuard: 10 a
+// second go 102 ms apart, so a receiver counting arrivals in any second
+// sees at most 10 while each arrives within the guard of its time.
+func TestGateRateGuard(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	t0 := clk.Now()
+	tp := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: time.Second}
+	rs := gates(t, s, tp, flowJobs("a", 0, 11, 1))
+	for i, r := range rs {
+		want := t0.Add(time.Duration(i) * (time.Second + RateGuard) / 10)
+		if (i == 0) != (r.Gate == GateGo) || !r.At.Equal(want) {
+			t.Fatalf("job %d: %+v, want at +%v", i, r, want.Sub(t0))
+		}
 	}
 }
 
@@ -204,7 +225,7 @@ func TestGateBreaker(t *testing.T) {
 // reserves the others, the 5,001st a second ahead.
 func TestGateFinePace(t *testing.T) {
 	s, clk := newStore(t, Options{})
-	tp := kairos.Topic{Tenant: "acme", Name: "fast", RateLimit: 5000, RatePeriod: time.Second}
+	tp := kairos.Topic{Tenant: "acme", Name: "fast", RateLimit: 5000, RatePeriod: second}
 	rs := gates(t, s, tp, flowJobs("fast", 0, 5001, 1))
 	goNow, last := 0, clk.Now()
 	for _, r := range rs {
@@ -239,7 +260,7 @@ func paces(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job, dues []ti
 func TestPaceKeepsDueTimesAcrossShards(t *testing.T) {
 	s, clk := newStore(t, Options{})
 	t0 := clk.Now()
-	tp := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: time.Second} // 100 ms apart
+	tp := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: second} // 100 ms apart
 	at := func(d time.Duration) time.Time { return t0.Add(d * time.Millisecond) }
 	// shard A's claim: due at 0, 250 and 500
 	rs := paces(t, s, tp, flowJobs("a", 0, 3, 1), []time.Time{at(0), at(250), at(500)}, time.Second)
@@ -278,7 +299,7 @@ func TestPaceKeepsDueTimesAcrossShards(t *testing.T) {
 func TestPaceNeverBunchesNorFiresEarly(t *testing.T) {
 	s, clk := newStore(t, Options{})
 	t0 := clk.Now()
-	tp := kairos.Topic{Tenant: "acme", Name: "r", RateLimit: 50, RatePeriod: time.Second} // 20 ms apart
+	tp := kairos.Topic{Tenant: "acme", Name: "r", RateLimit: 50, RatePeriod: second} // 20 ms apart
 	rng := rand.New(rand.NewPCG(1, 2))
 	var taken []time.Time
 	for batch := range 40 {

@@ -337,6 +337,7 @@ var luaPrelude = func() string {
 	fmt.Fprintf(&b, "local REC, REC_LEN = '%s', %d -- a job record's header (recordFields), for struct.pack and struct.unpack\n",
 		recordHeader, recordHeaderLen)
 	fmt.Fprintf(&b, "local LOG_KEEP, CHORES_MAX = %d, %d\n", LogKeep, maxChores)
+	fmt.Fprintf(&b, "local RATE_LATE = %d -- ms a job may start after its time from the rate limit (PacedLate)\n", PacedLate.Milliseconds())
 	fmt.Fprintf(&b, "local MISFIRE_GRACE, CATCHUP_MAX, REFILL_BELOW = %d, %d, %d\n",
 		kairos.MisfireGrace.Milliseconds(), kairos.MaxCatchUp, refillBelow)
 	ws := make([]string, len(wheelWidths))

@@ -7,7 +7,8 @@
 -- KEYS[4] its circuit breaker (HASH, breaker.lua), KEYS[5] the times
 -- taken from its calendar (ZSET, see Rate)
 -- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] the pace: ms
--- between deliveries (period/limit, may be fractional; 0: no rate limit),
+-- between deliveries ((period + RateGuard)/limit, may be fractional; 0:
+-- no rate limit),
 -- ARGV[3] parallelism (0: none), ARGV[4] a permit's (and a probe's) lease
 -- (ms), ARGV[5] 1 when the topic has a circuit breaker, ARGV[6] '' to ask
 -- for jobs due now, or (ahead) how far past its due time (ms) a job's time
@@ -36,9 +37,10 @@
 -- the job reserves it and is given back to Redis to wait for it, and
 -- coming back it goes. (Told to go only now, a process
 -- that stalls sends late rather than in a bunch.) One that comes back
--- more than an interval (and 10 ms) after its time (its process was slow)
--- takes a new one: its old time passed unused, so deliveries never bunch
--- above the pace by more than that.
+-- more than RATE_LATE ms after its time (its process was slow) takes a
+-- new one: its old time passed unused, so deliveries never bunch above
+-- the pace by more than that (the interval's guard, Go's RateGuard,
+-- covers it).
 -- Parallelism: a job goes only with a permit, taken here and given back by
 -- Store.Done (or lapsed with its lease); a job without one is tried again,
 -- keeping its reservation.
@@ -87,8 +89,8 @@ local function take(t)
 end
 
 -- reservation takes job attempt m's reserved time out of the reservations
--- and returns it; nil when it has none, or (back more than an interval and
--- 10 ms after it: its process was slow) when it must take a new one, so
+-- and returns it; nil when it has none, or (back more than RATE_LATE ms
+-- after it: its process was slow) when it must take a new one, so
 -- deliveries never bunch above the pace.
 local function reservation(m)
   local slot = redis.call('ZSCORE', resv, m)
@@ -97,7 +99,7 @@ local function reservation(m)
   end
   redis.call('ZREM', resv, m)
   slot = tonumber(slot)
-  if slot < now - math.max(interval, 10) then
+  if slot < now - RATE_LATE then
     return nil
   end
   return slot
