@@ -143,27 +143,47 @@ func (s *Store) leaseMargin() time.Duration { return s.opts.ReadyLease + s.opts.
 // is left alone. It returns the first error.
 func (s *Store) Release(ctx context.Context, cs []Claimed) error {
 	now := ms(s.Now())
-	shards := make([]int, len(cs))
-	cmds := s.evalAll(ctx, releaseScript, len(cs), func(i int) ([]string, []any) {
-		j := cs[i].Job
+	// one call a shard for up to releaseBatch of its jobs
+	type call struct {
+		shard int
+		argv  []any
+		first kairos.JobKey
+	}
+	var calls []*call
+	open := map[int]*call{}
+	for _, c := range cs {
+		j := c.Job
 		sh := s.k.shardOf(j.JobKey)
-		shards[i] = sh
+		cl := open[sh]
+		if cl == nil || len(cl.argv) >= 3+4*releaseBatch {
+			cl = &call{shard: sh, argv: []any{s.k.tag(sh), now, WakeHorizon.Milliseconds()}, first: j.JobKey}
+			open[sh] = cl
+			calls = append(calls, cl)
+		}
 		h, _ := s.handles.handle(topicField(j.Tenant, j.Topic)) // known: the claim resolved it
-		return []string{s.k.pool(sh), s.k.due(sh)}, []any{s.k.tag(sh), h, j.ID, j.Attempts, ms(cs[i].Due), now, WakeHorizon.Milliseconds()}
+		cl.argv = append(cl.argv, h, j.ID, j.Attempts, ms(c.Due))
+	}
+	cmds := s.evalAll(ctx, releaseScript, len(calls), func(i int) ([]string, []any) {
+		return []string{s.k.pool(calls[i].shard), s.k.due(calls[i].shard)}, calls[i].argv
 	})
 	var first error
 	for i, c := range cmds {
 		res, err := c.Slice()
 		if err != nil {
-			first = cmp.Or(first, fmt.Errorf("release %s: %w", cs[i].Job.JobKey, err))
+			n := (len(calls[i].argv) - 3) / 4
+			first = cmp.Or(first, fmt.Errorf("release %d jobs of shard %d (%s first): %w", n, calls[i].shard, calls[i].first, err))
 			continue
 		}
 		if len(res) > 1 {
-			s.wakeFor(ctx, s.c, shards[i], res[1])
+			s.wakeFor(ctx, s.c, calls[i].shard, res[1])
 		}
 	}
 	return first
 }
+
+// releaseBatch is the most jobs one release call gives back: a few
+// milliseconds of Redis.
+const releaseBatch = 500
 
 // scriptNow is the "now" argument of scripts that decide what is due: ""
 // makes them read Redis's TIME; a pinned test clock is passed as is.

@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -473,5 +474,47 @@ func TestLargeSlotsTakeSeveralCalls(t *testing.T) {
 	}
 	if hl := s.c.HLen(ctx, s.k.pool(0)).Val(); hl != 0 {
 		t.Errorf("%d records left in the pool past their retention", hl)
+	}
+}
+
+// TestReleaseManyAcrossShards: a release of more jobs than one call takes,
+// spread over every shard, gives back each job once, at the time the
+// caller set; jobs whose claim is no longer current in the same release
+// are left alone.
+func TestReleaseManyAcrossShards(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	n := 2*releaseBatch + 100
+	for i := range n {
+		enqueue(t, s, fmt.Sprintf("r%d", i), clk.Now())
+	}
+	cs := claimAll(t, s, 50*time.Millisecond)
+	if len(cs) != n {
+		t.Fatalf("claimed %d, want %d", len(cs), n)
+	}
+	later := clk.Now().Add(time.Second)
+	for i := range cs {
+		if i%2 == 0 {
+			cs[i].Due = later
+		}
+	}
+	if err := s.Release(ctx, cs[:10]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, cs); err != nil { // the first 10 again: no longer claimed
+		t.Fatal(err)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: int64(n / 2), kairos.StateReady: int64(n / 2)})
+	for _, i := range []int{0, 1, 10, 11, n - 2, n - 1} {
+		want, st := clk.Now(), kairos.StateReady // due now
+		if i%2 == 0 {
+			want, st = later, kairos.StateScheduled
+		}
+		if j := getJob(t, s, cs[i].Job.ID); j.State != st || j.Attempts != 0 || !j.NextRunAt.Equal(want) {
+			t.Errorf("%s released: %s attempts %d next %v, want %s at %v", cs[i].Job.ID, j.State, j.Attempts, j.NextRunAt, st, want)
+		}
+	}
+	if again := claimAll(t, s, 50*time.Millisecond); len(again) != n/2 {
+		t.Fatalf("claimed %d again now, want the %d released to now", len(again), n/2)
 	}
 }

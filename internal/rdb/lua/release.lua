@@ -1,33 +1,39 @@
--- release.lua: give back a job claimed by this process that it will not
--- start (it is stopping, or the job waited too long for a free worker): it
--- keeps its place (its due time) and loses no attempt.
+-- release.lua: give back jobs of one shard claimed by this process that it
+-- will not start (it is stopping, a job waited too long for a free worker,
+-- or flow control gave it a later time): each keeps its place (its due
+-- time, or the later one) and loses no attempt.
 -- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due)
--- ARGV[1] the shard's key tag, ARGV[2] the topic's handle, ARGV[3] id,
--- ARGV[4] the attempt it was claimed for, ARGV[5] its due time (ms),
--- ARGV[6] now (ms), ARGV[7] wake horizon (ms): a job given back to wait
--- for a later time (flow control) wakes a scanner that sleeps past it
--- Reply: {R.ok, earliest} released, or {R.not_found} when the claim is no
--- longer this process's (its lease lapsed, or the job is gone).
-local pool, due, tag, h, id = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
-local field = h .. '/' .. id
-local r = parse(redis.call('HGET', pool, field))
-if not r or r.st ~= ST.active or r.n ~= tonumber(ARGV[4]) then
-  return {R.not_found}
-end
-local now = tonumber(ARGV[6])
-r.n = r.n - 1
-r.nx = tonumber(ARGV[5])
-r.st = waiting(r.nx, now)
-local first = fresh(r) -- given back its first attempt since created or replayed
-if not first and r.st == ST.scheduled then
-  r.st = ST.retrying
-end
-wheelPut(field, r.nx, now)
-redis.call('HSET', pool, field, format(r))
-if first and scheduleOf(id) then
-  count(h, OCC .. 'active>' .. NAME[r.st]) -- an occurrence that did not fire after all
-else
-  count(h, 'active>' .. NAME[r.st])
+-- ARGV[1] the shard's key tag, ARGV[2] now (ms), ARGV[3] wake horizon
+-- (ms): a job given back to wait for a later time (flow control) wakes a
+-- scanner that sleeps past it; then for each job: its topic's handle, id,
+-- the attempt it was claimed for, its due time (ms)
+-- A job whose claim is no longer this process's (its lease lapsed, or the
+-- job is gone) is left alone.
+-- Reply: {jobs released, earliest}
+local pool, due, tag = KEYS[1], KEYS[2], ARGV[1]
+local now = tonumber(ARGV[2])
+local released = 0
+for i = 4, #ARGV, 4 do
+  local h, id = ARGV[i], ARGV[i + 1]
+  local field = h .. '/' .. id
+  local r = parse(redis.call('HGET', pool, field))
+  if r and r.st == ST.active and r.n == tonumber(ARGV[i + 2]) then
+    r.n = r.n - 1
+    r.nx = tonumber(ARGV[i + 3])
+    r.st = waiting(r.nx, now)
+    local first = fresh(r) -- given back its first attempt since created or replayed
+    if not first and r.st == ST.scheduled then
+      r.st = ST.retrying
+    end
+    wheelPut(field, r.nx, now)
+    redis.call('HSET', pool, field, format(r))
+    if first and scheduleOf(id) then
+      count(h, OCC .. 'active>' .. NAME[r.st]) -- an occurrence that did not fire after all
+    else
+      count(h, 'active>' .. NAME[r.st])
+    end
+    released = released + 1
+  end
 end
 countFlush(tag)
-return {R.ok, earliestOf(due, wheelFlush(tag, due), now + tonumber(ARGV[7]))}
+return {released, earliestOf(due, wheelFlush(tag, due), now + tonumber(ARGV[3]))}
