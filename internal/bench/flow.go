@@ -143,12 +143,13 @@ func (r *FlowResult) Tables() []Table {
 		{fmt.Sprintf("rate %d/s, %s jobs due at one instant: achieved", r.Rate, fmtInt(int64(r.Jobs))), fmtRate(r.RatePerSec, "/s"), "", ""},
 		checkRow("busiest 1 s window at the receiver", fmtInt(int64(r.RateBusiestSecond)), check(0)),
 		{"delivered / missing / duplicated", fmt.Sprintf("%d / %d / %d", r.RateDelivery.Delivered, r.RateDelivery.Missing, r.RateDelivery.Duplicated), "", ""},
-		{"Redis CPU per job life: no limits / rate limit", fmt.Sprintf("%.1f / %.1f µs", r.BaselineRedisCPUPerJobUS, r.RateRedisCPUPerJobUS), "", ""},
+		{"Redis CPU per job life: no limits / rate limit (added)", fmt.Sprintf("%.1f / %.1f µs (%+.1f)", r.BaselineRedisCPUPerJobUS, r.RateRedisCPUPerJobUS,
+			r.RateRedisCPUPerJobUS-r.BaselineRedisCPUPerJobUS), "", ""},
 		{fmt.Sprintf("parallelism %d, receiver holds %v: achieved", r.Parallelism, time.Duration(r.HoldMS*float64(time.Millisecond))),
 			fmtRate(r.ParallelPerSec, "/s") + fmt.Sprintf(" (at most %.0f/s)", float64(r.Parallelism)*1000/r.HoldMS), "", ""},
 		checkRow("most callbacks in flight at once", fmtInt(r.MostInFlight), check(1)),
 		{"delivered / missing / duplicated", fmt.Sprintf("%d / %d / %d", r.ParallelDelivery.Delivered, r.ParallelDelivery.Missing, r.ParallelDelivery.Duplicated), "", ""},
-		{"Redis CPU per job life, parallelism", fmt.Sprintf("%.1f µs", r.ParallelRedisCPUUS), "", ""},
+		{"Redis CPU per job life, parallelism (added)", fmt.Sprintf("%.1f µs (%+.1f)", r.ParallelRedisCPUUS, r.ParallelRedisCPUUS-r.BaselineRedisCPUPerJobUS), "", ""},
 	}
 	t.Notes = []string{"the rate is a pace: one delivery every (period + 20 ms)/limit, so that the receiver's busiest second, with network and scheduling jitter, stays within the limit",
 		"Redis CPU per job life includes the idle Redis time of the longer windows the limits make (10 s for the rate phase)"}
