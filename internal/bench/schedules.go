@@ -26,7 +26,7 @@ type SchedulesConfig struct {
 	// By default their instants are spread evenly over the interval.
 	Aligned bool
 	// OneShot runs one-shot jobs due uniformly at each phase's rate beside
-	// it (over at most oneShotWindow), to compare their cost and lateness.
+	// it (over the same window), to compare their cost and lateness.
 	OneShot bool
 }
 
@@ -51,10 +51,6 @@ func (c SchedulesConfig) withDefaults() SchedulesConfig {
 	}
 	return c
 }
-
-// oneShotWindow bounds the one-shot comparison of a phase: Redis CPU per
-// job depends on the rate, hardly on how long it lasts.
-const oneShotWindow = 20 * time.Second
 
 // SchedulesResult is the schedules scenario.
 type SchedulesResult struct {
@@ -128,7 +124,10 @@ func (b *Bench) Schedules(ctx context.Context, c SchedulesConfig) (*SchedulesRes
 			return r, fmt.Errorf("schedules %s: %w", ph.name, err)
 		}
 		if c.OneShot {
-			over := min(time.Duration(p.Each)*ph.every, oneShotWindow)
+			// over the phase's own window: a window longer than a lease
+			// (due + timeout + lease margin, about 45 s) also pays for the
+			// lease entries of the jobs fired early in it, as the phase does
+			over := time.Duration(p.Each) * ph.every
 			jobs := int(math.Round(p.PerSec * over.Seconds()))
 			b.progressf("schedules %s: one-shot jobs at the same rate: %s over %v", ph.name, fmtInt(int64(jobs)), over)
 			p.OneShot, err = b.precision(ctx, jobs, over, 0, "schedules-"+ph.name+"-oneshot")
