@@ -71,6 +71,10 @@ type gated struct {
 	probe bool       // sent as the breaker's probe
 }
 
+// flowKey names a tenant's flow (kairos.FlowOf) in the dispatcher's maps:
+// "tenant/flow".
+func flowKey(tenant, flow string) string { return tenant + "/" + flow }
+
 // fullFlow is a flow whose permits were all taken when last asked: its
 // jobs wait without asking until then, and a permit given back here
 // (Finish) wakes them at once.
@@ -192,7 +196,7 @@ func (d *Dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 		}
 		t := to.t
 		f := kairos.FlowOf(c.Job, t)
-		k := t.Tenant + "/" + f
+		k := flowKey(t.Tenant, f)
 		g := byFlow[k]
 		if g == nil {
 			g = &group{topic: t, flow: f}
@@ -387,12 +391,14 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	rs := make([]rdb.GateResult, len(jobs))
 	var flows []string
 	byFlow := map[string][]int{}
+	flowOf := make([]string, len(jobs)) // each job's flow key ("tenant/flow")
 	for i, j := range jobs {
 		f := kairos.FlowOf(j, t)
 		if _, ok := byFlow[f]; !ok {
 			flows = append(flows, f)
 		}
 		byFlow[f] = append(byFlow[f], i)
+		flowOf[i] = flowKey(t.Tenant, f)
 	}
 	var failed []rdb.Claimed
 	wall := time.Now()
@@ -400,7 +406,7 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 		idx := byFlow[f]
 		if t.Parallelism > 0 {
 			d.mu.Lock()
-			ff := d.full[t.Tenant+"/"+f]
+			ff := d.full[flowOf[idx[0]]]
 			waiting := ff != nil && wall.Before(ff.until)
 			d.mu.Unlock()
 			if waiting { // its permits were all taken a moment ago: wait without asking
@@ -409,15 +415,15 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 				}
 				continue
 			}
-		}
-		if t.Parallelism > 0 && len(idx) > t.Parallelism {
-			// no more than the limit can go at once: the rest wait without
-			// asking (a backlog would otherwise send every waiting job
-			// to the script every fullRetry)
-			for _, i := range idx[t.Parallelism:] {
-				rs[i].Gate = rdb.GateFull
+			if len(idx) > t.Parallelism {
+				// no more than the limit can go at once: the rest wait
+				// without asking (a backlog would otherwise send every
+				// waiting job to the script every fullRetry)
+				for _, i := range idx[t.Parallelism:] {
+					rs[i].Gate = rdb.GateFull
+				}
+				idx = idx[:t.Parallelism]
 			}
-			idx = idx[:t.Parallelism]
 		}
 		group := make([]kairos.Job, len(idx))
 		for k, i := range idx {
@@ -453,8 +459,7 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 			c.Due = r.At
 			wait = append(wait, c)
 		default:
-			f := t.Tenant + "/" + kairos.FlowOf(jobs[i], t)
-			full[f] = append(full[f], cs[i])
+			full[flowOf[i]] = append(full[flowOf[i]], cs[i])
 		}
 	}
 	d.mu.Unlock()
@@ -549,7 +554,7 @@ func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Att
 		if err := d.Done(ctx, g.topic, g.job); err != nil {
 			d.log.Warn("give back a flow-control permit; it lapses with its lease", "job", key, "err", err)
 		} else if g.topic.Parallelism > 0 {
-			d.wakeFull(g.topic.Tenant + "/" + kairos.FlowOf(g.job, g.topic))
+			d.wakeFull(flowKey(g.topic.Tenant, kairos.FlowOf(g.job, g.topic)))
 		}
 		if g.topic.BreakerFailures > 0 {
 			b, err := d.Outcome(ctx, g.topic, g.job, ok)
