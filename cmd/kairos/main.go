@@ -22,6 +22,8 @@ usage:
   kairos token --tenant NAME [--admin] [--ttl D]  print an API token signed with KAIROS_AUTH_SECRET (default expiry 24h; --ttl 0: none)
   kairos tick [--for D] [serve flags]        run the scanner and workers for at most D (default 55s), deliver
                                              what is due, print a JSON summary: for a scheduled trigger
+  kairos migrate [serve flags]               move the data under KAIROS_PREFIX to this version's layout, in place
+                                             (stop every kairos first; README, Upgrading)
 
 calling a running kairos (KAIROS_URL, KAIROS_TOKEN; each command's -h for its flags):
   kairos topics list|put|get|delete          topics and their callback settings
@@ -65,7 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func runCommand(ctx context.Context, args []string, std stdio) error {
 	if len(args) == 0 {
 		fmt.Fprint(std.stderr, usage)
-		return usagef("", "name a command: serve, token, tick, topics, jobs, schedules, dead, keys, tenants or stats")
+		return usagef("", "name a command: serve, token, tick, migrate, topics, jobs, schedules, dead, keys, tenants or stats")
 	}
 	switch args[0] {
 	case "serve":
@@ -74,6 +76,8 @@ func runCommand(ctx context.Context, args []string, std stdio) error {
 		return token(args[1:], std.getenv, std.stdout, std.stderr)
 	case "tick":
 		return tick(ctx, args[1:], std.getenv, std.stdout, std.stderr)
+	case "migrate":
+		return migrate(ctx, args[1:], std.getenv, std.stdout, std.stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(std.stdout, usage)
 		return nil

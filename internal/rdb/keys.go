@@ -103,8 +103,13 @@ func (k keys) deadAll(shard int) string { return k.tag(shard) + "dall" }
 // claim to apply them (Store.Finish).
 func (k keys) outcomes(shard int) string { return k.tag(shard) + "o" }
 
-// schedules is a shard's schedules: "<h>/<id>" -> the schedule's record.
+// schedules is a shard's schedules: "<h>/<id>" -> the schedule's header
+// and queue of instants.
 func (k keys) schedules(shard int) string { return k.tag(shard) + "sch" }
+
+// scheduleBodies is a shard's schedule bodies: "<h>/<id>" -> the
+// schedule's meta, settings and payload (the scripts name it tag .. 'sb').
+func (k keys) scheduleBodies(shard int) string { return k.tag(shard) + "sb" }
 
 // scheduleIndex is a topic's schedule ids in one shard (all scored 0, so
 // they list in id order).

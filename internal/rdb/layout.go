@@ -15,7 +15,8 @@ import (
 // the codes and limits from the prelude that luaPrelude generates from the
 // tables below, so a reader learns the layout here and nowhere else.
 //
-// # Layout version 4 (3 added schedules, and routes occurrences by their schedule; 4 gave the job record a binary header)
+// # Layout version 5 (3 added schedules, and routes occurrences by their schedule; 4 gave the job record a binary header;
+// 5 keeps a schedule's binary header apart from its body)
 //
 // Keys (P is the key prefix, s a shard, h a topic handle):
 //
@@ -35,7 +36,8 @@ import (
 //	P:{s}:d:<h>         ZSET   a topic's dead letters: id -> when it died
 //	P:{s}:dt:<tenant>   ZSET   a tenant's dead letters across topics: "<h>/<id>" -> when it died
 //	P:{s}:dall          ZSET   every tenant's dead letters: "<h>/<id>" -> when it died
-//	P:{s}:sch           HASH   the shard's schedules: "<h>/<id>" -> the schedule's record
+//	P:{s}:sch           HASH   the shard's schedules: "<h>/<id>" -> the schedule's header and queue
+//	P:{s}:sb            HASH   the shard's schedule bodies: "<h>/<id>" -> the schedule's meta, settings and payload
 //	P:{s}:si:<h>        ZSET   a topic's schedule ids in the shard, all scored 0 (listed by id)
 //	P:{s}:sr            SET    schedules whose queue of instants runs low: "<h>/<id>"
 //	P:{s}:hold          SET    handles of paused topics: the shard's claims hold their jobs
@@ -76,20 +78,30 @@ import (
 //
 // # Schedules
 //
-// A schedule is one value in its shard's schedule hash:
+// A schedule is two values, one in each of its shard's schedule hashes:
 //
-//	gen,cur,hi,lf,cu,fl,lt,ls,lm,q|<settings><meta><payload>
+//	P:{s}:sch  <header: scheduleHeaderLen bytes><queue: instants, queueEntry bytes each>
+//	P:{s}:sb   <meta><settings><payload>
 //
-// (fields in scheduleFields; numbers base 36, times unix ms). Its occurrences
-// are ordinary jobs with ids "<schedule id>@<unix ms>" (decimal), in the
-// schedule's shard (keys.shardOf). Exactly one occurrence is pending (cur)
-// while the schedule runs: the claim that fires it files the next one, the
-// first instant of q, in the same script (claim.lua), so a crash can neither
-// skip nor double one. Go computes the instants (cron and time zones are
-// Go's) and keeps q topped up: a claim that leaves q short adds the schedule
-// to P:{s}:sr, and the scanner refills a batch of them in one call
-// (schedrefill.lua). A pattern that has no instant after hi (end_at, or a
-// cron that ends) is marked ended, and its claims ask for no refill.
+// The header is binary, as a job record's (scheduleFields, read and written
+// with one struct call); the queue holds the instants after cur, ascending.
+// Every occurrence the schedule fires rewrites its header and queue (a
+// hundred-odd bytes); the body, which can be kilobytes, is written only by
+// a put. An occurrence's body is the schedule's settings and payload (the
+// end of the schedule's body, in one piece); the claim that fires one files
+// the next with the body of the one firing, so the body hash is read only
+// by a resume or a refill that files a first occurrence, and by a claim
+// whose firing occurrence was replayed (it carries an attempt log).
+// Its occurrences are ordinary jobs with ids "<schedule id>@<unix ms>"
+// (decimal), in the schedule's shard (keys.shardOf). Exactly one occurrence
+// is pending (cur) while the schedule runs: the claim that fires it files
+// the next one, the first instant of the queue, in the same script
+// (claim.lua), so a crash can neither skip nor double one. Go computes the
+// instants (cron and time zones are Go's) and keeps the queue topped up: a
+// claim that leaves it short adds the schedule to P:{s}:sr, and the scanner
+// refills a batch of them in one call (schedrefill.lua). A pattern that has
+// no instant after hi (end_at, or a cron that ends) is marked ended, and its
+// claims ask for no refill.
 //
 // # Counters
 //
@@ -168,7 +180,7 @@ import (
 
 // LayoutVersion is the version of the layout this code reads and writes;
 // Init refuses a Redis that holds another.
-const LayoutVersion = 4
+const LayoutVersion = 5
 
 // LogKeep is how many attempts a job's log keeps, newest last.
 const LogKeep = 10
@@ -205,35 +217,48 @@ const SlotWidth = 100 * time.Millisecond
 //
 // The scripts' struct.pack would cut a value that does not fit without a
 // word, so Go checks what it hands them (checkRecord).
-var recordFields = []struct {
-	name    string
-	width   int
-	meaning string
-}{
-	{"st", 1, "state code (stateCodes)"},
-	{"n", 3, "attempts started"},
-	{"ca", 6, "created at (ms)"},
-	{"ra", 6, "run_at: the time the job was scheduled for (ms)"},
-	{"nx", 6, "next time: due (scheduled, ready, retrying), lease expiry (active; dead keeps it), record expiry (delivered: filed with the outcome)"},
-	{"fa", 6, "finished at: delivered or dead (ms); 0 before"},
-	{"lt", 3, "lease timeout: the callback timeout in force when the job was created (ms); 0 for the claim's default"},
-	{"ls", 3, "length of the settings"},
-	{"ll", 3, "length of the attempt log"},
+var recordFields = []headerField{
+	{"st", 1, true, "state code (stateCodes)"},
+	{"n", 3, false, "attempts started"},
+	{"ca", 6, false, "created at (ms)"},
+	{"ra", 6, false, "run_at: the time the job was scheduled for (ms)"},
+	{"nx", 6, false, "next time: due (scheduled, ready, retrying), lease expiry (active; dead keeps it), record expiry (delivered: filed with the outcome)"},
+	{"fa", 6, false, "finished at: delivered or dead (ms); 0 before"},
+	{"lt", 3, false, "lease timeout: the callback timeout in force when the job was created (ms); 0 for the claim's default"},
+	{"ls", 3, false, "length of the settings"},
+	{"ll", 3, false, "length of the attempt log"},
 }
 
-// recordHeader is the header of a job record as a format of Lua's struct
-// library: big-endian, the state a 1-byte string, then unsigned integers
-// (">c1I3I6I6I6I6I3I3I3"); recordHeaderLen is its length in bytes.
-var recordHeader, recordHeaderLen = func() (string, int) {
+// headerField is a field of a binary header: width bytes, a 1-byte code
+// (code) or an unsigned big-endian integer.
+type headerField struct {
+	name    string
+	width   int
+	code    bool
+	meaning string
+}
+
+// structFormat is a header of fields as a format of Lua's struct library:
+// big-endian, a code a 1-byte string, the others unsigned integers; and
+// its length in bytes.
+func structFormat(fields []headerField) (string, int) {
 	var b strings.Builder
-	b.WriteString(">c1")
-	n := recordFields[0].width
-	for _, f := range recordFields[1:] {
-		fmt.Fprintf(&b, "I%d", f.width)
+	b.WriteString(">")
+	n := 0
+	for _, f := range fields {
+		if f.code {
+			b.WriteString("c1")
+		} else {
+			fmt.Fprintf(&b, "I%d", f.width)
+		}
 		n += f.width
 	}
 	return b.String(), n
-}()
+}
+
+// recordHeader is the header of a job record as a format of Lua's struct
+// library (">c1I3I6I6I6I6I3I3I3"); recordHeaderLen is its length in bytes.
+var recordHeader, recordHeaderLen = structFormat(recordFields)
 
 // recordMax is the largest value header field name holds.
 func recordMax(name string) int64 {
@@ -245,19 +270,27 @@ func recordMax(name string) int64 {
 	panic("rdb: no record field " + name)
 }
 
-// scheduleFields are the header fields of a schedule record, in order.
-var scheduleFields = []struct{ name, meaning string }{
-	{"gen", "version: every put, pause and resume adds one; a refill computed for another version is dropped"},
-	{"cur", "the instant of the pending occurrence (ms); empty when none (paused, ended, or waiting for a refill)"},
-	{"hi", "the latest instant ever queued (ms): a refill computes the instants after it"},
-	{"lf", "the instant of the last occurrence the pattern fired (ms)"},
-	{"cu", "catch-up: o one, n none, a all"},
-	{"fl", "flags: 1 when paused, plus 2 when the pattern has no instant after hi (ended: no refill is asked for)"},
-	{"lt", "lease timeout of the occurrences (ms), as a job's lt"},
-	{"ls", "length of the settings (the occurrences' own, as a job's)"},
-	{"lm", "length of the meta (JSON, read by Go only: the pattern and its bounds)"},
-	{"q", "the instants after cur, ';'-separated, ascending"},
+// scheduleFields are the header fields of a schedule record, in order,
+// with their widths in bytes. Times are unix ms in 6 bytes, as a job
+// record's; lt, ls and lm as a job record's lt and ls.
+var scheduleFields = []headerField{
+	{"gen", 4, false, "version: every put, pause and resume adds one; a refill computed for another version is dropped"},
+	{"cur", 6, false, "the instant of the pending occurrence (ms); 0 when none (paused, ended, or waiting for a refill)"},
+	{"hi", 6, false, "the latest instant ever queued (ms): a refill computes the instants after it"},
+	{"lf", 6, false, "the instant of the last occurrence the pattern fired (ms)"},
+	{"cu", 1, true, "catch-up: o one, n none, a all"},
+	{"fl", 1, false, "flags: 1 when paused, plus 2 when the pattern has no instant after hi (ended: no refill is asked for)"},
+	{"lt", 3, false, "lease timeout of the occurrences (ms), as a job's lt"},
+	{"ls", 3, false, "length of the settings in the body (the occurrences' own, as a job's)"},
+	{"lm", 3, false, "length of the meta in the body (JSON, read by Go only: the pattern and its bounds)"},
 }
+
+// scheduleHeader is a schedule header as a format of Lua's struct library
+// (">I4I6I6I6c1I1I3I3I3"), scheduleHeaderLen its length in bytes, and
+// queueEntry the width of each instant queued after it (unix ms).
+var scheduleHeader, scheduleHeaderLen = structFormat(scheduleFields)
+
+const queueEntry = 6
 
 // occurrenceMark starts the counter fields of occurrences' moves (see
 // "Counters"); the scripts know it as OCC.
@@ -338,6 +371,8 @@ var luaPrelude = func() string {
 		recordHeader, recordHeaderLen)
 	fmt.Fprintf(&b, "local LOG_KEEP, CHORES_MAX = %d, %d\n", LogKeep, maxChores)
 	fmt.Fprintf(&b, "local RATE_LATE = %d -- ms a job may start after its time from the rate limit (PacedLate)\n", PacedLate.Milliseconds())
+	fmt.Fprintf(&b, "local SCH, SCH_LEN, SCH_Q = '%s', %d, %d -- a schedule header (scheduleFields) and a queued instant's width\n",
+		scheduleHeader, scheduleHeaderLen, queueEntry)
 	fmt.Fprintf(&b, "local MISFIRE_GRACE, CATCHUP_MAX, REFILL_BELOW = %d, %d, %d\n",
 		kairos.MisfireGrace.Milliseconds(), kairos.MaxCatchUp, refillBelow)
 	ws := make([]string, len(wheelWidths))

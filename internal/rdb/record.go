@@ -68,9 +68,7 @@ func (r record) header() string {
 	b := make([]byte, 0, recordHeaderLen)
 	b = append(b, r.state)
 	for i, v := range r.nums() {
-		for sh := 8 * (recordFields[i+1].width - 1); sh >= 0; sh -= 8 {
-			b = append(b, byte(v>>sh))
-		}
+		b = appendBE(b, v, recordFields[i+1].width)
 	}
 	return string(b)
 }
@@ -87,6 +85,23 @@ func (r record) body() string {
 
 func (r record) encode() string { return r.header() + r.body() }
 
+// appendBE appends n as a big-endian unsigned integer of width bytes.
+func appendBE(b []byte, n int64, width int) []byte {
+	for sh := 8 * (width - 1); sh >= 0; sh -= 8 {
+		b = append(b, byte(n>>sh))
+	}
+	return b
+}
+
+// beUint reads a big-endian unsigned integer of up to 7 bytes.
+func beUint(b string) int64 {
+	var n int64
+	for i := range len(b) {
+		n = n<<8 | int64(b[i])
+	}
+	return n
+}
+
 var errBadRecord = errors.New("malformed job record")
 
 // decodeRecord parses a stored record. A value too short for its header
@@ -98,11 +113,7 @@ func decodeRecord(v string) (record, error) {
 	var nums [8]int64
 	at := recordFields[0].width
 	for i, f := range recordFields[1:] {
-		var n int64
-		for _, c := range []byte(v[at : at+f.width]) {
-			n = n<<8 | int64(c)
-		}
-		nums[i] = n
+		nums[i] = beUint(v[at : at+f.width])
 		at += f.width
 	}
 	r := record{state: v[0], attempts: nums[0], created: nums[1], runAt: nums[2], next: nums[3], finished: nums[4], lease: nums[5]}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -37,59 +36,44 @@ type scheduleMeta struct {
 // scheduleRecord is a schedule as stored (layout.go, "Schedules").
 type scheduleRecord struct {
 	gen, cur, hi, lastFired int64
+	leaseTimeout            int64 // ms, the occurrences' lt
 	catchUp                 kairos.CatchUp
 	paused, ended           bool
 	settings, meta, payload []byte
 	queue                   []int64
 }
 
-func decodeSchedule(v string) (scheduleRecord, error) {
-	head, body, ok := strings.Cut(v, "|")
-	f := strings.Split(head, ",")
-	if !ok || len(f) != len(scheduleFields) {
+// decodeSchedule reads a schedule's header (with its queue) and body as
+// stored (layout.go, "Schedules").
+func decodeSchedule(head, body string) (scheduleRecord, error) {
+	if len(head) < scheduleHeaderLen || (len(head)-scheduleHeaderLen)%queueEntry != 0 {
 		return scheduleRecord{}, fmt.Errorf("schedule record: %w", errBadRecord)
 	}
 	var r scheduleRecord
-	nums := make([]int64, 9)
-	for i := range 9 {
-		if i == 4 || i == 5 {
+	nums := make(map[string]int64, len(scheduleFields))
+	at := 0
+	for _, f := range scheduleFields {
+		if f.code {
+			for cu, c := range catchUpCodes {
+				if head[at] == c {
+					r.catchUp = cu
+				}
+			}
+			at++
 			continue
 		}
-		if f[i] == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(f[i], 36, 64)
-		if err != nil {
-			return scheduleRecord{}, fmt.Errorf("schedule record field %s: %w", scheduleFields[i].name, errBadRecord)
-		}
-		nums[i] = n
+		nums[f.name] = beUint(head[at : at+f.width])
+		at += f.width
 	}
-	r.gen, r.cur, r.hi, r.lastFired = nums[0], nums[1], nums[2], nums[3]
-	for cu, c := range catchUpCodes {
-		if f[4] == string(c) {
-			r.catchUp = cu
-		}
-	}
-	switch f[5] {
-	case "0", "1", "2", "3":
-		r.paused, r.ended = f[5] == "1" || f[5] == "3", f[5] >= "2"
-	default:
-		return scheduleRecord{}, fmt.Errorf("schedule record field fl: %w", errBadRecord)
-	}
-	ls, lm := nums[7], nums[8]
-	if r.catchUp == "" || ls < 0 || lm < 0 || ls+lm > int64(len(body)) {
+	r.gen, r.cur, r.hi, r.lastFired, r.leaseTimeout = nums["gen"], nums["cur"], nums["hi"], nums["lf"], nums["lt"]
+	fl, ls, lm := nums["fl"], nums["ls"], nums["lm"]
+	if r.catchUp == "" || fl > 3 || ls+lm > int64(len(body)) {
 		return scheduleRecord{}, fmt.Errorf("schedule record: %w", errBadRecord)
 	}
-	r.settings, r.meta, r.payload = []byte(body[:ls]), []byte(body[ls:ls+lm]), []byte(body[ls+lm:])
-	for q := range strings.SplitSeq(f[9], ";") {
-		if q == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(q, 36, 64)
-		if err != nil {
-			return scheduleRecord{}, fmt.Errorf("schedule record queue: %w", errBadRecord)
-		}
-		r.queue = append(r.queue, n)
+	r.paused, r.ended = fl&1 == 1, fl&2 == 2
+	r.meta, r.settings, r.payload = []byte(body[:lm]), []byte(body[lm:lm+ls]), []byte(body[lm+ls:])
+	for q := head[at:]; q != ""; q = q[queueEntry:] {
+		r.queue = append(r.queue, beUint(q[:queueEntry]))
 	}
 	return r, nil
 }
@@ -177,7 +161,7 @@ func (s *Store) PutSchedule(ctx context.Context, sc kairos.Schedule) (bool, erro
 		paused = "1"
 	}
 	argv := []any{s.scriptNow(), s.k.tag(shard), h, sc.ID, "put", WakeHorizon.Milliseconds(), "",
-		string(cu), paused, sc.Job.Timeout.Milliseconds(), len(set), len(meta), string(set) + string(meta) + string(sc.Job.Payload)}
+		string(cu), paused, sc.Job.Timeout.Milliseconds(), len(set), len(meta), string(meta) + string(set) + string(sc.Job.Payload)}
 	argv = instantsArgs(argv, p, now)
 	res, err := s.run(ctx, schedsetScript, s.scheduleKeys(shard, h), argv...).Slice()
 	if err != nil {
@@ -260,19 +244,26 @@ func (s *Store) GetSchedule(ctx context.Context, tenant, topic, id string) (kair
 	if err != nil {
 		return kairos.Schedule{}, scheduleNotFound(id, err)
 	}
-	v, err := s.c.HGet(ctx, s.k.schedules(shard), field(h, id)).Result()
-	if isNil(err) {
-		return kairos.Schedule{}, fmt.Errorf("schedule %q: %w", id, kairos.ErrNotFound)
-	}
-	if err != nil {
+	pipe := s.c.TxPipeline()
+	head, body := s.getSchedule(ctx, pipe, shard, field(h, id))
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 		return kairos.Schedule{}, fmt.Errorf("get schedule %s: %w", id, err)
 	}
-	return readSchedule(v, tenant, topic, id)
+	if isNil(head.Err()) {
+		return kairos.Schedule{}, fmt.Errorf("schedule %q: %w", id, kairos.ErrNotFound)
+	}
+	return readSchedule(head.Val(), body.Val(), tenant, topic, id)
 }
 
-// readSchedule reads the stored record v of a tenant's schedule.
-func readSchedule(v, tenant, topic, id string) (kairos.Schedule, error) {
-	r, err := decodeSchedule(v)
+// getSchedule queues on pipe the reads of schedule f's header and body:
+// in one transaction, a put between them cannot pair one with another's.
+func (s *Store) getSchedule(ctx context.Context, pipe redis.Pipeliner, shard int, f string) (head, body *redis.StringCmd) {
+	return pipe.HGet(ctx, s.k.schedules(shard), f), pipe.HGet(ctx, s.k.scheduleBodies(shard), f)
+}
+
+// readSchedule reads the stored header and body of a tenant's schedule.
+func readSchedule(head, body, tenant, topic, id string) (kairos.Schedule, error) {
+	r, err := decodeSchedule(head, body)
 	if err != nil {
 		return kairos.Schedule{}, fmt.Errorf("schedule %s: %w", id, err)
 	}
@@ -336,21 +327,21 @@ func (s *Store) ListSchedules(ctx context.Context, tenant, topic, cursor string,
 		ids = ids[:limit]
 		next = ids[limit-1].id
 	}
-	pipe = s.c.Pipeline() // the page's records in one round trip
-	gets := make([]*redis.StringCmd, len(ids))
+	pipe = s.c.TxPipeline() // the page's records in one round trip
+	heads, bodies := make([]*redis.StringCmd, len(ids)), make([]*redis.StringCmd, len(ids))
 	for i, f := range ids {
-		gets[i] = pipe.HGet(ctx, s.k.schedules(f.shard), field(h, f.id))
+		heads[i], bodies[i] = s.getSchedule(ctx, pipe, f.shard, field(h, f.id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 		return nil, "", fmt.Errorf("list schedules: %w", err)
 	}
 	out := make([]kairos.Schedule, 0, len(ids))
 	for i, f := range ids {
-		v, err := gets[i].Result()
+		v, err := heads[i].Result()
 		if isNil(err) {
 			continue // deleted meanwhile
 		}
-		sc, err := readSchedule(v, tenant, topic, f.id)
+		sc, err := readSchedule(v, bodies[i].Val(), tenant, topic, f.id)
 		if err != nil {
 			return nil, "", err
 		}
@@ -392,16 +383,19 @@ func (s *Store) RefillSchedules(ctx context.Context, shard, most int) error {
 	if len(fields) == 0 {
 		return nil
 	}
-	vals, err := s.c.HMGet(ctx, s.k.schedules(shard), fields...).Result()
-	if err != nil {
+	pipe := s.c.TxPipeline()
+	heads := pipe.HMGet(ctx, s.k.schedules(shard), fields...)
+	bodies := pipe.HMGet(ctx, s.k.scheduleBodies(shard), fields...)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("refill schedules of shard %d: %w", shard, err)
 	}
 	now := s.Now()
 	argv := []any{s.scriptNow(), s.k.tag(shard), WakeHorizon.Milliseconds()}
 	var first error
 	for i, f := range fields {
-		v, _ := vals[i].(string)
-		a, err := s.refillArgs(ctx, f, v, now)
+		head, _ := heads.Val()[i].(string)
+		body, _ := bodies.Val()[i].(string)
+		a, err := s.refillArgs(ctx, f, head, body, now)
 		if err != nil {
 			// left in the set: the next refill tries it again
 			first = cmp.Or(first, err)
@@ -421,13 +415,13 @@ func (s *Store) RefillSchedules(ctx context.Context, shard, most int) error {
 }
 
 // refillArgs are schedrefill.lua's arguments for the schedule of field f
-// (record v, "" when it is gone).
-func (s *Store) refillArgs(ctx context.Context, f, v string, now time.Time) ([]any, error) {
+// (its header and body as stored; head "" when it is gone).
+func (s *Store) refillArgs(ctx context.Context, f, head, body string, now time.Time) ([]any, error) {
 	h, id, _ := strings.Cut(f, "/")
-	if v == "" { // deleted: the script drops it from the set
+	if head == "" { // deleted: the script drops it from the set
 		return []any{h, id, -1, -1, 0, 0, 0}, nil
 	}
-	r, err := decodeSchedule(v)
+	r, err := decodeSchedule(head, body)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %s: %w", f, err)
 	}

@@ -295,7 +295,11 @@ func TestScheduleRefillsBatchAndStopAtTheEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := decodeSchedule(v)
+		body, err := s.c.HGet(ctx, s.k.scheduleBodies(shard), h+"/"+sid).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := decodeSchedule(v, body)
 		if err != nil || !r.ended || r.cur != 0 || len(r.queue) != 0 {
 			t.Fatalf("%s after its end: %+v %v", sid, r, err)
 		}
@@ -332,5 +336,36 @@ func TestScheduleShortPatternNeverRefills(t *testing.T) {
 	}
 	if fired != 12 {
 		t.Fatalf("fired %d occurrences, want 12", fired)
+	}
+}
+
+// An occurrence with three live wheel entries in its slot (rescheduled
+// twice to its own time) fires once and files its schedule's next
+// occurrence once: the claim sets a firing occurrence aside until the
+// rest of its slot is done, and its other entries are stale by then.
+func TestOccurrenceTwiceInItsSlotFiresOnce(t *testing.T) {
+	ctx := context.Background()
+	s, now, advance := newScheduleStore(t)
+	start := now().Add(time.Second)
+	if _, err := s.PutSchedule(ctx, everySecond("tick", start, "")); err != nil {
+		t.Fatal(err)
+	}
+	id := kairos.OccurrenceID("tick", start)
+	for range 2 {
+		if _, err := s.Reschedule(ctx, key(id), start); err != nil {
+			t.Fatal(err)
+		}
+	}
+	advance(time.Second)
+	if ids := fireDue(t, s); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("fired %v, want %s once", ids, id)
+	}
+	next := kairos.OccurrenceID("tick", start.Add(time.Second))
+	if sc, err := s.GetSchedule(ctx, "acme", "orders", "tick"); err != nil || !sc.Pending.Equal(start.Add(time.Second)) {
+		t.Fatalf("pending after the first: %v (%v), want %s", sc.Pending, err, next)
+	}
+	advance(time.Second)
+	if ids := fireDue(t, s); len(ids) != 1 || ids[0] != next {
+		t.Fatalf("fired %v, want %s once", ids, next)
 	}
 }

@@ -121,3 +121,19 @@ func checkEviction(ctx context.Context, cfg Config, store *rdb.Store, log *slog.
 		"Set maxmemory-policy noeviction (redis.conf, or CONFIG SET maxmemory-policy noeviction): kairos then refuses new jobs "+
 		"while Redis is full (HTTP 507) and loses none. To run anyway, set KAIROS_ALLOW_EVICTION=1 (--allow-eviction)", ErrEviction, policy)
 }
+
+// Migrate moves the kairos data under cfg's prefix to the layout this
+// kairos reads (rdb.Migrate): `kairos migrate`, with every kairos stopped.
+func Migrate(ctx context.Context, cfg Config, log *slog.Logger) (rdb.MigrateResult, error) {
+	if cfg.RedisURL == "" {
+		return rdb.MigrateResult{}, errors.New("KAIROS_REDIS_URL is not set: the embedded Redis keeps nothing to migrate")
+	}
+	c, b, closeEmbedded, err := redisClients(cfg, log)
+	if err != nil {
+		return rdb.MigrateResult{}, err
+	}
+	defer closeEmbedded()
+	defer b.Close()
+	defer c.Close()
+	return rdb.Migrate(ctx, c, cfg.Prefix)
+}

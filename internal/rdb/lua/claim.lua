@@ -39,7 +39,13 @@
 -- its state, due time and attempts until resume files it again; one whose
 -- lease lapsed becomes retrying first.
 -- Claiming a schedule's pending occurrence files the schedule's next one
--- (chain), and applies its catch-up setting to the instants missed.
+-- (chain), and applies its catch-up setting to the instants missed. The
+-- occurrences of a slot are started after its other jobs, with one read of
+-- their schedules' headers; the occurrences they file are looked up in one
+-- read a pass, and the headers written in one HSET as the call ends. The
+-- next occurrence takes its body from the one firing, which was filed from
+-- the schedule's body as it is (the body hash is read only when the firing
+-- one carries an attempt log, as a replayed one does).
 -- Reply: {claimed, next, now, end, refills}: claimed is a flat list field, record, due
 -- (ms) for each job claimed; next is the score of the earliest slot left
 -- (false when the wheel is empty); now is the time used and end Redis's
@@ -112,7 +118,7 @@ local function record()
         -- stale, skipped on its header alone
         r.st, r.fa, r.nx = ST.delivered, now, now + retention
         wheelPut(field, r.nx, now)
-        count(h, TO_DELIVERED[scheduleOf(id) ~= nil])
+        count(h, TO_DELIVERED[isOccurrence(id)])
       elseif oc == OUT.retrying then
         r.st, r.nx = ST.retrying, num(ats[i])
         wheelPut(field, r.nx, now)
@@ -120,7 +126,7 @@ local function record()
       else
         r.st, r.fa = ST.dead, now
         deadAdd(tag, tenants[i], h, id, now)
-        count(h, TO_DEAD[scheduleOf(id) ~= nil])
+        count(h, TO_DEAD[isOccurrence(id)])
         if notes[i] and notes[i] ~= '' then
           notify(h, id, r.n, notes[i])
         end
@@ -175,6 +181,47 @@ if ARGV[9] ~= '' then
   end
 end
 
+-- Schedules chained in this call. Their headers are read once for a
+-- slot's occurrences (claimChained) and kept in sobj (false: no such
+-- schedule), and those changed are written once as the call ends
+-- (schedFlush); the occurrences chains file wait in newOcc until
+-- occurFlush looks up, in one read, whether a job holds their ids.
+local sobj, schanged, newOcc = {}, {}, {}
+
+-- occurLater queues schedule s's occurrence at t, for occurFlush to file.
+local function occurLater(h, sid, s, t)
+  local st = waiting(t, now)
+  local id = occurrenceID(sid, t)
+  newOcc[#newOcc + 1] = {h = h, id = id, st = st, t = t, v = newRecord(st, now, t, s.lt, s.ls, occurrenceBody(s))}
+end
+
+-- occurFlush files the occurrences queued, each unless a job of its id
+-- exists (a trigger at the same ms).
+local function occurFlush()
+  for at = 1, #newOcc, 1000 do
+    local fs = {}
+    for i = at, math.min(at + 999, #newOcc) do
+      fs[#fs + 1] = newOcc[i].h .. '/' .. newOcc[i].id
+    end
+    local ex = redis.call('HMGET', pool, unpack(fs))
+    for i = 1, #fs do
+      local o = newOcc[at + i - 1]
+      fileNew(pool, o.h, o.id, o.v, o.st, o.t, now, keepRaw, written, ex[i] ~= false)
+    end
+  end
+  newOcc = {}
+end
+
+-- schedFlush writes the headers of the schedules chained in this call.
+local function schedFlush()
+  local hs = {}
+  for _, s in ipairs(schanged) do
+    hs[#hs + 1] = s.sf
+    hs[#hs + 1] = sformat(s)
+  end
+  callMany('HSET', KEYS[3], hs)
+end
+
 -- chain is called as schedule sid's occurrence r (of topic h) is claimed
 -- for its first attempt: when it is the schedule's pending one, the next
 -- instant becomes pending, in this call. Instants that passed meanwhile
@@ -183,9 +230,19 @@ end
 -- is itself missed. It returns true when r must not fire.
 local function chain(h, sid, r)
   local sf = h .. '/' .. sid
-  local s = sparse(redis.call('HGET', KEYS[3], sf))
+  local s = sobj[sf]
+  if s == nil then
+    s = sget(KEYS[3], tag, sf) or false
+    sobj[sf] = s
+  end
   if not s or s.cur ~= r.ra then
     return false -- a trigger, or the schedule changed
+  end
+  if not s.ob and r.ll == 0 and r.ls == s.ls then
+    -- the pending occurrence was filed from the schedule's body as it is
+    -- (a put files a new one): the next takes its body from this one's,
+    -- which the claim read anyway, and not from the body hash
+    s.ob = bodyOf(r)
   end
   local missed = {}
   local first = qfirst(s)
@@ -196,22 +253,24 @@ local function chain(h, sid, r)
   local skip = s.cu == 'n' and (#missed > 0 or now - r.ra > MISFIRE_GRACE)
   if s.cu == 'a' then
     for i = 1, math.min(#missed, CATCHUP_MAX) do
-      occur(pool, h, sid, s, missed[i], now, keepRaw, written)
+      occurLater(h, sid, s, missed[i])
     end
   end
   if not skip then
-    setRaw(s, 'lf', r.ra, s.raw.cur) -- r.ra is s.cur, as read
+    s.lf = r.ra
   end
   s.cur = 0
   if first then
-    local t, e = qpop(s)
-    setRaw(s, 'cur', t, e)
-    occur(pool, h, sid, s, t, now, keepRaw, written)
+    s.cur = qpop(s)
+    occurLater(h, sid, s, s.cur)
   end
   if not s.en and not qAtLeast(s, REFILL_BELOW) then
     redis.call('SADD', KEYS[4], sf)
   end
-  redis.call('HSET', KEYS[3], sf, sformat(s))
+  if not s.changed then
+    s.changed = true
+    schanged[#schanged + 1] = s
+  end
   return skip
 end
 
@@ -247,6 +306,30 @@ local function holdFlush()
   end
 end
 
+-- start starts attempt n+1 of job field (record r) due at dueAt: it
+-- becomes active under a lease, and is handed out.
+local function start(field, r, dueAt)
+  r.st, r.n = ST.active, r.n + 1
+  local lt = r.lt
+  if lt == 0 then
+    lt = defaultLease
+  end
+  r.nx = dueAt + lt + margin
+  wheelPut(field, r.nx, now)
+  out[#out + 1] = field
+  out[#out + 1] = keep(field, r)
+  out[#out + 1] = dueAt
+  claimed[#claimed + 1] = field .. ',' .. b36(r.n) .. ',' .. b36(dueAt)
+  budget = budget - 1
+end
+
+-- A slot's occurrences that fire are set aside by claim (later) and
+-- started by claimChained once the rest of the slot is done, with their
+-- schedules' headers read in one call; laterField marks their fields, so
+-- that another entry of one in the slot is seen as stale, as it would be
+-- once the occurrence started.
+local later, laterField = {}, {}
+
 -- claim processes field's entry at time t; v is its record as read before
 -- this call wrote any.
 local function claim(field, t, v)
@@ -257,7 +340,7 @@ local function claim(field, t, v)
   if v then
     st, n, ca, ra, nx, fa, lt, ls, ll = (structLib or findStruct()).unpack(REC, v)
   end
-  if nx ~= t or st == ST.dead then
+  if nx ~= t or st == ST.dead or laterField[field] then
     chores = chores - 1
     return -- a stale entry (cancelled, rescheduled or finished since), or a dead job's lease
   end
@@ -289,27 +372,50 @@ local function claim(field, t, v)
     if fresh(r) then
       sid = scheduleOf(id) -- an occurrence's first attempt (since a replay): it fires
     end
-    if sid and chain(h, sid, r) then
-      hdel[#hdel + 1] = field -- missed, and catch-up "none"
-      written[field] = false
-      unindex(tag, h, id, r.ca)
-      count(h, NAME[r.st], -1)
+    if sid then
+      later[#later + 1] = {field = field, r = r, h = h, id = id, sid = sid, dueAt = dueAt}
+      laterField[field] = true
       return
     end
-    count(h, TO_ACTIVE[sid ~= nil][r.st])
+    count(h, TO_ACTIVE[false][r.st])
   end
-  r.st, r.n = ST.active, r.n + 1
-  local lt = r.lt
-  if lt == 0 then
-    lt = defaultLease
+  start(field, r, dueAt)
+end
+
+-- claimChained starts the occurrences claim set aside, each chaining its
+-- schedule's next one, unless catch-up "none" drops it.
+local function claimChained()
+  if #later == 0 then
+    return
   end
-  r.nx = dueAt + lt + margin
-  wheelPut(field, r.nx, now)
-  out[#out + 1] = field
-  out[#out + 1] = keep(field, r)
-  out[#out + 1] = dueAt
-  claimed[#claimed + 1] = field .. ',' .. b36(r.n) .. ',' .. b36(dueAt)
-  budget = budget - 1
+  local sfs, seen = {}, {}
+  for _, c in ipairs(later) do
+    c.sf = c.h .. '/' .. c.sid
+    if sobj[c.sf] == nil and not seen[c.sf] then
+      seen[c.sf] = true
+      sfs[#sfs + 1] = c.sf
+    end
+  end
+  if #sfs > 0 then
+    local hs = redis.call('HMGET', KEYS[3], unpack(sfs))
+    for i, sf in ipairs(sfs) do
+      sobj[sf] = sparse(hs[i], tag .. 'sb', sf) or false
+    end
+  end
+  for _, c in ipairs(later) do
+    laterField[c.field] = nil
+    local r = c.r
+    if chain(c.h, c.sid, r) then
+      hdel[#hdel + 1] = c.field -- missed, and catch-up "none"
+      written[c.field] = false
+      unindex(tag, c.h, c.id, r.ca)
+      count(c.h, NAME[r.st], -1)
+    else
+      count(c.h, TO_ACTIVE[true][r.st])
+      start(c.field, r, c.dueAt)
+    end
+  end
+  later = {}
 end
 
 while budget > 0 and cascades > 0 and chores > 0 do -- a budget of 0 records outcomes only
@@ -341,6 +447,7 @@ while budget > 0 and cascades > 0 and chores > 0 do -- a budget of 0 records out
       for i, field in ipairs(fields) do
         claim(field, times[i], vs[i])
       end
+      claimChained()
     end
     if #es < take then -- the slot is empty (and its key gone)
       redis.call('ZREM', due, m)
@@ -349,9 +456,13 @@ while budget > 0 and cascades > 0 and chores > 0 do -- a budget of 0 records out
       break
     end
   end
-  -- cascaded entries may be due already: write them before looking again
+  -- cascaded entries and occurrences filed may be due already: write
+  -- them before looking again
+  occurFlush()
   wheelFlush(tag, due)
 end
+occurFlush()
+schedFlush()
 callMany('HSET', pool, hset)
 callMany('HDEL', pool, hdel)
 holdFlush()

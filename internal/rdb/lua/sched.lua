@@ -1,46 +1,30 @@
 -- sched.lua: schedules (layout.go, "Schedules"), put in front of every
--- script. A schedule record is
--- "gen,cur,hi,lf,cu,fl,lt,ls,lm,q|<settings><meta><payload>"; fl is 1 when
--- paused, plus 2 when the pattern has no instant after hi (ended).
+-- script. A schedule is a header and queue in the shard's schedule hash
+-- (<tag>sch: struct SCH, then instants of SCH_Q bytes each) and a body in
+-- its body hash (<tag>sb: meta, settings, payload); the flag byte fl is 1
+-- when paused, plus 2 when the pattern has no instant after hi (ended).
 
--- sparse returns schedule record v as a table, or nil when v is false or
--- no schedule record. Its queue of instants stays a string (s.qs, base 36,
--- ';'-separated): a claim takes one instant from its front, and converting
--- the others to numbers and back would cost a string a digit each.
-local function sparse(v)
-  if not v then
+-- sparse returns schedule header v (with its queue) as a table, or nil
+-- when v is false. The queue stays a string (s.qs): a claim takes one
+-- instant from its front. The body is read when an occurrence is filed
+-- (occurrenceBody), from body hash bk, field sf.
+local function sparse(v, bk, sf)
+  if not v or #v < SCH_LEN then
     return nil
   end
-  local gen, cur, hi, lf, cu, fl, lt, ls, lm, q, at =
-    string.match(v, '^(%w*),(%w*),(%w*),(%w*),(%a),(%d),(%w*),(%w*),(%w*),([%w;]*)|()')
-  if not gen then
-    return nil
-  end
-  fl = tonumber(fl)
-  local s = {gen = num(gen), cur = num(cur), hi = num(hi), lf = num(lf), cu = cu, pa = fl % 2 == 1, en = fl >= 2, lt = num(lt),
-    ls = num(ls), lm = num(lm), body = string.sub(v, at), qs = q}
-  -- as read, so that sformat writes again only what changed (field36)
-  s.raw = {gen = gen, cur = cur, hi = hi, lf = lf, lt = lt, ls = ls, lm = lm}
-  s.was = {gen = s.gen, cur = s.cur, hi = s.hi, lf = s.lf, lt = s.lt, ls = s.ls, lm = s.lm}
-  return s
+  local gen, cur, hi, lf, cu, fl, lt, ls, lm = (structLib or findStruct()).unpack(SCH, v)
+  return {gen = gen, cur = cur, hi = hi, lf = lf, cu = cu, pa = fl % 2 == 1, en = fl >= 2, lt = lt, ls = ls, lm = lm,
+    qs = string.sub(v, SCH_LEN + 1), bk = bk, sf = sf}
 end
 
--- field36 is field f of schedule s as stored: as read when it did not change.
-local function field36(s, f)
-  if s.was and s.was[f] == s[f] then
-    return s.raw[f]
-  end
-  return b36(s[f])
+local SCH_QF = '>I' .. SCH_Q -- one queued instant
+
+-- sget reads schedule sf of the shard of tag, or returns nil.
+local function sget(scheds, tag, sf)
+  return sparse(redis.call('HGET', scheds, sf), tag .. 'sb', sf)
 end
 
--- setRaw sets field f of schedule s to n, whose base 36 is known (e).
-local function setRaw(s, f, n, e)
-  s[f] = n
-  if s.raw then
-    s.raw[f], s.was[f] = e, n
-  end
-end
-
+-- sformat returns s's header and queue as stored.
 local function sformat(s)
   local fl = 0
   if s.pa then
@@ -49,59 +33,54 @@ local function sformat(s)
   if s.en then
     fl = fl + 2
   end
-  return field36(s, 'gen') .. ',' .. field36(s, 'cur') .. ',' .. field36(s, 'hi') .. ',' .. field36(s, 'lf') .. ',' ..
-    s.cu .. ',' .. fl .. ',' .. field36(s, 'lt') .. ',' .. field36(s, 'ls') .. ',' .. field36(s, 'lm') .. ',' .. s.qs ..
-    '|' .. s.body
+  return (structLib or findStruct()).pack(SCH, s.gen, s.cur, s.hi, s.lf, s.cu, fl, s.lt, s.ls, s.lm) .. s.qs
+end
+
+-- sput writes s's header and queue; its body is written by whoever set
+-- it (schedset.lua).
+local function sput(scheds, s)
+  redis.call('HSET', scheds, s.sf, sformat(s))
 end
 
 -- qfirst returns the first instant of s's queue, or nil when it is empty.
 local function qfirst(s)
-  local e = string.match(s.qs, '^[^;]+')
-  if not e then
+  if s.qs == '' then
     return nil
   end
-  return num(e)
+  return ((structLib or findStruct()).unpack(SCH_QF, s.qs))
 end
 
--- qpop removes the first instant of s's queue and returns it, and its
--- base 36 (nil when the queue is empty).
+-- qpop removes the first instant of s's queue and returns it (nil when
+-- the queue is empty).
 local function qpop(s)
-  if s.qs == '' then
-    return nil
+  local t = qfirst(s)
+  if t then
+    s.qs = string.sub(s.qs, SCH_Q + 1)
   end
-  local i = string.find(s.qs, ';', 1, true)
-  local e = s.qs
-  if i then
-    e, s.qs = string.sub(s.qs, 1, i - 1), string.sub(s.qs, i + 1)
-  else
-    s.qs = ''
-  end
-  return num(e), e
+  return t
 end
 
--- qAtLeast reports whether s's queue holds n instants or more (n >= 1):
--- it looks for n-1 separators, without counting them all.
+-- qAtLeast reports whether s's queue holds n instants or more.
 local function qAtLeast(s, n)
-  if s.qs == '' then
-    return false
-  end
-  local i = 0
-  for _ = 1, n - 1 do
-    i = string.find(s.qs, ';', i + 1, true)
-    if not i then
-      return false
-    end
-  end
-  return true
+  return #s.qs >= n * SCH_Q
 end
 
 -- qpush appends instant t to s's queue.
 local function qpush(s, t)
-  if s.qs == '' then
-    s.qs = b36(t)
-  else
-    s.qs = s.qs .. ';' .. b36(t)
+  s.qs = s.qs .. (structLib or findStruct()).pack(SCH_QF, t)
+end
+
+-- occurrenceBody returns the body of s's occurrences: its settings and
+-- payload, the end of its body (read once a call).
+local function occurrenceBody(s)
+  if not s.ob then
+    local b = s.body
+    if not b then
+      b = redis.call('HGET', s.bk, s.sf) or ''
+    end
+    s.ob = string.sub(b, s.lm + 1)
   end
+  return s.ob
 end
 
 -- occurrenceID is the job id of schedule sid's occurrence at t (ms).
@@ -118,16 +97,26 @@ local function scheduleOf(id)
   return string.match(id, '^(.+)@%d+$')
 end
 
+-- isOccurrence reports whether id is an occurrence's, as scheduleOf(id)
+-- ~= nil does, without making a string.
+local function isOccurrence(id)
+  return string.find(id, '@', 1, true) ~= nil and string.find(id, '.@%d+$') ~= nil
+end
+
 -- fileNew files job id of topic h, record v in state st due at t, unless
 -- a job of that id exists: written is the caller's jobs written (a
 -- record) or deleted (false) in this call, or nil; put, when given, writes
 -- v with the caller's batch, else HSET does. The wheel and listing entries
 -- are written by the caller's wheelFlush and indexFlush. It reports
--- whether it filed the job.
-local function fileNew(pool, h, id, v, st, t, now, put, written)
+-- whether it filed the job. exists, when given, says whether the pool
+-- held the job as the call began (the caller read it with others').
+local function fileNew(pool, h, id, v, st, t, now, put, written, exists)
   local field = h .. '/' .. id
   local w = written and written[field]
-  if w or (w == nil and redis.call('HEXISTS', pool, field) == 1) then
+  if w == nil and exists == nil then
+    exists = redis.call('HEXISTS', pool, field) == 1
+  end
+  if w or (w == nil and exists) then
     return false
   end
   if put then
@@ -146,7 +135,7 @@ end
 -- written as fileNew's.
 local function occur(pool, h, sid, s, t, now, put, written)
   local st = waiting(t, now)
-  local v = newRecord(st, now, t, s.lt, s.ls, string.sub(s.body, 1, s.ls) .. string.sub(s.body, s.ls + s.lm + 1))
+  local v = newRecord(st, now, t, s.lt, s.ls, occurrenceBody(s))
   fileNew(pool, h, occurrenceID(sid, t), v, st, t, now, put, written)
 end
 

@@ -7,7 +7,7 @@
 local pool, scheds, refills, idx = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local tag, h, sid = ARGV[1], ARGV[2], ARGV[3]
 local sf = h .. '/' .. sid
-local s = sparse(redis.call('HGET', scheds, sf))
+local s = sget(scheds, tag, sf)
 if not s then
   return R.not_found
 end
@@ -15,6 +15,7 @@ if s.cur ~= 0 then
   unoccur(tag, pool, h, sid, s.cur)
 end
 redis.call('HDEL', scheds, sf)
+redis.call('HDEL', s.bk, sf)
 redis.call('SREM', refills, sf)
 redis.call('ZREM', idx, sid)
 countFlush(tag)

@@ -26,7 +26,7 @@ while i <= #ARGV do
   i = first + missed + nexts
   local sf = h .. '/' .. sid
   redis.call('SREM', refills, sf)
-  local s = sparse(redis.call('HGET', scheds, sf))
+  local s = sget(scheds, tag, sf)
   if s and s.gen == gen and s.hi == hi and not s.pa then
     if s.cur == 0 and s.cu == 'a' then
       for j = first, first + math.min(missed, CATCHUP_MAX) - 1 do
@@ -45,7 +45,7 @@ while i <= #ARGV do
       s.cur = qpop(s)
       occur(pool, h, sid, s, s.cur, now)
     end
-    redis.call('HSET', scheds, sf, sformat(s))
+    sput(scheds, s)
   end
 end
 indexFlush(tag)

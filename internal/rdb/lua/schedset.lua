@@ -8,7 +8,7 @@
 -- Go can compute more instants after the last given (the pattern has not
 -- ended); for 'put' ARGV[8] catch-up code, ARGV[9] paused (1/0), ARGV[10]
 -- lease timeout (ms), ARGV[11] settings length, ARGV[12] meta length,
--- ARGV[13] settings, meta and payload; then (put and resume) the next
+-- ARGV[13] the body: meta, settings and payload; then (put and resume) the next
 -- instants (ms), ascending, the first of them after now.
 -- The pending occurrence of the schedule as it was is removed unless it
 -- is being delivered; the first instant given becomes the pending one.
@@ -22,12 +22,12 @@ end
 local now = clock(ARGV[1])
 local tag, h, sid, mode = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local sf = h .. '/' .. sid
-local old = sparse(redis.call('HGET', scheds, sf))
+local old = sget(scheds, tag, sf)
 local s, first
 local pending = old and old.cur or 0
 if mode == 'put' then
   s = {gen = 1, cur = 0, hi = 0, lf = 0, cu = ARGV[8], pa = ARGV[9] == '1', lt = tonumber(ARGV[10]), qs = '',
-    ls = tonumber(ARGV[11]), lm = tonumber(ARGV[12]), body = ARGV[13]}
+    ls = tonumber(ARGV[11]), lm = tonumber(ARGV[12]), body = ARGV[13], bk = tag .. 'sb', sf = sf}
   if old then
     s.gen, s.lf = old.gen + 1, old.lf
   end
@@ -61,7 +61,10 @@ if not s.pa then
     redis.call('SADD', refills, sf)
   end
 end
-redis.call('HSET', scheds, sf, sformat(s))
+sput(scheds, s)
+if s.body then
+  redis.call('HSET', s.bk, sf, s.body)
+end
 redis.call('ZADD', idx, 0, sid)
 indexFlush(tag)
 countFlush(tag)
