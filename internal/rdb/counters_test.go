@@ -22,10 +22,10 @@ func TestOccurrenceCounters(t *testing.T) {
 	if _, err := s.PutSchedule(ctx, everySecond("tick", start, "")); err != nil {
 		t.Fatal(err)
 	}
-	enqueue(t, s, "plain-ok", now())
-	enqueue(t, s, "plain-dead", now())
+	enqueue(t, s, "user@example.com", now()) // ids with an @ that are not occurrences
+	enqueue(t, s, "release@1.2", now())
 	for _, c := range claimAll(t, s, 0) {
-		ok := c.Job.ID == "plain-ok"
+		ok := c.Job.ID == "user@example.com"
 		finishJob(t, s, c.Job, now(), 500, ok, !ok, time.Time{})
 	}
 	wantOccurrences(t, s, Occurrences{})
@@ -85,7 +85,7 @@ func TestOccurrenceCounters(t *testing.T) {
 		t.Fatalf("after the outage %d occurrences fired, want 1", fired)
 	}
 	wantOccurrences(t, s, Occurrences{Fired: 8, Delivered: 7, Dead: 1})
-	// 7 occurrences and plain-ok delivered; the dead occurrence was replayed;
+	// 7 occurrences and user@example.com delivered; the dead occurrence was replayed;
 	// each schedule's pending occurrence
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateDelivered: 8, kairos.StateDead: 1, kairos.StateScheduled: 2})
 }

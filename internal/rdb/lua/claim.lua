@@ -184,32 +184,33 @@ end
 -- Schedules chained in this call. Their headers are read once for a
 -- slot's occurrences (claimChained) and kept in sobj (false: no such
 -- schedule), and those changed are written once as the call ends
--- (schedFlush); the occurrences chains file wait in newOcc until
--- occurFlush looks up, in one read, whether a job holds their ids.
-local sobj, schanged, newOcc = {}, {}, {}
+-- (schedFlush); the occurrences chains file wait (occ*, nOcc of them)
+-- until occurFlush looks up, in one read, whether a job holds their ids.
+-- Lists are kept in arrays reused through the call, not a table an entry:
+-- each table Lua makes is an allocation its collector pays for again.
+local sobj, schanged = {}, {}
+local occH, occID, occF, occSt, occT, occV, nOcc = {}, {}, {}, {}, {}, {}, 0
 
 -- occurLater queues schedule s's occurrence at t, for occurFlush to file.
 local function occurLater(h, sid, s, t)
   local st = waiting(t, now)
   local id = occurrenceID(sid, t)
-  newOcc[#newOcc + 1] = {h = h, id = id, st = st, t = t, v = newRecord(st, now, t, s.lt, s.ls, occurrenceBody(s))}
+  nOcc = nOcc + 1
+  occH[nOcc], occID[nOcc], occF[nOcc], occSt[nOcc], occT[nOcc] = h, id, h .. '/' .. id, st, t
+  occV[nOcc] = newRecord(st, now, t, s.lt, s.ls, occurrenceBody(s))
 end
 
 -- occurFlush files the occurrences queued, each unless a job of its id
 -- exists (a trigger at the same ms).
 local function occurFlush()
-  for at = 1, #newOcc, 1000 do
-    local fs = {}
-    for i = at, math.min(at + 999, #newOcc) do
-      fs[#fs + 1] = newOcc[i].h .. '/' .. newOcc[i].id
-    end
-    local ex = redis.call('HMGET', pool, unpack(fs))
-    for i = 1, #fs do
-      local o = newOcc[at + i - 1]
-      fileNew(pool, o.h, o.id, o.v, o.st, o.t, now, keepRaw, written, ex[i] ~= false)
+  for at = 1, nOcc, 1000 do
+    local last = math.min(at + 999, nOcc)
+    local ex = redis.call('HMGET', pool, unpack(occF, at, last))
+    for i = at, last do
+      fileNew(pool, occH[i], occID[i], occV[i], occSt[i], occT[i], now, keepRaw, written, ex[i - at + 1] ~= false)
     end
   end
-  newOcc = {}
+  nOcc = 0
 end
 
 -- schedFlush writes the headers of the schedules chained in this call.
@@ -244,14 +245,15 @@ local function chain(h, sid, r)
     -- which the claim read anyway, and not from the body hash
     s.ob = bodyOf(r)
   end
-  local missed = {}
+  local missed = nil -- rare: made when an instant was missed
   local first = qfirst(s)
   while first and first <= now do
+    missed = missed or {}
     missed[#missed + 1] = qpop(s)
     first = qfirst(s)
   end
-  local skip = s.cu == 'n' and (#missed > 0 or now - r.ra > MISFIRE_GRACE)
-  if s.cu == 'a' then
+  local skip = s.cu == 'n' and (missed ~= nil or now - r.ra > MISFIRE_GRACE)
+  if missed and s.cu == 'a' then
     for i = 1, math.min(#missed, CATCHUP_MAX) do
       occurLater(h, sid, s, missed[i])
     end
@@ -323,12 +325,13 @@ local function start(field, r, dueAt)
   budget = budget - 1
 end
 
--- A slot's occurrences that fire are set aside by claim (later) and
--- started by claimChained once the rest of the slot is done, with their
--- schedules' headers read in one call; laterField marks their fields, so
--- that another entry of one in the slot is seen as stale, as it would be
--- once the occurrence started.
-local later, laterField = {}, {}
+-- A slot's occurrences that fire are set aside by claim (later*, nLater
+-- of them) and started by claimChained once the rest of the slot is done,
+-- with their schedules' headers read in one call; laterField marks their
+-- fields, so that another entry of one in the slot is seen as stale, as it
+-- would be once the occurrence started.
+local laterF, laterR, laterH, laterID, laterSid, laterDue, nLater = {}, {}, {}, {}, {}, {}, 0
+local laterField = {}
 
 -- claim processes field's entry at time t; v is its record as read before
 -- this call wrote any.
@@ -373,7 +376,9 @@ local function claim(field, t, v)
       sid = scheduleOf(id) -- an occurrence's first attempt (since a replay): it fires
     end
     if sid then
-      later[#later + 1] = {field = field, r = r, h = h, id = id, sid = sid, dueAt = dueAt}
+      nLater = nLater + 1
+      laterF[nLater], laterR[nLater], laterH[nLater], laterID[nLater], laterSid[nLater], laterDue[nLater] =
+        field, r, h, id, sid, dueAt
       laterField[field] = true
       return
     end
@@ -385,15 +390,15 @@ end
 -- claimChained starts the occurrences claim set aside, each chaining its
 -- schedule's next one, unless catch-up "none" drops it.
 local function claimChained()
-  if #later == 0 then
+  if nLater == 0 then
     return
   end
   local sfs, seen = {}, {}
-  for _, c in ipairs(later) do
-    c.sf = c.h .. '/' .. c.sid
-    if sobj[c.sf] == nil and not seen[c.sf] then
-      seen[c.sf] = true
-      sfs[#sfs + 1] = c.sf
+  for i = 1, nLater do
+    local sf = laterH[i] .. '/' .. laterSid[i]
+    if sobj[sf] == nil and not seen[sf] then
+      seen[sf] = true
+      sfs[#sfs + 1] = sf
     end
   end
   if #sfs > 0 then
@@ -402,20 +407,20 @@ local function claimChained()
       sobj[sf] = sparse(hs[i], tag .. 'sb', sf) or false
     end
   end
-  for _, c in ipairs(later) do
-    laterField[c.field] = nil
-    local r = c.r
-    if chain(c.h, c.sid, r) then
-      hdel[#hdel + 1] = c.field -- missed, and catch-up "none"
-      written[c.field] = false
-      unindex(tag, c.h, c.id, r.ca)
-      count(c.h, NAME[r.st], -1)
+  for i = 1, nLater do
+    local field, r, h = laterF[i], laterR[i], laterH[i]
+    laterField[field] = nil
+    if chain(h, laterSid[i], r) then
+      hdel[#hdel + 1] = field -- missed, and catch-up "none"
+      written[field] = false
+      unindex(tag, h, laterID[i], r.ca)
+      count(h, NAME[r.st], -1)
     else
-      count(c.h, TO_ACTIVE[true][r.st])
-      start(c.field, r, c.dueAt)
+      count(h, TO_ACTIVE[true][r.st])
+      start(field, r, laterDue[i])
     end
   end
-  later = {}
+  nLater = 0
 end
 
 while budget > 0 and cascades > 0 and chores > 0 do -- a budget of 0 records outcomes only

@@ -100,7 +100,19 @@ end
 -- isOccurrence reports whether id is an occurrence's, as scheduleOf(id)
 -- ~= nil does, without making a string.
 local function isOccurrence(id)
-  return string.find(id, '@', 1, true) ~= nil and string.find(id, '.@%d+$') ~= nil
+  if not string.find(id, '@', 1, true) then
+    return false -- most ids: one plain search
+  end
+  local i = #id
+  local b = string.byte(id, i)
+  if not b or b < 48 or b > 57 then
+    return false
+  end
+  repeat -- back over the trailing digits
+    i = i - 1
+    b = string.byte(id, i)
+  until not b or b < 48 or b > 57
+  return b == 64 and i > 1 -- '@', after a schedule id
 end
 
 -- fileNew files job id of topic h, record v in state st due at t, unless
