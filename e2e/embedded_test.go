@@ -18,7 +18,9 @@ import (
 // and without KAIROS_AUTH_SECRET (a generated one, an admin token printed).
 // With that token it registers a topic and creates jobs, single and batch,
 // due now and later, one with a payload long enough to be stored in pieces;
-// each is delivered once and reads back as delivered.
+// each is delivered once and reads back as delivered. A schedule every
+// second fires on the embedded Redis too (its scripts pack headers with a
+// Lua stand-in for Redis's struct library).
 func TestEmbeddedServeDelivers(t *testing.T) {
 	t.Parallel()
 	p := testproc.StartArgs(t, "embedded", []string{"--allow-private-urls"}, "KAIROS_REDIS_URL=", "KAIROS_AUTH_SECRET=",
@@ -44,13 +46,31 @@ func TestEmbeddedServeDelivers(t *testing.T) {
 	if err != nil || res.Created != 2 {
 		t.Fatalf("batch: %+v, %v", res, err)
 	}
-	rcv.waitHits(t, 3, 20*time.Second)
+	if _, err := c.PutSchedule(ctx, "demo", "tick", client.ScheduleRequest{Every: client.Duration(time.Second), Payload: json.RawMessage("3")}); err != nil {
+		t.Fatal(err)
+	}
+	rcv.waitHits(t, 6, 20*time.Second) // the three jobs and three occurrences
+	if err := c.DeleteSchedule(ctx, "demo", "tick"); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(500 * time.Millisecond) // room for a duplicate to show
 	jobs := rcv.byJob()
 	for _, id := range []string{"single", "now", "later"} {
 		if len(jobs[id]) != 1 {
 			t.Fatalf("job %s delivered %d times, want once", id, len(jobs[id]))
 		}
+	}
+	occurrences := 0
+	for id, hits := range jobs {
+		if strings.HasPrefix(id, "tick@") {
+			if len(hits) != 1 || string(hits[0].Body) != "3" {
+				t.Fatalf("occurrence %s delivered %d times (%q), want once with the schedule's payload", id, len(hits), hits[0].Body)
+			}
+			occurrences++
+		}
+	}
+	if occurrences < 3 {
+		t.Fatalf("%d occurrences of the schedule every second delivered, want at least 3", occurrences)
 	}
 	if got := string(jobs["single"][0].Body); got != long {
 		t.Fatalf("long payload arrived as %q", got)
