@@ -247,10 +247,19 @@ local function slotScore(level, t)
   return n * w, n
 end
 
+-- lastN and lastM are the number and name of the last slot named at each
+-- level: entries put one after another mostly share a slot, and naming it
+-- costs a base-36 conversion and a string.
+local lastN, lastM = {}, {}
+
 local function wheelPutAt(field, t, level)
   local score, n = slotScore(level, t)
   local start = n * WHEEL[level]
-  local m = (level - 1) .. ':' .. b36(n)
+  local m = lastM[level]
+  if lastN[level] ~= n then
+    m = (level - 1) .. ':' .. b36(n)
+    lastN[level], lastM[level] = n, m
+  end
   local e = wheel[m]
   if not e then
     e = {}
