@@ -66,7 +66,7 @@ func Migrate(ctx context.Context, c redis.UniversalClient, prefix string) (Migra
 	}
 	n, err := c.HGet(ctx, k.meta(), "shards").Int()
 	if err != nil || n <= 0 {
-		return MigrateResult{}, fmt.Errorf("read the shard count of prefix %q: %v", prefix, cmpErr(err, "none recorded"))
+		return MigrateResult{}, fmt.Errorf("read the shard count of prefix %q: %v", prefix, errText(err, "none recorded"))
 	}
 	k.shards = n
 	res := MigrateResult{From: from, To: LayoutVersion}
@@ -148,7 +148,8 @@ func migrateShard(ctx context.Context, c redis.UniversalClient, k keys, shard in
 	}
 }
 
-func cmpErr(err error, none string) string {
+// errText is err's text, or none when err is nil.
+func errText(err error, none string) string {
 	if err == nil {
 		return none
 	}

@@ -230,12 +230,7 @@ end
 -- occurrence stand for them, "none" drops them and this one too when it
 -- is itself missed. It returns true when r must not fire.
 local function chain(h, sid, r)
-  local sf = h .. '/' .. sid
-  local s = sobj[sf]
-  if s == nil then
-    s = sget(KEYS[3], tag, sf) or false
-    sobj[sf] = s
-  end
+  local s = sobj[h .. '/' .. sid] -- read by claimChained
   if not s or s.cur ~= r.ra then
     return false -- a trigger, or the schedule changed
   end
@@ -267,7 +262,7 @@ local function chain(h, sid, r)
     occurLater(h, sid, s, s.cur)
   end
   if not s.en and not qAtLeast(s, REFILL_BELOW) then
-    redis.call('SADD', KEYS[4], sf)
+    redis.call('SADD', KEYS[4], s.sf)
   end
   if not s.changed then
     s.changed = true
