@@ -62,6 +62,20 @@ func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.Universa
 	return redis.NewClient(opt), redis.NewClient(&bopt), closeEmbedded, nil
 }
 
+// connect is redisClients for a command that runs once: one function
+// closes both clients and the embedded Redis.
+func connect(cfg Config, log *slog.Logger) (client, blocking redis.UniversalClient, closeAll func(), err error) {
+	client, blocking, closeEmbedded, err := redisClients(cfg, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return client, blocking, func() {
+		client.Close()
+		blocking.Close()
+		closeEmbedded()
+	}, nil
+}
+
 // urlErr drops the URL from a URL parse error: it may hold a password.
 func urlErr(err error) error {
 	var u *url.Error
@@ -128,12 +142,10 @@ func Migrate(ctx context.Context, cfg Config, log *slog.Logger) (rdb.MigrateResu
 	if cfg.RedisURL == "" {
 		return rdb.MigrateResult{}, errors.New("KAIROS_REDIS_URL is not set: the embedded Redis keeps nothing to migrate")
 	}
-	c, b, closeEmbedded, err := redisClients(cfg, log)
+	c, _, closeAll, err := connect(cfg, log)
 	if err != nil {
 		return rdb.MigrateResult{}, err
 	}
-	defer closeEmbedded()
-	defer b.Close()
-	defer c.Close()
+	defer closeAll()
 	return rdb.Migrate(ctx, c, cfg.Prefix)
 }

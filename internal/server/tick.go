@@ -19,13 +19,11 @@ import (
 // Tick connects to Redis and runs one tick (runTick) for at most d: what
 // `kairos tick --for d` does.
 func Tick(ctx context.Context, cfg Config, log *slog.Logger, d time.Duration) (kairos.TickSummary, error) {
-	client, blocking, closeEmbedded, err := redisClients(cfg, log)
+	client, blocking, closeAll, err := connect(cfg, log)
 	if err != nil {
 		return kairos.TickSummary{}, err
 	}
-	defer closeEmbedded()
-	defer client.Close()
-	defer blocking.Close()
+	defer closeAll()
 	store := rdb.New(client, rdb.Options{Prefix: cfg.Prefix, Shards: cfg.Shards, Retention: cfg.Retention, LeaseGrace: cfg.LeaseGrace,
 		ReadyLease: cfg.ReadyLease, Blocking: blocking, NewSecret: callback.NewSecret, WaitReplicas: cfg.WaitReplicas})
 	if err := initStore(ctx, cfg, store, log); err != nil {

@@ -244,7 +244,8 @@ local function chain(h, sid, r)
   local first = qfirst(s)
   while first and first <= now do
     missed = missed or {}
-    missed[#missed + 1] = qpop(s)
+    missed[#missed + 1] = first
+    qdrop(s)
     first = qfirst(s)
   end
   local skip = s.cu == 'n' and (missed ~= nil or now - r.ra > MISFIRE_GRACE)
@@ -258,7 +259,8 @@ local function chain(h, sid, r)
   end
   s.cur = 0
   if first then
-    s.cur = qpop(s)
+    s.cur = first
+    qdrop(s)
     occurLater(h, sid, s, s.cur)
   end
   if not s.en and not qAtLeast(s, REFILL_BELOW) then

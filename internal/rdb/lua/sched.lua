@@ -50,12 +50,17 @@ local function qfirst(s)
   return ((structLib or findStruct()).unpack(SCH_QF, s.qs))
 end
 
+-- qdrop removes the first instant of s's queue (qfirst read it).
+local function qdrop(s)
+  s.qs = string.sub(s.qs, SCH_Q + 1)
+end
+
 -- qpop removes the first instant of s's queue and returns it (nil when
 -- the queue is empty).
 local function qpop(s)
   local t = qfirst(s)
   if t then
-    s.qs = string.sub(s.qs, SCH_Q + 1)
+    qdrop(s)
   end
   return t
 end
