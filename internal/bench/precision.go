@@ -85,6 +85,11 @@ func (r *PrecisionResult) table() Table {
 		[]string{"created ahead of first due time", fmtSeconds(r.AheadSeconds), "", ""},
 		[]string{"CPU while firing (% of one core)", fmtCPU(r.CPU), "", ""},
 		redisCPURow("Redis CPU per job life", r.Life, r.Jobs, r.Checks))
+	if r.Life.Scripts {
+		t.Rows = append(t.Rows, []string{"Redis script time per job life", fmtScriptUS(r.Life, r.Jobs), "", ""},
+			[]string{"script calls per job life", fmtScriptCalls(r.Life, r.Jobs), "", ""})
+		t.Notes = append(t.Notes, scriptTimeNote)
+	}
 	if n := countersNote(r.CPU); n != "" {
 		t.Notes = append(t.Notes, n)
 	}

@@ -192,6 +192,14 @@ type Usage struct {
 	// (any process's) was runnable but waited for a CPU (Linux PSI).
 	StallPct float64 `json:"cpu_stall_pct,omitempty"`
 	Seconds  float64 `json:"seconds"` // the phase measured
+	// ScriptSeconds and ScriptCalls are the growth of Redis's time in
+	// script calls (INFO commandstats usec of FCALL, FCALL_RO, EVAL and
+	// EVALSHA, the commands they run included) and of their number. The
+	// rest of RedisSeconds is the other commands, reading and writing
+	// sockets, and Redis's own background work.
+	ScriptSeconds float64 `json:"redis_script_seconds,omitempty"`
+	ScriptCalls   int64   `json:"redis_script_calls,omitempty"`
+	Scripts       bool    `json:"-"`
 	// Counters are the growth of the target's counters and of this
 	// process's GC figures over the phase.
 	Counters map[string]int64 `json:"counters,omitempty"`
@@ -204,7 +212,14 @@ type cpuMark struct {
 	ok       bool
 	counters map[string]int64
 	stall    time.Duration // machine-wide CPU pressure: time some task waited for a CPU
+	// scriptUS and scriptCalls sum the script commands of INFO commandstats.
+	scriptUS, scriptCalls int64
+	scriptsOK             bool
 }
+
+// scriptCommands are the commands that run a script: their commandstats
+// time includes the commands the script runs.
+var scriptCommands = []string{"fcall", "fcall_ro", "evalsha", "eval", "evalsha_ro", "eval_ro"}
 
 func (b *Bench) mark(ctx context.Context) cpuMark {
 	m := cpuMark{wall: time.Now(), proc: processCPU(), counters: b.counters(), stall: cpuStall()}
@@ -212,6 +227,13 @@ func (b *Bench) mark(ctx context.Context) cpuMark {
 		u, err1 := strconv.ParseFloat(in["used_cpu_user"], 64)
 		s, err2 := strconv.ParseFloat(in["used_cpu_sys"], 64)
 		m.redis, m.ok = u+s, err1 == nil && err2 == nil
+	}
+	if calls, usec, ok := b.commandStats(ctx); ok {
+		m.scriptsOK = true
+		for _, c := range scriptCommands {
+			m.scriptUS += usec[c]
+			m.scriptCalls += calls[c]
+		}
 	}
 	return m
 }
@@ -230,6 +252,10 @@ func (b *Bench) usage(ctx context.Context, m cpuMark) Usage {
 		u.Redis, u.RedisSeconds = true, now.redis-m.redis
 		u.RedisPct = 100 * u.RedisSeconds / wall
 	}
+	// a CONFIG RESETSTAT in between would make the growth negative
+	if m.scriptsOK && now.scriptsOK && now.scriptUS >= m.scriptUS && now.scriptCalls >= m.scriptCalls {
+		u.Scripts, u.ScriptSeconds, u.ScriptCalls = true, float64(now.scriptUS-m.scriptUS)/1e6, now.scriptCalls-m.scriptCalls
+	}
 	if m.stall > 0 && now.stall > 0 {
 		u.StallPct = 100 * (now.stall - m.stall).Seconds() / wall
 	}
@@ -243,6 +269,25 @@ func (u Usage) redisUSPerJob(jobs int) float64 {
 		return 0
 	}
 	return u.RedisSeconds * 1e6 / float64(jobs)
+}
+
+// plus adds v's Redis time to u's: the work of two windows together. The
+// percentages stay u's.
+func (u Usage) plus(v Usage) Usage {
+	u.Redis, u.Scripts = u.Redis && v.Redis, u.Scripts && v.Scripts
+	u.RedisSeconds += v.RedisSeconds
+	u.ScriptSeconds += v.ScriptSeconds
+	u.ScriptCalls += v.ScriptCalls
+	return u
+}
+
+// scriptUSPerJob is Redis's time in script calls over the phase divided
+// by jobs, in microseconds; 0 when unknown.
+func (u Usage) scriptUSPerJob(jobs int) float64 {
+	if !u.Scripts || jobs <= 0 {
+		return 0
+	}
+	return u.ScriptSeconds * 1e6 / float64(jobs)
 }
 
 // cpuStall returns the machine's CPU pressure so far: the time during which

@@ -96,6 +96,12 @@ func (p *SchedulePhase) table() Table {
 			oneShot(func(o *PrecisionResult) string { return fmtRedisUS(o.CPU, o.CPU.redisUSPerJob(o.Jobs)) }), metricOccurrenceCPU),
 		row("Redis CPU per occurrence / job, with its creation", fmtRedisUS(p.CPU, p.lifeUS()),
 			oneShot(func(o *PrecisionResult) string { return fmtRedisUS(o.Life, o.RedisCPUPerJobUS) }), ""),
+		row("Redis script time per occurrence / job, while firing", fmtScriptUS(p.CPU, p.Occurrences),
+			oneShot(func(o *PrecisionResult) string { return fmtScriptUS(o.CPU, o.Jobs) }), ""),
+		row("Redis script time per occurrence / job, with its creation", fmtScriptUS(p.CPU.plus(p.CreateCPU), p.Occurrences),
+			oneShot(func(o *PrecisionResult) string { return fmtScriptUS(o.Life, o.Jobs) }), ""),
+		row("script calls per occurrence / job, while firing", fmtScriptCalls(p.CPU, p.Occurrences),
+			oneShot(func(o *PrecisionResult) string { return fmtScriptCalls(o.CPU, o.Jobs) }), ""),
 	)
 	t.Notes = append(t.Notes,
 		"schedules are created with PUT /v1/topics/{topic}/schedules/{id} (every, start_at, end_at), one call each from --clients clients: the API has no batch of schedules",
@@ -103,6 +109,7 @@ func (p *SchedulePhase) table() Table {
 		"memory per schedule = INFO used_memory growth over the creates / schedules: the schedule's record and queue of instants, its index entry and its first occurrence filed",
 		"Redis CPU while firing = growth of INFO used_cpu_user+used_cpu_sys from just before the first instant until the last occurrence settled, background work included "+
 			"(claiming, filing each next instant, refilling queues of instants) / occurrences; with its creation adds the creates' Redis CPU, shared by the schedule's occurrences")
+	t.Notes = append(t.Notes, scriptTimeNote)
 	if one != nil {
 		t.Notes = append(t.Notes, "one-shot jobs: the precision scenario at the same rate, due uniformly, created ahead by batches. An occurrence while firing "+
 			"(its schedule made once) is held to a one-shot job over its whole life, create included (issue 14: no more per occurrence than a one-shot job)")
@@ -129,10 +136,27 @@ func (p *SchedulePhase) table() Table {
 // lifeUS is Redis CPU per occurrence with the schedules' creation shared
 // among their occurrences; 0 when Redis's figures are unknown.
 func (p *SchedulePhase) lifeUS() float64 {
-	if !p.CPU.Redis || !p.CreateCPU.Redis || p.Occurrences == 0 {
-		return 0
+	return p.CPU.plus(p.CreateCPU).redisUSPerJob(p.Occurrences)
+}
+
+// scriptTimeNote explains the script rows.
+const scriptTimeNote = "Redis script time = growth of INFO commandstats usec of the script calls (FCALL and the like, the commands they run included) / occurrences or jobs: " +
+	"less noisy than INFO CPU, which adds reading and writing sockets, the other commands and Redis's own background work"
+
+// fmtScriptUS prints Redis's script time per job of a window, or n/a.
+func fmtScriptUS(u Usage, jobs int) string {
+	if !u.Scripts || jobs <= 0 {
+		return "n/a"
 	}
-	return (p.CreateCPU.RedisSeconds + p.CPU.RedisSeconds) * 1e6 / float64(p.Occurrences)
+	return fmtUS(u.scriptUSPerJob(jobs))
+}
+
+// fmtScriptCalls prints script calls per job of a window, or n/a.
+func fmtScriptCalls(u Usage, jobs int) string {
+	if !u.Scripts || jobs <= 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(float64(u.ScriptCalls)/float64(jobs), 'f', 2, 64)
 }
 
 // fmtRedisUS prints Redis CPU per job of a window, or n/a when Redis was not read.

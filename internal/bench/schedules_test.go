@@ -120,6 +120,11 @@ func TestSchedulePhaseChecksAndTable(t *testing.T) {
 	if got := p.lifeUS(); got != 25 {
 		t.Errorf("Redis CPU per occurrence with its creation = %v µs, want 25", got)
 	}
+	// script time: 3 s of scripts in 600,000 calls while firing, 0.6 s
+	// in 10,000 at creation; one-shot 2.4 s in 400,000 over the life
+	p.CPU.Scripts, p.CPU.ScriptSeconds, p.CPU.ScriptCalls = true, 3, 600_000
+	p.CreateCPU.Scripts, p.CreateCPU.ScriptSeconds, p.CreateCPU.ScriptCalls = true, 0.6, 10_000
+	p.OneShot.Life.Scripts, p.OneShot.Life.ScriptSeconds, p.OneShot.Life.ScriptCalls = true, 2.4, 400_000
 	var out strings.Builder
 	for _, tb := range (&SchedulesResult{Phases: []*SchedulePhase{p}}).Tables() {
 		tb.Write(&out)
@@ -128,6 +133,21 @@ func TestSchedulePhaseChecksAndTable(t *testing.T) {
 		"20.0 µs", "15.0 µs", "25.0 µs", "<= 25 µs", "200,000 / 200,000", "one-shot jobs (200,000 over 20s)", "MISSED: 20% over"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, out.String())
+		}
+	}
+	for name, want := range map[string][]string{
+		"Redis script time per occurrence / job, while firing":      {"15.0 µs", "n/a"},
+		"Redis script time per occurrence / job, with its creation": {"18.0 µs", "12.0 µs"},
+		"script calls per occurrence / job, while firing":           {"3.00", "n/a"},
+	} {
+		var line string
+		for l := range strings.Lines(out.String()) {
+			if strings.Contains(l, name) {
+				line = strings.Join(strings.Fields(l), " ")
+			}
+		}
+		if rest := name + " " + strings.Join(want, " "); !strings.HasSuffix(line, rest) {
+			t.Errorf("row %q, want it to end %q", line, rest)
 		}
 	}
 
