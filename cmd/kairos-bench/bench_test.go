@@ -151,12 +151,13 @@ func TestBenchEndToEnd(t *testing.T) {
 				t.Errorf("%s: %+v", name, p)
 			}
 			checkRedisCPU(t, name, p.CPU, p.RedisCPUPerOccurrenceUS, p.Occurrences)
-			if p.OneShot == nil {
-				t.Errorf("%s: no one-shot jobs beside it", name)
-			} else {
-				checkDelivery(name+" one-shot", p.OneShot.Delivery, p.OneShot.Jobs)
-				if want := int(p.PerSec * 2); p.OneShot.Jobs != want {
-					t.Errorf("%s: %d one-shot jobs, want %d, the phase's rate over its 2s", name, p.OneShot.Jobs, want)
+			if len(p.OneShots) != 2 || p.OneShots[0].BatchSize != 1 || p.OneShots[1].BatchSize <= 1 {
+				t.Errorf("%s: one-shot jobs beside it: %+v, want a run created one per POST, then one by batches", name, p.OneShots)
+			}
+			for _, o := range p.OneShots {
+				checkDelivery(fmt.Sprintf("%s one-shot (batches of %d)", name, o.BatchSize), o.Delivery, o.Jobs)
+				if want := int(p.PerSec * 2); o.Jobs != want {
+					t.Errorf("%s: %d one-shot jobs, want %d, the phase's rate over its 2s", name, o.Jobs, want)
 				}
 			}
 			if _, ok := findCheck(p.Checks, "Redis CPU per occurrence"); !ok {

@@ -96,6 +96,7 @@ type Bench struct {
 	topic  string
 	offset time.Duration // Redis clock minus local clock
 	rate   float64       // batch create rate measured at start, jobs/s
+	single float64       // single create rate measured at start, jobs/s
 	// schedRate is the schedule create rate last measured, schedules/s.
 	schedRate float64
 	mu        sync.Mutex // guards Progress
@@ -141,8 +142,8 @@ func (b *Bench) Close(ctx context.Context) error {
 }
 
 // warmUp sends a few jobs due now and waits for them, so that the topic's
-// consumers run and connections are open, then times one batch create for
-// the default lead.
+// consumers run and connections are open, then times one batch create
+// and as many single creates, for the default lead.
 func (b *Bench) warmUp(ctx context.Context) error {
 	const n = 20
 	s := b.newSpec("warm", func(int) int64 { return b.now().UnixMilli() })
@@ -165,6 +166,14 @@ func (b *Bench) warmUp(ctx context.Context) error {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	b.rate = l.rate()
+	if err := b.drop(ctx, probe, size, nil); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	probe = b.newSpec("probe1", func(int) int64 { return far })
+	if l, err = b.load(ctx, probe, size, 1, loadOpts{}); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	b.single = l.rate()
 	return b.drop(ctx, probe, size, nil)
 }
 
@@ -179,12 +188,17 @@ func (b *Bench) newSpec(scenario string, due func(i int) int64) spec {
 	return spec{run: scenario + "-" + randomID()[:6], due: due}
 }
 
-// lead is how far ahead of its first due time a run of n jobs is created.
-func (b *Bench) lead(n int) time.Duration {
+// lead is how far ahead of its first due time a run of n jobs is created
+// by calls of size jobs.
+func (b *Bench) lead(n, size int) time.Duration {
 	if b.cfg.Lead > 0 {
 		return b.cfg.Lead
 	}
-	rate := max(b.rate, 1000)
+	rate := b.rate
+	if size <= 1 {
+		rate = b.single
+	}
+	rate = max(rate, 1000)
 	d := 1500*time.Millisecond + time.Duration(2*float64(n)/rate*float64(time.Second))
 	return min(max(d, 2*time.Second), time.Minute)
 }

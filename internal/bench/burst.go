@@ -24,7 +24,7 @@ type BurstResult struct {
 
 // Burst runs the burst scenario with n jobs due at one instant.
 func (b *Bench) Burst(ctx context.Context, n int) (*BurstResult, error) {
-	f, err := b.fire(ctx, "burst", n, func(int) time.Duration { return 0 }, 0, 500*time.Millisecond, "burst", nil)
+	f, err := b.fire(ctx, "burst", n, 0, func(int) time.Duration { return 0 }, 0, 500*time.Millisecond, "burst", nil)
 	r := &BurstResult{Jobs: n, AheadSeconds: f.ahead.Round(time.Millisecond).Seconds(), Delivery: f.delivery, CPU: f.cpu,
 		Life: f.life, RedisCPUPerJobUS: f.life.redisUSPerJob(n)}
 	if err != nil {

@@ -123,7 +123,7 @@ func (b *Bench) Cost(ctx context.Context, c CostConfig) (*CostResult, error) {
 	var measureErr error
 	var evalUSec int64
 	// The settle lets the last acks and the stats recorder's flush land.
-	f, err := b.fire(ctx, "cost", c.Jobs, costDue(c.Jobs), time.Second, 1500*time.Millisecond, "cost", func() {
+	f, err := b.fire(ctx, "cost", c.Jobs, 0, costDue(c.Jobs), time.Second, 1500*time.Millisecond, "cost", func() {
 		ex, usec, ok := b.commandStats(ctx)
 		if !ok {
 			measureErr = errors.New("read INFO commandstats")

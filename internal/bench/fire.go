@@ -20,19 +20,23 @@ type fired struct {
 }
 
 // fire creates n jobs, job i due at t0 + at(i) (at most span after t0),
-// through batch creates started lead before t0; then it waits for the
+// by calls of size jobs (1: single creates) started lead before t0, or
+// --batch when size is 0; then it waits for the
 // deliveries and sums them up. profile names the CPU profile of the
 // delivery phase; after, if set, runs once the deliveries are in and before
 // the jobs left pending are removed.
-func (b *Bench) fire(ctx context.Context, scenario string, n int, at func(i int) time.Duration, span, settle time.Duration, profile string, after func()) (*fired, error) {
-	f := &fired{lead: b.lead(n)}
+func (b *Bench) fire(ctx context.Context, scenario string, n, size int, at func(i int) time.Duration, span, settle time.Duration, profile string, after func()) (*fired, error) {
+	if size <= 0 {
+		size = b.cfg.BatchSize
+	}
+	f := &fired{lead: b.lead(n, size)}
 	f.t0 = b.now().Add(f.lead).Truncate(time.Millisecond)
 	t0 := f.t0.UnixMilli()
 	f.spec = b.newSpec(scenario, func(i int) int64 { return t0 + at(i).Milliseconds() })
 	f.run = b.rec.Expect(f.spec.run, n)
 	stray := b.rec.Stray()
 	life := b.mark(ctx)
-	l, err := b.load(ctx, f.spec, n, b.cfg.BatchSize, loadOpts{})
+	l, err := b.load(ctx, f.spec, n, size, loadOpts{})
 	f.load = l
 	f.ahead = f.t0.Sub(b.now())
 	if err == nil {

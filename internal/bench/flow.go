@@ -66,7 +66,7 @@ func (b *Bench) Flow(ctx context.Context, c FlowConfig) (*FlowResult, error) {
 	at0 := func(int) time.Duration { return 0 }
 
 	b.progressf("flow: %s jobs due at one instant, no limits", fmtInt(int64(n)))
-	f, err := b.fire(ctx, "flow-base", n, at0, 0, 500*time.Millisecond, "flow-base", nil)
+	f, err := b.fire(ctx, "flow-base", n, 0, at0, 0, 500*time.Millisecond, "flow-base", nil)
 	if err != nil {
 		return r, fmt.Errorf("flow, no limits: %w", err)
 	}
@@ -76,7 +76,7 @@ func (b *Bench) Flow(ctx context.Context, c FlowConfig) (*FlowResult, error) {
 	if err := b.putTopicWith(ctx, client.TopicRequest{CallbackURL: b.rec.URL, Rate: &client.Rate{Limit: c.Rate, Period: client.Duration(time.Second)}}); err != nil {
 		return r, fmt.Errorf("flow: set the rate: %w", err)
 	}
-	f, err = b.fire(ctx, "flow-rate", n, at0, time.Duration(n/c.Rate)*time.Second, 500*time.Millisecond, "flow-rate", nil)
+	f, err = b.fire(ctx, "flow-rate", n, 0, at0, time.Duration(n/c.Rate)*time.Second, 500*time.Millisecond, "flow-rate", nil)
 	if err != nil {
 		return r, fmt.Errorf("flow, rate: %w", err)
 	}
@@ -89,7 +89,7 @@ func (b *Bench) Flow(ctx context.Context, c FlowConfig) (*FlowResult, error) {
 		return r, fmt.Errorf("flow: set the parallelism: %w", err)
 	}
 	b.rec.SetHold(c.Hold)
-	f, err = b.fire(ctx, "flow-par", pn, at0, time.Duration(pn/c.Parallelism)*c.Hold, 500*time.Millisecond, "flow-par", nil)
+	f, err = b.fire(ctx, "flow-par", pn, 0, at0, time.Duration(pn/c.Parallelism)*c.Hold, 500*time.Millisecond, "flow-par", nil)
 	if err != nil {
 		return r, fmt.Errorf("flow, parallelism: %w", err)
 	}

@@ -15,6 +15,8 @@ type PrecisionResult struct {
 	OverSeconds float64 `json:"over_seconds"`
 	PerSec      float64 `json:"due_per_sec"`
 	Pending     int     `json:"other_pending,omitempty"` // other jobs pending meanwhile (scale)
+	// BatchSize is how many jobs a create call carried: 1 for single creates.
+	BatchSize   int     `json:"batch_size"`
 	LeadSeconds float64 `json:"lead_seconds"`
 	// AheadSeconds is how long before the first due time creating the jobs ended.
 	AheadSeconds float64  `json:"created_ahead_seconds"`
@@ -29,13 +31,18 @@ type PrecisionResult struct {
 
 // Precision runs the precision scenario: n jobs due uniformly over the window.
 func (b *Bench) Precision(ctx context.Context, n int, over time.Duration) (*PrecisionResult, error) {
-	return b.precision(ctx, n, over, 0, "precision")
+	return b.precision(ctx, n, 0, over, 0, "precision")
 }
 
-func (b *Bench) precision(ctx context.Context, n int, over time.Duration, pending int, profile string) (*PrecisionResult, error) {
+// precision runs n jobs due uniformly over the window, created by calls of
+// size jobs (0: --batch), with pending other jobs pending.
+func (b *Bench) precision(ctx context.Context, n, size int, over time.Duration, pending int, profile string) (*PrecisionResult, error) {
+	if size <= 0 {
+		size = b.cfg.BatchSize
+	}
 	at := func(i int) time.Duration { return time.Duration(int64(over) * int64(i) / int64(n)) }
-	f, err := b.fire(ctx, "prec", n, at, over, 500*time.Millisecond, profile, nil)
-	r := &PrecisionResult{Jobs: n, OverSeconds: over.Seconds(), PerSec: float64(n) / over.Seconds(), Pending: pending,
+	f, err := b.fire(ctx, "prec", n, size, at, over, 500*time.Millisecond, profile, nil)
+	r := &PrecisionResult{Jobs: n, OverSeconds: over.Seconds(), PerSec: float64(n) / over.Seconds(), Pending: pending, BatchSize: size,
 		LeadSeconds: f.lead.Round(time.Millisecond).Seconds(), AheadSeconds: f.ahead.Round(time.Millisecond).Seconds(), Delivery: f.delivery, CPU: f.cpu,
 		Life: f.life, RedisCPUPerJobUS: f.life.redisUSPerJob(n)}
 	if err != nil {
@@ -54,6 +61,9 @@ func (r *PrecisionResult) Tables() []Table { return []Table{r.table()} }
 
 func (r *PrecisionResult) table() Table {
 	title := fmt.Sprintf("precision: %s jobs due uniformly over %gs (%s jobs/s)", fmtInt(int64(r.Jobs)), r.OverSeconds, fmtInt(int64(r.PerSec)))
+	if r.BatchSize > 0 {
+		title += ", created " + createdBy(r.BatchSize)
+	}
 	if r.Pending > 0 {
 		title += fmt.Sprintf(", with %s other jobs pending", fmtInt(int64(r.Pending)))
 	}

@@ -80,7 +80,7 @@ func (b *Bench) Scale(ctx context.Context, c ScaleConfig) (*ScaleResult, error) 
 	}
 	b.progressf("scale: %s jobs pending, loaded in %.1fs", fmtInt(int64(l.Created)), l.Elapsed.Seconds())
 	if err == nil {
-		r.Precision, err = b.precision(ctx, c.PrecisionJobs, c.PrecisionOver, l.Created, "scale-precision")
+		r.Precision, err = b.precision(ctx, c.PrecisionJobs, 0, c.PrecisionOver, l.Created, "scale-precision")
 	}
 	b.progressf("scale: removing the loaded jobs")
 	cctx, cancel := cleanupContext(ctx)

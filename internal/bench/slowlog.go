@@ -254,7 +254,7 @@ func (b *Bench) scriptPass(ctx context.Context, jobs int, unlogged float64) (*Sc
 	var entries []SlowlogEntry
 	var statsUSec int64
 	var readErr error
-	f, err := b.fire(ctx, "cost", jobs, costDue(jobs), time.Second, 1500*time.Millisecond, "cost-slowlog", func() {
+	f, err := b.fire(ctx, "cost", jobs, 0, costDue(jobs), time.Second, 1500*time.Millisecond, "cost-slowlog", func() {
 		_, usec, ok := b.commandStats(ctx)
 		if !ok {
 			readErr = errors.New("read INFO commandstats")
