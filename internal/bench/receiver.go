@@ -70,11 +70,16 @@ func (r *Receiver) Expect(id string, n int) *Arrivals {
 	return run
 }
 
+// Beyond is the number a slot mapping gives an occurrence past the ones a
+// run expects (the next instant its last ones filed): counted apart
+// (Arrivals.Beyond), neither measured nor stray.
+const Beyond = -1
+
 // ExpectOccurrences makes run id the current run: the occurrences of
 // recurring schedules, n in all. Each schedule's payload carries its
 // number; slot maps that and the occurrence's job id ("<schedule
 // id>@<unix ms>") to the occurrence's number in 0..n-1 and its instant,
-// unix ms, and refuses an occurrence the run does not expect.
+// unix ms, or Beyond, and refuses an occurrence the run does not expect.
 func (r *Receiver) ExpectOccurrences(id string, n int, slot func(schedule int, jobID string) (seq int, dueMS int64, ok bool)) *Arrivals {
 	run := r.Expect(id, n)
 	run.slot = slot
@@ -91,13 +96,18 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	run, seq, due, ok := parsePayload(buf[:n])
 	cur := r.cur.Load()
+	beyond := false
 	if ok && cur != nil && cur.slot != nil && string(run) == cur.ID {
 		// an occurrence: its instant is in its job id, not in the payload
 		seq, due, ok = cur.slot(seq, req.Header.Get("Kairos-Job-Id"))
+		beyond = ok && seq == Beyond
 	}
-	if !ok || cur == nil || string(run) != cur.ID || seq < 0 || seq >= cur.n {
+	switch {
+	case beyond:
+		cur.beyond.Add(1)
+	case !ok || cur == nil || string(run) != cur.ID || seq < 0 || seq >= cur.n:
 		r.stray.Add(1)
-	} else {
+	default:
 		cur.record(seq, at, due)
 	}
 	if d := r.hold.Load(); d > 0 {
@@ -119,7 +129,11 @@ type Arrivals struct {
 	arrived atomic.Int64                                        // jobs delivered at least once
 	hits    atomic.Int64                                        // deliveries in all
 	last    atomic.Int64                                        // latest arrival, unix ns
+	beyond  atomic.Int64                                        // occurrences past the expected ones (Beyond)
 }
+
+// Beyond returns how many occurrences past the expected ones arrived.
+func (r *Arrivals) Beyond() int { return int(r.beyond.Load()) }
 
 func (r *Arrivals) record(seq int, at, dueMS int64) {
 	r.hits.Add(1)
@@ -154,17 +168,20 @@ func (r *Arrivals) Last() time.Time {
 
 // Delivery sums up a run's deliveries. Lateness is arrival minus due time.
 type Delivery struct {
-	Jobs       int     `json:"jobs"`
-	Delivered  int     `json:"delivered"`  // distinct jobs that arrived
-	Missing    int     `json:"missing"`    // jobs that never arrived
-	Duplicated int     `json:"duplicated"` // jobs that arrived more than once
-	Early      int     `json:"early"`      // jobs that arrived before their due time
-	Stray      int64   `json:"stray"`      // hits of no job of this run
-	MinMS      float64 `json:"lateness_min_ms"`
-	P50MS      float64 `json:"lateness_p50_ms"`
-	P90MS      float64 `json:"lateness_p90_ms"`
-	P99MS      float64 `json:"lateness_p99_ms"`
-	MaxMS      float64 `json:"lateness_max_ms"`
+	Jobs       int `json:"jobs"`
+	Delivered  int `json:"delivered"`  // distinct jobs that arrived
+	Missing    int `json:"missing"`    // jobs that never arrived
+	Duplicated int `json:"duplicated"` // jobs that arrived more than once
+	// Beyond counts occurrences past the expected ones (the next instant
+	// the last ones filed) that arrived: neither missing nor stray.
+	Beyond int     `json:"beyond,omitempty"`
+	Early  int     `json:"early"` // jobs that arrived before their due time
+	Stray  int64   `json:"stray"` // hits of no job of this run
+	MinMS  float64 `json:"lateness_min_ms"`
+	P50MS  float64 `json:"lateness_p50_ms"`
+	P90MS  float64 `json:"lateness_p90_ms"`
+	P99MS  float64 `json:"lateness_p99_ms"`
+	MaxMS  float64 `json:"lateness_max_ms"`
 	// FirstMS and LastMS are the first and the last arrival after the
 	// earliest due time of the run.
 	FirstMS float64 `json:"first_arrival_ms"`
@@ -185,7 +202,7 @@ type Slice struct {
 // Delivery computes the figures; offset is the Redis clock minus the local
 // clock, so that arrivals and due times are compared on one clock.
 func (r *Arrivals) Delivery(offset time.Duration, stray int64) Delivery {
-	d := Delivery{Jobs: r.n, Stray: stray}
+	d := Delivery{Jobs: r.n, Stray: stray, Beyond: r.Beyond()}
 	late := make([]int64, 0, r.n)
 	var minDue, maxDue, first, last int64
 	dues := make([]int64, 0, r.n)

@@ -88,10 +88,13 @@ type SchedulePhase struct {
 	// that lasted a second or more: the schedules pending, nothing due.
 	Waiting *Usage `json:"cpu_waiting,omitempty"`
 
-	Delivery        Delivery `json:"delivery"`
-	DeliveredPerSec float64  `json:"delivered_per_sec"`
+	Delivery Delivery `json:"delivery"`
+	// Fired counts the occurrences fired while CPU was measured: the
+	// phase's, and those of the instant after it that fired meanwhile.
+	Fired           int     `json:"fired_in_window"`
+	DeliveredPerSec float64 `json:"delivered_per_sec"`
 	// CPU is from just before the first instant until the last occurrence
-	// settled; RedisCPUPerOccurrenceUS its Redis time per occurrence.
+	// settled; RedisCPUPerOccurrenceUS its Redis time per occurrence fired.
 	CPU                     Usage   `json:"cpu"`
 	RedisCPUPerOccurrenceUS float64 `json:"redis_cpu_per_occurrence_us,omitempty"`
 	// OneShots are the precision scenario at the phase's rate, when asked:
@@ -171,10 +174,15 @@ func (o occurrences) startMS(i int) int64 {
 // lastMS is the last instant of the phase.
 func (o occurrences) lastMS() int64 { return o.startMS(o.n-1) + int64(o.each-1)*o.everyMS }
 
+// endMS is schedule i's end_at: one instant after the last the phase
+// expects, so that every occurrence the phase measures files the next
+// one, as a schedule that goes on does.
+func (o occurrences) endMS(i int) int64 { return o.startMS(i) + int64(o.each)*o.everyMS }
+
 // slot maps an occurrence of schedule i with job id "<schedule
-// id>@<unix ms>" to its number and instant; false for one the phase does
-// not expect: another schedule's id, an instant off the pattern or past
-// the schedule's end.
+// id>@<unix ms>" to its number and instant, or to Beyond for the instant
+// after the phase's (endMS); false for one the phase does not expect:
+// another schedule's id, an instant off the pattern or past end_at.
 func (o occurrences) slot(i int, jobID string) (int, int64, bool) {
 	sid, at, ok := kairos.ParseOccurrence(jobID)
 	if !ok || i < 0 || i >= o.n || sid != o.run+"-"+strconv.Itoa(i) {
@@ -182,8 +190,11 @@ func (o occurrences) slot(i int, jobID string) (int, int64, bool) {
 	}
 	ms := at.UnixMilli()
 	d := ms - o.startMS(i)
-	if d < 0 || d%o.everyMS != 0 || d/o.everyMS >= int64(o.each) {
+	if d < 0 || d%o.everyMS != 0 || d/o.everyMS > int64(o.each) {
 		return 0, 0, false
+	}
+	if d/o.everyMS == int64(o.each) {
+		return Beyond, ms, true
 	}
 	return i*o.each + int(d/o.everyMS), ms, true
 }
@@ -209,7 +220,7 @@ func (b *Bench) schedulePhase(ctx context.Context, name string, n int, every, wi
 	put := func(ctx context.Context, i, _ int) error {
 		start := o.startMS(i)
 		_, err := b.api.PutSchedule(ctx, b.topic, s.id(i), client.ScheduleRequest{Every: client.Duration(every),
-			StartAt: time.UnixMilli(start), EndAt: time.UnixMilli(start + int64(each-1)*o.everyMS), Payload: appendPayload(nil, s.run, i, 0)})
+			StartAt: time.UnixMilli(start), EndAt: time.UnixMilli(o.endMS(i)), Payload: appendPayload(nil, s.run, i, 0)})
 		return err
 	}
 
@@ -249,8 +260,11 @@ func (b *Bench) schedulePhase(ctx context.Context, name string, n int, every, wi
 		b.await(ctx, run, n*each, time.UnixMilli(o.lastMS()), 500*time.Millisecond)
 		stop()
 		p.CPU = b.usage(ctx, mark)
-		p.RedisCPUPerOccurrenceUS = p.CPU.redisUSPerJob(n * each)
+		beyond := run.Beyond()
+		p.Fired = n*each + beyond
+		p.RedisCPUPerOccurrenceUS = p.CPU.redisUSPerJob(p.Fired)
 		p.Delivery = run.Delivery(b.offset, b.rec.Stray()-stray)
+		p.Delivery.Beyond = beyond // as the measure ended
 		if p.Delivery.LastMS > 0 {
 			p.DeliveredPerSec = float64(p.Delivery.Delivered) / (p.Delivery.LastMS / 1000)
 		}
@@ -259,6 +273,13 @@ func (b *Bench) schedulePhase(ctx context.Context, name string, n int, every, wi
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	derr := b.dropSchedules(cctx, s, n)
+	// occurrences of the instant after the phase's that a claim took
+	// before the drop still fire: they arrive while the phase is the
+	// receiver's run, not as stray hits of the next one
+	for prev := -1; prev != run.Beyond() && ctx.Err() == nil; {
+		prev = run.Beyond()
+		sleep(ctx, time.Second)
+	}
 	if err != nil {
 		return p, err
 	}

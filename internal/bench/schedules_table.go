@@ -104,11 +104,11 @@ func (p *SchedulePhase) table() Table {
 			func(o *PrecisionResult) string { return fmtRedisUS(o.Life, o.RedisCPUPerJobUS) }, ""),
 		row("Redis CPU per occurrence while firing / per one-shot job with its creation", fmtRedisUS(p.CPU, p.RedisCPUPerOccurrenceUS),
 			func(o *PrecisionResult) string { return fmtRatio(p.CPU, p.RedisCPUPerOccurrenceUS, o) }, metricOccurrenceCPU),
-		row("Redis script time per occurrence / job, while firing", fmtScriptUS(p.CPU, p.Occurrences),
+		row("Redis script time per occurrence / job, while firing", fmtScriptUS(p.CPU, p.fired()),
 			func(o *PrecisionResult) string { return fmtScriptUS(o.CPU, o.Jobs) }, ""),
-		row("Redis script time per occurrence / job, with its creation", fmtScriptUS(p.CPU.plus(p.CreateCPU), p.Occurrences),
+		row("Redis script time per occurrence / job, with its creation", fmtScriptUS(p.CPU.plus(p.CreateCPU), p.fired()),
 			func(o *PrecisionResult) string { return fmtScriptUS(o.Life, o.Jobs) }, ""),
-		row("script calls per occurrence / job, while firing", fmtScriptCalls(p.CPU, p.Occurrences),
+		row("script calls per occurrence / job, while firing", fmtScriptCalls(p.CPU, p.fired()),
 			func(o *PrecisionResult) string { return fmtScriptCalls(o.CPU, o.Jobs) }, ""),
 	)
 	t.Notes = append(t.Notes,
@@ -116,7 +116,9 @@ func (p *SchedulePhase) table() Table {
 		"lateness = arrival at the bench's receiver minus the occurrence's instant, read from its job id (<schedule id>@<unix ms>)",
 		"memory per schedule = INFO used_memory growth over the creates / schedules: the schedule's record and queue of instants, its index entry and its first occurrence filed",
 		"Redis CPU while firing = growth of INFO used_cpu_user+used_cpu_sys from just before the first instant until the last occurrence settled, background work included "+
-			"(claiming, filing each next instant, refilling queues of instants) / occurrences; with its creation adds the creates' Redis CPU, shared by the schedule's occurrences")
+			"(claiming, filing each next instant, refilling queues of instants) / occurrences fired meanwhile; with its creation adds the creates' Redis CPU, shared by the schedule's occurrences",
+		fmt.Sprintf("each schedule's end_at is the instant after the phase's last, so that every occurrence measured files its next one, as a schedule that goes on does; "+
+			"%s of those next ones fired before the measure ended, and count among the occurrences fired", fmtInt(int64(p.fired()-p.Occurrences))))
 	t.Notes = append(t.Notes, scriptTimeNote)
 	if len(ones) > 0 {
 		t.Notes = append(t.Notes, "one-shot jobs: the precision scenario at the same rate, due uniformly, created ahead, once one per POST and once by batches. "+
@@ -145,10 +147,19 @@ func fmtRatio(u Usage, us float64, o *PrecisionResult) string {
 	return fmt.Sprintf("%s (x%.2f)", fmtUS(o.RedisCPUPerJobUS), us/o.RedisCPUPerJobUS)
 }
 
+// fired is how many occurrences the CPU figures are divided by: those
+// fired while CPU was measured, or the phase's when that is not known.
+func (p *SchedulePhase) fired() int {
+	if p.Fired > 0 {
+		return p.Fired
+	}
+	return p.Occurrences
+}
+
 // lifeUS is Redis CPU per occurrence with the schedules' creation shared
 // among their occurrences; 0 when Redis's figures are unknown.
 func (p *SchedulePhase) lifeUS() float64 {
-	return p.CPU.plus(p.CreateCPU).redisUSPerJob(p.Occurrences)
+	return p.CPU.plus(p.CreateCPU).redisUSPerJob(p.fired())
 }
 
 // scriptTimeNote explains the script rows.

@@ -33,7 +33,9 @@ func TestOccurrenceSlots(t *testing.T) {
 		{"spread: its last", spread, 2, id(2, 1_002_500), got{8, 1_002_500, true}},
 		{"spread: schedule 3's last", spread, 3, id(3, 1_002_750), got{11, 1_002_750, true}},
 		{"aligned: schedule 2 starts at t0", aligned, 2, id(2, 1_001_000), got{7, 1_001_000, true}},
-		{"past the end", spread, 0, id(0, 1_003_000), got{}},
+		{"the instant after the phase's", spread, 0, id(0, 1_003_000), got{Beyond, 1_003_000, true}},
+		{"spread: schedule 3's, after the phase's", spread, 3, id(3, 1_003_750), got{Beyond, 1_003_750, true}},
+		{"past end_at", spread, 0, id(0, 1_004_000), got{}},
 		{"before the start", spread, 2, id(2, 1_000_000), got{}},
 		{"off the pattern", spread, 0, id(0, 1_000_001), got{}},
 		{"another schedule's id", spread, 1, id(0, 1_000_000), got{}},
@@ -59,11 +61,15 @@ func TestOccurrenceSlots(t *testing.T) {
 	if l := aligned.lastMS(); l != 1_002_000 {
 		t.Errorf("aligned lastMS = %d, want 1,002,000", l)
 	}
+	if e := spread.endMS(3); e != 1_003_750 {
+		t.Errorf("spread endMS(3) = %d, want the instant after schedule 3's last, 1,003,750", e)
+	}
 }
 
 // TestReceiverOccurrences: an occurrence is placed by its job id, not its
-// payload's due time; a second delivery of one instant is a duplicate, and
-// an instant the run does not expect is stray.
+// payload's due time; a second delivery of one instant is a duplicate, the
+// instant after the run's is counted apart, and an instant the run does not
+// expect is stray.
 func TestReceiverOccurrences(t *testing.T) {
 	r, err := StartReceiver()
 	if err != nil {
@@ -89,8 +95,10 @@ func TestReceiverOccurrences(t *testing.T) {
 	post(1, past)
 	post(1, past+1000) // early
 	post(1, past+500)  // off the pattern
+	post(0, past+2000) // the instant after the run's: beyond
+	post(0, past+3000) // past end_at
 	d := run.Delivery(0, r.Stray())
-	want := Delivery{Jobs: 4, Delivered: 3, Missing: 1, Duplicated: 1, Early: 1, Stray: 1}
+	want := Delivery{Jobs: 4, Delivered: 3, Missing: 1, Duplicated: 1, Early: 1, Stray: 2, Beyond: 1}
 	got := d
 	got.MinMS, got.P50MS, got.P90MS, got.P99MS, got.MaxMS, got.FirstMS, got.LastMS, got.Slices = 0, 0, 0, 0, 0, 0, 0, nil
 	if diff := cmp.Diff(want, got); diff != "" {
