@@ -57,7 +57,8 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
              occurrences/s, lateness, missing or doubled occurrences, Redis CPU per
              occurrence; then --scale-schedules every --scale-schedules-every (1m) for
              --scale-schedules-window: create rate, Redis memory per schedule, the same
-             figures; each beside one-shot jobs at its rate over its window (about 7 minutes; not in the default)
+             figures; each beside one-shot jobs at its rate over its window, created one per
+             POST and then by batches (about 12 minutes; not in the default)
   coldstart  --kairos-bin started --coldstart-starts times as kairos serve --roles api on
              the same Redis: time from exec to the first 200 from /readyz (median), the
              first and second job creates' times and Redis commands (not in the default)
@@ -132,7 +133,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&o.Flow.Rate, "flow-rate", 500, "flow: the rate phase's limit a second (10 s of jobs at it, due at one instant)")
 	fs.IntVar(&o.Flow.Parallelism, "flow-parallelism", 10, "flow: the parallelism phase's limit")
 	fs.DurationVar(&o.Flow.Hold, "flow-hold", 100*time.Millisecond, "flow: how long the receiver holds each request in the parallelism phase")
-	fs.BoolVar(&o.Schedules.OneShot, "schedules-oneshot", true, "schedules: run one-shot jobs at each phase's rate beside it, over its window, to compare")
+	fs.BoolVar(&o.Schedules.OneShot, "schedules-oneshot", true, "schedules: run one-shot jobs at each phase's rate beside it, over its window, created one per POST and then by batches, to compare")
 	fs.DurationVar(&o.Lead, "lead", 0, "how long before the first due time a run starts being created (default: from the measured create rate)")
 	fs.DurationVar(&o.Grace, "grace", 5*time.Second, "how long after the last due time missing callbacks are waited for")
 	fs.IntVar(&shards, "shards", 0, "Delay Bucket shards of the kairos started here (0: kairos's default)")
