@@ -352,7 +352,8 @@ func (s *Store) ListSchedules(ctx context.Context, tenant, topic, cursor string,
 
 // TriggerSchedule fires one occurrence now, outside the pattern: a job
 // like the schedule's occurrences, due now, with the id of an occurrence at
-// this instant. The schedule's pending occurrence is not affected.
+// this instant, or a millisecond on when this instant is one of the
+// pattern's. The schedule's pending occurrence is not affected.
 func (s *Store) TriggerSchedule(ctx context.Context, tenant, topic, id string) (kairos.Job, error) {
 	sc, err := s.GetSchedule(ctx, tenant, topic, id)
 	if err != nil {
@@ -360,8 +361,20 @@ func (s *Store) TriggerSchedule(ctx context.Context, tenant, topic, id string) (
 	}
 	j := sc.Job
 	now := s.Now().Truncate(time.Millisecond)
-	if !sc.Pending.IsZero() && sc.Pending.Equal(now) {
-		now = now.Add(time.Millisecond) // not the pending one's id
+	// Not the id of an occurrence of the pattern: this process's clock may
+	// run ahead of Redis's and name one not filed yet, which would then
+	// find this job under its id and not fire.
+	p, err := s.pattern(sc)
+	if err != nil {
+		return kairos.Job{}, fmt.Errorf("trigger schedule %s: %w", id, err)
+	}
+	for range 1000 { // a pattern fires at most once a millisecond
+		next := p.NextN(now.Add(-time.Millisecond), 1)
+		onPattern := len(next) > 0 && next[0].Equal(now)
+		if !onPattern && !sc.Pending.Equal(now) {
+			break
+		}
+		now = now.Add(time.Millisecond)
 	}
 	j.JobKey = kairos.JobKey{Tenant: tenant, Topic: topic, ID: kairos.OccurrenceID(id, now)}
 	j.RunAt = now

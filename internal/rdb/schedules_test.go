@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -367,5 +368,44 @@ func TestOccurrenceTwiceInItsSlotFiresOnce(t *testing.T) {
 	advance(time.Second)
 	if ids := fireDue(t, s); len(ids) != 1 || ids[0] != next {
 		t.Fatalf("fired %v, want %s once", ids, next)
+	}
+}
+
+// TestTriggerStepsOffPatternInstants: a trigger takes its instant from the
+// process's clock, which can run ahead of Redis's and name an instant of
+// the pattern not filed yet. It steps off it, so that the pattern's
+// occurrence is still filed and fires beside the trigger's, and does not
+// find the trigger's job under its id.
+func TestTriggerStepsOffPatternInstants(t *testing.T) {
+	s, now, advance := newScheduleStore(t)
+	ctx := context.Background()
+	t1 := now().Add(time.Second)
+	if _, err := s.PutSchedule(ctx, everySecond("tick", t1, kairos.CatchUpOne)); err != nil {
+		t.Fatal(err)
+	}
+	// another process whose clock runs 2 s ahead: its now is the
+	// pattern's second instant, not the pending (first) one
+	ahead := New(s.c, Options{Prefix: s.opts.Prefix, Shards: 4, Patterns: s.opts.Patterns, Now: func() time.Time { return now().Add(2 * time.Second) }})
+	if err := ahead.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t2 := t1.Add(time.Second)
+	j, err := ahead.TriggerSchedule(ctx, "acme", "orders", "tick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := kairos.OccurrenceID("tick", t2.Add(time.Millisecond)); j.ID != want {
+		t.Errorf("triggered %q, want %q: the instant after the pattern's", j.ID, want)
+	}
+	advance(time.Second) // t1: fires, and files t2
+	if got, want := fireDue(t, s), []string{kairos.OccurrenceID("tick", t1)}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("at t1 fired %v, want %v", got, want)
+	}
+	advance(time.Second + time.Millisecond) // t2 and the trigger's
+	got := fireDue(t, s)
+	want := []string{kairos.OccurrenceID("tick", t2), kairos.OccurrenceID("tick", t2.Add(time.Millisecond))}
+	slices.Sort(got)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("at t2 fired %v, want %v: the pattern's occurrence and the trigger's", got, want)
 	}
 }

@@ -201,7 +201,8 @@ local function occurLater(h, sid, s, t)
 end
 
 -- occurFlush files the occurrences queued, each unless a job of its id
--- exists (a trigger at the same ms).
+-- exists: a trigger steps off its pattern's instants, but not off those of
+-- a pattern put after it.
 local function occurFlush()
   for at = 1, nOcc, 1000 do
     local last = math.min(at + 999, nOcc)
