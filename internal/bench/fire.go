@@ -20,11 +20,10 @@ type fired struct {
 }
 
 // fire creates n jobs, job i due at t0 + at(i) (at most span after t0),
-// by calls of size jobs (1: single creates) started lead before t0, or
-// --batch when size is 0; then it waits for the
-// deliveries and sums them up. profile names the CPU profile of the
-// delivery phase; after, if set, runs once the deliveries are in and before
-// the jobs left pending are removed.
+// by calls of size jobs (1: single creates; 0: --batch) started lead
+// before t0; then it waits for the deliveries and sums them up. profile
+// names the CPU profile of the delivery phase; after, if set, runs once the
+// deliveries are in and before the jobs left pending are removed.
 func (b *Bench) fire(ctx context.Context, scenario string, n, size int, at func(i int) time.Duration, span, settle time.Duration, profile string, after func()) (*fired, error) {
 	if size <= 0 {
 		size = b.cfg.BatchSize

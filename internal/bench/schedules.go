@@ -134,7 +134,11 @@ func (b *Bench) Schedules(ctx context.Context, c SchedulesConfig) (*SchedulesRes
 			// lease entries of the jobs fired early in it, as the phase does
 			over := time.Duration(p.Each) * ph.every
 			jobs := int(math.Round(p.PerSec * over.Seconds()))
-			for _, size := range []int{1, b.cfg.BatchSize} {
+			sizes := []int{1}
+			if b.cfg.BatchSize > 1 {
+				sizes = append(sizes, b.cfg.BatchSize)
+			}
+			for _, size := range sizes {
 				b.progressf("schedules %s: one-shot jobs at the same rate: %s over %v, created %s", ph.name, fmtInt(int64(jobs)), over, createdBy(size))
 				one, err := b.precision(ctx, jobs, size, over, 0, fmt.Sprintf("schedules-%s-oneshot-%d", ph.name, size))
 				p.OneShots = append(p.OneShots, one)
