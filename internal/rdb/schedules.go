@@ -364,13 +364,19 @@ func (s *Store) TriggerSchedule(ctx context.Context, tenant, topic, id string) (
 	// Not the id of an occurrence of the pattern: this process's clock may
 	// run ahead of Redis's and name one not filed yet, which would then
 	// find this job under its id and not fire.
+	// (A pattern that no longer parses, as after a time zone left the
+	// system's database, files no instants either: the pending one is
+	// then the only one to step off.)
 	p, err := s.pattern(sc)
 	if err != nil {
-		return kairos.Job{}, fmt.Errorf("trigger schedule %s: %w", id, err)
+		p = nil
 	}
 	for range 1000 { // a pattern fires at most once a millisecond
-		next := p.NextN(now.Add(-time.Millisecond), 1)
-		onPattern := len(next) > 0 && next[0].Equal(now)
+		onPattern := false
+		if p != nil {
+			next := p.NextN(now.Add(-time.Millisecond), 1)
+			onPattern = len(next) > 0 && next[0].Equal(now)
+		}
 		if !onPattern && !sc.Pending.Equal(now) {
 			break
 		}
