@@ -224,14 +224,15 @@ local function schedFlush()
   callMany('HSET', KEYS[3], hs)
 end
 
--- chain is called as schedule sid's occurrence r (of topic h) is claimed
--- for its first attempt: when it is the schedule's pending one, the next
--- instant becomes pending, in this call. Instants that passed meanwhile
--- (all kairos down) are missed: catch-up "all" fires each, "one" lets this
--- occurrence stand for them, "none" drops them and this one too when it
--- is itself missed. It returns true when r must not fire.
-local function chain(h, sid, r)
-  local s = sobj[h .. '/' .. sid] -- read by claimChained
+-- chain is called as schedule sid's occurrence r (of topic h; sf is the
+-- schedule's field) is claimed for its first attempt: when it is the
+-- schedule's pending one, the next instant becomes pending, in this call.
+-- Instants that passed meanwhile (all kairos down) are missed: catch-up
+-- "all" fires each, "one" lets this occurrence stand for them, "none"
+-- drops them and this one too when it is itself missed. It returns true
+-- when r must not fire.
+local function chain(h, sid, sf, r)
+  local s = sobj[sf] -- read by claimChained
   if not s or s.cur ~= r.ra then
     return false -- a trigger, or the schedule changed
   end
@@ -329,6 +330,7 @@ end
 -- fields, so that another entry of one in the slot is seen as stale, as it
 -- would be once the occurrence started.
 local laterF, laterR, laterH, laterID, laterSid, laterDue, nLater = {}, {}, {}, {}, {}, {}, 0
+local laterSf = {} -- "<h>/<sid>": the schedule's field, made once an occurrence
 local laterField = {}
 
 -- claim processes field's entry at time t; v is its record as read before
@@ -394,6 +396,7 @@ local function claimChained()
   local sfs, seen = {}, {}
   for i = 1, nLater do
     local sf = laterH[i] .. '/' .. laterSid[i]
+    laterSf[i] = sf
     if sobj[sf] == nil and not seen[sf] then
       seen[sf] = true
       sfs[#sfs + 1] = sf
@@ -408,7 +411,7 @@ local function claimChained()
   for i = 1, nLater do
     local field, r, h = laterF[i], laterR[i], laterH[i]
     laterField[field] = nil
-    if chain(h, laterSid[i], r) then
+    if chain(h, laterSid[i], laterSf[i], r) then
       hdel[#hdel + 1] = field -- missed, and catch-up "none"
       written[field] = false
       unindex(tag, h, laterID[i], r.ca)
