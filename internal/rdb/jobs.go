@@ -57,17 +57,20 @@ func (s *Store) GetJob(ctx context.Context, key kairos.JobKey) (kairos.Job, erro
 	return s.decode(key, v)
 }
 
-// Cancel removes a job that has not been delivered; a dead job is discarded.
+// Cancel removes a job that has not been delivered; a dead job is
+// discarded. Cancelling a schedule's pending occurrence skips it: the
+// schedule's next instant becomes pending.
 func (s *Store) Cancel(ctx context.Context, key kairos.JobKey) error {
 	at, err := s.locate(ctx, key)
 	if err != nil {
 		return err
 	}
-	n, err := s.run(ctx, cancelScript, []string{s.k.pool(at.shard)}, s.k.tag(at.shard), at.h, key.ID, key.Tenant).Int()
+	res, err := s.run(ctx, cancelScript, s.jobKeys(at.shard), s.k.tag(at.shard), at.h, key.ID, key.Tenant,
+		s.scriptNow(), WakeHorizon.Milliseconds()).Slice()
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", key, err)
 	}
-	switch n {
+	switch toInt(res[0]) {
 	case replyNotFound:
 		return fmt.Errorf("job %q: %w", key.ID, kairos.ErrNotFound)
 	case replyActive:
@@ -75,10 +78,19 @@ func (s *Store) Cancel(ctx context.Context, key kairos.JobKey) error {
 	case replyDelivered:
 		return fmt.Errorf("%w: job %q was already delivered", kairos.ErrConflict, key.ID)
 	}
+	s.wakeFor(ctx, s.c, at.shard, res[1])
 	return nil
 }
 
-// Reschedule moves a job that has not fired to runAt.
+// jobKeys are the keys of the scripts that change one job: a cancel or
+// reschedule of a schedule's pending occurrence files the schedule's next.
+func (s *Store) jobKeys(shard int) []string {
+	return []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard)}
+}
+
+// Reschedule moves a job that has not fired to runAt. A schedule's pending
+// occurrence moved fires once at runAt, outside its schedule, which files
+// its next instant as the pending one.
 func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Time) (kairos.Job, error) {
 	if err := checkRecord(ms(runAt), 0, 0); err != nil {
 		return kairos.Job{}, fmt.Errorf("reschedule %s: %w", key, err)
@@ -87,7 +99,7 @@ func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Ti
 	if err != nil {
 		return kairos.Job{}, err
 	}
-	res, err := s.run(ctx, rescheduleScript, []string{s.k.pool(at.shard), s.k.due(at.shard)},
+	res, err := s.run(ctx, rescheduleScript, s.jobKeys(at.shard),
 		s.k.tag(at.shard), at.h, key.ID, ms(runAt), ms(s.Now()), WakeHorizon.Milliseconds()).Slice()
 	if err != nil {
 		return kairos.Job{}, fmt.Errorf("reschedule %s: %w", key, err)

@@ -96,7 +96,9 @@ import (
 // (decimal), in the schedule's shard (keys.shardOf). Exactly one occurrence
 // is pending (cur) while the schedule runs: the claim that fires it files
 // the next one, the first instant of the queue, in the same script
-// (claim.lua), so a crash can neither skip nor double one. Go computes the
+// (claim.lua), so a crash can neither skip nor double one; a cancel or
+// reschedule of the pending one files the next in its script as well
+// (skipPending). Go computes the
 // instants (cron and time zones are Go's) and keeps the queue topped up: a
 // claim that leaves it short adds the schedule to P:{s}:sr, and the scanner
 // refills a batch of them in one call (schedrefill.lua). A pattern that has

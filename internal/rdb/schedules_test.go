@@ -409,3 +409,78 @@ func TestTriggerStepsOffPatternInstants(t *testing.T) {
 		t.Errorf("at t2 fired %v, want %v: the pattern's occurrence and the trigger's", got, want)
 	}
 }
+
+// Cancelling a schedule's pending occurrence skips that instant only: the
+// next one becomes pending and fires, also after more skips in a row than
+// the queue holds (the refill files the pending one). Rescheduling it
+// moves it out of the schedule: it fires once at its new time, and the
+// schedule goes on from its next instant.
+func TestCancelOrReschedulePendingOccurrence(t *testing.T) {
+	pending := func(t *testing.T, s *Store) time.Time {
+		t.Helper()
+		sc, err := s.GetSchedule(context.Background(), "acme", "orders", "tick")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc.Pending
+	}
+	occ := func(at time.Time) kairos.JobKey {
+		return kairos.JobKey{Tenant: "acme", Topic: "orders", ID: kairos.OccurrenceID("tick", at)}
+	}
+	t.Run("cancel", func(t *testing.T) {
+		s, now, add := newScheduleStore(t)
+		ctx := context.Background()
+		start := now().Add(500 * time.Millisecond)
+		if _, err := s.PutSchedule(ctx, everySecond("tick", start, "")); err != nil {
+			t.Fatal(err)
+		}
+		skipped := 0
+		for range scheduleQueue + 4 { // past the queue: a refill files the pending one
+			p := pending(t, s)
+			if err := s.Cancel(ctx, occ(p)); err != nil {
+				t.Fatal(err)
+			}
+			skipped++
+			if p.IsZero() || !pending(t, s).Equal(p.Add(time.Second)) {
+				for range 3 { // a claim asks for the refill, which files the pending one
+					fireDue(t, s)
+				}
+			}
+			if got, want := pending(t, s), start.Add(time.Duration(skipped)*time.Second); !got.Equal(want) {
+				t.Fatalf("after %d cancels the pending occurrence is at %v, want %v", skipped, got, want)
+			}
+		}
+		add(time.Duration(skipped+1) * time.Second) // the clock was half a second before start
+		if got := fireDue(t, s); len(got) != 1 || got[0] != occ(start.Add(time.Duration(skipped)*time.Second)).ID {
+			t.Fatalf("after the cancels fired %v, want the next instant's occurrence", got)
+		}
+		add(time.Second)
+		if got := fireDue(t, s); len(got) != 1 {
+			t.Fatalf("the schedule stopped after the cancels: fired %v", got)
+		}
+	})
+	t.Run("reschedule", func(t *testing.T) {
+		s, now, add := newScheduleStore(t)
+		ctx := context.Background()
+		start := now().Add(500 * time.Millisecond)
+		if _, err := s.PutSchedule(ctx, everySecond("tick", start, "")); err != nil {
+			t.Fatal(err)
+		}
+		moved := start.Add(2500 * time.Millisecond)
+		if _, err := s.Reschedule(ctx, occ(start), moved); err != nil {
+			t.Fatal(err)
+		}
+		if got := pending(t, s); !got.Equal(start.Add(time.Second)) {
+			t.Fatalf("after the move the pending occurrence is at %v, want the next instant", got)
+		}
+		var fired []string
+		for range 4 {
+			add(time.Second)
+			fired = append(fired, fireDue(t, s)...)
+		}
+		want := []string{occ(start.Add(time.Second)).ID, occ(start.Add(2 * time.Second)).ID, occ(start).ID, occ(start.Add(3 * time.Second)).ID}
+		if !slices.Equal(fired, want) {
+			t.Fatalf("fired %v, want %v", fired, want)
+		}
+	})
+}

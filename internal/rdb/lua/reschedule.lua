@@ -1,5 +1,9 @@
--- reschedule.lua: move a job that has not fired to a new time.
--- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due)
+-- reschedule.lua: move a job that has not fired to a new time. A
+-- schedule's pending occurrence moved leaves its schedule, as a trigger's
+-- does: the schedule's next instant becomes pending (skipPending), and
+-- the moved one fires once at its new time.
+-- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due), KEYS[3] its
+-- schedules, KEYS[4] its refill set
 -- ARGV[1] the shard's key tag, ARGV[2] the topic's handle, ARGV[3] id,
 -- ARGV[4] run_at (ms), ARGV[5] now (ms), ARGV[6] wake horizon (ms)
 -- Reply: {R.not_found}, {R.active}, {R.delivered}, {R.dead} (replay it
@@ -20,6 +24,7 @@ if r.st == ST.dead then
   return {R.dead}
 end
 local now = tonumber(ARGV[5])
+skipPending(tag, pool, KEYS[3], KEYS[4], h, id, r, now)
 local was = r.st
 r.st, r.n, r.ra, r.nx = waiting(tonumber(ARGV[4]), now), 0, tonumber(ARGV[4]), tonumber(ARGV[4])
 if was ~= r.st then
@@ -28,5 +33,6 @@ end
 wheelPut(field, r.nx, now)
 local v = format(r)
 redis.call('HSET', pool, field, v)
+indexFlush(tag)
 countFlush(tag)
 return {R.ok, earliestOf(due, wheelFlush(tag, due), now + tonumber(ARGV[6])), v}

@@ -156,6 +156,35 @@ local function occur(pool, h, sid, s, t, now, put, written)
   fileNew(pool, h, occurrenceID(sid, t), v, st, t, now, put, written)
 end
 
+-- skipPending moves a schedule past job id of topic h (record r), when
+-- that is the schedule's pending occurrence, without firing it: the next
+-- instant becomes the pending one, filed now (a cancel or reschedule of
+-- the pending occurrence would otherwise leave the schedule with no
+-- occurrence to chain from). scheds and refills are the shard's schedules
+-- and refill set.
+local function skipPending(tag, pool, scheds, refills, h, id, r, now)
+  local sid = nil
+  if r.n == 0 then
+    sid = scheduleOf(id)
+  end
+  if not sid then
+    return -- no occurrence, or one that has fired
+  end
+  local sf = h .. '/' .. sid
+  local s = sget(scheds, tag, sf)
+  if not s or s.cur ~= r.ra then
+    return -- not the pending one: a trigger, or one the schedule passed
+  end
+  s.cur = qpop(s) or 0
+  if s.cur ~= 0 then
+    occur(pool, h, sid, s, s.cur, now)
+  end
+  if not s.en and not qAtLeast(s, REFILL_BELOW) then
+    redis.call('SADD', refills, sf)
+  end
+  sput(scheds, s)
+end
+
 -- unoccur removes schedule sid's occurrence at t if it has not fired yet;
 -- one being delivered or retried is left to finish.
 local function unoccur(tag, pool, h, sid, t)
