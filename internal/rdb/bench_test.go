@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -190,14 +191,21 @@ func redisCPU(b *testing.B, s *Store) float64 {
 // commandstats: FCALL usec, µs), without the network and event loop
 // work that INFO cpu also counts.
 func scriptUS(b *testing.B, s *Store) float64 {
+	return commandUS(b, s, "fcall")
+}
+
+// commandUS is the time Redis spent running commands cmds (INFO
+// commandstats usec, µs; an FCALL's includes the commands its script ran).
+func commandUS(b *testing.B, s *Store, cmds ...string) float64 {
 	b.Helper()
 	info, err := s.c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
+	var total float64
 	for line := range strings.SplitSeq(info, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_fcall:")
-		if !ok {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
+		if !ok || !slices.Contains(cmds, name) {
 			continue
 		}
 		for kv := range strings.SplitSeq(rest, ",") {
@@ -206,16 +214,18 @@ func scriptUS(b *testing.B, s *Store) float64 {
 				if err != nil {
 					b.Fatal(err)
 				}
-				return f
+				total += f
 			}
 		}
 	}
-	return 0
+	return total
 }
 
 // claimAndFinish claims shard 0's jobs due by now and finishes each as
-// delivered; it returns how many.
-func claimAndFinish(b *testing.B, s *Store, now time.Time) int {
+// delivered, then refills the schedules the claim asked for; it returns
+// how many jobs it claimed, and Redis's time in the refill's commands
+// (µs: its SRANDMEMBER, the MULTI block of HMGETs, the script).
+func claimAndFinish(b *testing.B, s *Store, now time.Time) (int, float64) {
 	b.Helper()
 	ctx := context.Background()
 	c, err := s.ClaimDue(ctx, 0, 500, 0, 30*time.Second)
@@ -236,19 +246,26 @@ func claimAndFinish(b *testing.B, s *Store, now time.Time) int {
 			b.Fatal(err)
 		}
 	}
+	refill := 0.0
 	if c.Refills > 0 {
+		us0 := commandUS(b, s, refillCommands...)
 		if err := s.RefillSchedules(ctx, 0, 100); err != nil {
 			b.Fatal(err)
 		}
+		refill = commandUS(b, s, refillCommands...) - us0
 	}
-	return len(c.Jobs)
+	return len(c.Jobs), refill
 }
+
+// refillCommands are the commands Store.RefillSchedules sends.
+var refillCommands = []string{"srandmember", "multi", "hmget", "exec", "fcall"}
 
 // BenchmarkOccurrences is the Redis side of schedules firing: 1,000
 // schedules every second, their instants spread over the second, claimed
 // every 100 ms (about 100 a claim, each filing its schedule's next one),
 // finished, and refilled. It reports Redis CPU per occurrence beside
-// BenchmarkOneShotAtRate's per job:
+// BenchmarkOneShotAtRate's per job, and Redis's time in refills per
+// occurrence (a schedule refills every scheduleQueue-refillBelow+1 or so):
 //
 //	go test -run '^$' -bench 'Occurrences|OneShotAtRate' -benchtime 200x ./internal/rdb
 func BenchmarkOccurrences(b *testing.B) {
@@ -266,15 +283,17 @@ func BenchmarkOccurrences(b *testing.B) {
 		}
 	}
 	clk.Add(time.Second)
-	fired := 0
+	fired, refill := 0, 0.0
 	cpu0, us0 := redisCPU(b, s), scriptUS(b, s)
 	for b.Loop() {
 		clk.Add(100 * time.Millisecond)
-		fired += claimAndFinish(b, s, clk.Now())
+		n, us := claimAndFinish(b, s, clk.Now())
+		fired, refill = fired+n, refill+us
 	}
 	b.ReportMetric((redisCPU(b, s)-cpu0)/float64(max(fired, 1)), "redis-µs/occurrence")
 	b.ReportMetric((scriptUS(b, s)-us0)/float64(max(fired, 1)), "script-µs/occurrence")
 	b.ReportMetric(float64(fired)/float64(b.N), "occurrences/claim")
+	b.ReportMetric(refill/float64(max(fired, 1)), "refill-µs/occurrence")
 }
 
 // BenchmarkOneShotAtRate is BenchmarkOccurrences with one-shot jobs: the
@@ -299,7 +318,8 @@ func BenchmarkOneShotAtRate(b *testing.B) {
 			enqueueAll(b, s, jobs)
 		}
 		clk.Add(time.Second + 100*time.Millisecond)
-		fired += claimAndFinish(b, s, clk.Now())
+		n, _ := claimAndFinish(b, s, clk.Now())
+		fired += n
 		cpu += redisCPU(b, s) - cpu0
 		us += scriptUS(b, s) - us0
 	}
