@@ -438,14 +438,14 @@ func (s *Store) RefillSchedules(ctx context.Context, shard, most int) error {
 func (s *Store) refillArgs(ctx context.Context, f, head, body string, now time.Time) ([]any, error) {
 	h, id, _ := strings.Cut(f, "/")
 	if head == "" { // deleted: the script drops it from the set
-		return []any{h, id, -1, -1, 0, 0, 0}, nil
+		return []any{h, id, -1, -1, 0, 0, ""}, nil
 	}
 	r, err := decodeSchedule(head, body)
 	if err != nil {
 		return nil, fmt.Errorf("schedule %s: %w", f, err)
 	}
 	if r.paused || r.ended {
-		return []any{h, id, r.gen, r.hi, 0, 0, 0}, nil // nothing to add: it leaves the set
+		return []any{h, id, r.gen, r.hi, 0, 0, ""}, nil // nothing to add: it leaves the set
 	}
 	tenant, topic, err := s.topicOf(ctx, h)
 	if err != nil {
@@ -489,13 +489,17 @@ func (s *Store) refillArgs(ctx context.Context, f, head, body string, now time.T
 	if len(next) == want {
 		more = 1
 	}
-	a := make([]any, 0, 7+len(missed)+len(next))
-	a = append(a, h, id, r.gen, r.hi, more, len(missed), len(next))
+	a := make([]any, 0, 7+len(missed))
+	a = append(a, h, id, r.gen, r.hi, more, len(missed))
 	for _, t := range missed {
 		a = append(a, ms(t))
 	}
+	// the next instants as the queue stores them: one argument, appended
+	// to the queue as it is (an argument an instant cost the script about
+	// a microsecond each)
+	q := make([]byte, 0, len(next)*queueEntry)
 	for _, t := range next {
-		a = append(a, ms(t))
+		q = appendBE(q, ms(t), queueEntry)
 	}
-	return a, nil
+	return append(a, string(q)), nil
 }

@@ -8,8 +8,9 @@
 -- for (-1 when the schedule was gone), the hi they were computed after,
 -- 1 when Go can compute more instants after the last given (0: the
 -- pattern has ended), how many missed instants follow (catch-up "all":
--- each fires), how many next instants follow, then those missed and those
--- next instants after now, ascending.
+-- each fires), those missed instants (ms), then the next instants after
+-- now, ascending, in one argument as the queue stores them (SCH_Q bytes
+-- each; '' for none).
 -- A schedule leaves the refill set. One gone or changed since (another
 -- version or hi, or paused) is left as it is: a claim asks for its refill
 -- again if it still needs one. When no occurrence is pending, the first
@@ -21,9 +22,10 @@ local tag = ARGV[2]
 local i = 4
 while i <= #ARGV do
   local h, sid, gen, hi, more = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
-  local missed, nexts = tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6])
-  local first = i + 7
-  i = first + missed + nexts
+  local missed = tonumber(ARGV[i + 5])
+  local first = i + 6
+  local nexts = ARGV[first + missed]
+  i = first + missed + 1
   local sf = h .. '/' .. sid
   redis.call('SREM', refills, sf)
   local s = sget(scheds, tag, sf)
@@ -33,12 +35,9 @@ while i <= #ARGV do
         occur(pool, h, sid, s, tonumber(ARGV[j]), now)
       end
     end
-    for j = first + missed, i - 1 do
-      local t = tonumber(ARGV[j])
-      if t > s.hi then
-        qpush(s, t)
-        s.hi = t
-      end
+    if nexts ~= '' and (structLib or findStruct()).unpack(SCH_QF, nexts) > s.hi then
+      s.qs = s.qs .. nexts
+      s.hi = (structLib or findStruct()).unpack(SCH_QF, string.sub(nexts, -SCH_Q))
     end
     s.en = more ~= '1'
     if s.cur == 0 and s.qs ~= '' then
