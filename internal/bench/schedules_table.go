@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // Tables prints the result, a table per phase.
@@ -116,7 +118,8 @@ func (p *SchedulePhase) table() Table {
 		"lateness = arrival at the bench's receiver minus the occurrence's instant, read from its job id (<schedule id>@<unix ms>)",
 		"memory per schedule = INFO used_memory growth over the creates / schedules: the schedule's record and queue of instants, its index entry and its first occurrence filed",
 		"Redis CPU while firing = growth of INFO used_cpu_user+used_cpu_sys from just before the first instant until the last occurrence settled, background work included "+
-			"(claiming, filing each next instant, refilling queues of instants) / occurrences fired meanwhile; with its creation adds the creates' Redis CPU, shared by the schedule's occurrences",
+			"(claiming, filing each next instant) / occurrences fired meanwhile; with its creation adds the creates' Redis CPU, shared by the schedule's occurrences",
+		refillNote(p.Each),
 		fmt.Sprintf("each schedule's end_at is the instant after the phase's last, so that every occurrence measured files its next one, as a schedule that goes on does; "+
 			"%s of those next ones fired before the measure ended, and count among the occurrences fired", fmtInt(int64(p.fired()-p.Occurrences))))
 	t.Notes = append(t.Notes, scriptTimeNote)
@@ -200,4 +203,15 @@ func orNA(ok bool, f func() string) string {
 // fmtDuration prints seconds as a Go duration: 1s, 1m0s, 20s.
 func fmtDuration(s float64) string {
 	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+}
+
+// refillNote says whether a phase whose schedules fire each times in its
+// window pays for refills of their queues of instants.
+func refillNote(each int) string {
+	if each < rdb.OccurrencesPerRefill {
+		return fmt.Sprintf("no refill falls in the window: a schedule refills its queue of instants after %d occurrences, then about every %d, "+
+			"and these fire %d times each (BenchmarkOccurrences in internal/rdb measures the refills' share of a schedule that goes on: refill-µs/occurrence)",
+			rdb.OccurrencesPerRefill, rdb.OccurrencesPerRefill, each)
+	}
+	return fmt.Sprintf("the window holds refills of the schedules' queues of instants: a schedule refills after %d occurrences, then about every %d", rdb.OccurrencesPerRefill, rdb.OccurrencesPerRefill)
 }

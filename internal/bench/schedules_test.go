@@ -182,3 +182,14 @@ func TestSchedulePhaseChecksAndTable(t *testing.T) {
 		t.Errorf("head %q, want metric, schedules, target, verdict", tb.Head)
 	}
 }
+
+// A phase says whether its window pays for refills: the scale phase's
+// schedules fire too few times for one, the precision phase's enough.
+func TestRefillNote(t *testing.T) {
+	if n := refillNote(2); !strings.HasPrefix(n, "no refill falls in the window") {
+		t.Errorf("2 occurrences a schedule: %q", n)
+	}
+	if n := refillNote(20); !strings.HasPrefix(n, "the window holds refills") {
+		t.Errorf("20 occurrences a schedule: %q", n)
+	}
+}
