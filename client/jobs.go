@@ -88,7 +88,8 @@ func (c *Client) AllJobs(ctx context.Context, topic string, opts ListOptions) it
 
 // CancelJob removes a job that has not been delivered (a dead job is
 // discarded); its id is free again at once. A job being delivered now, or
-// delivered, is a conflict ([IsConflict]).
+// delivered, is a conflict ([IsConflict]). Cancelling a schedule's pending
+// occurrence skips that instant only: the schedule's next becomes pending.
 func (c *Client) CancelJob(ctx context.Context, topic, id string) error {
 	_, err := c.do(ctx, del(topicPath(topic, "jobs", id)), nil)
 	return err
@@ -96,7 +97,9 @@ func (c *Client) CancelJob(ctx context.Context, topic, id string) error {
 
 // RescheduleJob moves a job that has not fired (scheduled, ready or
 // retrying) to a new time. Any other state is a conflict; replay a dead
-// job with RetryJob. It is sent once.
+// job with RetryJob. A schedule's pending occurrence moved fires once at
+// its new time, outside its schedule, which goes on from its next instant.
+// It is sent once.
 func (c *Client) RescheduleJob(ctx context.Context, topic, id string, req RescheduleRequest) (*Job, error) {
 	r, err := jsonBody(http.MethodPatch, topicPath(topic, "jobs", id), req, false)
 	if err != nil {
