@@ -102,6 +102,25 @@ func TestScheduleLifecycle(t *testing.T) {
 		t.Errorf("a trigger moved the pending occurrence: %s, was %s", after.PendingJob, resumed.PendingJob)
 	}
 
+	// Cancelling the pending occurrence skips that instant only; moving it
+	// takes it out of the schedule, which goes on from its next instant.
+	jobs := "/v1/topics/reports/jobs/"
+	if res := e.do(t, "DELETE", jobs+resumed.PendingJob, acme, nil); res.Status != http.StatusNoContent {
+		t.Fatalf("DELETE the pending occurrence: %d %s", res.Status, res.Body)
+	}
+	skipped := want[scheduleResponse](t, e.do(t, "GET", path+"beat", acme, nil), http.StatusOK)
+	if skipped.PendingJob != kairos.OccurrenceID("beat", t0.Add(4*time.Hour)) {
+		t.Errorf("after the cancel the pending occurrence is %s, want the next instant's", skipped.PendingJob)
+	}
+	moveTo := t0.Add(4*time.Hour + 30*time.Minute)
+	moved := want[jobResponse](t, e.do(t, "PATCH", jobs+skipped.PendingJob, acme, obj{"run_at": ms(moveTo)}), http.StatusOK)
+	if moved.RunAt != ms(moveTo) {
+		t.Errorf("moved occurrence: %+v", moved)
+	}
+	if got := want[scheduleResponse](t, e.do(t, "GET", path+"beat", acme, nil), http.StatusOK); got.PendingJob != kairos.OccurrenceID("beat", t0.Add(5*time.Hour)) {
+		t.Errorf("after the move the pending occurrence is %s, want the next instant's", got.PendingJob)
+	}
+
 	if res := e.do(t, "DELETE", path+"beat", acme, nil); res.Status != http.StatusNoContent {
 		t.Fatalf("DELETE: %d %s", res.Status, res.Body)
 	}
