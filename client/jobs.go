@@ -96,8 +96,8 @@ func (c *Client) CancelJob(ctx context.Context, topic, id string) error {
 }
 
 // RescheduleJob moves a job that has not fired (scheduled, ready or
-// retrying) to a new time. Any other state is a conflict; replay a dead
-// job with RetryJob. A schedule's pending occurrence moved fires once at
+// retrying) to a new time; it keeps its attempts. Any other state is a
+// conflict; replay a dead job with RetryJob. A schedule's pending occurrence moved fires once at
 // its new time, outside its schedule, which goes on from its next instant.
 // It is sent once.
 func (c *Client) RescheduleJob(ctx context.Context, topic, id string, req RescheduleRequest) (*Job, error) {

@@ -88,7 +88,8 @@ func (s *Store) jobKeys(shard int) []string {
 	return []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard)}
 }
 
-// Reschedule moves a job that has not fired to runAt. A schedule's pending
+// Reschedule moves a job that has not fired, or waits to retry, to runAt;
+// it keeps its attempts (a retrying job stays retrying). A schedule's pending
 // occurrence moved fires once at runAt, outside its schedule, which files
 // its next instant as the pending one.
 func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Time) (kairos.Job, error) {

@@ -518,3 +518,38 @@ func TestReleaseManyAcrossShards(t *testing.T) {
 		t.Fatalf("claimed %d again now, want the %d released to now", len(again), n/2)
 	}
 }
+
+// TestRescheduleKeepsAttempts: moving a job keeps its attempts. A retrying
+// job moved stays retrying and its next attempt goes on from the last;
+// a replayed job moved keeps its fresh set of attempts, no more.
+func TestRescheduleKeepsAttempts(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	enqueue(t, s, "o1", clk.Now())
+	c := claimOne(t, s, "o1")
+	finishJob(t, s, c.Job, clk.Now(), 500, false, false, clk.Now().Add(2*time.Second))
+	moved, err := s.Reschedule(ctx, key("o1"), clk.Now().Add(10*time.Second))
+	if err != nil || moved.State != kairos.StateRetrying || moved.Attempts != 1 || !moved.NextRunAt.Equal(clk.Now().Add(10*time.Second)) {
+		t.Fatalf("retrying job moved: %+v %v", moved, err)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateRetrying: 1})
+	clk.Add(10 * time.Second)
+	c = claimOne(t, s, "o1")
+	if c.Job.Attempts != 2 || c.Job.AttemptsLeft() != c.Job.MaxAttempts-2 {
+		t.Fatalf("attempt after the move: %d, %d left of %d", c.Job.Attempts, c.Job.AttemptsLeft(), c.Job.MaxAttempts)
+	}
+	finishJob(t, s, c.Job, clk.Now(), 500, false, true, time.Time{})
+	if _, err := s.Replay(ctx, key("o1")); err != nil {
+		t.Fatal(err)
+	}
+	moved, err = s.Reschedule(ctx, key("o1"), clk.Now().Add(5*time.Second))
+	if err != nil || moved.State != kairos.StateScheduled || moved.Attempts != 2 || moved.ReplayedAfter != 2 {
+		t.Fatalf("replayed job moved: %+v %v", moved, err)
+	}
+	clk.Add(5 * time.Second)
+	c = claimOne(t, s, "o1")
+	if c.Job.Attempts != 3 || c.Job.AttemptsLeft() != c.Job.MaxAttempts-1 {
+		t.Fatalf("first attempt of the replayed job after the move: %d, %d left of %d", c.Job.Attempts, c.Job.AttemptsLeft(), c.Job.MaxAttempts)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateActive: 1})
+}

@@ -1,7 +1,8 @@
--- reschedule.lua: move a job that has not fired to a new time. A
--- schedule's pending occurrence moved leaves its schedule, as a trigger's
--- does: the schedule's next instant becomes pending (skipPending), and
--- the moved one fires once at its new time.
+-- reschedule.lua: move a job that has not fired, or waits to retry, to a
+-- new time; it keeps its attempts. A schedule's pending occurrence moved
+-- leaves its schedule, as a trigger's does: the schedule's next instant
+-- becomes pending (skipPending), and the moved one fires once at its new
+-- time.
 -- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due), KEYS[3] its
 -- schedules, KEYS[4] its refill set
 -- ARGV[1] the shard's key tag, ARGV[2] the topic's handle, ARGV[3] id,
@@ -25,8 +26,13 @@ if r.st == ST.dead then
 end
 local now = tonumber(ARGV[5])
 skipPending(tag, pool, KEYS[3], KEYS[4], h, id, r, now)
+-- it keeps its attempts: a retrying job stays retrying, its next attempt
+-- going on from its last (with what is left of its max_attempts)
 local was = r.st
-r.st, r.n, r.ra, r.nx = waiting(tonumber(ARGV[4]), now), 0, tonumber(ARGV[4]), tonumber(ARGV[4])
+r.ra, r.nx = tonumber(ARGV[4]), tonumber(ARGV[4])
+if was ~= ST.retrying then
+  r.st = waiting(r.nx, now)
+end
 if was ~= r.st then
   count(h, NAME[was] .. '>' .. NAME[r.st])
 end
