@@ -9,6 +9,7 @@ import (
 // fired is a run of jobs created ahead and then delivered.
 type fired struct {
 	spec     spec
+	size     int // jobs a create call carried
 	run      *Arrivals
 	t0       time.Time     // the earliest due time, Redis clock
 	lead     time.Duration // how far ahead of t0 creation started
@@ -28,7 +29,7 @@ func (b *Bench) fire(ctx context.Context, scenario string, n, size int, at func(
 	if size <= 0 {
 		size = b.cfg.BatchSize
 	}
-	f := &fired{lead: b.lead(n, size)}
+	f := &fired{size: size, lead: b.lead(n, size)}
 	f.t0 = b.now().Add(f.lead).Truncate(time.Millisecond)
 	t0 := f.t0.UnixMilli()
 	f.spec = b.newSpec(scenario, func(i int) int64 { return t0 + at(i).Milliseconds() })

@@ -37,12 +37,9 @@ func (b *Bench) Precision(ctx context.Context, n int, over time.Duration) (*Prec
 // precision runs n jobs due uniformly over the window, created by calls of
 // size jobs (0: --batch), with pending other jobs pending.
 func (b *Bench) precision(ctx context.Context, n, size int, over time.Duration, pending int, profile string) (*PrecisionResult, error) {
-	if size <= 0 {
-		size = b.cfg.BatchSize
-	}
 	at := func(i int) time.Duration { return time.Duration(int64(over) * int64(i) / int64(n)) }
 	f, err := b.fire(ctx, "prec", n, size, at, over, 500*time.Millisecond, profile, nil)
-	r := &PrecisionResult{Jobs: n, OverSeconds: over.Seconds(), PerSec: float64(n) / over.Seconds(), Pending: pending, BatchSize: size,
+	r := &PrecisionResult{Jobs: n, OverSeconds: over.Seconds(), PerSec: float64(n) / over.Seconds(), Pending: pending, BatchSize: f.size,
 		LeadSeconds: f.lead.Round(time.Millisecond).Seconds(), AheadSeconds: f.ahead.Round(time.Millisecond).Seconds(), Delivery: f.delivery, CPU: f.cpu,
 		Life: f.life, RedisCPUPerJobUS: f.life.redisUSPerJob(n)}
 	if err != nil {

@@ -264,11 +264,9 @@ func (b *Bench) schedulePhase(ctx context.Context, name string, n int, every, wi
 		b.await(ctx, run, n*each, time.UnixMilli(o.lastMS()), 500*time.Millisecond)
 		stop()
 		p.CPU = b.usage(ctx, mark)
-		beyond := run.Beyond()
-		p.Fired = n*each + beyond
+		p.Delivery = run.Delivery(b.offset, b.rec.Stray()-stray) // its Beyond as the measure ended
+		p.Fired = n*each + p.Delivery.Beyond
 		p.RedisCPUPerOccurrenceUS = p.CPU.redisUSPerJob(p.Fired)
-		p.Delivery = run.Delivery(b.offset, b.rec.Stray()-stray)
-		p.Delivery.Beyond = beyond // as the measure ended
 		if p.Delivery.LastMS > 0 {
 			p.DeliveredPerSec = float64(p.Delivery.Delivered) / (p.Delivery.LastMS / 1000)
 		}

@@ -427,13 +427,19 @@ func TestCancelOrReschedulePendingOccurrence(t *testing.T) {
 	occ := func(at time.Time) kairos.JobKey {
 		return kairos.JobKey{Tenant: "acme", Topic: "orders", ID: kairos.OccurrenceID("tick", at)}
 	}
-	t.Run("cancel", func(t *testing.T) {
+	// tick puts a schedule every second from half a second on; it returns
+	// the store, the first instant and the clock's advance.
+	tick := func(t *testing.T) (*Store, time.Time, func(time.Duration)) {
 		s, now, add := newScheduleStore(t)
-		ctx := context.Background()
 		start := now().Add(500 * time.Millisecond)
-		if _, err := s.PutSchedule(ctx, everySecond("tick", start, "")); err != nil {
+		if _, err := s.PutSchedule(context.Background(), everySecond("tick", start, "")); err != nil {
 			t.Fatal(err)
 		}
+		return s, start, add
+	}
+	t.Run("cancel", func(t *testing.T) {
+		s, start, add := tick(t)
+		ctx := context.Background()
 		skipped := 0
 		for range scheduleQueue + 4 { // past the queue: a refill files the pending one
 			p := pending(t, s)
@@ -460,12 +466,8 @@ func TestCancelOrReschedulePendingOccurrence(t *testing.T) {
 		}
 	})
 	t.Run("reschedule", func(t *testing.T) {
-		s, now, add := newScheduleStore(t)
+		s, start, add := tick(t)
 		ctx := context.Background()
-		start := now().Add(500 * time.Millisecond)
-		if _, err := s.PutSchedule(ctx, everySecond("tick", start, "")); err != nil {
-			t.Fatal(err)
-		}
 		moved := start.Add(2500 * time.Millisecond)
 		if _, err := s.Reschedule(ctx, occ(start), moved); err != nil {
 			t.Fatal(err)

@@ -265,9 +265,7 @@ local function chain(h, sid, sf, r)
     qdrop(s)
     occurLater(h, sid, s, s.cur)
   end
-  if not s.en and not qAtLeast(s, REFILL_BELOW) then
-    redis.call('SADD', KEYS[4], s.sf)
-  end
+  askRefill(KEYS[4], s)
   if not s.changed then
     s.changed = true
     schanged[#schanged + 1] = s

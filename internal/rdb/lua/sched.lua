@@ -65,9 +65,12 @@ local function qpop(s)
   return t
 end
 
--- qAtLeast reports whether s's queue holds n instants or more.
-local function qAtLeast(s, n)
-  return #s.qs >= n * SCH_Q
+-- askRefill adds s to the shard's refill set (refills) when its queue
+-- runs short (under REFILL_BELOW instants) and its pattern has not ended.
+local function askRefill(refills, s)
+  if not s.en and #s.qs < REFILL_BELOW * SCH_Q then
+    redis.call('SADD', refills, s.sf)
+  end
 end
 
 -- qpush appends instant t to s's queue.
@@ -179,9 +182,7 @@ local function skipPending(tag, pool, scheds, refills, h, id, r, now)
   if s.cur ~= 0 then
     occur(pool, h, sid, s, s.cur, now)
   end
-  if not s.en and not qAtLeast(s, REFILL_BELOW) then
-    redis.call('SADD', refills, sf)
-  end
+  askRefill(refills, s)
   sput(scheds, s)
 end
 

@@ -57,9 +57,7 @@ if not s.pa then
     occur(pool, h, sid, s, s.cur, now)
   end
   s.en = ARGV[7] ~= '1'
-  if not s.en and not qAtLeast(s, REFILL_BELOW) then
-    redis.call('SADD', refills, sf)
-  end
+  askRefill(refills, s)
 end
 sput(scheds, s)
 if s.body then
