@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -253,5 +254,39 @@ func TestJobSettingsRoundTrip(t *testing.T) {
 	got.UID, got.CreatedAt, got.NextRunAt, got.State = "", time.Time{}, time.Time{}, ""
 	if d := cmp.Diff(in, got); d != "" {
 		t.Errorf("job (-want +got):\n%s", d)
+	}
+}
+
+// TestB36MatchesGo: the scripts' b36 writes what strconv.FormatInt(n, 36)
+// writes, at every width its two-digits-at-a-time steps take (0 is the
+// empty string),
+// and Go reads it back; numbers up to 2^53, where doubles stay exact.
+func TestB36MatchesGo(t *testing.T) {
+	ns := []int64{1, 35, 36, 1295, 1296, 1297, 46655, 46656, 1679615, 1679616, 2176782335, 2176782336,
+		2821109907455, 2821109907456, 1795535849834, 1 << 53}
+	for i := int64(1); i < 3000; i++ {
+		ns = append(ns, i, i*i*i*7919%(1<<53), i*104729*104729%2821109907456)
+	}
+	script := redis.NewScript(helpersSrc + `
+local out = {b36(0)}
+for i, s in ipairs(ARGV) do
+  out[i + 1] = b36(tonumber(s))
+end
+return out`)
+	argv := make([]any, len(ns))
+	for i, n := range ns {
+		argv[i] = n
+	}
+	got, err := script.Run(context.Background(), testredis.Client(t), nil, argv...).StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != "" {
+		t.Errorf("b36(0) = %q, want ''", got[0])
+	}
+	for i, n := range ns {
+		if want := strconv.FormatInt(n, 36); got[i+1] != want {
+			t.Errorf("b36(%d) = %q, want %q", n, got[i+1], want)
+		}
 	}
 }
