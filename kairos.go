@@ -3,6 +3,7 @@
 package kairos
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -442,4 +443,20 @@ func (q Quota) WithDefaults() Quota {
 		q.Burst = q.Rate
 	}
 	return q
+}
+
+type promptOutcomeKey struct{}
+
+// WithPromptOutcome marks ctx as that of an attempt's outcome whose caller
+// waits on it while holding what other work needs (a topic's callback
+// slot, kept until a circuit breaker has heard the outcome): the store
+// records it without waiting for other outcomes to share its round trip.
+func WithPromptOutcome(ctx context.Context) context.Context {
+	return context.WithValue(ctx, promptOutcomeKey{}, true)
+}
+
+// PromptOutcome reports whether ctx was marked by WithPromptOutcome.
+func PromptOutcome(ctx context.Context) bool {
+	v, _ := ctx.Value(promptOutcomeKey{}).(bool)
+	return v
 }

@@ -340,7 +340,11 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 			notices = append(notices, kairos.Notice{URL: url, Body: noticeBody(j, a, w.q.Now())})
 		}
 	}
-	state, err := w.finish(ctx, j, a, ok, dead, retryAt, notices...)
+	fctx := ctx
+	if t.BreakerFailures > 0 { // the slot waits on the outcome: it shares no round trip
+		fctx = kairos.WithPromptOutcome(ctx)
+	}
+	state, err := w.finish(fctx, j, a, ok, dead, retryAt, notices...)
 	if t.BreakerFailures > 0 {
 		called()
 	}

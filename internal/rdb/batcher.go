@@ -24,16 +24,22 @@ type batcher[T any] struct {
 	mu      sync.Mutex
 	queue   []T
 	writing bool
-	full    chan struct{} // signalled when the queue reaches lingerMax while lingering
+	full    chan struct{} // ends a linger: the queue reached lingerMax, or doNow was called
 }
 
 // do writes r, alone or with others; it returns once r is written or
 // queued for the write under way (then the caller waits on r itself).
-func (b *batcher[T]) do(r T) {
+func (b *batcher[T]) do(r T) { b.put(r, false) }
+
+// doNow is do for a caller that cannot wait for company: r is written
+// without lingering, and a linger under way ends now, r joining its write.
+func (b *batcher[T]) doNow(r T) { b.put(r, true) }
+
+func (b *batcher[T]) put(r T, now bool) {
 	b.mu.Lock()
 	if b.writing {
 		b.queue = append(b.queue, r)
-		if b.full != nil && b.lingerMax > 0 && len(b.queue) >= b.lingerMax {
+		if b.full != nil && (now || b.lingerMax > 0 && len(b.queue) >= b.lingerMax) {
 			select {
 			case b.full <- struct{}{}:
 			default:
@@ -44,7 +50,7 @@ func (b *batcher[T]) do(r T) {
 	}
 	b.writing = true
 	batch := []T{r}
-	if b.linger > 0 {
+	if b.linger > 0 && !now {
 		if b.full == nil {
 			b.full = make(chan struct{}, 1)
 		}

@@ -66,3 +66,53 @@ func testBatcherWritesEachOnce(t *testing.T, linger time.Duration) {
 	}
 	t.Logf("%d concurrent requests in %d writes", n, writes-1)
 }
+
+// TestBatcherDoNow: with a linger far longer than the test may take, a
+// doNow request is written at once, and one that arrives while another
+// lingers ends the wait, both in one write.
+func TestBatcherDoNow(t *testing.T) {
+	type req struct{ done chan struct{} }
+	writes := make(chan int, 4)
+	b := &batcher[*req]{linger: time.Hour, lingerMax: 50, write: func(batch []*req) {
+		writes <- len(batch)
+		for _, r := range batch {
+			close(r.done)
+		}
+	}}
+	deadline := time.After(30 * time.Second)
+	wait := func(what string, r *req) {
+		t.Helper()
+		select {
+		case <-r.done:
+		case <-deadline:
+			t.Fatalf("%s: not written after 30 s (the linger is an hour)", what)
+		}
+	}
+
+	alone := &req{make(chan struct{})}
+	go b.doNow(alone) // a lingering write would hold its caller
+	wait("a lone doNow", alone)
+	if n := <-writes; n != 1 {
+		t.Fatalf("a lone doNow wrote %d requests, want 1", n)
+	}
+
+	lingering := &req{make(chan struct{})}
+	go b.do(lingering) // waits for company, up to the hour
+	// until it lingers
+	for {
+		b.mu.Lock()
+		w := b.writing
+		b.mu.Unlock()
+		if w {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	prompt := &req{make(chan struct{})}
+	go b.doNow(prompt)
+	wait("doNow during a linger", prompt)
+	wait("the lingering request", lingering)
+	if n := <-writes; n != 2 {
+		t.Fatalf("the linger ended by doNow wrote %d requests, want both in one write", n)
+	}
+}

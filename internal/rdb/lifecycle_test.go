@@ -553,3 +553,35 @@ func TestRescheduleKeepsAttempts(t *testing.T) {
 	}
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateActive: 1})
 }
+
+// TestPromptFinishWaitsForNoCompany: an outcome whose context is marked
+// kairos.WithPromptOutcome is written at once, however long outcomes
+// otherwise wait for company (an hour here), and is applied as any other.
+func TestPromptFinishWaitsForNoCompany(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	s.finishes.linger = time.Hour
+	j := enqueue(t, s, "a", clk.Now())
+	c := claimOne(t, s, "a")
+	done := make(chan error, 1)
+	go func() {
+		ctx := kairos.WithPromptOutcome(context.Background())
+		_, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: c.Job.Attempts, At: clk.Now(), Status: 200}, true, false, time.Time{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a prompt outcome was not written after 30 s (outcomes linger an hour here)")
+	}
+	claimAll(t, s, 0) // applies the outcome
+	got, err := s.GetJob(context.Background(), j.JobKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != kairos.StateDelivered {
+		t.Errorf("state %s after the prompt outcome, want delivered", got.State)
+	}
+}
