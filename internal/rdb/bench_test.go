@@ -328,3 +328,69 @@ func BenchmarkOneShotAtRate(b *testing.B) {
 	b.ReportMetric(us/float64(max(fired, 1)), "script-µs/job")
 	b.ReportMetric(float64(fired)/float64(b.N), "jobs/claim")
 }
+
+// BenchmarkJobLifeParts times the scripts of a job's life one part at a
+// time, per job, as INFO commandstats counts them (FCALL usec): a batch
+// create of 100 jobs due at one instant, the claim that starts their
+// attempts, the claim that applies their delivered outcomes (nothing else
+// due), and a claim that finds nothing (per call); claims carry a token,
+// as a scanner's do. Each part's calls hold
+// only that part's work, so a change to one shows in its own figure:
+//
+//	go test -run '^$' -bench JobLifeParts -benchtime 200x ./internal/rdb
+func BenchmarkJobLifeParts(b *testing.B) {
+	const batch = 100
+	s, clk := newBenchStore(b, Options{Shards: 1})
+	ctx := context.Background()
+	jobs := make([]kairos.Job, batch)
+	i := 0
+	var create, start, outcome, empty float64
+	claim := func(want int) *Claim { // with a token, as scanners claim
+		c, err := s.ClaimDueOnce(ctx, NewClaimToken(), 0, 500, 0, 30*time.Second)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(c.Jobs) != want {
+			b.Fatalf("claimed %d jobs, want %d", len(c.Jobs), want)
+		}
+		return &c
+	}
+	for b.Loop() {
+		due := clk.Now().Add(time.Second)
+		for k := range jobs {
+			jobs[k] = benchJob(i, due)
+			i++
+		}
+		us := scriptUS(b, s)
+		enqueueAll(b, s, jobs)
+		create += scriptUS(b, s) - us
+		clk.Add(time.Second)
+		us = scriptUS(b, s)
+		c := claim(batch)
+		start += scriptUS(b, s) - us
+		errs := make(chan error, len(c.Jobs))
+		for _, cl := range c.Jobs {
+			go func() {
+				a := kairos.Attempt{N: cl.Job.Attempts, At: clk.Now(), Duration: time.Millisecond, Status: 204}
+				_, err := s.Finish(ctx, cl.Job.JobKey, a, true, false, time.Time{})
+				errs <- err
+			}()
+		}
+		for range c.Jobs {
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+		us = scriptUS(b, s)
+		claim(0)
+		outcome += scriptUS(b, s) - us
+		us = scriptUS(b, s)
+		claim(0)
+		empty += scriptUS(b, s) - us
+	}
+	n := float64(b.N)
+	b.ReportMetric(create/n/batch, "create-µs/job")
+	b.ReportMetric(start/n/batch, "start-µs/job")
+	b.ReportMetric(outcome/n/batch, "outcome-µs/job")
+	b.ReportMetric(empty/n, "empty-claim-µs")
+}

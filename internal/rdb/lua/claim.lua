@@ -59,7 +59,7 @@ local cascades = 8 * budget
 local chores = CHORES_MAX -- entries that start no attempt (layout.go, maxChores)
 local margin, defaultLease, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local out, written, hset, hdel = {}, {}, {}, {}
-local claimed = {} -- "<field>,<attempt>,<due>" (base 36) of each job claimed, for the token
+local claimed = {} -- "<field>,<attempt>,<due>\n" (base 36) of each job claimed, for the token, in pieces
 
 -- keepRaw queues v as field's record, to be written with the call's HSET;
 -- keep does the same with a record table.
@@ -318,7 +318,11 @@ local function start(field, r, dueAt)
   out[#out + 1] = field
   out[#out + 1] = keep(field, r)
   out[#out + 1] = dueAt
-  claimed[#claimed + 1] = field .. ',' .. b36(r.n) .. ',' .. b36(dueAt)
+  if tokenKey then
+    local k, hi, lo = #claimed, b36Split(dueAt)
+    claimed[k + 1], claimed[k + 2], claimed[k + 3], claimed[k + 4], claimed[k + 5], claimed[k + 6], claimed[k + 7] =
+      field, ',', b36(r.n), ',', hi, lo, '\n'
+  end
   budget = budget - 1
 end
 
@@ -474,7 +478,7 @@ wheelFlush(tag, due)
 indexFlush(tag)
 countFlush(tag)
 if tokenKey and not repeated and (#claimed > 0 or ARGV[11] == '1') then
-  redis.call('SET', tokenKey, table.concat(claimed, '\n'), 'PX', tonumber(ARGV[10]))
+  redis.call('SET', tokenKey, table.concat(claimed), 'PX', tonumber(ARGV[10]))
 end
 local first = redis.call('ZRANGE', due, 0, 0, 'WITHSCORES')
 local next = false

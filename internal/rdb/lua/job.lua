@@ -64,6 +64,22 @@ local function b36(n)
   return top2(n) .. table.concat(parts)
 end
 
+-- b36Split returns two strings that join into b36(n) (below 1296, into
+-- b36(n) with a leading zero, which reads the same): the digits above the
+-- last two (kept from the last call: numbers written one
+-- after another, such as the due times of one claim, mostly share them)
+-- and the last two. A caller appending to a list that is joined later
+-- makes no string a number.
+local splitHi, splitHiStr = nil, nil
+local function b36Split(n)
+  local lo = n % 1296
+  local hi = (n - lo) / 1296
+  if hi ~= splitHi then
+    splitHi, splitHiStr = hi, b36(hi)
+  end
+  return splitHiStr, pad2(lo)
+end
+
 -- callMany runs redis.call(cmd, key, [flag,] args...) in calls of at most
 -- MANY_MAX arguments each: Lua's unpack takes at most about 8,000 values,
 -- and a script that fails midway keeps what it wrote before (a popped
