@@ -174,7 +174,8 @@ import (
 // while its time equals the job's nx: a cancelled, rescheduled or finished
 // job leaves stale entries behind, which the claim skips. Slots come in
 // wheelWidths; a job goes to the widest level whose slot is processed after
-// now, and a wide slot, when processed, is cascaded into narrower ones, so
+// now (one due within the second level's width, 10 s, to the narrowest at
+// once), and a wide slot, when processed, is cascaded into narrower ones, so
 // a job far ahead costs a few bytes in a list rather than a ZSET entry.
 // A slot is named "<level>:<number>" (number = floor(t / width), base 36)
 // and scored in P:{s}:due by when it is processed: its start for level 0,
