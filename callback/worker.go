@@ -316,7 +316,10 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	} else {
 		res = w.client.Fire(ctx, req)
 	}
-	if t.BreakerFailures <= 0 {
+	// A topic with a circuit breaker keeps its slot until the outcome is
+	// recorded (see above): that outcome then shares no round trip.
+	slotWaits := t.BreakerFailures > 0
+	if !slotWaits {
 		called()
 	}
 	a.Duration, a.Status, a.Response = res.Duration, res.Status, res.Snippet
@@ -341,11 +344,11 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 		}
 	}
 	fctx := ctx
-	if t.BreakerFailures > 0 { // the slot waits on the outcome: it shares no round trip
+	if slotWaits {
 		fctx = kairos.WithPromptOutcome(ctx)
 	}
 	state, err := w.finish(fctx, j, a, ok, dead, retryAt, notices...)
-	if t.BreakerFailures > 0 {
+	if slotWaits {
 		called()
 	}
 	log := w.log.With("tenant", j.Tenant, "topic", j.Topic, "job_id", j.ID, "attempt", j.Attempts)

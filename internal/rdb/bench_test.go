@@ -109,21 +109,9 @@ func BenchmarkClaimFinish(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		// at once, as workers do: a finish waits a little for others to share its call
-		errs := make(chan error, len(c.Jobs))
-		for _, cl := range c.Jobs {
-			go func() {
-				a := kairos.Attempt{N: cl.Job.Attempts, At: clk.Now(), Duration: time.Millisecond, Status: 204}
-				st, err := s.Finish(ctx, cl.Job.JobKey, a, true, false, time.Time{})
-				if err == nil && st != kairos.StateDelivered {
-					err = fmt.Errorf("finish: state %s", st)
-				}
-				errs <- err
-			}()
-		}
-		for range c.Jobs {
-			if err := <-errs; err != nil {
-				b.Fatal(err)
+		for _, st := range deliverAll(b, s, c.Jobs, clk.Now()) {
+			if st != kairos.StateDelivered {
+				b.Fatal(fmt.Errorf("finish: state %s", st))
 			}
 		}
 		done += len(c.Jobs)
@@ -221,6 +209,34 @@ func commandUS(b *testing.B, s *Store, cmds ...string) float64 {
 	return total
 }
 
+// deliverAll records a delivered outcome (204) of each claimed job at
+// once, as workers do (the store sends them in shared round trips), and
+// returns the states Finish reported.
+func deliverAll(b *testing.B, s *Store, cs []Claimed, at time.Time) []kairos.State {
+	b.Helper()
+	type done struct {
+		st  kairos.State
+		err error
+	}
+	dones := make(chan done, len(cs))
+	for _, cl := range cs {
+		go func() {
+			a := kairos.Attempt{N: cl.Job.Attempts, At: at, Duration: time.Millisecond, Status: 204}
+			st, err := s.Finish(context.Background(), cl.Job.JobKey, a, true, false, time.Time{})
+			dones <- done{st, err}
+		}()
+	}
+	sts := make([]kairos.State, len(cs))
+	for i := range cs {
+		d := <-dones
+		if d.err != nil {
+			b.Fatal(d.err)
+		}
+		sts[i] = d.st
+	}
+	return sts
+}
+
 // claimAndFinish claims shard 0's jobs due by now and finishes each as
 // delivered, then refills the schedules the claim asked for; it returns
 // how many jobs it claimed, and Redis's time in the refill's commands
@@ -232,20 +248,7 @@ func claimAndFinish(b *testing.B, s *Store, now time.Time) (int, float64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// at once, as workers do: the store sends them in one batch
-	errs := make(chan error, len(c.Jobs))
-	for _, cl := range c.Jobs {
-		go func() {
-			a := kairos.Attempt{N: cl.Job.Attempts, At: now, Duration: time.Millisecond, Status: 204}
-			_, err := s.Finish(ctx, cl.Job.JobKey, a, true, false, time.Time{})
-			errs <- err
-		}()
-	}
-	for range c.Jobs {
-		if err := <-errs; err != nil {
-			b.Fatal(err)
-		}
-	}
+	deliverAll(b, s, c.Jobs, now)
 	refill := 0.0
 	if c.Refills > 0 {
 		us0 := commandUS(b, s, refillCommands...)
@@ -368,19 +371,7 @@ func BenchmarkJobLifeParts(b *testing.B) {
 		us = scriptUS(b, s)
 		c := claim(batch)
 		start += scriptUS(b, s) - us
-		errs := make(chan error, len(c.Jobs))
-		for _, cl := range c.Jobs {
-			go func() {
-				a := kairos.Attempt{N: cl.Job.Attempts, At: clk.Now(), Duration: time.Millisecond, Status: 204}
-				_, err := s.Finish(ctx, cl.Job.JobKey, a, true, false, time.Time{})
-				errs <- err
-			}()
-		}
-		for range c.Jobs {
-			if err := <-errs; err != nil {
-				b.Fatal(err)
-			}
-		}
+		deliverAll(b, s, c.Jobs, clk.Now())
 		us = scriptUS(b, s)
 		claim(0)
 		outcome += scriptUS(b, s) - us

@@ -66,10 +66,10 @@ end
 
 -- b36Split returns two strings that join into b36(n) (below 1296, into
 -- b36(n) with a leading zero, which reads the same): the digits above the
--- last two (kept from the last call: numbers written one
--- after another, such as the due times of one claim, mostly share them)
--- and the last two. A caller appending to a list that is joined later
--- makes no string a number.
+-- last two, kept from the last call (numbers written one after another,
+-- such as the due times of one claim, mostly share them), and the last
+-- two. A caller appending to a list that is joined later makes no string a
+-- number.
 local splitHi, splitHiStr = nil, nil
 local function b36Split(n)
   local lo = n % 1296

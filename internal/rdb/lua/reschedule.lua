@@ -29,7 +29,8 @@ skipPending(tag, pool, KEYS[3], KEYS[4], h, id, r, now)
 -- it keeps its attempts: a retrying job stays retrying, its next attempt
 -- going on from its last (with what is left of its max_attempts)
 local was = r.st
-r.ra, r.nx = tonumber(ARGV[4]), tonumber(ARGV[4])
+local runAt = tonumber(ARGV[4])
+r.ra, r.nx = runAt, runAt
 if was ~= ST.retrying then
   r.st = waiting(r.nx, now)
 end
