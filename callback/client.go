@@ -114,8 +114,8 @@ func (c *Client) Fire(ctx context.Context, req Request) Result {
 	if err != nil {
 		return Result{Err: fmt.Errorf("build request: %w", unwrapURL(err))}
 	}
-	for k, vs := range req.Header {
-		r.Header[k] = append([]string(nil), vs...)
+	if req.Header != nil {
+		r.Header = req.Header.Clone() // one slice for all the values
 	}
 
 	start := time.Now()

@@ -230,6 +230,9 @@ func (w *Worker) consume(ctx context.Context, run *topicRun, wg *sync.WaitGroup)
 	polls := make(chan struct{}, pollers)
 	var errDelay atomic.Int64
 	errDelay.Store(int64(100 * time.Millisecond))
+	// pollers and callbacks run on kept goroutines (goPool): a callback's
+	// goroutine keeps the stack net/http grew
+	gs := newGoPool(wg, ctx.Done(), poolIdle)
 	for ctx.Err() == nil {
 		t := run.topic.Load()
 		busy := run.busy.Load()
@@ -250,13 +253,13 @@ func (w *Worker) consume(ctx context.Context, run *topicRun, wg *sync.WaitGroup)
 			run.release(n)
 			return
 		}
-		wg.Go(func() {
+		gs.Go(func() {
 			defer func() { <-polls }()
 			jobs, err := w.q.Next(ctx, t.Tenant, t.Name, int(n), w.cfg.Wait, t.Timeout)
 			run.release(n - int64(len(jobs)))
 			for _, job := range jobs {
 				w.inflight.Add(1)
-				wg.Go(func() {
+				gs.Go(func() {
 					w.fire(w.deliver, job, *run.topic.Load(), func() {
 						w.inflight.Add(-1)
 						run.release(1)
@@ -280,6 +283,10 @@ func (w *Worker) consume(ctx context.Context, run *topicRun, wg *sync.WaitGroup)
 		})
 	}
 }
+
+// poolIdle is how long a topic's kept goroutine waits for its next
+// callback or poll before it ends.
+const poolIdle = 10 * time.Second
 
 // release frees n of a topic's callback slots.
 func (r *topicRun) release(n int64) {
@@ -351,18 +358,23 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	if slotWaits {
 		called()
 	}
-	log := w.log.With("tenant", j.Tenant, "topic", j.Topic, "job_id", j.ID, "attempt", j.Attempts)
+	// the job's logger is made only for a line that is written: a
+	// delivery's debug line mostly is not, and With costs an allocation
+	// or more an attribute
+	log := func() *slog.Logger {
+		return w.log.With("tenant", j.Tenant, "topic", j.Topic, "job_id", j.ID, "attempt", j.Attempts)
+	}
 	switch {
 	case err != nil:
-		log.Error("record attempt; the job is retried when its lease lapses", "err", err)
+		log().Error("record attempt; the job is retried when its lease lapses", "err", err)
 	case state == "":
-		log.Warn("attempt finished after its lease lapsed; another worker has the job")
+		log().Warn("attempt finished after its lease lapsed; another worker has the job")
 	case state == kairos.StateDead:
-		log.Warn("job dead", "status", a.Status, "error", a.Error)
+		log().Warn("job dead", "status", a.Status, "error", a.Error)
 	case state == kairos.StateRetrying:
-		log.Info("attempt failed; retrying", "status", a.Status, "error", a.Error, "retry_at", retryAt)
-	default:
-		log.Debug("delivered", "status", a.Status, "duration", a.Duration)
+		log().Info("attempt failed; retrying", "status", a.Status, "error", a.Error, "retry_at", retryAt)
+	case w.log.Enabled(ctx, slog.LevelDebug):
+		log().Debug("delivered", "status", a.Status, "duration", a.Duration)
 	}
 	if w.cfg.OnAttempt != nil {
 		w.cfg.OnAttempt(Event{Job: j, Attempt: a, State: state, Lateness: start.Sub(DueAt(j))})

@@ -1,0 +1,115 @@
+package callback
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// chanQueue is a Queue that hands out the jobs sent on jobs, as many as
+// asked for that are there, and counts the outcomes recorded.
+type chanQueue struct {
+	topic    kairos.Topic
+	jobs     chan kairos.Job
+	finished atomic.Int64
+	done     chan struct{} // closed when finished reaches want
+	want     int64
+}
+
+func (q *chanQueue) Now() time.Time { return time.Now() }
+func (q *chanQueue) Topics(context.Context) ([]kairos.Topic, error) {
+	return []kairos.Topic{q.topic}, nil
+}
+func (q *chanQueue) SigningSecret(context.Context, string) (string, error) { return testSecret, nil }
+
+func (q *chanQueue) Next(ctx context.Context, _, _ string, n int, wait, _ time.Duration) ([]kairos.Job, error) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	var jobs []kairos.Job
+	select {
+	case j := <-q.jobs:
+		jobs = append(jobs, j)
+	case <-ctx.Done():
+		return nil, nil
+	case <-t.C:
+		return nil, nil
+	}
+	for len(jobs) < n {
+		select {
+		case j := <-q.jobs:
+			jobs = append(jobs, j)
+		default:
+			return jobs, nil
+		}
+	}
+	return jobs, nil
+}
+
+func (q *chanQueue) Finish(context.Context, kairos.JobKey, kairos.Attempt, bool, bool, time.Time, ...kairos.Notice) (kairos.State, error) {
+	if q.finished.Add(1) == q.want {
+		close(q.done)
+	}
+	return kairos.StateDelivered, nil
+}
+
+// processCPU returns the process's user and system CPU time so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkWorkerDeliver is the process side of firing callbacks: a
+// Worker takes started jobs from its queue in a topic of concurrency 64
+// and fires each, signed, at a receiver on loopback that answers 204, and
+// records its outcome. The store is left out (its cost is Redis's, measured
+// in internal/rdb); the receiver's own cost is in, as it is in the load
+// tool's figures. It reports the process's CPU per delivery and, with
+// -benchmem, the allocations of both sides:
+//
+//	go test -run '^$' -bench WorkerDeliver -benchmem -benchtime 20000x ./callback
+func BenchmarkWorkerDeliver(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	payload := []byte(`{"order":"ord_2kq8bXf3Yz1","action":"cancel","reason":"unpaid after 30 minutes"}`)
+	q := &chanQueue{topic: kairos.Topic{Tenant: "t", Name: "orders", Concurrency: 64, CallbackURL: srv.URL}.WithDefaults(),
+		jobs: make(chan kairos.Job, 1024), done: make(chan struct{})}
+	var fed int
+	if q.want = int64(b.N); q.want == 0 {
+		return
+	}
+	w := NewWorker(q, WorkerConfig{AllowPrivate: true, Grace: 5 * time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = w.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	b.ReportAllocs()
+	cpu0 := processCPU(b)
+	b.ResetTimer()
+	for fed < b.N {
+		id := "job-" + strconv.Itoa(fed)
+		q.jobs <- kairos.Job{JobKey: kairos.JobKey{Tenant: "t", Topic: "orders", ID: id}, UID: "u" + id, Attempts: 1, MaxAttempts: 3,
+			Method: http.MethodPost, ContentType: "application/json", Payload: payload, RunAt: time.Now()}
+		fed++
+	}
+	select {
+	case <-q.done:
+	case <-time.After(time.Minute + time.Duration(b.N)*time.Millisecond):
+		b.Fatalf("%d of %d outcomes recorded", q.finished.Load(), b.N)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/delivery")
+}

@@ -1,0 +1,82 @@
+package callback
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitFor polls cond every millisecond until it holds or 10 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+	}
+}
+
+// waitGroup waits up to 10 s for wg.
+func waitGroup(t *testing.T, what string, wg *sync.WaitGroup) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("gave up waiting: %s", what)
+	}
+}
+
+// TestGoPoolReusesGoroutines: functions handed to the pool one after the
+// other run on the goroutine the first one started, and those handed out
+// at once each get a goroutine of their own (none waits for another).
+func TestGoPoolReusesGoroutines(t *testing.T) {
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	defer func() { close(stop); wg.Wait() }()
+	p := newGoPool(&wg, stop, time.Minute)
+	for i := range 50 {
+		ran := make(chan struct{})
+		p.Go(func() { close(ran) })
+		<-ran
+		waitFor(t, "the goroutine to wait again", func() bool { return p.waiting.Load() == 1 })
+		if got := p.started.Load(); got != 1 {
+			t.Fatalf("after %d functions run one after the other, %d goroutines started, want 1", i+1, got)
+		}
+	}
+
+	// ten at once, each blocked until all ten run: they cannot share a goroutine
+	const n = 10
+	var all sync.WaitGroup
+	all.Add(n)
+	release := make(chan struct{})
+	for range n {
+		p.Go(func() { all.Done(); <-release })
+	}
+	waitGroup(t, "functions handed out at once to run together: one waited for another", &all)
+	close(release)
+	if got := p.started.Load(); got < n {
+		t.Errorf("%d goroutines started for %d functions at once, want at least %d", got, n, n)
+	}
+}
+
+// TestGoPoolGoroutinesEnd: a kept goroutine ends after idle with nothing
+// to run, and at once when stop is closed; wg sees both.
+func TestGoPoolGoroutinesEnd(t *testing.T) {
+	t.Run("idle", func(t *testing.T) {
+		var wg sync.WaitGroup
+		p := newGoPool(&wg, make(chan struct{}), 20*time.Millisecond)
+		p.Go(func() {})
+		waitGroup(t, "an idle goroutine to end", &wg)
+	})
+	t.Run("stop", func(t *testing.T) {
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		p := newGoPool(&wg, stop, time.Hour)
+		p.Go(func() {})
+		waitFor(t, "the goroutine to wait", func() bool { return p.waiting.Load() == 1 })
+		close(stop)
+		waitGroup(t, "a waiting goroutine to end when stop closed", &wg)
+	})
+}
