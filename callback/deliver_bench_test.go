@@ -1,7 +1,9 @@
 package callback
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -110,6 +112,61 @@ func BenchmarkWorkerDeliver(b *testing.B) {
 	case <-time.After(time.Minute + time.Duration(b.N)*time.Millisecond):
 		b.Fatalf("%d of %d outcomes recorded", q.finished.Load(), b.N)
 	}
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/delivery")
+}
+
+// BenchmarkHTTPFloor is BenchmarkWorkerDeliver's floor: the same POSTs,
+// headers included, from 64 goroutines through a plain net/http client to
+// the same receiver, with no worker, signature or outcome. What
+// BenchmarkWorkerDeliver costs above it is kairos's own work a callback:
+//
+//	go test -run '^$' -bench 'WorkerDeliver|HTTPFloor' -benchmem -benchtime 40000x ./callback
+func BenchmarkHTTPFloor(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	payload := []byte(`{"order":"ord_2kq8bXf3Yz1","action":"cancel","reason":"unpaid after 30 minutes"}`)
+	// the headers of a signed callback, as Worker.request makes them
+	h := http.Header{}
+	j := kairos.Job{JobKey: kairos.JobKey{Tenant: "t", Topic: "orders", ID: "job-1"}, UID: "ujob-1", Attempts: 1,
+		ContentType: "application/json", Payload: payload, RunAt: time.Now()}
+	if req, err := (&Worker{}).request(context.Background(), j, testSecret, time.Now()); err != nil {
+		b.Fatal(err)
+	} else {
+		h = req.Header
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	jobs := make(chan struct{}, 1024)
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	cpu0 := processCPU(b)
+	b.ResetTimer()
+	for range 64 {
+		wg.Go(func() {
+			for range jobs {
+				req, err := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(payload))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				req.Header = h.Clone()
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	for range b.N {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/delivery")
 }

@@ -1,7 +1,9 @@
 package callback
 
 import (
+	"encoding/base64"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -155,6 +157,29 @@ func BenchmarkSign(b *testing.B) {
 	for b.Loop() {
 		if err := Sign(h, testSecret, sig, body); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestSignAlternatingSecrets: Sign keeps keyed MACs for reuse; signatures
+// made with two secrets in turn each verify with their own secret only.
+func TestSignAlternatingSecrets(t *testing.T) {
+	other := "whsec_" + base64.StdEncoding.EncodeToString([]byte("another tenant's key, 32 bytes!!"))
+	body := []byte(`{"n":1}`)
+	for i := range 20 {
+		secret, wrong := testSecret, other
+		if i%2 == 1 {
+			secret, wrong = other, testSecret
+		}
+		h := http.Header{}
+		if err := Sign(h, secret, Signature{MsgID: "m" + strconv.Itoa(i), DeliveryID: "d", URL: "https://example.com/h"}, body); err != nil {
+			t.Fatal(err)
+		}
+		if err := Verify([]string{secret}, h, body, VerifyOptions{}); err != nil {
+			t.Errorf("signature %d does not verify with its own secret: %v", i, err)
+		}
+		if err := Verify([]string{wrong}, h, body, VerifyOptions{}); err == nil {
+			t.Errorf("signature %d verifies with the other secret", i)
 		}
 	}
 }
