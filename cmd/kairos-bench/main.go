@@ -24,6 +24,7 @@ import (
 
 	"github.com/kairos-sh/kairos/internal/bench"
 	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/server"
 )
 
 const usage = `kairos-bench: the load tool of kairos
@@ -211,7 +212,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err := level.UnmarshalText([]byte(logLvl)); err != nil {
 			return fmt.Errorf("--log-level %q: use debug, info, warn or error", logLvl)
 		}
-		k, err := startKairos(ctx, redisURL, prefix, shards, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
+		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+		server.TuneRuntime(getenv, log) // as kairos serve runs: this process is that kairos too
+		k, err := startKairos(ctx, redisURL, prefix, shards, log)
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	log := server.NewLogger(cfg, stderr)
+	server.TuneRuntime(getenv, log)
 	in, err := server.Start(ctx, cfg, log)
 	if err != nil {
 		return err

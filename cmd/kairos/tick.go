@@ -34,6 +34,7 @@ func tick(ctx context.Context, args []string, getenv func(string) string, stdout
 		return err
 	}
 	log := server.NewLogger(cfg, stderr)
+	server.TuneRuntime(getenv, log)
 	sum, err := server.Tick(ctx, cfg, log, d)
 	if err != nil {
 		return err
