@@ -2,6 +2,7 @@ package server
 
 import (
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"strconv"
 
@@ -36,7 +37,7 @@ type RuntimeTuning struct {
 // in its process, call it once at start.
 func TuneRuntime(getenv func(string) string, log *slog.Logger) RuntimeTuning {
 	var t RuntimeTuning
-	if v := getenv("GOGC"); v != "" {
+	if getenv("GOGC") != "" {
 		t.GCPercent = debug.SetGCPercent(-1) // read it back: the runtime parsed GOGC at start
 		debug.SetGCPercent(t.GCPercent)
 	} else {
@@ -65,7 +66,7 @@ func memoryToLimit() (uint64, error) {
 
 // memoryText prints a memory limit for a log line.
 func memoryText(b int64) string {
-	if b <= 0 || b == int64(^uint64(0)>>1) {
+	if b <= 0 || b == math.MaxInt64 {
 		return "none"
 	}
 	return strconv.FormatInt(b>>20, 10) + " MiB"
