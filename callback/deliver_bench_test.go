@@ -62,6 +62,23 @@ func (q *chanQueue) Finish(context.Context, kairos.JobKey, kairos.Attempt, bool,
 	return kairos.StateDelivered, nil
 }
 
+// benchPayload is the body of the benchmarks' callbacks.
+var benchPayload = []byte(`{"order":"ord_2kq8bXf3Yz1","action":"cancel","reason":"unpaid after 30 minutes"}`)
+
+// benchReceiver is a receiver on loopback that answers 204, closed after b.
+func benchReceiver(b *testing.B) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// reportCPU reports the process's CPU since cpu0 per delivery.
+func reportCPU(b *testing.B, cpu0 time.Duration) {
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/delivery")
+}
+
 // processCPU returns the process's user and system CPU time so far.
 func processCPU(b *testing.B) time.Duration {
 	var ru syscall.Rusage
@@ -81,11 +98,7 @@ func processCPU(b *testing.B) time.Duration {
 //
 //	go test -run '^$' -bench WorkerDeliver -benchmem -benchtime 20000x ./callback
 func BenchmarkWorkerDeliver(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer srv.Close()
-	payload := []byte(`{"order":"ord_2kq8bXf3Yz1","action":"cancel","reason":"unpaid after 30 minutes"}`)
+	srv := benchReceiver(b)
 	q := &chanQueue{topic: kairos.Topic{Tenant: "t", Name: "orders", Concurrency: 64, CallbackURL: srv.URL}.WithDefaults(),
 		jobs: make(chan kairos.Job, 1024), done: make(chan struct{})}
 	var fed int
@@ -104,7 +117,7 @@ func BenchmarkWorkerDeliver(b *testing.B) {
 	for fed < b.N {
 		id := "job-" + strconv.Itoa(fed)
 		q.jobs <- kairos.Job{JobKey: kairos.JobKey{Tenant: "t", Topic: "orders", ID: id}, UID: "u" + id, Attempts: 1, MaxAttempts: 3,
-			Method: http.MethodPost, ContentType: "application/json", Payload: payload, RunAt: time.Now()}
+			Method: http.MethodPost, ContentType: "application/json", Payload: benchPayload, RunAt: time.Now()}
 		fed++
 	}
 	select {
@@ -113,7 +126,7 @@ func BenchmarkWorkerDeliver(b *testing.B) {
 		b.Fatalf("%d of %d outcomes recorded", q.finished.Load(), b.N)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/delivery")
+	reportCPU(b, cpu0)
 }
 
 // BenchmarkHTTPFloor is BenchmarkWorkerDeliver's floor: the same POSTs,
@@ -123,20 +136,15 @@ func BenchmarkWorkerDeliver(b *testing.B) {
 //
 //	go test -run '^$' -bench 'WorkerDeliver|HTTPFloor' -benchmem -benchtime 40000x ./callback
 func BenchmarkHTTPFloor(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer srv.Close()
-	payload := []byte(`{"order":"ord_2kq8bXf3Yz1","action":"cancel","reason":"unpaid after 30 minutes"}`)
+	srv := benchReceiver(b)
 	// the headers of a signed callback, as Worker.request makes them
-	h := http.Header{}
 	j := kairos.Job{JobKey: kairos.JobKey{Tenant: "t", Topic: "orders", ID: "job-1"}, UID: "ujob-1", Attempts: 1,
-		ContentType: "application/json", Payload: payload, RunAt: time.Now()}
-	if req, err := (&Worker{}).request(context.Background(), j, testSecret, time.Now()); err != nil {
+		ContentType: "application/json", Payload: benchPayload, RunAt: time.Now()}
+	signed, err := (&Worker{}).request(context.Background(), j, testSecret, time.Now())
+	if err != nil {
 		b.Fatal(err)
-	} else {
-		h = req.Header
 	}
+	h := signed.Header
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	jobs := make(chan struct{}, 1024)
 	var wg sync.WaitGroup
@@ -146,7 +154,7 @@ func BenchmarkHTTPFloor(b *testing.B) {
 	for range 64 {
 		wg.Go(func() {
 			for range jobs {
-				req, err := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(payload))
+				req, err := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(benchPayload))
 				if err != nil {
 					b.Error(err)
 					return
@@ -168,5 +176,5 @@ func BenchmarkHTTPFloor(b *testing.B) {
 	close(jobs)
 	wg.Wait()
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/delivery")
+	reportCPU(b, cpu0)
 }

@@ -44,19 +44,19 @@ func (p *goPool) Go(f func()) {
 		idle := time.NewTimer(p.idle)
 		defer idle.Stop()
 		for {
+			var next func()
 			p.waiting.Add(1)
 			select {
-			case f := <-p.work:
-				p.waiting.Add(-1)
-				f()
-				idle.Reset(p.idle)
+			case next = <-p.work:
 			case <-idle.C:
-				p.waiting.Add(-1)
-				return
 			case <-p.stop:
-				p.waiting.Add(-1)
-				return
 			}
+			p.waiting.Add(-1)
+			if next == nil {
+				return // idle too long, or stopped
+			}
+			next()
+			idle.Reset(p.idle)
 		}
 	})
 }

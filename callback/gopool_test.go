@@ -36,14 +36,17 @@ func TestGoPoolReusesGoroutines(t *testing.T) {
 	stop := make(chan struct{})
 	defer func() { close(stop); wg.Wait() }()
 	p := newGoPool(&wg, stop, time.Minute)
-	for i := range 50 {
+	for range 50 {
 		ran := make(chan struct{})
 		p.Go(func() { close(ran) })
 		<-ran
-		waitFor(t, "the goroutine to wait again", func() bool { return p.waiting.Load() == 1 })
-		if got := p.started.Load(); got != 1 {
-			t.Fatalf("after %d functions run one after the other, %d goroutines started, want 1", i+1, got)
-		}
+		// every goroutine back to waiting (waiting counts one a moment
+		// before its select, so a Go in that moment may start another:
+		// rare, hence a bound below, not exactly 1)
+		waitFor(t, "the goroutines to wait again", func() bool { return p.waiting.Load() == p.started.Load() })
+	}
+	if got := p.started.Load(); got > 5 {
+		t.Fatalf("50 functions run one after the other started %d goroutines, want them reused (at most 5; without reuse 50)", got)
 	}
 
 	// ten at once, each blocked until all ten run: they cannot share a goroutine
