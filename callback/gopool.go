@@ -10,7 +10,8 @@ import (
 // finish, instead of a new goroutine each. A callback runs deep in net/http
 // and grows its goroutine's stack from the few KiB a new one starts with,
 // copying it each time it doubles: at thousands of callbacks a second that
-// copying took about 6% of the process's CPU (BenchmarkWorkerDeliver). A
+// copying showed in the process's CPU profile (BenchmarkWorkerDeliver;
+// docs/performance.md). A
 // kept goroutine keeps its grown stack. gRPC's server reuses its stream
 // workers for the same reason.
 //

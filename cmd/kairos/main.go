@@ -23,7 +23,7 @@ usage:
   kairos tick [--for D] [serve flags]        run the scanner and workers for at most D (default 55s), deliver
                                              what is due, print a JSON summary: for a scheduled trigger
   kairos migrate [serve flags]               move the data under KAIROS_PREFIX to this version's layout, in place
-                                             (stop every kairos first; README, Upgrading)
+                                             (stop every kairos first; docs/operations.md#upgrading)
 
 calling a running kairos (KAIROS_URL, KAIROS_TOKEN; each command's -h for its flags):
   kairos topics list|put|get|delete          topics and their callback settings

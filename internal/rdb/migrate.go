@@ -59,7 +59,7 @@ func Migrate(ctx context.Context, c redis.UniversalClient, prefix string) (Migra
 	if from != migrateFrom {
 		return MigrateResult{}, fmt.Errorf("%w: Redis (prefix %q) holds kairos data in layout %s; this kairos migrates layout %d to %d only. "+
 			"Run the kairos version that wrote it until its jobs are done, or start this one with another KAIROS_PREFIX "+
-			"(see README, Upgrading)", ErrLayout, prefix, got, migrateFrom, LayoutVersion)
+			"(see docs/operations.md#upgrading)", ErrLayout, prefix, got, migrateFrom, LayoutVersion)
 	}
 	if err := noScanner(ctx, c, k); err != nil {
 		return MigrateResult{}, err

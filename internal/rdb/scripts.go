@@ -14,8 +14,8 @@ import (
 // The scripts are the prelude layout.go generates, the shared helpers, then
 // each script's body. On a Redis with functions (7.0 and later) they are
 // one function library, loaded once and called with FCALL: the prelude and
-// helpers are set up when the library loads, not on every call (measured:
-// a finish-shaped call took 15 us by FCALL against 27-35 us by EVALSHA).
+// helpers are set up when the library loads, not on every call, which made
+// a call about half as dear as by EVALSHA (docs/performance.md).
 // Elsewhere (the embedded Redis) each runs with EVALSHA. Every script
 // touches keys of one slot.
 var (

@@ -204,7 +204,7 @@ func (s *Store) initLayout(ctx context.Context) error {
 	if got != strconv.Itoa(LayoutVersion) {
 		return fmt.Errorf("%w: Redis (prefix %q) holds kairos data in layout %s; this kairos reads and writes layout %d. "+
 			"Run the kairos version that wrote it until its jobs are done, or start this one with another KAIROS_PREFIX "+
-			"(see README, Upgrading)", ErrLayout, s.k.prefix, got, LayoutVersion)
+			"(see docs/operations.md#upgrading)", ErrLayout, s.k.prefix, got, LayoutVersion)
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ var (
 	// mainPool serves API calls, claims and callback outcomes at once;
 	// go-redis's default size (10 per CPU) left callers waiting for a
 	// connection under load. Pub/sub and go-redis's own pool for
-	// pipelines come on top (see README, Operations).
+	// pipelines come on top (docs/operations.md, "Redis connections").
 	mainPool = redisPool{name: "main", size: 128, maxIdle: 3, fromURL: true}
 	// blockingPool is for blocking pops: a blocked consumer holds its
 	// connection, so consumers get a pool of their own and can never take

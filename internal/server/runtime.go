@@ -15,10 +15,9 @@ import (
 // small and it allocates for every callback, so at 5,000 callbacks a
 // second it collected 8 times a second, each pause and its marking taking
 // CPU from due callbacks on a 2-core machine. With 400, a fifth as many
-// cycles: the schedules scenario's lateness p99 at 5,000 occurrences a
-// second went from 6.81 and 6.66 ms to 4.78 and 4.56 ms (README,
-// Performance). The heap it leaves grows to five times the live part;
-// the memory limit below bounds it.
+// cycles, and due callbacks fire later less often (docs/performance.md,
+// "The Go collector"). The heap it leaves grows to five times the live
+// part; the memory limit below bounds it.
 const GCPercent = 400
 
 // RuntimeTuning is what TuneRuntime set.

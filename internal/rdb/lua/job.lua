@@ -8,8 +8,8 @@
 -- in base 36; 0 is ''. It works two digits at a time: U[d] and P[d] are
 -- the digits of d < 36^2 unpadded and padded to two, made as first needed
 -- and kept, so a number of 2k digits costs k lookups and one
--- concatenation (measured inside Redis: 0.05-0.16 us, against 0.21-0.49
--- digit by digit).
+-- concatenation: a job's life writes several numbers, and digit by digit
+-- cost several times as much inside Redis (docs/performance.md).
 local DIGITS = '0123456789abcdefghijklmnopqrstuvwxyz'
 local U, P = {[0] = ''}, {}
 local function pad2(d)
@@ -325,10 +325,9 @@ end
 
 -- wheelPut files field at time t in the widest level processed after now;
 -- a time less than the second level's width ahead goes to the narrowest
--- level at once, whose slots cost a key each but spare the entry a cascade
--- (measured with BenchmarkJobLifeParts, jobs due 9 s ahead: a claim's start
--- 10.6-11.1 us a job against 12.0-13.0 when cascaded, a create 6.1-6.7
--- against 6.8-7.4).
+-- level at once, whose slots cost a key each but spare the entry a cascade:
+-- a pop, a match and a write again, which made both the create and the
+-- claim dearer (BenchmarkJobLifeParts; docs/performance.md).
 local function wheelPut(field, t, now)
   if t - now < WHEEL[2] then
     return wheelPutAt(field, t, 1)
