@@ -10,7 +10,7 @@ import (
 )
 
 // TestBackoffDocumented holds openapi.yaml's backoff settings and the
-// README's line on retries to what callback.Backoff does: the n-th retry
+// retry line of docs/callbacks.md to what callback.Backoff does: the n-th retry
 // waits a random time in [0, min(max, initial·2^(n-1))], so initial bounds
 // the first wait and is not a minimum.
 func TestBackoffDocumented(t *testing.T) {
@@ -38,11 +38,11 @@ func TestBackoffDocumented(t *testing.T) {
 	if d := req.Properties["initial"].Value.Description; !strings.Contains(d, "not a minimum") {
 		t.Errorf("openapi.yaml BackoffRequest.initial does not say it is not a minimum: %q", d)
 	}
-	readme, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/callbacks.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := strings.Join(strings.Fields(string(readme)), " "); !strings.Contains(text, formula) || !strings.Contains(text, "is not a minimum") {
-		t.Errorf("README.md does not say the n-th retry waits a random time in %s and that initial is not a minimum", formula)
+	if text := strings.Join(strings.Fields(string(doc)), " "); !strings.Contains(text, formula) || !strings.Contains(text, "is not a minimum") {
+		t.Errorf("docs/callbacks.md does not say the n-th retry waits a random time in %s and that initial is not a minimum", formula)
 	}
 }
