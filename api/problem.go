@@ -58,6 +58,11 @@ func errorf(status int, detail string) error {
 
 const problemBase = "urn:kairos:problem:"
 
+// retrySafely is the advice of a 503 that a retry can follow without a
+// second delivery: an id is free again once its job fired, a dedup_key
+// holds for its whole window.
+const retrySafely = "retry after Retry-After with the same dedup_key, which finds the first job even once it was delivered (the same id alone would create it again after it fired)"
+
 // writeError writes err as problem+json.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := s.problem(r, err)
@@ -109,12 +114,17 @@ func (s *Server) problem(r *http.Request, err error) Problem {
 	case errors.Is(err, rdb.ErrNotReplicated):
 		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, problemBase+"unavailable", "Service Unavailable"
 		p.retryAfter = "1"
-		p.Detail = "the job was stored but its Redis replicas did not confirm it in time, so a failover now could lose it; retry the request (with the same job id it replaces the job)"
+		p.Detail = "the job was stored but its Redis replicas did not confirm it in time, so a failover now could lose it; " + retrySafely
 	case rdb.IsOutOfMemory(err):
 		p.Status, p.Type, p.Title = http.StatusInsufficientStorage, problemBase+"out-of-memory", "Insufficient Storage"
 		p.Detail = "the job store (Redis) is out of memory (maxmemory reached): nothing was stored; deliveries and cancels go on, " +
 			"and new jobs are accepted again once memory is freed"
 		s.log.Warn("redis out of memory", "method", r.Method, "path", r.URL.Path, "err", err)
+	case isNotPrimary(err):
+		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, problemBase+"unavailable", "Service Unavailable"
+		p.Detail = "the Redis node kairos writes to is not a master with enough replicas (a failover is under way): nothing was written; " + retrySafely
+		p.retryAfter = "1"
+		s.log.Warn("redis refused a write: not a master", "method", r.Method, "path", r.URL.Path, "err", err)
 	case isUnavailable(err):
 		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, problemBase+"unavailable", "Service Unavailable"
 		p.Detail = "the job store (Redis) is unreachable; retry shortly"

@@ -4,6 +4,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -158,8 +159,12 @@ func (s *Server) mounted(h http.Handler, what string) http.HandlerFunc {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RedisTimeout)
 	defer cancel()
-	if err := s.store.Ping(ctx); err != nil {
-		s.writeError(w, r, errorf(http.StatusServiceUnavailable, "Redis is unreachable: "+err.Error()))
+	if err := s.store.Writable(ctx); err != nil {
+		detail := "Redis is unreachable: " + err.Error()
+		if errors.Is(err, rdb.ErrNotMaster) {
+			detail = err.Error() + " (a failover is under way, or KAIROS_REDIS_URL names a replica)"
+		}
+		s.writeError(w, r, errorf(http.StatusServiceUnavailable, detail))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

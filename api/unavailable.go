@@ -7,6 +7,15 @@ import (
 	"strings"
 )
 
+// isNotPrimary reports whether err is a write Redis refused because the
+// node is a replica (READONLY: a failover demoted it, or kairos points at
+// a replica) or has fewer replicas than min-replicas-to-write asks
+// (NOREPLICAS). Nothing was written; the request may be retried.
+func isNotPrimary(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "READONLY") || strings.Contains(msg, "NOREPLICAS")
+}
+
 // isUnavailable reports whether err means Redis could not be reached, as
 // opposed to a bug: such requests get 503 and may be retried.
 func isUnavailable(err error) bool {

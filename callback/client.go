@@ -69,11 +69,17 @@ type Client struct {
 // an ordinary non-2xx result. logger, if not nil, gets the HTTP library's own
 // messages at debug level (Fire's caller logs the outcomes).
 func NewClient(allowPrivate bool, logger *slog.Logger) *Client {
+	return NewEgressClient(Egress{AllowPrivate: allowPrivate}, logger)
+}
+
+// NewEgressClient is NewClient with its connections going through
+// e.Transport(): a proxy, extra roots, the address rule.
+func NewEgressClient(e Egress, logger *slog.Logger) *Client {
 	rc := retryablehttp.NewClient()
 	rc.HTTPClient = &http.Client{
 		// Hide CloseIdleConnections: retryablehttp calls it after every failed
 		// request, which would drop the pooled connections to all other hosts.
-		Transport: struct{ http.RoundTripper }{NewTransport(allowPrivate)},
+		Transport: struct{ http.RoundTripper }{e.Transport()},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},

@@ -1,12 +1,18 @@
 package callback
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -109,21 +115,72 @@ func blockReason(a netip.Addr) string {
 	return ""
 }
 
-// NewTransport returns the transport kairos fires callbacks through: HTTP/2
-// where offered, 64 idle connections per host, a 10s TLS handshake limit
-// and no proxy (a proxy would hide the target from the address check). Each
-// attempt's context bounds the rest. Unless allowPrivate, every connection
-// is checked with CheckAddr after DNS resolution, just before connecting,
-// so a name that resolves (or re-resolves) to a refused address fails with
-// a *BlockedAddressError.
+// Egress says how callbacks leave the process. The zero value dials every
+// target directly, trusts the system's roots and refuses private targets.
+type Egress struct {
+	// AllowPrivate permits loopback, private and link-local targets.
+	AllowPrivate bool
+	// Proxy, when set, is an http:// or https:// forward proxy every
+	// callback goes through (KAIROS_CALLBACK_PROXY): https targets by
+	// CONNECT, http targets in absolute form. Its user info, if any, is
+	// sent as Proxy-Authorization.
+	Proxy *url.URL
+	// RootCAs verify the receivers' certificates (and an https proxy's);
+	// nil means the system's roots. LoadRoots adds KAIROS_CALLBACK_CA's.
+	RootCAs *x509.CertPool
+}
+
+// NewTransport returns the transport kairos fires callbacks through when
+// no proxy is configured: Egress{AllowPrivate: allowPrivate}.Transport().
 func NewTransport(allowPrivate bool) *http.Transport {
+	return Egress{AllowPrivate: allowPrivate}.Transport()
+}
+
+// Transport returns the transport kairos fires callbacks through: HTTP/2
+// where offered, 64 idle connections per host, a 10s TLS handshake limit
+// and no proxy from the environment (HTTP_PROXY and the like are ignored).
+// Each attempt's context bounds the rest.
+//
+// Unless AllowPrivate, the address rule holds: without a proxy, every
+// connection is checked with CheckAddr after DNS resolution, just before
+// connecting, so a name that resolves (or re-resolves) to a refused
+// address fails with a *BlockedAddressError. With a proxy, kairos connects
+// to the proxy only, whatever its address (it is the operator's choice);
+// before each request is handed to it, the target's host is resolved here
+// and every address it has is checked, so a private target fails with a
+// *BlockedAddressError without reaching the proxy. The proxy resolves the
+// name again itself: a name that answers differently to the proxy (DNS
+// rebinding) is the proxy's egress rules to stop.
+func (e Egress) Transport() *http.Transport {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	if !allowPrivate {
-		d.Control = controlAddr
-	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
-	t.DialContext = d.DialContext
+	if e.RootCAs != nil {
+		t.TLSClientConfig = &tls.Config{RootCAs: e.RootCAs, MinVersion: tls.VersionTLS12}
+	}
+	switch {
+	case e.Proxy != nil:
+		proxy, proxyAddr := e.Proxy, proxyAddr(e.Proxy)
+		t.Proxy = func(req *http.Request) (*url.URL, error) {
+			if !e.AllowPrivate {
+				if err := checkHost(req.Context(), req.URL.Hostname()); err != nil {
+					return nil, err
+				}
+			}
+			return proxy, nil
+		}
+		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if !strings.EqualFold(addr, proxyAddr) {
+				return nil, fmt.Errorf("dial %s: callbacks go through the proxy %s only", addr, proxyAddr)
+			}
+			return d.DialContext(ctx, network, addr)
+		}
+	case !e.AllowPrivate:
+		d.Control = controlAddr
+		t.DialContext = d.DialContext
+	default:
+		t.DialContext = d.DialContext
+	}
 	t.ForceAttemptHTTP2 = true
 	t.MaxIdleConns = 512
 	t.MaxIdleConnsPerHost = 64
@@ -132,6 +189,86 @@ func NewTransport(allowPrivate bool) *http.Transport {
 	t.ResponseHeaderTimeout = 0
 	t.ExpectContinueTimeout = time.Second
 	return t
+}
+
+// proxyAddr is the host:port the transport dials for proxy u, its port
+// defaulting to the scheme's.
+func proxyAddr(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// lookupNetIP resolves a host name for checkHost; tests replace it.
+var lookupNetIP = net.DefaultResolver.LookupNetIP
+
+// checkHost applies the address rule to a target host before a proxy gets
+// the request: a literal address is checked as it is, a name by every
+// address it resolves to here.
+func checkHost(ctx context.Context, host string) error {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return CheckAddr(a)
+	}
+	addrs, err := lookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if reason := blockReason(a.WithZone("").Unmap()); reason != "" {
+			return &BlockedAddressError{Addr: a, Host: host, Reason: reason + " " + a.String()}
+		}
+	}
+	return nil
+}
+
+// ParseProxy reads KAIROS_CALLBACK_PROXY: an absolute http:// or https://
+// URL with a host and nothing after it but an optional "/".
+func ParseProxy(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("callback proxy does not parse: %w", err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, errors.New("callback proxy must be an http:// or https:// URL, as in http://proxy.internal:3128")
+	case u.Opaque != "" || u.Hostname() == "":
+		return nil, errors.New("callback proxy must have a host, as in http://proxy.internal:3128")
+	case u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "":
+		return nil, errors.New("callback proxy must not have a path, query or fragment")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("callback proxy port %q: use 1 to 65535", p)
+		}
+	}
+	return u, nil
+}
+
+// LoadRoots returns the system's roots plus the certificates of the PEM
+// file at path (KAIROS_CALLBACK_CA). A file without a certificate is an
+// error; so is one that cannot be read.
+func LoadRoots(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("callback CA: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("callback CA %s: no PEM certificate in it", path)
+	}
+	return pool, nil
 }
 
 // controlAddr is a net.Dialer Control func: address is the resolved "ip:port".

@@ -3,11 +3,13 @@ package callback
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -61,10 +63,12 @@ func DueAt(j kairos.Job) time.Time {
 
 // WorkerConfig tunes a Worker. Zero values take the defaults.
 type WorkerConfig struct {
-	AllowPrivate bool          // permit loopback, private and link-local targets
-	TopicPoll    time.Duration // how often the topic list is re-read; default 1s
-	Wait         time.Duration // longest blocking pop; default 30s (shutdown closes the pool to end it)
-	Grace        time.Duration // how long in-flight callbacks may finish at shutdown; default 30s
+	AllowPrivate bool           // permit loopback, private and link-local targets
+	Proxy        *url.URL       // forward proxy for every callback (Egress.Proxy); nil: direct
+	RootCAs      *x509.CertPool // roots for receivers' certificates; nil: the system's
+	TopicPoll    time.Duration  // how often the topic list is re-read; default 1s
+	Wait         time.Duration  // longest blocking pop; default 30s (shutdown closes the pool to end it)
+	Grace        time.Duration  // how long in-flight callbacks may finish at shutdown; default 30s
 	Logger       *slog.Logger
 	OnAttempt    func(Event) // called after each attempt, if set
 	// Tracer traces attempts (internal/tracing); nil does not trace, and
@@ -121,7 +125,7 @@ func NewWorker(q Queue, cfg WorkerConfig) *Worker {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
 	log := cfg.Logger.With("component", "worker")
-	return &Worker{q: q, client: NewClient(cfg.AllowPrivate, log), cfg: cfg, log: log,
+	return &Worker{q: q, client: NewEgressClient(Egress{AllowPrivate: cfg.AllowPrivate, Proxy: cfg.Proxy, RootCAs: cfg.RootCAs}, log), cfg: cfg, log: log,
 		topics: map[string]*topicRun{}, kick: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer(tracing.Scope)}
 }
 

@@ -2,7 +2,9 @@
 # Installs what the test suite needs, from Debian's packages, when missing:
 # redis-server (the tests start their own servers on free loopback ports),
 # chromium (web's browser test drives it headless; it looks for /usr/bin/chromium),
-# and nodejs, npm and python3 (e2e runs the example receivers in examples/receivers).
+# nodejs, npm and python3 (e2e runs the example receivers in examples/receivers and
+# the clients' suites in clients/, npm ci installing tsc), and redis-sentinel
+# (e2e fails a master over under Redis Sentinel).
 set -euo pipefail
 
 need=()
@@ -12,6 +14,7 @@ command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
@@ -24,5 +27,6 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-# The redis package starts a system redis on :6379; the tests do not use it.
+# The redis packages start a system redis on :6379 and a sentinel on :26379; the tests use neither.
 $SUDO systemctl stop redis-server >/dev/null 2>&1 || $SUDO service redis-server stop >/dev/null 2>&1 || true
+$SUDO systemctl stop redis-sentinel >/dev/null 2>&1 || $SUDO service redis-sentinel stop >/dev/null 2>&1 || true

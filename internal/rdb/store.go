@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -266,6 +267,32 @@ func (s *Store) Local(t time.Time) time.Time {
 
 // Ping checks that Redis answers.
 func (s *Store) Ping(ctx context.Context) error { return s.c.Ping(ctx).Err() }
+
+// ErrNotMaster is returned by Writable when the node kairos writes to is a
+// replica: writes would fail with READONLY.
+var ErrNotMaster = errors.New("the Redis node kairos writes to is not a master")
+
+// Writable checks that Redis answers and that the node kairos writes to is
+// a master (ROLE), so that /readyz fails while a failover has left kairos
+// on a replica. A cluster client routes writes to masters itself and a
+// server without ROLE (the embedded one) is taken as a master: both are
+// only pinged.
+func (s *Store) Writable(ctx context.Context) error {
+	if _, ok := s.c.(*redis.ClusterClient); ok {
+		return s.Ping(ctx)
+	}
+	role, err := s.c.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		if strings.Contains(strings.ToLower(err.Error()), "unknown command") {
+			return s.Ping(ctx)
+		}
+		return err
+	}
+	if len(role) == 0 || role[0] != "master" {
+		return fmt.Errorf("%w: ROLE answers %v", ErrNotMaster, role)
+	}
+	return nil
+}
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 

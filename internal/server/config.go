@@ -2,13 +2,16 @@ package server
 
 import (
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/tracing"
 
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -34,15 +37,22 @@ type Config struct {
 	MetricsToken string // env only; when set, /metrics needs it as a bearer token
 	Tracing      bool   // env only: the standard OTEL_* variables name an OTLP endpoint (internal/tracing)
 	AllowPrivate bool
-	Prefix       string
-	Shards       int
-	Retention    time.Duration
-	Roles        map[string]bool
-	Grace        time.Duration
-	LockTTL      time.Duration
-	LeaseGrace   time.Duration
-	ReadyLease   time.Duration
-	MaxPayload   int64
+	// CallbackProxy is the forward proxy every callback goes through
+	// (KAIROS_CALLBACK_PROXY, env only: it may hold credentials); nil: direct.
+	CallbackProxy *url.URL
+	// CallbackCA is the PEM file of roots added to the system's for
+	// receivers (KAIROS_CALLBACK_CA), loaded into CallbackRoots.
+	CallbackCA    string
+	CallbackRoots *x509.CertPool
+	Prefix        string
+	Shards        int
+	Retention     time.Duration
+	Roles         map[string]bool
+	Grace         time.Duration
+	LockTTL       time.Duration
+	LeaseGrace    time.Duration
+	ReadyLease    time.Duration
+	MaxPayload    int64
 	// Quota is every tenant's default quota; an admin may set another for
 	// one tenant (PUT /v1/tenants/{tenant}/quota). Zero fields: no limit.
 	Quota     kairos.Quota
@@ -89,6 +99,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&redisTimeout, "redis-timeout", env("KAIROS_REDIS_TIMEOUT", "1s"), "how long an API request may wait for Redis before it answers 503 (KAIROS_REDIS_TIMEOUT)")
 	fs.BoolVar(&c.AllowEviction, "allow-eviction", envBool("KAIROS_ALLOW_EVICTION"), "run even when Redis's maxmemory-policy is not noeviction, although an evicting Redis silently deletes jobs (KAIROS_ALLOW_EVICTION=1)")
 	fs.BoolVar(&c.AllowPrivate, "allow-private-urls", envBool("KAIROS_ALLOW_PRIVATE_URLS"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS=1)")
+	fs.StringVar(&c.CallbackCA, "callback-ca", env("KAIROS_CALLBACK_CA", ""), "PEM file of CA certificates trusted for callback receivers besides the system's roots (KAIROS_CALLBACK_CA)")
 	fs.StringVar(&c.Prefix, "prefix", env("KAIROS_PREFIX", "kairos"), "Redis key prefix, so deployments can share a Redis (KAIROS_PREFIX)")
 	fs.StringVar(&shards, "shards", env("KAIROS_SHARDS", ""), "Delay Bucket shards, fixed at first start; unset: as recorded in Redis, or 4 on a fresh Redis (16 on a cluster) (KAIROS_SHARDS)")
 	fs.StringVar(&retention, "retention", env("KAIROS_RETENTION", "24h"), "how long delivered jobs stay readable (KAIROS_RETENTION)")
@@ -113,6 +124,17 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	c.MetricsToken = getenv("KAIROS_METRICS_TOKEN")
 	c.Tracing = tracing.Enabled(getenv)
 	var err error
+	if raw := getenv("KAIROS_CALLBACK_PROXY"); raw != "" {
+		if c.CallbackProxy, err = callback.ParseProxy(raw); err != nil {
+			// the value may hold a password: the error names the variable only
+			errs = append(errs, fmt.Errorf("KAIROS_CALLBACK_PROXY: %w", err))
+		}
+	}
+	if c.CallbackCA != "" {
+		if c.CallbackRoots, err = callback.LoadRoots(c.CallbackCA); err != nil {
+			errs = append(errs, fmt.Errorf("KAIROS_CALLBACK_CA: %w", err))
+		}
+	}
 	if c.Addr == "" {
 		c.Addr = ":8080"
 		if c.RedisURL == "" {

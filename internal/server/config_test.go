@@ -1,7 +1,12 @@
 package server
 
 import (
+	"encoding/pem"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -125,4 +130,48 @@ func FuzzParseRate(f *testing.F) {
 			t.Errorf("ParseRate(%q) = %d, %s", s, n, per)
 		}
 	})
+}
+
+func TestParseConfigCallbackEgress(t *testing.T) {
+	dir := t.TempDir()
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	srv.Close()
+	ca := filepath.Join(dir, "ca.pem")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
+	empty := filepath.Join(dir, "empty.pem")
+	os.WriteFile(empty, []byte("nothing"), 0o600)
+	parse := func(args []string, env map[string]string) (Config, error) {
+		return ParseConfig(args, func(k string) string { return env[k] }, io.Discard)
+	}
+
+	c, err := parse(nil, map[string]string{"KAIROS_CALLBACK_PROXY": "http://user:s3cret@proxy.internal:3128", "KAIROS_CALLBACK_CA": ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CallbackProxy == nil || c.CallbackProxy.Host != "proxy.internal:3128" || c.CallbackCA != ca || c.CallbackRoots == nil {
+		t.Errorf("proxy %v, CA %q, roots %v", c.CallbackProxy, c.CallbackCA, c.CallbackRoots)
+	}
+	if c, err := parse([]string{"--callback-ca", ca}, nil); err != nil || c.CallbackRoots == nil {
+		t.Errorf("--callback-ca: %v", err)
+	}
+	if c, err := parse(nil, nil); err != nil || c.CallbackProxy != nil || c.CallbackRoots != nil {
+		t.Errorf("unset: proxy %v, roots %v, %v", c.CallbackProxy, c.CallbackRoots, err)
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"KAIROS_CALLBACK_PROXY": "socks5://user:s3cret@proxy:1080"}, "KAIROS_CALLBACK_PROXY: callback proxy must be an http:// or https:// URL"},
+		{map[string]string{"KAIROS_CALLBACK_PROXY": "http://user:s3cret@proxy/x"}, "KAIROS_CALLBACK_PROXY: callback proxy must not have a path"},
+		{map[string]string{"KAIROS_CALLBACK_CA": empty}, "KAIROS_CALLBACK_CA: callback CA " + empty + ": no PEM certificate"},
+		{map[string]string{"KAIROS_CALLBACK_CA": filepath.Join(dir, "missing.pem")}, "KAIROS_CALLBACK_CA: callback CA: open"},
+	} {
+		_, err := parse(nil, tc.env)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.env, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("the error shows the proxy's password: %v", err)
+		}
+	}
 }

@@ -120,7 +120,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		// Topic changes anywhere reach the workers as wake messages, and
 		// a claimed job of a topic they do not know makes them look; the
 		// poll is a backstop, so that an idle process costs Redis little.
-		worker = callback.NewWorker(disp, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Grace: cfg.Grace, Logger: log, Tracer: tp,
+		worker = callback.NewWorker(disp, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Proxy: cfg.CallbackProxy, RootCAs: cfg.CallbackRoots, Grace: cfg.Grace, Logger: log, Tracer: tp,
 			TopicPoll: topicPoll,
 			OnAttempt: func(e callback.Event) {
 				rec.Observe(e.Job.Tenant, e.Job.Topic, e.State, e.Attempt.N, e.Lateness)

@@ -63,7 +63,7 @@ func runTick(ctx context.Context, store *rdb.Store, cfg Config, log *slog.Logger
 	var worker *callback.Worker
 	disp := dispatch.New(store, dispatch.Config{Hold: min(10*time.Second, cfg.ReadyLease/2), Logger: log,
 		NewTopic: func() { worker.Refresh() }})
-	worker = callback.NewWorker(&countingQueue{Dispatcher: disp, handed: &handed}, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate,
+	worker = callback.NewWorker(&countingQueue{Dispatcher: disp, handed: &handed}, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Proxy: cfg.CallbackProxy, RootCAs: cfg.CallbackRoots,
 		Grace: cfg.Grace, Logger: log, Tracer: tp, TopicPoll: topicPoll,
 		OnAttempt: func(e callback.Event) {
 			switch e.State {

@@ -1,0 +1,325 @@
+"""The requests and answers of the kairos API (v1) as TypedDicts.
+
+Field names are the wire's (snake_case), as openapi.yaml and DESIGN.md spell
+them. Durations are Go duration strings plus days ("90s", "1.5h", "7d");
+times in answers are RFC 3339 strings in UTC with milliseconds, and in
+requests may also be timezone-aware datetimes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, NotRequired, TypedDict
+
+Duration = str
+Time = str
+TimeInput = datetime | str
+State = Literal["scheduled", "ready", "active", "retrying", "delivered", "dead", "expired"]
+
+
+class Backoff(TypedDict, total=False):
+    initial: Duration
+    max: Duration
+
+
+class Rate(TypedDict):
+    limit: int
+    period: Duration
+
+
+class BreakerRequest(TypedDict, total=False):
+    failures: int
+    cooldown: Duration
+
+
+class Breaker(TypedDict):
+    failures: int
+    cooldown: Duration
+    state: Literal["closed", "open", "half-open"]
+    open_until: NotRequired[Time]
+
+
+class TopicRequest(TypedDict, total=False):
+    callback_url: str  # required
+    method: str
+    headers: dict[str, str]
+    timeout: Duration
+    max_attempts: int
+    backoff: Backoff
+    concurrency: int
+    rate: Rate
+    parallelism: int
+    flow_key: str
+    breaker: BreakerRequest
+    failure_url: str
+    success_url: str
+    response_bytes: int
+    signing: Literal["tenant", "topic"]
+
+
+class Topic(TypedDict):
+    name: str
+    tenant: str
+    method: str
+    timeout: Duration
+    max_attempts: int
+    backoff: Backoff
+    concurrency: int
+    paused: bool
+    created_at: Time
+    updated_at: Time
+    callback_url: NotRequired[str]
+    headers: NotRequired[dict[str, str]]
+    rate: NotRequired[Rate]
+    parallelism: NotRequired[int]
+    flow_key: NotRequired[str]
+    breaker: NotRequired[Breaker]
+    failure_url: NotRequired[str]
+    success_url: NotRequired[str]
+    response_bytes: NotRequired[int]
+    signing: NotRequired[str]
+
+
+class JobRequest(TypedDict, total=False):
+    id: str
+    run_at: TimeInput
+    delay: Duration
+    payload: Any
+    callback_url: str
+    method: str
+    headers: dict[str, str]
+    max_attempts: int
+    timeout: Duration
+    backoff: Backoff
+    flow_key: str
+    failure_url: str
+    success_url: str
+    labels: dict[str, str]
+    priority: int
+    expires_at: TimeInput
+    ttl: Duration
+    on_conflict: Literal["replace", "keep", "debounce"]
+    max_delay: Duration
+    dedup_key: str
+    dedup_window: Duration
+
+
+class RescheduleRequest(TypedDict, total=False):
+    run_at: TimeInput
+    delay: Duration
+
+
+class Attempt(TypedDict):
+    n: int
+    at: Time
+    duration_ms: float
+    event: NotRequired[str]
+    status: NotRequired[int]
+    error: NotRequired[str]
+    response: NotRequired[str]
+    response_headers: NotRequired[dict[str, str]]
+
+
+class Job(TypedDict):
+    id: str
+    topic: str
+    tenant: str
+    state: State
+    run_at: Time
+    created_at: Time
+    attempts: int
+    next_run_at: NotRequired[Time]
+    done_at: NotRequired[Time]
+    max_attempts: NotRequired[int]
+    callback_url: NotRequired[str]
+    method: NotRequired[str]
+    headers: NotRequired[dict[str, str]]
+    timeout: NotRequired[Duration]
+    backoff: NotRequired[Backoff]
+    flow_key: NotRequired[str]
+    failure_url: NotRequired[str]
+    success_url: NotRequired[str]
+    labels: NotRequired[dict[str, str]]
+    priority: NotRequired[int]
+    expires_at: NotRequired[Time]
+    dedup_key: NotRequired[str]
+    payload: NotRequired[Any]
+    last_attempt: NotRequired[Attempt]
+    attempt_log: NotRequired[list[Attempt]]
+    result: NotRequired[str]
+
+
+class JobList(TypedDict):
+    jobs: list[Job]
+    next_cursor: NotRequired[str]
+
+
+class FieldError(TypedDict):
+    field: str
+    message: str
+
+
+class Problem(TypedDict):
+    type: str
+    title: str
+    status: int
+    detail: NotRequired[str]
+    errors: NotRequired[list[FieldError]]
+
+
+class BatchItem(TypedDict):
+    index: int
+    status: int
+    job: NotRequired[Job]
+    error: NotRequired[Problem]
+
+
+class BatchResult(TypedDict):
+    created: int
+    replaced: int
+    failed: int
+    results: list[BatchItem]
+
+
+class BulkFilter(TypedDict, total=False):
+    state: State
+    labels: dict[str, str]
+    run_at_from: TimeInput
+    run_at_to: TimeInput
+
+
+class BulkAccepted(TypedDict):
+    operation: str
+
+
+class Operation(TypedDict):
+    id: str
+    action: Literal["cancel", "replay"]
+    state: Literal["running", "done"]
+    matched: int
+    done: int
+    failed: int
+
+
+class ScheduleRequest(TypedDict, total=False):
+    cron: str
+    every: Duration
+    timezone: str
+    start_at: TimeInput
+    end_at: TimeInput
+    catch_up: Literal["one", "none", "all"]
+    paused: bool
+    payload: Any
+    callback_url: str
+    method: str
+    headers: dict[str, str]
+    max_attempts: int
+    timeout: Duration
+    backoff: Backoff
+    labels: dict[str, str]
+    overlap: Literal["allow", "skip", "buffer_one"]
+    jitter: Duration
+    max_runs: int
+
+
+class LastRun(TypedDict, total=False):
+    job_id: str
+    at: Time
+    trigger: Literal["pattern", "manual", "backfill"]
+
+
+class Schedule(TypedDict):
+    id: str
+    topic: str
+    tenant: str
+    timezone: str
+    catch_up: str
+    paused: bool
+    next_runs: list[Time]
+    created_at: Time
+    updated_at: Time
+    cron: NotRequired[str]
+    every: NotRequired[Duration]
+    start_at: NotRequired[Time]
+    end_at: NotRequired[Time]
+    state: NotRequired[str]
+    pending_job: NotRequired[str]
+    last_run: NotRequired[LastRun]
+    payload: NotRequired[Any]
+    callback_url: NotRequired[str]
+    method: NotRequired[str]
+    headers: NotRequired[dict[str, str]]
+    max_attempts: NotRequired[int]
+    timeout: NotRequired[Duration]
+    backoff: NotRequired[Backoff]
+    labels: NotRequired[dict[str, str]]
+    overlap: NotRequired[str]
+    jitter: NotRequired[Duration]
+    max_runs: NotRequired[int]
+    result: NotRequired[str]
+
+
+class ScheduleList(TypedDict):
+    schedules: list[Schedule]
+    next_cursor: NotRequired[str]
+
+
+class BackfillResult(TypedDict):
+    instants: int
+
+
+class SigningKeys(TypedDict):
+    current: str
+    next: str
+
+
+class Quota(TypedDict):
+    tenant: str
+    max_pending: int
+    rate: Rate | None
+    pending: int
+    custom: bool
+    burst: NotRequired[int]
+
+
+class QuotaRequest(TypedDict, total=False):
+    max_pending: int
+    rate: Rate
+    burst: int
+
+
+class RevocationRequest(TypedDict, total=False):
+    issued_before: TimeInput
+    jti: str
+
+
+class Revocation(TypedDict):
+    tenant: str
+    issued_before: NotRequired[Time]
+    jti: NotRequired[str]
+
+
+class Token(TypedDict):
+    token: str
+    jti: str
+    expires_at: Time
+
+
+class TickSummary(TypedDict):
+    delivered: int
+    failed: int
+    dead: int
+    in_flight: int
+    next_due: Time | None
+    shards: int
+    seconds: float
+
+
+class Stats(TypedDict):
+    at: Time
+    topics: list[dict[str, Any]]
+    due_next_hour: NotRequired[list[int]]
+
+
+class Health(TypedDict):
+    status: str

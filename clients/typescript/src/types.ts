@@ -1,0 +1,441 @@
+// The requests and answers of the kairos API (v1), as openapi.yaml and
+// DESIGN.md spell them. Field names are the wire's (snake_case), so that
+// what you read here is what goes over HTTP.
+
+/** A duration in Go syntax plus days: "90s", "1.5h", "250ms", "7d", "1d12h". */
+export type Duration = string;
+
+/** A time: a Date, or an RFC 3339 string. Answers always carry strings (UTC, milliseconds). */
+export type TimeInput = Date | string;
+
+/** An RFC 3339 time as kairos writes it: "2026-11-21T10:30:00.250Z". */
+export type Time = string;
+
+/** Any JSON value: a job's payload, sent byte for byte as the callback's body. */
+export type JSONValue = string | number | boolean | null | JSONValue[] | { [key: string]: JSONValue };
+
+/** Where a job is in its life. */
+export type State = "scheduled" | "ready" | "active" | "retrying" | "delivered" | "dead" | "expired";
+
+/** The HTTP method of a callback. */
+export type Method = "POST" | "PUT" | "PATCH" | "DELETE" | "GET" | "post" | "put" | "patch" | "delete" | "get";
+
+/** Backoff bounds the waits between failed attempts (full jitter). */
+export interface Backoff {
+  initial?: Duration;
+  max?: Duration;
+}
+
+/** A rate limit: at most `limit` deliveries per `period`. */
+export interface Rate {
+  limit: number;
+  period: Duration;
+}
+
+/** Turns a topic's circuit breaker on. */
+export interface BreakerRequest {
+  failures?: number;
+  cooldown?: Duration;
+}
+
+/** A topic's circuit breaker as the API shows it. */
+export interface Breaker {
+  failures: number;
+  cooldown: Duration;
+  state: "closed" | "open" | "half-open";
+  open_until?: Time;
+}
+
+/** The body of putTopic. */
+export interface TopicRequest {
+  callback_url: string;
+  method?: Method;
+  headers?: Record<string, string>;
+  timeout?: Duration;
+  max_attempts?: number;
+  backoff?: Backoff;
+  concurrency?: number;
+  rate?: Rate;
+  parallelism?: number;
+  flow_key?: string;
+  breaker?: BreakerRequest;
+  failure_url?: string;
+  success_url?: string;
+  response_bytes?: number;
+  /** "tenant" (default): the tenant's secret signs; "topic": a secret of the topic's own. */
+  signing?: "tenant" | "topic";
+}
+
+/** A topic, with kairos's defaults filled in. */
+export interface Topic {
+  name: string;
+  tenant: string;
+  callback_url?: string;
+  method: string;
+  headers?: Record<string, string>;
+  timeout: Duration;
+  max_attempts: number;
+  backoff: Backoff;
+  concurrency: number;
+  rate?: Rate;
+  parallelism?: number;
+  flow_key?: string;
+  breaker?: Breaker;
+  failure_url?: string;
+  success_url?: string;
+  response_bytes?: number;
+  signing?: "tenant" | "topic";
+  paused: boolean;
+  created_at: Time;
+  updated_at: Time;
+}
+
+/** The body of createJob, and each item of createJobs. */
+export interface JobRequest {
+  id?: string;
+  /** When to fire; neither run_at nor delay means now. */
+  run_at?: TimeInput;
+  delay?: Duration;
+  payload?: JSONValue;
+  callback_url?: string;
+  method?: Method;
+  headers?: Record<string, string>;
+  max_attempts?: number;
+  timeout?: Duration;
+  backoff?: Backoff;
+  flow_key?: string;
+  failure_url?: string;
+  success_url?: string;
+  /** Up to 10 pairs; key [a-z0-9_.-]{1,32}, value up to 64 characters. */
+  labels?: Record<string, string>;
+  /** 0 to 9, default 0: higher goes first when a flow limit holds jobs back. */
+  priority?: number;
+  expires_at?: TimeInput;
+  ttl?: Duration;
+  on_conflict?: "replace" | "keep" | "debounce";
+  max_delay?: Duration;
+  dedup_key?: string;
+  dedup_window?: Duration;
+}
+
+/** The body of rescheduleJob: one of run_at and delay. */
+export interface RescheduleRequest {
+  run_at?: TimeInput;
+  delay?: Duration;
+}
+
+/** One callback attempt, or an event ("replay") in a job's log. */
+export interface Attempt {
+  n: number;
+  event?: string;
+  at: Time;
+  duration_ms: number;
+  status?: number;
+  error?: string;
+  response?: string;
+  response_headers?: Record<string, string>;
+}
+
+/** A job as the API shows it. Lists and batch results carry no payload. */
+export interface Job {
+  id: string;
+  topic: string;
+  tenant: string;
+  state: State;
+  run_at: Time;
+  next_run_at?: Time;
+  created_at: Time;
+  done_at?: Time;
+  attempts: number;
+  max_attempts?: number;
+  callback_url?: string;
+  method?: string;
+  headers?: Record<string, string>;
+  timeout?: Duration;
+  backoff?: Backoff;
+  flow_key?: string;
+  failure_url?: string;
+  success_url?: string;
+  labels?: Record<string, string>;
+  priority?: number;
+  expires_at?: Time;
+  dedup_key?: string;
+  payload?: JSONValue;
+  last_attempt?: Attempt;
+  attempt_log?: Attempt[];
+  /** Set in the answer to a create: "created", "replaced", "kept", "debounced" or "duplicate". */
+  result?: string;
+}
+
+/** A page of jobs, newest first; pass next_cursor back as cursor for the next. */
+export interface JobList {
+  jobs: Job[];
+  next_cursor?: string;
+}
+
+/** Selects a page of a listing. */
+export interface ListOptions {
+  state?: State;
+  /** Every label must match: {"region": "eu"} sends label=region:eu. */
+  labels?: Record<string, string>;
+  limit?: number;
+  cursor?: string;
+}
+
+/** One job's outcome in a batch: job when created (201) or replaced (200), error otherwise. */
+export interface BatchItem {
+  index: number;
+  status: number;
+  job?: Job;
+  error?: Problem;
+}
+
+/** The answer to createJobs. */
+export interface BatchResult {
+  created: number;
+  replaced: number;
+  failed: number;
+  results: BatchItem[];
+}
+
+/** What a bulk action touches; at least one field must be set. */
+export interface BulkFilter {
+  state?: State;
+  labels?: Record<string, string>;
+  run_at_from?: TimeInput;
+  run_at_to?: TimeInput;
+}
+
+/** The body of bulkJobs. */
+export interface BulkRequest {
+  action: "cancel" | "replay";
+  filter: BulkFilter;
+}
+
+/** A background operation (a bulk action) and how far it got. */
+export interface Operation {
+  id: string;
+  action: "cancel" | "replay";
+  state: "running" | "done";
+  matched: number;
+  done: number;
+  failed: number;
+}
+
+/** The answer to bulkJobs: 202 with the operation to poll with getOperation. */
+export interface BulkAccepted {
+  operation: string;
+  [key: string]: unknown;
+}
+
+/** The body of putSchedule: cron or every, and the settings of its jobs. */
+export interface ScheduleRequest {
+  cron?: string;
+  every?: Duration;
+  timezone?: string;
+  start_at?: TimeInput;
+  end_at?: TimeInput;
+  catch_up?: "one" | "none" | "all";
+  paused?: boolean;
+  payload?: JSONValue;
+  callback_url?: string;
+  method?: Method;
+  headers?: Record<string, string>;
+  max_attempts?: number;
+  timeout?: Duration;
+  backoff?: Backoff;
+  labels?: Record<string, string>;
+  overlap?: "allow" | "skip" | "buffer_one";
+  jitter?: Duration;
+  max_runs?: number;
+}
+
+/** The last occurrence a schedule fired. */
+export interface LastRun {
+  job_id?: string;
+  at?: Time;
+  trigger?: "pattern" | "manual" | "backfill";
+  [key: string]: unknown;
+}
+
+/** A schedule as the API shows it. */
+export interface Schedule {
+  id: string;
+  topic: string;
+  tenant: string;
+  cron?: string;
+  every?: Duration;
+  timezone: string;
+  start_at?: Time;
+  end_at?: Time;
+  catch_up: "one" | "none" | "all";
+  paused: boolean;
+  state?: string;
+  next_runs: Time[];
+  pending_job?: string;
+  last_run?: LastRun;
+  payload?: JSONValue;
+  callback_url?: string;
+  method?: string;
+  headers?: Record<string, string>;
+  max_attempts?: number;
+  timeout?: Duration;
+  backoff?: Backoff;
+  labels?: Record<string, string>;
+  overlap?: string;
+  jitter?: Duration;
+  max_runs?: number;
+  created_at: Time;
+  updated_at: Time;
+  result?: string;
+}
+
+/** A page of schedules. */
+export interface ScheduleList {
+  schedules: Schedule[];
+  next_cursor?: string;
+}
+
+/** The body of backfillSchedule: fire each instant of the pattern in [from, to) once. */
+export interface BackfillRequest {
+  from: TimeInput;
+  to: TimeInput;
+}
+
+/** The answer to backfillSchedule. */
+export interface BackfillResult {
+  instants: number;
+}
+
+/** Callback signing secrets in the Standard Webhooks whsec_ form; receivers accept both. */
+export interface SigningKeys {
+  current: string;
+  next: string;
+}
+
+/** A tenant's quota. */
+export interface Quota {
+  tenant: string;
+  max_pending: number;
+  rate: Rate | null;
+  burst?: number;
+  pending: number;
+  custom: boolean;
+}
+
+/** The body of putQuota. */
+export interface QuotaRequest {
+  max_pending?: number;
+  rate?: Rate;
+  burst?: number;
+}
+
+/** The body of revokeTokens: one of issued_before and jti. */
+export interface RevocationRequest {
+  issued_before?: TimeInput;
+  jti?: string;
+}
+
+/** The answer to revokeTokens. */
+export interface Revocation {
+  tenant: string;
+  issued_before?: Time;
+  jti?: string;
+}
+
+/** The body of createToken (admin only). */
+export interface TokenRequest {
+  tenant: string;
+  admin?: boolean;
+  ttl?: Duration;
+}
+
+/** A minted API token. */
+export interface Token {
+  token: string;
+  jti: string;
+  expires_at: Time;
+}
+
+/** The answer to tick: what one pass of due work did. */
+export interface TickSummary {
+  delivered: number;
+  failed: number;
+  dead: number;
+  in_flight: number;
+  next_due: Time | null;
+  shards: number;
+  seconds: number;
+}
+
+export interface Counts {
+  scheduled: number;
+  ready: number;
+  active: number;
+  retrying: number;
+  delivered: number;
+  dead: number;
+  expired?: number;
+}
+
+export interface Lateness {
+  samples: number;
+  p50_ms: number;
+  p90_ms: number;
+  p99_ms: number;
+  max_ms: number;
+}
+
+export interface Recent {
+  minutes: number;
+  delivered: number;
+  failed_attempts: number;
+  dead: number;
+  delivered_per_second: number;
+  failed_per_second: number;
+  lateness: Lateness;
+}
+
+export interface Occurrences {
+  fired: number;
+  delivered: number;
+  dead: number;
+}
+
+export interface TopicStats {
+  tenant: string;
+  topic: string;
+  counts: Counts;
+  occurrences: Occurrences;
+  ready_list_length: number;
+  recent: Recent;
+  paused: boolean;
+  breaker?: { state: string; open_until?: Time };
+}
+
+/** The answer to getStats. */
+export interface Stats {
+  at: Time;
+  topics: TopicStats[];
+  due_next_hour?: number[];
+}
+
+/** One invalid field of a validation problem: "delay", "jobs[2].run_at". */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+/** An error answer (RFC 9457 problem+json). */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  errors?: FieldError[];
+}
+
+/** The answer of /healthz and /readyz. */
+export interface Health {
+  status: string;
+}
