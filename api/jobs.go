@@ -52,26 +52,29 @@ type attemptResponse struct {
 // jobResponse is a job as the API shows it, with the values of
 // secret-looking headers masked.
 type jobResponse struct {
-	ID          string            `json:"id"`
-	Topic       string            `json:"topic"`
-	Tenant      string            `json:"tenant"`
-	State       kairos.State      `json:"state"`
-	RunAt       string            `json:"run_at"`
-	NextRunAt   string            `json:"next_run_at,omitempty"`
-	CreatedAt   string            `json:"created_at"`
-	DoneAt      string            `json:"done_at,omitempty"`
-	Attempts    int               `json:"attempts"`
-	MaxAttempts int               `json:"max_attempts,omitempty"`
-	CallbackURL string            `json:"callback_url,omitempty"`
-	Method      string            `json:"method,omitempty"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	Timeout     string            `json:"timeout,omitempty"`
-	Backoff     *backoffResponse  `json:"backoff,omitempty"`
-	FlowKey     string            `json:"flow_key,omitempty"`
-	FailureURL  string            `json:"failure_url,omitempty"`
-	Payload     json.RawMessage   `json:"payload,omitempty"`
-	LastAttempt *attemptResponse  `json:"last_attempt,omitempty"`
-	AttemptLog  []attemptResponse `json:"attempt_log,omitempty"`
+	ID        string       `json:"id"`
+	Topic     string       `json:"topic"`
+	Tenant    string       `json:"tenant"`
+	State     kairos.State `json:"state"`
+	RunAt     string       `json:"run_at"`
+	NextRunAt string       `json:"next_run_at,omitempty"`
+	CreatedAt string       `json:"created_at"`
+	DoneAt    string       `json:"done_at,omitempty"`
+	Attempts  int          `json:"attempts"`
+	// ReplayedAfter is the attempts made before the job's last replay;
+	// max_attempts counts those after it.
+	ReplayedAfter int               `json:"replayed_after,omitempty"`
+	MaxAttempts   int               `json:"max_attempts,omitempty"`
+	CallbackURL   string            `json:"callback_url,omitempty"`
+	Method        string            `json:"method,omitempty"`
+	Headers       map[string]string `json:"headers,omitempty"`
+	Timeout       string            `json:"timeout,omitempty"`
+	Backoff       *backoffResponse  `json:"backoff,omitempty"`
+	FlowKey       string            `json:"flow_key,omitempty"`
+	FailureURL    string            `json:"failure_url,omitempty"`
+	Payload       json.RawMessage   `json:"payload,omitempty"`
+	LastAttempt   *attemptResponse  `json:"last_attempt,omitempty"`
+	AttemptLog    []attemptResponse `json:"attempt_log,omitempty"`
 	// Result is set in the answers to creates only: resultCreated, or
 	// resultReplaced for a job that replaced one of its id that had not fired.
 	Result string `json:"result,omitempty"`
@@ -98,8 +101,11 @@ func jobView(j kairos.Job) jobResponse {
 	v := jobResponse{
 		ID: j.ID, Topic: j.Topic, Tenant: j.Tenant, State: j.State, RunAt: formatTime(j.RunAt),
 		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: j.Attempts,
-		MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
+		ReplayedAfter: j.ReplayedAfter, MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
 		FlowKey: j.FlowKey, FailureURL: j.FailureURL, Payload: payloadJSON(j),
+	}
+	if j.ContentType != "" { // a Content-Type of its own is shown, masked or not, with its headers
+		v.Headers = maskHeaders(ownHeaders(j))
 	}
 	if j.State.Pending() {
 		v.NextRunAt = formatTime(j.NextRunAt)
@@ -131,6 +137,21 @@ func jobView(j kairos.Job) jobResponse {
 		}
 	}
 	return v
+}
+
+// ownHeaders returns the headers j sets itself, unmasked: its Headers
+// and, when it sets one, its Content-Type (given as headers.Content-Type
+// and kept apart by toJob).
+func ownHeaders(j kairos.Job) map[string]string {
+	if j.ContentType == "" {
+		return j.Headers
+	}
+	out := make(map[string]string, len(j.Headers)+1)
+	for k, v := range j.Headers {
+		out[k] = v
+	}
+	out["Content-Type"] = j.ContentType
+	return out
 }
 
 // payloadJSON shows the stored body as JSON: as is when it is JSON, else as
@@ -326,7 +347,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	}
 	v := jobView(j)
 	if reveal {
-		v.Headers = j.Headers
+		v.Headers = ownHeaders(j)
 	}
 	writeJSON(w, http.StatusOK, v)
 }

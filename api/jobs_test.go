@@ -29,7 +29,7 @@ func TestJobCreateGet(t *testing.T) {
 	wantJob := jobResponse{
 		ID: "order-8412", Topic: "orders", Tenant: "acme", State: kairos.StateScheduled,
 		RunAt: ms(runAt), NextRunAt: ms(runAt), CreatedAt: ms(t0), MaxAttempts: 3,
-		CallbackURL: hook + "/own", Method: "PATCH", Headers: map[string]string{"X-Trace": "abc"},
+		CallbackURL: hook + "/own", Method: "PATCH", Headers: map[string]string{"X-Trace": "abc", "Content-Type": "application/json; charset=utf-8"},
 		Timeout: "5s", Backoff: &backoffResponse{Initial: "2s"}, Payload: json.RawMessage(`{"order_id":8412}`),
 	}
 	created := wantJob
@@ -189,6 +189,10 @@ func TestJobRetry(t *testing.T) {
 	got := want[jobResponse](t, e.do(t, "POST", "/v1/topics/orders/jobs/o2/retry", acme, nil), http.StatusAccepted)
 	if got.State != kairos.StateReady || got.Attempts != 1 {
 		t.Errorf("replayed job: state %s attempts %d, want ready and 1 (numbers go on)", got.State, got.Attempts)
+	}
+	if got.ReplayedAfter != 1 || dead.ReplayedAfter != 0 {
+		t.Errorf("replayed_after %d after the replay (%d before), want 1 (0): max_attempts counts the attempts after it",
+			got.ReplayedAfter, dead.ReplayedAfter)
 	}
 	wantLog = append(wantLog, attemptResponse{N: 1, At: ms(t0.Add(time.Minute)), Event: "replay"})
 	if d := cmp.Diff(wantLog, got.AttemptLog); d != "" {

@@ -35,29 +35,32 @@ type scheduleRequest struct {
 
 // scheduleResponse is a schedule as the API shows it.
 type scheduleResponse struct {
-	ID          string            `json:"id"`
-	Topic       string            `json:"topic"`
-	Tenant      string            `json:"tenant"`
-	Cron        string            `json:"cron,omitempty"`
-	Every       string            `json:"every,omitempty"`
-	Timezone    string            `json:"timezone"`
-	StartAt     string            `json:"start_at,omitempty"`
-	EndAt       string            `json:"end_at,omitempty"`
-	CatchUp     kairos.CatchUp    `json:"catch_up"`
-	Paused      bool              `json:"paused"`
-	NextRuns    []string          `json:"next_runs"`
-	PendingJob  string            `json:"pending_job,omitempty"`
-	LastRun     *lastRunResponse  `json:"last_run,omitempty"`
-	Payload     json.RawMessage   `json:"payload,omitempty"`
-	CallbackURL string            `json:"callback_url,omitempty"`
-	Method      string            `json:"method,omitempty"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	MaxAttempts int               `json:"max_attempts,omitempty"`
-	Timeout     string            `json:"timeout,omitempty"`
-	Backoff     *backoffResponse  `json:"backoff,omitempty"`
-	CreatedAt   string            `json:"created_at"`
-	UpdatedAt   string            `json:"updated_at"`
-	Result      string            `json:"result,omitempty"`
+	ID       string         `json:"id"`
+	Topic    string         `json:"topic"`
+	Tenant   string         `json:"tenant"`
+	Cron     string         `json:"cron,omitempty"`
+	Every    string         `json:"every,omitempty"`
+	Timezone string         `json:"timezone"`
+	StartAt  string         `json:"start_at,omitempty"`
+	EndAt    string         `json:"end_at,omitempty"`
+	CatchUp  kairos.CatchUp `json:"catch_up"`
+	Paused   bool           `json:"paused"`
+	NextRuns []string       `json:"next_runs"`
+	// NextRunsZone names the schedule's zone at each of NextRuns as Go
+	// (and so the CLI) abbreviates it: CET, CEST, EST, +04.
+	NextRunsZone []string          `json:"next_runs_zone"`
+	PendingJob   string            `json:"pending_job,omitempty"`
+	LastRun      *lastRunResponse  `json:"last_run,omitempty"`
+	Payload      json.RawMessage   `json:"payload,omitempty"`
+	CallbackURL  string            `json:"callback_url,omitempty"`
+	Method       string            `json:"method,omitempty"`
+	Headers      map[string]string `json:"headers,omitempty"`
+	MaxAttempts  int               `json:"max_attempts,omitempty"`
+	Timeout      string            `json:"timeout,omitempty"`
+	Backoff      *backoffResponse  `json:"backoff,omitempty"`
+	CreatedAt    string            `json:"created_at"`
+	UpdatedAt    string            `json:"updated_at"`
+	Result       string            `json:"result,omitempty"`
 }
 
 // lastRunResponse is the last occurrence the pattern fired, and how it went.
@@ -242,7 +245,7 @@ func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResp
 	jv := jobView(sc.Job)
 	v := scheduleResponse{ID: sc.ID, Topic: sc.Topic, Tenant: sc.Tenant, Cron: sc.Cron, Timezone: sc.Timezone,
 		StartAt: formatTime(sc.StartAt), EndAt: formatTime(sc.EndAt), CatchUp: sc.CatchUp, Paused: sc.Paused,
-		NextRuns: []string{}, Payload: jv.Payload, CallbackURL: jv.CallbackURL, Method: jv.Method, Headers: jv.Headers,
+		NextRuns: []string{}, NextRunsZone: []string{}, Payload: jv.Payload, CallbackURL: jv.CallbackURL, Method: jv.Method, Headers: jv.Headers,
 		MaxAttempts: jv.MaxAttempts, Timeout: jv.Timeout, Backoff: jv.Backoff,
 		CreatedAt: formatTime(sc.CreatedAt), UpdatedAt: formatTime(sc.UpdatedAt)}
 	if v.Timezone == "" {
@@ -253,11 +256,17 @@ func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResp
 	}
 	if !sc.Paused && !sc.Pending.IsZero() {
 		v.PendingJob = kairos.OccurrenceID(sc.ID, sc.Pending)
-		v.NextRuns = append(v.NextRuns, formatTime(sc.Pending))
+		runs := []time.Time{sc.Pending}
 		if p, err := recur.Of(sc); err == nil {
-			for _, t := range p.NextN(sc.Pending, nextRunsShown-1) {
-				v.NextRuns = append(v.NextRuns, formatTime(t))
-			}
+			runs = append(runs, p.NextN(sc.Pending, nextRunsShown-1)...)
+		}
+		zone, err := time.LoadLocation(v.Timezone) // checked when the schedule was saved
+		if err != nil {
+			zone = time.UTC
+		}
+		for _, t := range runs {
+			abbr, _ := t.In(zone).Zone()
+			v.NextRuns, v.NextRunsZone = append(v.NextRuns, formatTime(t)), append(v.NextRunsZone, abbr)
 		}
 	}
 	if !sc.LastFired.IsZero() {
@@ -297,7 +306,7 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reveal {
-		v.Headers = sc.Job.Headers
+		v.Headers = ownHeaders(sc.Job)
 	}
 	writeJSON(w, http.StatusOK, v)
 }

@@ -36,6 +36,9 @@ func TestScheduleLifecycle(t *testing.T) {
 	if d := cmp.Diff(runs, got.NextRuns); d != "" {
 		t.Errorf("next_runs (-want +got):\n%s", d)
 	}
+	if d := cmp.Diff([]string{"UTC", "UTC", "UTC", "UTC", "UTC"}, got.NextRunsZone); d != "" {
+		t.Errorf("next_runs_zone (-want +got):\n%s", d)
+	}
 	if got.Headers["Authorization"] == "Bearer s3cret" {
 		t.Errorf("the answer shows a secret header: %v", got.Headers)
 	}
@@ -46,6 +49,10 @@ func TestScheduleLifecycle(t *testing.T) {
 	got = want[scheduleResponse](t, e.do(t, "PUT", path+"daily", acme, obj{"cron": "0 9 * * *", "timezone": "Europe/Paris"}), http.StatusCreated)
 	if got.NextRuns[0] != "2026-11-22T08:00:00.000Z" || got.NextRuns[4] != "2026-11-26T08:00:00.000Z" {
 		t.Errorf("daily next_runs %v", got.NextRuns)
+	}
+	// Each named as Go (and the CLI) abbreviates Paris's zone then.
+	if d := cmp.Diff([]string{"CET", "CET", "CET", "CET", "CET"}, got.NextRunsZone); d != "" {
+		t.Errorf("daily next_runs_zone (-want +got):\n%s", d)
 	}
 	got = want[scheduleResponse](t, e.do(t, "PUT", path+"beat", acme, obj{"every": "1h", "headers": obj{"Authorization": "Bearer s3cret"}}), http.StatusOK)
 	if got.Result != resultReplaced || got.CreatedAt != ms(t0) || got.UpdatedAt != ms(t0.Add(time.Minute)) || got.CatchUp != kairos.CatchUpOne {

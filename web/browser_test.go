@@ -114,7 +114,7 @@ func TestAdminPageInBrowser(t *testing.T) {
 			"topic-breaker": "50"})
 		b.click("topic-save")
 		b.waitText("#topics-table", "timeout 5s", 10*time.Second)
-		b.waitText(`[data-testid="topic-flow-orders"]`, "6000 per 1m0s · 8 in flight · breaker closed (opens after 50 failures, 10s)", 5*time.Second)
+		b.waitText(`[data-testid="topic-flow-orders"]`, "6000 per 1m · 8 in flight · breaker closed (opens after 50 failures, 10s)", 5*time.Second)
 		var saved struct{ Headers map[string]string }
 		json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics/orders?reveal=headers", nil), &saved)
 		var limits struct {

@@ -33,7 +33,10 @@ function signedIn() {
   if (!on) return false;
   const c = session.claims;
   document.body.classList.toggle('admin', c.admin);
-  $('identity').textContent = c.admin ? `admin ${c.tenant} · every tenant` : `tenant ${c.tenant}`;
+  // An admin token's sub names who holds it (dev mode's is "admin"): said
+  // once, then what the token may do.
+  const who = c.tenant && c.tenant.toLowerCase() !== 'admin' ? `${c.tenant} · ` : '';
+  $('identity').textContent = c.admin ? `${who}admin: every tenant` : `tenant ${c.tenant}`;
   $('tenant-scope').hidden = !c.admin;
   return true;
 }

@@ -131,16 +131,49 @@ export function relative(s) {
 // one), 24-hour time to the second (to the millisecond when there are any)
 // and the zone's short name. A zone the browser does not know leaves the
 // instant as given.
-export function zoned(s, tz) {
+//
+// abbr, when given, names the zone instead of the browser's short name:
+// the API's (Go's) abbreviation, which the CLI prints too ("CET" where
+// Chromium's English says "GMT+1").
+export function zoned(s, tz, abbr) {
   const d = new Date(s);
   if (!s || isNaN(d)) return s || '—';
   const opts = { weekday: 'short', month: 'short', day: 'numeric',
-    hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23', timeZoneName: 'short' };
+    hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' };
+  if (!abbr) opts.timeZoneName = 'short';
   if (d.getFullYear() !== new Date().getFullYear()) opts.year = 'numeric';
   if (d.getUTCMilliseconds()) opts.fractionalSecondDigits = 3;
   if (tz) opts.timeZone = tz;
-  try { return new Intl.DateTimeFormat(undefined, opts).format(d); } catch { return s; }
+  try { return new Intl.DateTimeFormat(undefined, opts).format(d) + (abbr ? ' ' + abbr : ''); } catch { return s; }
 }
+// dur shows a Go duration ("1h0m0s", "1m30s", "250ms") the way people
+// write it: zero parts left out ("1h", "1m30s"), whole days as days
+// ("1d", "1d12h") unless days is false (inputs the API reads back take
+// Go's syntax, which has no days). Text that is not a duration is shown as is.
+export function dur(s, { days = true } = {}) {
+  if (typeof s !== 'string' || !/^(\d+(\.\d+)?(h|m|s|ms|us|µs|ns))+$/.test(s)) return s ?? '—';
+  const unit = { h: 3600e3, m: 60e3, s: 1e3, ms: 1, us: 1e-3, 'µs': 1e-3, ns: 1e-6 };
+  let total = 0;
+  for (const [, n, , u] of s.matchAll(/(\d+(\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) total += Number(n) * unit[u];
+  if (total === 0) return '0s';
+  const parts = [];
+  for (const [u, size] of [['d', 86400e3], ['h', 3600e3], ['m', 60e3]]) {
+    if (u === 'd' && !days) continue;
+    const n = Math.floor(total / size);
+    if (n) { parts.push(n + u); total -= n * size; }
+  }
+  if (total >= 1000) parts.push(+(total / 1000).toFixed(3) + 's');
+  else if (total >= 1) parts.push(+total.toFixed(3) + 'ms');
+  else if (total > 0) parts.push(+(total * 1000).toFixed(3) + 'µs');
+  return parts.join('');
+}
+
+// url shows a URL on one line, cut with an ellipsis where it is too long
+// for its column; the whole URL is its title (and what a copy takes).
+export function url(u, testid) {
+  return u ? h('span', { class: 'url', title: u, 'data-testid': testid || null, text: u }) : h('span', { class: 'muted', text: '(none)' });
+}
+
 export const viewerZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone;
 export const num = (n) => (n ?? 0).toLocaleString();
 export const ms = (n) => (n >= 1000 ? (n / 1000).toFixed(2) + ' s' : n >= 10 ? Math.round(n) + ' ms' : (n || 0).toFixed(1) + ' ms');
@@ -159,6 +192,18 @@ export function fromLocalInput(v) {
 
 export function stateBadge(state) {
   return h('span', { class: `state ${state}`, 'data-state': state, text: state === 'active' ? 'in flight' : state });
+}
+
+export const span = (...children) => h('span', {}, ...children);
+
+// attemptsText says how many attempts a job has made against max, its
+// limit. A replay gives a dead job max more, so after one the count that
+// the limit applies to starts again (replayed_after is where it starts);
+// the attempt numbers go on, and the total is said too.
+export function attemptsText(j, max) {
+  const since = j.attempts - (j.replayed_after || 0);
+  if (!max) return String(j.attempts);
+  return j.replayed_after ? `${since} of ${max} since the replay (${j.attempts} in all)` : `${j.attempts} of ${max}`;
 }
 
 export function lastAttempt(j) {

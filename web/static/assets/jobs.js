@@ -2,8 +2,8 @@
 // actions), and creating a job.
 import { call, session, tenantQuery, topicPath, jobPath } from './api.js';
 import { $, h, rows, showError, confirmAction, notice, busy, timeEl, ms, stateBadge, lastAttempt,
-  toLocalInput, fromLocalInput, reportError } from './dom.js';
-import { loadTopics, fillTopicSelect, selectedTopic, link, findTopic } from './store.js';
+  toLocalInput, fromLocalInput, reportError, dur, url, attemptsText, span } from './dom.js';
+import { loadTopics, fillTopicSelect, selectedTopic, link, findTopic, topicWithData } from './store.js';
 
 // ---- list ----
 
@@ -12,7 +12,10 @@ const list = { topic: null, state: '', cursor: '', next: '' };
 export const jobsView = {
   async show(p) {
     await loadTopics();
-    list.topic = fillTopicSelect($('jobs-topic'), { tenant: p.get('tenant'), name: p.get('topic') });
+    // No topic asked for: the first one that has jobs, not merely the
+    // first by name.
+    const want = p.get('topic') ? { tenant: p.get('tenant'), name: p.get('topic') } : await topicWithData('/jobs');
+    list.topic = fillTopicSelect($('jobs-topic'), want);
     list.state = p.get('state') || '';
     list.cursor = p.get('cursor') || '';
     $('jobs-state').value = list.state;
@@ -29,7 +32,7 @@ export const jobsView = {
       ['Job', h('a', { href: link('job', { tenant: t.tenant, topic: t.name, id: j.id }), 'data-testid': `job-link-${j.id}`, text: j.id }), 'wrap'],
       ['State', stateBadge(j.state)],
       ['Run at', timeEl(j.next_run_at || j.run_at)],
-      ['Attempts', `${j.attempts}${j.max_attempts ? ' / ' + j.max_attempts : ''}`, 'num'],
+      ['Attempts', attemptsText(j, j.max_attempts || t.max_attempts), 'num'],
       ['Last attempt', lastAttempt(j), 'wrap'],
     ]);
     $('jobs-empty').hidden = (page.jobs || []).length > 0;
@@ -64,9 +67,14 @@ export const jobView = {
     await this.refresh();
   },
   async refresh() {
-    const j = await call('GET', jobPath(topicOf(), cur.id), { query: tenantQuery(cur.tenant) });
+    // The topic too, read fresh: its defaults and headers complete the
+    // job's, and its flow control (paused, breaker) may be holding it.
+    const [j, topic] = await Promise.all([
+      call('GET', jobPath(topicOf(), cur.id), { query: tenantQuery(cur.tenant) }),
+      call('GET', topicPath(topicOf()), { query: tenantQuery(cur.tenant) }).catch(() => findTopic(cur.tenant, cur.topic) || null),
+    ]);
     cur.job = j;
-    render(j);
+    render(j, topic);
   },
 };
 
@@ -74,7 +82,7 @@ function dl(el, pairs) {
   el.replaceChildren(...pairs.flatMap(([k, v, testid]) => [h('dt', { text: k }), h('dd', { 'data-testid': testid || null }, v ?? '—')]));
 }
 
-function render(j) {
+function render(j, topic) {
   $('job-id').textContent = j.id;
   $('job-state').replaceChildren(stateBadge(j.state));
   const pending = ['scheduled', 'ready', 'active', 'retrying'].includes(j.state);
@@ -87,19 +95,20 @@ function render(j) {
   dl($('job-schedule'), [
     ['Run at', timeEl(j.run_at), 'job-run-at'],
     ['Next run at', timeEl(j.next_run_at), 'job-next-run-at'],
+    ...(flowNote(j, topic) ? [['Flow control', flowNote(j, topic), 'job-held']] : []),
     ['Created at', timeEl(j.created_at)],
     ['Done at', timeEl(j.done_at), 'job-done-at'],
   ]);
-  const topic = findTopic(j.tenant, j.topic);
   const dflt = (v, f) => v || (topic ? `${f(topic)} (topic default)` : 'topic default');
+  const max = j.max_attempts || topic?.max_attempts;
   dl($('job-delivery'), [
     ...(session.admin ? [['Tenant', j.tenant]] : []),
     ['Topic', h('a', { href: link('jobs', { tenant: j.tenant, topic: j.topic }), text: j.topic })],
-    ['Callback', dflt(j.callback_url, (t) => t.callback_url)],
+    ['Callback', j.callback_url ? url(j.callback_url) : topic ? span(url(topic.callback_url), ' (topic default)') : 'topic default'],
     ['Method', dflt(j.method, (t) => t.method)],
-    ['Timeout', dflt(j.timeout, (t) => t.timeout)],
-    ['Attempts', `${j.attempts} of ${j.max_attempts || (topic ? topic.max_attempts : '(topic default)')}`, 'job-attempts'],
-    ['Backoff', j.backoff ? `${j.backoff.initial || 'default'} – ${j.backoff.max || 'default'}` : dflt('', (t) => `${t.backoff.initial} – ${t.backoff.max}`)],
+    ['Timeout', dflt(dur(j.timeout || ''), (t) => dur(t.timeout))],
+    ['Attempts', max ? attemptsText(j, max) : `${j.attempts} of the topic's limit`, 'job-attempts'],
+    ['Backoff', j.backoff ? `${j.backoff.initial ? dur(j.backoff.initial) : 'default'} – ${j.backoff.max ? dur(j.backoff.max) : 'default'}` : dflt('', (t) => `${dur(t.backoff.initial)} – ${dur(t.backoff.max)}`)],
   ]);
   // The API masks the values of secret-looking headers; the page shows
   // what it is given.
@@ -114,9 +123,78 @@ function render(j) {
     ['Status', a.status ? h('span', { class: a.status < 300 ? 'good' : 'bad', text: String(a.status) }) : '—'],
     ['Error', a.event === 'replay' ? `replayed: the next attempt is #${a.n + 1}` : (a.error || '—'), 'wrap'],
     ['Duration', ms(a.duration_ms), 'num'],
+    ['Request headers', a.event ? '—' : requestHeaders(j, topic, a), 'wrap'],
     ['Response', a.response ? h('code', { text: a.response }) : '—', 'wrap'],
   ]);
   $('attempt-empty').hidden = log.length > 0;
+}
+
+// flowNote says when the topic's flow control holds the job back, or (for
+// a job delivered late) may have: a held job otherwise reads as late with
+// no reason given. It reads what the job and topic answers show: a job
+// whose next run the rate limit reserved later than its run_at, a due job
+// of a paused topic or of one whose breaker is open, a job past due
+// waiting for one of its topic's parallelism slots.
+function flowNote(j, t) {
+  if (!t) return null;
+  const now = Date.now();
+  const next = Date.parse(j.next_run_at || ''), runAt = Date.parse(j.run_at);
+  const due = next <= now;
+  const waiting = j.state === 'scheduled' || j.state === 'ready';
+  const note = (kind, text) => h('span', { class: 'held', 'data-held': kind, text });
+  const rate = t.rate ? `${t.rate.limit} per ${dur(t.rate.period)}` : '';
+  if (waiting && t.paused && due) return note('pause', 'Held: its topic is paused; it fires when the topic is resumed.');
+  if (waiting && t.breaker && t.breaker.state !== 'closed' && due) {
+    return note('breaker', `Held by its topic's circuit breaker (${t.breaker.state}` +
+      (t.breaker.open_until ? ` until ${new Date(t.breaker.open_until).toLocaleTimeString()}` : '') + ').');
+  }
+  if (waiting && rate && next > runAt && next > now) {
+    return note('rate', `Held by its topic's rate limit (${rate}): its turn is at ${new Date(next).toLocaleTimeString()}, ` +
+      `${dur(Math.round((next - runAt) / 1000) + 's')} after its run_at.`);
+  }
+  if (waiting && t.parallelism && now - next > 1000) {
+    return note('parallelism', `Held by its topic's parallelism limit (${t.parallelism} in flight): it starts when a slot frees.`);
+  }
+  const first = (j.attempt_log || []).find((a) => !a.event);
+  const late = first && !j.replayed_after ? Date.parse(first.at) - runAt : 0;
+  if (late > 1000 && (rate || t.parallelism)) {
+    const limits = [rate, t.parallelism ? `${t.parallelism} in flight` : ''].filter(Boolean).join(', ');
+    return note('late', `Its first attempt started ${dur(Math.round(late / 1000) + 's')} after its run_at: ` +
+      `its topic's flow limits (${limits}) hold jobs back when more are due than they allow.`);
+  }
+  return null;
+}
+
+// requestHeaders lists the headers attempt a was sent with, rebuilt from
+// the job and its topic as they are now (kairos does not store what each
+// attempt sent): the topic's headers, the job's over them, Content-Type,
+// the Kairos-* headers and the signatures. Secret values are masked: the
+// API masks the headers' (Authorization, X-Api-Key, ...), and the
+// signatures are never shown.
+function requestHeaders(j, t, a) {
+  const MASK = '••••••••';
+  const hs = [];
+  const put = (k, v) => {
+    const at = hs.findIndex(([n]) => n.toLowerCase() === k.toLowerCase());
+    at >= 0 ? (hs[at] = [k, v]) : hs.push([k, v]);
+  };
+  if (!/~dead\.\d+$/.test(j.id)) for (const [k, v] of Object.entries(t?.headers || {})) put(k, v);
+  for (const [k, v] of Object.entries(j.headers || {})) put(k, v);
+  if (!hs.some(([k]) => k.toLowerCase() === 'content-type')) put('Content-Type', 'application/json');
+  put('User-Agent', 'kairos');
+  put('Kairos-Job-Id', j.id);
+  put('Kairos-Topic', j.topic);
+  put('Kairos-Attempt', String(a.n));
+  put('Kairos-Scheduled-At', new Date(j.run_at).toISOString());
+  const sid = /^(.*)@\d+$/.exec(j.id);
+  if (sid) put('Kairos-Schedule-Id', sid[1]);
+  put('webhook-id', MASK);
+  put('webhook-timestamp', String(Math.floor(Date.parse(a.at) / 1000)));
+  put('webhook-signature', MASK);
+  put('Kairos-Signature', MASK);
+  return h('details', { class: 'req', 'data-testid': `request-headers-${a.n}` },
+    h('summary', { text: `${hs.length} headers` }),
+    h('dl', { class: 'kv small' }, hs.flatMap(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })])));
 }
 
 async function act(button, f, done) {

@@ -5,8 +5,8 @@
 // (GET .../schedules/{id}).
 import { call, session, tenantQuery, topicPath, schedulePath } from './api.js';
 import { $, h, rows, confirmAction, notice, busy, timeEl, zoned, viewerZone, relative, stateBadge, lastAttempt,
-  reportError } from './dom.js';
-import { loadTopics, fillTopicSelect, selectedTopic, link } from './store.js';
+  reportError, showError, dur, url, span } from './dom.js';
+import { loadTopics, fillTopicSelect, selectedTopic, link, topicWithData } from './store.js';
 
 // id is the schedule whose settings are shown, if any.
 const cur = { topic: null, id: '', cursor: '', next: '' };
@@ -14,7 +14,9 @@ const cur = { topic: null, id: '', cursor: '', next: '' };
 export const schedulesView = {
   async show(p) {
     await loadTopics();
-    cur.topic = fillTopicSelect($('schedules-topic'), { tenant: p.get('tenant'), name: p.get('topic') });
+    // No topic asked for: the first one that has schedules.
+    const want = p.get('topic') ? { tenant: p.get('tenant'), name: p.get('topic') } : await topicWithData('/schedules');
+    cur.topic = fillTopicSelect($('schedules-topic'), want);
     cur.id = p.get('id') || '';
     cur.cursor = p.get('cursor') || '';
     await this.refresh();
@@ -23,6 +25,7 @@ export const schedulesView = {
     const t = cur.topic;
     $('schedules-title').textContent = t ? `Schedules of ${t.name}` : 'Schedules';
     $('viewer-zone').textContent = viewerZone();
+    $('schedule-add').disabled = !t;
     if (!t) {
       rows($('schedules-table'), [], () => []);
       $('schedules-empty').hidden = false;
@@ -75,17 +78,20 @@ function row(t, s) {
 
 function pattern(s) {
   return h('span', { class: 'stack' },
-    h('span', {}, s.cron ? 'cron ' : 'every ', h('code', { text: s.cron || s.every })),
+    h('span', {}, s.cron ? 'cron ' : 'every ', h('code', { text: s.cron || dur(s.every) })),
     h('span', { class: 'muted', 'data-testid': `schedule-zone-${s.id}`, text: s.timezone }));
 }
 
 // runs lists the next fire instants in the zone tz ('' for the viewer's).
+// In the schedule's zone each is named as the API names it
+// (next_runs_zone: Go's abbreviations, CET rather than the browser's
+// GMT+1), the way the CLI prints it.
 function runs(s, tz, testid) {
   if (!s.next_runs?.length) {
     return h('span', { class: 'muted', 'data-testid': testid, text: s.paused ? 'none while paused' : 'none: the schedule has ended' });
   }
   return h('ol', { class: 'runs', 'data-testid': testid }, s.next_runs.map((r, i) =>
-    h('li', {}, h('time', { datetime: r, title: r, text: zoned(r, tz) + (i === 0 && !tz ? relative(r) : '') }))));
+    h('li', {}, h('time', { datetime: r, title: r, text: zoned(r, tz, tz ? s.next_runs_zone?.[i] : '') + (i === 0 && !tz ? relative(r) : '') }))));
 }
 
 function lastRun(t, s) {
@@ -138,15 +144,15 @@ function detail(t, s) {
   const hdrs = Object.entries(s.headers || {}).map(([k, v]) => `${k}: ${v}`).join('\n');
   const pairs = [
     ...(session.admin ? [['Tenant', s.tenant]] : []),
-    ['Pattern', s.cron ? `cron ${s.cron}` : `every ${s.every}`],
+    ['Pattern', s.cron ? `cron ${s.cron}` : `every ${dur(s.every)}`],
     ['Time zone', s.timezone],
     ['Catch-up', s.catch_up],
     ['Starts', s.start_at ? timeEl(s.start_at) : 'at once'],
     ['Ends', s.end_at ? timeEl(s.end_at) : 'never'],
     ['Pending occurrence', s.pending_job ? h('a', { href: link('job', { tenant: t.tenant, topic: t.name, id: s.pending_job }), text: s.pending_job }) : 'none'],
-    ['Callback', s.callback_url || `${t.callback_url} (topic default)`],
+    ['Callback', s.callback_url ? url(s.callback_url) : span(url(t.callback_url), ' (topic default)')],
     ['Method', s.method || `${t.method} (topic default)`],
-    ['Timeout', s.timeout || `${t.timeout} (topic default)`],
+    ['Timeout', s.timeout ? dur(s.timeout) : `${dur(t.timeout)} (topic default)`],
     ['Max attempts', String(s.max_attempts || `${t.max_attempts} (topic default)`)],
     ['Headers', hdrs ? h('pre', { text: hdrs }) : 'none of its own'],
     ['Created', timeEl(s.created_at)],
@@ -164,3 +170,62 @@ $('schedules-topic').addEventListener('change', () => go());
 $('schedules-filter').addEventListener('submit', (e) => { e.preventDefault(); go(); });
 $('schedules-next').addEventListener('click', () => cur.next && go({ cursor: cur.next }));
 $('schedules-first').addEventListener('click', () => go());
+
+// ---- create ----
+
+// The new-schedule dialog: PUT .../schedules/{id} with a cron or an every,
+// a time zone, a payload and optionally a callback URL. The API's field
+// errors are shown in the dialog, which stays open.
+function openForm() {
+  const t = cur.topic;
+  if (!t) return;
+  $('schedule-form-topic').textContent = session.admin ? `${t.tenant} / ${t.name}` : t.name;
+  showError($('schedule-form-error'), null);
+  if (!$('schedule-zones').options.length && Intl.supportedValuesOf) {
+    $('schedule-zones').replaceChildren(...['UTC', ...Intl.supportedValuesOf('timeZone')].map((z) => h('option', { value: z })));
+  }
+  $('schedule-dialog').showModal();
+  $('schedule-form-id').focus();
+}
+
+function kindChanged() {
+  const cron = $('schedule-form-kind-cron').checked;
+  $('schedule-form-cron-row').hidden = !cron;
+  $('schedule-form-every-row').hidden = cron;
+}
+
+async function saveForm(e) {
+  e.preventDefault();
+  const err = $('schedule-form-error');
+  showError(err, null);
+  const t = cur.topic;
+  try {
+    const id = $('schedule-form-id').value.trim();
+    if (!id) throw new Error('id: required: the schedule\'s name in its topic, such as daily-report');
+    const fields = { timezone: $('schedule-form-timezone').value.trim() || 'UTC' };
+    if ($('schedule-form-kind-cron').checked) fields.cron = $('schedule-form-cron').value.trim();
+    else fields.every = $('schedule-form-every').value.trim();
+    const cb = $('schedule-form-url').value.trim();
+    if (cb) fields.callback_url = cb;
+    // The payload goes into the body exactly as typed, once it parses.
+    const raw = $('schedule-form-payload').value.trim();
+    if (raw) {
+      try { JSON.parse(raw); } catch (x) { throw new Error('payload: not valid JSON: ' + x.message); }
+    }
+    let body = JSON.stringify(fields);
+    if (raw) body = body.slice(0, -1) + ',"payload":' + raw + '}';
+    const s = await busy($('schedule-form-save'), () => call('PUT', schedulePath(t, id), { query: tenantQuery(t.tenant), body }));
+    $('schedule-dialog').close();
+    notice(`Schedule ${s.id} ${s.result === 'created' ? 'created' : 'saved'}` + (s.next_runs?.length ? `: it fires next at ${zoned(s.next_runs[0], '')}.` : '.'));
+    $('schedule-form-id').value = '';
+    location.hash = link('schedules', { tenant: t.tenant, topic: t.name, id: s.id });
+  } catch (x) {
+    showError(err, x);
+  }
+}
+
+$('schedule-add').addEventListener('click', openForm);
+$('schedule-form-kind-cron').addEventListener('change', kindChanged);
+$('schedule-form-kind-every').addEventListener('change', kindChanged);
+$('schedule-form').addEventListener('submit', saveForm);
+$('schedule-form-cancel').addEventListener('click', () => $('schedule-dialog').close());

@@ -1,6 +1,6 @@
 // What the views share: the topics in scope, the admin's tenant filter and
 // the tenants seen so far.
-import { call, session } from './api.js';
+import { call, session, tenantQuery, topicPath } from './api.js';
 import { $, h } from './dom.js';
 
 export const state = { topics: [], filter: '', tenants: new Set(), stats: null };
@@ -21,6 +21,21 @@ export async function loadTopics() {
   state.topics = (r.topics || []).sort((a, b) => a.tenant.localeCompare(b.tenant) || a.name.localeCompare(b.name));
   rememberTenants(state.topics.map((t) => t.tenant));
   return state.topics;
+}
+
+// topicWithData returns the first topic in scope (in the selects' order)
+// whose list at rest ('/jobs' or '/schedules') has an entry, asking a few
+// topics at a time with limit=1; the first topic when none has any.
+export async function topicWithData(rest) {
+  const PER = 8;
+  for (let i = 0; i < state.topics.length; i += PER) {
+    const group = state.topics.slice(i, i + PER);
+    const found = await Promise.all(group.map((t) => call('GET', topicPath(t, rest), { query: tenantQuery(t.tenant, { limit: 1 }) })
+      .then((page) => (page.jobs || page.schedules || []).length > 0, () => false)));
+    const at = found.indexOf(true);
+    if (at >= 0) return group[at];
+  }
+  return state.topics[0] || null;
 }
 
 export const topicLabel = (t) => (session.admin ? `${t.tenant} / ${t.name}` : t.name);

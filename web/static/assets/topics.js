@@ -1,6 +1,6 @@
 // Topics: list, register, edit, delete (PUT/DELETE /v1/topics/{topic}).
 import { call, session, tenantQuery, topicPath } from './api.js';
-import { $, h, rows, showError, confirmAction, notice, busy, reportError } from './dom.js';
+import { $, h, rows, showError, confirmAction, notice, busy, reportError, dur, url } from './dom.js';
 import { state, loadTopics, link } from './store.js';
 
 let editing = null; // the topic being edited, or null when registering
@@ -20,10 +20,11 @@ function render() {
         h('span', {}, h('span', { class: `state ${t.paused ? 'paused' : 'running'}`, 'data-state': t.paused ? 'paused' : 'delivering',
           'data-testid': `topic-state-${t.name}`, text: t.paused ? 'paused' : 'delivering' })))],
       ['Tenant', t.tenant, 'admin-only'],
-      ['Callback', h('span', {}, h('code', { text: t.method }), ' ', t.callback_url || '(none)'), 'wrap'],
-      ['Defaults', `timeout ${t.timeout} · ${t.max_attempts} attempts · backoff ${t.backoff.initial}–${t.backoff.max} · concurrency ${t.concurrency}` +
+      ['Callback', h('span', { class: 'callback' }, h('code', { text: t.method }), ' ', url(t.callback_url, `topic-url-${t.name}`)), 'cut'],
+      ['Defaults', `timeout ${dur(t.timeout)} · ${t.max_attempts} attempts · backoff ${dur(t.backoff.initial)}–${dur(t.backoff.max)} · concurrency ${t.concurrency}` +
         (hdrs.length ? ` · headers: ${hdrs.join(', ')}` : ''), 'wrap'],
-      ['Flow control', h('span', { 'data-testid': `topic-flow-${t.name}`, text: flow(t) }), 'wrap'],
+      ['Flow control', h('span', { 'data-testid': `topic-flow-${t.name}` }, flow(t),
+        t.failure_url ? h('span', { class: 'stack' }, 'dead jobs reported to', url(t.failure_url)) : ''), 'wrap'],
       ['Actions', h('div', { class: 'actions' },
         h('a', { class: 'button', href: link('jobs', at), text: 'Jobs' }),
         h('a', { class: 'button', href: link('schedules', at), 'data-testid': `topic-schedules-${t.name}`, 'aria-label': `Schedules of topic ${t.name}`, text: 'Schedules' }),
@@ -38,16 +39,15 @@ function render() {
 // flow sums up a topic's flow-control limits, enforced across processes.
 function flow(t) {
   const parts = [];
-  if (t.rate) parts.push(`${t.rate.limit} per ${t.rate.period}`);
+  if (t.rate) parts.push(`${t.rate.limit} per ${dur(t.rate.period)}`);
   if (t.parallelism) parts.push(`${t.parallelism} in flight`);
   if (t.flow_key) parts.push(`shared as ${t.flow_key}`);
-  if (t.failure_url) parts.push(`dead jobs reported to ${t.failure_url}`);
   if (t.breaker) {
     const b = t.breaker;
     parts.push(`breaker ${b.state}` + (b.open_until ? ` until ${new Date(b.open_until).toLocaleTimeString()}` : '') +
-      ` (opens after ${b.failures} failures, ${b.cooldown})`);
+      ` (opens after ${b.failures} failures, ${dur(b.cooldown)})`);
   }
-  return parts.length ? parts.join(' · ') : 'no limits';
+  return parts.length ? parts.join(' · ') : t.failure_url ? '' : 'no limits';
 }
 
 // open shows the topic dialog, empty to register or filled to edit. A
@@ -71,18 +71,18 @@ async function open(t) {
   $('topic-name').value = t ? t.name : '';
   $('topic-url').value = t ? t.callback_url || '' : '';
   $('topic-method').value = t ? t.method : 'POST';
-  $('topic-timeout').value = t ? t.timeout : '30s';
+  $('topic-timeout').value = t ? dur(t.timeout, { days: false }) : '30s';
   $('topic-attempts').value = t ? t.max_attempts : 10;
-  $('topic-backoff-initial').value = t ? t.backoff.initial : '1s';
-  $('topic-backoff-max').value = t ? t.backoff.max : '1h0m0s';
+  $('topic-backoff-initial').value = t ? dur(t.backoff.initial, { days: false }) : '1s';
+  $('topic-backoff-max').value = t ? dur(t.backoff.max, { days: false }) : '1h';
   $('topic-concurrency').value = t ? t.concurrency : 10;
   $('topic-rate-limit').value = t?.rate ? t.rate.limit : '';
-  $('topic-rate-period').value = t?.rate ? t.rate.period : '';
+  $('topic-rate-period').value = t?.rate ? dur(t.rate.period, { days: false }) : '';
   $('topic-parallelism').value = t?.parallelism || '';
   $('topic-flow-key').value = t?.flow_key || '';
   $('topic-failure-url').value = t?.failure_url || '';
   $('topic-breaker').value = t?.breaker ? t.breaker.failures : '';
-  $('topic-breaker-cooldown').value = t?.breaker ? t.breaker.cooldown : '';
+  $('topic-breaker-cooldown').value = t?.breaker ? dur(t.breaker.cooldown, { days: false }) : '';
   $('topic-headers').value = Object.entries(t?.headers || {}).map(([k, v]) => `${k}: ${v}`).join('\n');
   showError($('topic-error'), null);
   $('topic-dialog').showModal();
