@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/duration"
 	recur "github.com/kairos-sh/kairos/internal/schedule"
 )
 
@@ -101,7 +102,9 @@ func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, m
 		sc.StartAt = parseRunAt(&fe, "start_at", *req.StartAt, now)
 	}
 	if req.EndAt != nil {
-		sc.EndAt = parseRunAt(&fe, "end_at", *req.EndAt, now)
+		// the last instant it may fire: a finer time rounds down, so
+		// that nothing fires after it
+		sc.EndAt = parseTime(&fe, "end_at", *req.EndAt, now, floorMS)
 	}
 	if req.CatchUp != nil {
 		switch cu := kairos.CatchUp(*req.CatchUp); cu {
@@ -147,7 +150,7 @@ func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, m
 			fe.add("end_at", "%s is before the schedule's next instant after now (%s): it would never fire", formatTime(sc.EndAt), formatTime(now))
 		}
 		if every != "" {
-			sc.Every, _ = time.ParseDuration(every) // Parse accepted it
+			sc.Every, _ = duration.Parse(every) // Parse accepted it
 		}
 	}
 	if err := fe.err(); err != nil {

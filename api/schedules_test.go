@@ -181,3 +181,22 @@ func TestScheduleRefused(t *testing.T) {
 	wantProblem(t, e.do(t, "GET", "/v1/topics/reports/schedules?limit="+strconv.Itoa(1000), acme, nil), http.StatusBadRequest)
 	wantProblem(t, e.do(t, "GET", "/v1/topics/nope/schedules", acme, nil), http.StatusNotFound)
 }
+
+// start_at and end_at finer than a millisecond round inwards: the first
+// instant may not come before start_at, the last not after end_at. every
+// takes days.
+func TestScheduleBoundsRoundInwards(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	acme := e.token(t, "acme", false)
+	e.putTopic(t, acme, "reports", obj{"callback_url": hook})
+	got := want[scheduleResponse](t, e.do(t, "PUT", "/v1/topics/reports/schedules/s", acme, obj{
+		"every": "1d", "start_at": "2026-11-21T11:00:00.000000001Z", "end_at": "2026-12-21T11:00:00.000999999Z",
+	}), http.StatusCreated)
+	if got.StartAt != "2026-11-21T11:00:00.001Z" || got.EndAt != "2026-12-21T11:00:00.000Z" {
+		t.Errorf("start_at %s end_at %s, want 2026-11-21T11:00:00.001Z and 2026-12-21T11:00:00.000Z", got.StartAt, got.EndAt)
+	}
+	if got.Every != "24h0m0s" || len(got.NextRuns) == 0 || got.NextRuns[0] != "2026-11-21T11:00:00.001Z" || got.NextRuns[1] != "2026-11-22T11:00:00.001Z" {
+		t.Errorf("every %s next_runs %v", got.Every, got.NextRuns)
+	}
+}
