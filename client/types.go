@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/kairos-sh/kairos/internal/duration"
 )
 
-// Duration is a time.Duration that travels as a Go duration string, such as
-// "90s" or "1h0m0s", as the API's durations do.
+// Duration is a time.Duration that travels as a duration string, such as
+// "90s" or "1h0m0s", as the API's durations do: Go syntax, plus days ("7d",
+// "1d12h") when read.
 type Duration time.Duration
 
 // String returns the duration in Go syntax.
@@ -16,13 +19,13 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // MarshalJSON encodes d as a Go duration string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
-// UnmarshalJSON decodes a Go duration string.
+// UnmarshalJSON decodes a duration string: Go syntax, or days ("7d").
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration: %w", err)
 	}
-	v, err := time.ParseDuration(s)
+	v, err := duration.Parse(s)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos/client"
+	"github.com/kairos-sh/kairos/internal/duration"
 )
 
 // topicCommands are `kairos topics list|put|get|delete`.
@@ -112,7 +113,7 @@ var topicCommands = []apiCommand{
 func countPer(flag, v, want string) (int, time.Duration, error) {
 	count, per, ok := strings.Cut(v, "/")
 	n, err := strconv.Atoi(count)
-	d, derr := time.ParseDuration(per)
+	d, derr := duration.Parse(per)
 	if !ok || err != nil || derr != nil {
 		return 0, 0, usagef("kairos topics put", "%s %q: want %s", flag, v, want)
 	}
