@@ -96,10 +96,12 @@ type BreakerRequest struct {
 }
 
 // Breaker is a topic's circuit breaker: its settings and state ("closed",
-// "open" until OpenUntil, or "half-open").
+// "open" until OpenUntil, or "half-open"). Every topic has one: with no
+// breaker configured, Failures and Cooldown are zero and State is
+// "closed".
 type Breaker struct {
-	Failures  int      `json:"failures"`
-	Cooldown  Duration `json:"cooldown"`
+	Failures  int      `json:"failures,omitempty"`
+	Cooldown  Duration `json:"cooldown,omitzero"`
 	State     string   `json:"state"`
 	OpenUntil *Time    `json:"open_until,omitempty"`
 }
@@ -126,7 +128,7 @@ type Topic struct {
 	Rate        *Rate             `json:"rate,omitempty"`
 	Parallelism int               `json:"parallelism,omitempty"`
 	FlowKey     string            `json:"flow_key,omitempty"`
-	Breaker     *Breaker          `json:"breaker,omitempty"`
+	Breaker     *Breaker          `json:"breaker,omitempty"` // always set by the server: State "closed" when none is configured
 	FailureURL  string            `json:"failure_url,omitempty"`
 	Paused      bool              `json:"paused"` // deliveries stopped (PauseTopic)
 	CreatedAt   Time              `json:"created_at"`

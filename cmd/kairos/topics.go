@@ -162,8 +162,11 @@ func showTopic(w io.Writer, t *client.Topic) {
 	if t.FailureURL != "" {
 		fmt.Fprintf(w, "failure_url\t%s\n", t.FailureURL)
 	}
-	if b := t.Breaker; b != nil {
+	switch b := t.Breaker; {
+	case b != nil && b.Failures > 0:
 		fmt.Fprintf(w, "breaker\t%s (opens after %d failures in a row, for %s)\n", b.State, b.Failures, b.Cooldown)
+	case b != nil:
+		fmt.Fprintf(w, "breaker\t%s (none configured)\n", b.State)
 	}
 	fmt.Fprintf(w, "paused\t%t\ncreated_at\t%s\nupdated_at\t%s\n", t.Paused, formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
 }
