@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -232,4 +233,34 @@ func scrape(t *testing.T, m *Metrics) string {
 		t.Fatal(err)
 	}
 	return string(body)
+}
+
+// TestFailedCountsRealFailuresOnly: the refusals kairos expects and
+// handles are no failures; anything else is.
+func TestFailedCountsRealFailuresOnly(t *testing.T) {
+	ctx := context.Background()
+	cmd := func(err error, args ...any) redis.Cmder {
+		c := redis.NewCmd(ctx, args...)
+		c.SetErr(err)
+		return c
+	}
+	for _, tc := range []struct {
+		name   string
+		cmd    redis.Cmder
+		failed bool
+	}{
+		{"function load on a server without functions", cmd(errors.New("ERR unknown command `function`, with args beginning with: `load` `replace` "), "function", "load", "replace", "#!lua"), false},
+		{"function load on Redis 6", cmd(errors.New("ERR unknown command 'FUNCTION'"), "FUNCTION", "LOAD", "#!lua"), false},
+		{"function load refused for another reason", cmd(errors.New("ERR Error compiling function"), "function", "load", "replace", "#!lua"), true},
+		{"function load without permission", cmd(errors.New("NOPERM this user has no permissions to run the 'function|load' command"), "function", "load"), true},
+		{"an unknown command that is not FUNCTION", cmd(errors.New("ERR unknown command `fcall`"), "fcall", "f", 0), true},
+		{"client setinfo on Redis 7.0", cmd(errors.New("ERR unknown subcommand 'setinfo'"), "client", "setinfo", "lib-name", "go-redis"), false},
+		{"noscript", cmd(errors.New("NOSCRIPT No matching script"), "evalsha", "abc", 0), false},
+		{"an empty reply", cmd(redis.Nil, "get", "k"), false},
+		{"a wrong type", cmd(errors.New("WRONGTYPE Operation against a key holding the wrong kind of value"), "get", "k"), true},
+	} {
+		if got := failed(tc.cmd, tc.cmd.Err()); got != tc.failed {
+			t.Errorf("%s: failed = %t, want %t", tc.name, got, tc.failed)
+		}
+	}
 }
