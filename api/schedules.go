@@ -61,10 +61,12 @@ type scheduleResponse struct {
 	Result      string            `json:"result,omitempty"`
 }
 
-// lastRunResponse is the last occurrence the pattern fired, and how it went.
+// lastRunResponse is the last occurrence fired, by the pattern or a manual
+// trigger (Trigger says which), and how it went.
 type lastRunResponse struct {
 	At          string           `json:"at"`
 	JobID       string           `json:"job_id"`
+	Trigger     string           `json:"trigger"`
 	State       kairos.State     `json:"state,omitempty"`
 	LastAttempt *attemptResponse `json:"last_attempt,omitempty"`
 }
@@ -207,7 +209,7 @@ func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		if old, gerr := s.store.GetSchedule(r.Context(), tenant, topic, id); gerr == nil {
-			sc.CreatedAt = old.CreatedAt
+			sc.CreatedAt, sc.LastTriggered = old.CreatedAt, old.LastTriggered
 		}
 	}
 	var replaced bool
@@ -263,8 +265,8 @@ func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResp
 			}
 		}
 	}
-	if !sc.LastFired.IsZero() {
-		lr := &lastRunResponse{At: formatTime(sc.LastFired), JobID: kairos.OccurrenceID(sc.ID, sc.LastFired)}
+	if at, trigger := lastRun(sc); !at.IsZero() {
+		lr := &lastRunResponse{At: formatTime(at), JobID: kairos.OccurrenceID(sc.ID, at), Trigger: trigger}
 		j, err := s.store.GetJob(r.Context(), kairos.JobKey{Tenant: sc.Tenant, Topic: sc.Topic, ID: lr.JobID})
 		switch {
 		case err == nil:
@@ -275,6 +277,22 @@ func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResp
 		v.LastRun = lr
 	}
 	return v, nil
+}
+
+// The triggers of a last run.
+const (
+	triggerPattern = "pattern"
+	triggerManual  = "manual"
+)
+
+// lastRun is the instant of the last occurrence sc fired, and what fired
+// it: the later of the pattern's last and the last manual trigger (a
+// trigger never takes an instant of the pattern, so they never tie).
+func lastRun(sc kairos.Schedule) (time.Time, string) {
+	if sc.LastTriggered.After(sc.LastFired) {
+		return sc.LastTriggered, triggerManual
+	}
+	return sc.LastFired, triggerPattern
 }
 
 // getSchedule handles GET /v1/topics/{topic}/schedules/{id}.

@@ -200,3 +200,50 @@ func TestScheduleBoundsRoundInwards(t *testing.T) {
 		t.Errorf("every %s next_runs %v", got.Every, got.NextRuns)
 	}
 }
+
+// last_run shows the last occurrence fired, by the pattern or by a manual
+// trigger, and says which; a replace keeps a trigger's, as it keeps the
+// pattern's.
+func TestScheduleLastRunShowsTrigger(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	acme := e.token(t, "acme", false)
+	e.putTopic(t, acme, "reports", obj{"callback_url": hook})
+	path := "/v1/topics/reports/schedules/beat"
+	get := func() *lastRunResponse {
+		t.Helper()
+		return want[scheduleResponse](t, e.do(t, "GET", path, acme, nil), http.StatusOK).LastRun
+	}
+	want[scheduleResponse](t, e.do(t, "PUT", path, acme, obj{"every": "90s"}), http.StatusCreated)
+	if lr := get(); lr != nil {
+		t.Fatalf("a schedule that never fired shows last_run %+v", lr)
+	}
+
+	// a trigger is the last run at once
+	e.clock.Add(10 * time.Second)
+	job := want[jobResponse](t, e.do(t, "POST", path+"/trigger", acme, nil), http.StatusCreated)
+	if lr := get(); lr == nil || lr.Trigger != triggerManual || lr.JobID != job.ID || lr.At != ms(t0.Add(10*time.Second)) || lr.State != kairos.StateReady {
+		t.Fatalf("after a trigger (job %s): last_run %+v, want that job, manual, ready", job.ID, lr)
+	}
+	// it is delivered: last_run says so
+	e.deliveredJob(t, "acme", "reports", job.ID)
+	if lr := get(); lr == nil || lr.Trigger != triggerManual || lr.State != kairos.StateDelivered {
+		t.Fatalf("after the trigger's delivery: last_run %+v", lr)
+	}
+
+	// the pattern's first occurrence fires: it is the last run
+	first := t0.Add(90 * time.Second)
+	e.clock.Set(first)
+	occ := e.next(t, "acme", "reports", kairos.OccurrenceID("beat", first))
+	if lr := get(); lr == nil || lr.Trigger != triggerPattern || lr.JobID != occ.ID || lr.At != ms(first) || lr.State != kairos.StateActive {
+		t.Fatalf("after the pattern fired %s: last_run %+v", occ.ID, lr)
+	}
+
+	// a trigger after it is the last run again, and a replace keeps it
+	e.clock.Add(5 * time.Second)
+	job = want[jobResponse](t, e.do(t, "POST", path+"/trigger", acme, nil), http.StatusCreated)
+	want[scheduleResponse](t, e.do(t, "PUT", path, acme, obj{"every": "1h"}), http.StatusOK)
+	if lr := get(); lr == nil || lr.Trigger != triggerManual || lr.JobID != job.ID {
+		t.Fatalf("after a second trigger (job %s) and a replace: last_run %+v", job.ID, lr)
+	}
+}

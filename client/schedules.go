@@ -94,11 +94,13 @@ type Schedule struct {
 	Result string `json:"result,omitempty"`
 }
 
-// LastRun is the last occurrence a schedule's pattern fired, and how its
-// job went (State and LastAttempt are empty once the job is gone).
+// LastRun is the last occurrence a schedule fired, and how its job went
+// (State and LastAttempt are empty once the job is gone). Trigger says
+// what fired it: "pattern", "manual" (TriggerSchedule) or "backfill".
 type LastRun struct {
 	At          Time     `json:"at"`
 	JobID       string   `json:"job_id"`
+	Trigger     string   `json:"trigger"`
 	State       State    `json:"state,omitempty"`
 	LastAttempt *Attempt `json:"last_attempt,omitempty"`
 }
