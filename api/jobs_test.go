@@ -260,11 +260,27 @@ func TestJobNoCallback(t *testing.T) {
 	}
 	e.unchanged(t, before)
 
-	// A job with its own URL registers the topic, with no URL of its own.
-	e.createJob(t, acme, "invoices", obj{"delay": "1m", "callback_url": hook})
-	tp := want[topicResponse](t, e.do(t, "GET", "/v1/topics/invoices", acme, nil), http.StatusOK)
-	if tp.CallbackURL != "" {
-		t.Errorf("implicit topic has callback_url %q", tp.CallbackURL)
+	// A job with its own URL registers the topic, with no URL of its own:
+	// no answer claims one (the field is absent), and the job keeps its own.
+	j := e.createJob(t, acme, "invoices", obj{"delay": "1m", "callback_url": hook})
+	if j.CallbackURL != hook {
+		t.Errorf("the job that registered its topic has callback_url %q, want its own %q", j.CallbackURL, hook)
+	}
+	res := e.do(t, "GET", "/v1/topics/invoices", acme, nil)
+	tp := want[topicResponse](t, res, http.StatusOK)
+	if tp.CallbackURL != "" || strings.Contains(string(res.Body), `"callback_url"`) {
+		t.Errorf("implicit topic claims a callback: %s", res.Body)
+	}
+	if list := e.do(t, "GET", "/v1/topics", acme, nil); strings.Contains(string(list.Body), `"callback_url"`) {
+		t.Errorf("the topic list claims a callback for the implicit topic: %s", list.Body)
+	}
+	// a batch and a schedule naming their own URL register theirs alike
+	want[batchResponse](t, e.do(t, "POST", "/v1/topics/receipts/jobs/batch", acme, obj{"jobs": []obj{{"callback_url": hook}}}), http.StatusCreated)
+	want[scheduleResponse](t, e.do(t, "PUT", "/v1/topics/digests/schedules/daily", acme, obj{"every": "1d", "callback_url": hook}), http.StatusCreated)
+	for _, topic := range []string{"receipts", "digests"} {
+		if res := e.do(t, "GET", "/v1/topics/"+topic, acme, nil); res.Status != http.StatusOK || strings.Contains(string(res.Body), `"callback_url"`) {
+			t.Errorf("implicit topic %s: %d %s", topic, res.Status, res.Body)
+		}
 	}
 	before = e.snapshot(t)
 	p = wantProblem(t, e.do(t, "POST", "/v1/topics/invoices/jobs", acme, obj{"delay": "1m"}), http.StatusBadRequest)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -412,4 +413,47 @@ func TestCLIJobCreateNeitherMeansNow(t *testing.T) {
 		t.Errorf("--delay 1d: run_at %s, %v from a day on", j.RunAt, d)
 	}
 	k.fails(exitUsage, []string{"jobs", "create", "orders", "--delay", "1 day"}, `"1 day" is not a duration`)
+}
+
+// TestClientCreateInAnUnknownTopic: a job that names no callback URL in a
+// topic that is not registered is a 400 on callback_url naming PUT
+// /v1/topics/{topic}, not a 404; one that names its own registers the
+// topic, which then shows no callback URL and a closed breaker.
+func TestClientCreateInAnUnknownTopic(t *testing.T) {
+	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL()})
+	c, err := client.New(ti.url, client.WithToken(ti.token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err = c.CreateJob(ctx, "invoices", client.JobRequest{})
+	var e *client.Error
+	if client.IsNotFound(err) || client.StatusCode(err) != http.StatusBadRequest || !errors.As(err, &e) ||
+		len(e.Errors) != 1 || e.Errors[0].Field != "callback_url" || !strings.Contains(e.Errors[0].Message, "PUT /v1/topics/invoices") {
+		t.Fatalf("a job without callback_url in an unknown topic: %v (%+v), want a 400 on callback_url naming PUT /v1/topics/invoices", err, e)
+	}
+	if _, err := c.GetTopic(ctx, "invoices"); !client.IsNotFound(err) {
+		t.Fatalf("the refused job registered its topic: GetTopic says %v", err)
+	}
+	if _, err := c.CreateJob(ctx, "invoices", client.JobRequest{CallbackURL: ti.rcvURL}); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := c.GetTopic(ctx, "invoices")
+	if err != nil || tp.CallbackURL != "" || tp.Breaker == nil || tp.Breaker.State != "closed" {
+		t.Fatalf("the implicit topic: %+v (%v), want no callback URL and a closed breaker", tp, err)
+	}
+}
+
+// TestCLIScheduleLastRunSaysTrigger: `kairos schedules get` shows what
+// fired the last run, and --every takes days.
+func TestCLIScheduleLastRunSaysTrigger(t *testing.T) {
+	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL()})
+	k := kairosCLI{t: t, url: ti.url, token: ti.token}
+	k.ok("", "topics", "put", "reports", "--callback-url", ti.rcvURL)
+	k.ok("", "schedules", "put", "reports", "weekly", "--every", "7d")
+	k.ok("", "schedules", "trigger", "reports", "weekly")
+	out := k.ok("", "schedules", "get", "reports", "weekly")
+	if !strings.Contains(out, "(manual)") || !strings.Contains(out, "168h0m0s") {
+		t.Errorf("schedules get after a trigger:\n%s", out)
+	}
 }

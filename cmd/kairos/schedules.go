@@ -175,7 +175,7 @@ func showSchedule(w io.Writer, s *client.Schedule) {
 		fmt.Fprintf(w, "pending_job\t%s\n", s.PendingJob)
 	}
 	if r := s.LastRun; r != nil {
-		fmt.Fprintf(w, "last_run\t%s job %s %s %s\n", formatTime(r.At), r.JobID, orDash(string(r.State)), lastAttempt(r.LastAttempt))
+		fmt.Fprintf(w, "last_run\t%s job %s (%s) %s %s\n", formatTime(r.At), r.JobID, orDash(r.Trigger), orDash(string(r.State)), lastAttempt(r.LastAttempt))
 	}
 	if s.CallbackURL != "" {
 		fmt.Fprintf(w, "callback_url\t%s\n", s.CallbackURL)
