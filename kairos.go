@@ -286,8 +286,9 @@ type Schedule struct {
 	UpdatedAt         time.Time
 
 	// As stored, read back:
-	Pending   time.Time // the instant of the occurrence waiting to fire; zero when none
-	LastFired time.Time // the instant of the last occurrence the pattern fired; zero when none
+	Pending       time.Time // the instant of the occurrence waiting to fire; zero when none
+	LastFired     time.Time // the instant of the last occurrence the pattern fired; zero when none
+	LastTriggered time.Time // the instant of the last occurrence a manual trigger fired; zero when none
 }
 
 // CatchUp says what a schedule does with occurrences missed while no kairos

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/duration"
 )
 
 // fuzzLimit is the payload limit in the fuzz tests: small, so the fuzzer
@@ -177,7 +178,8 @@ func FuzzDecodeJobRequest(f *testing.F) {
 	addSpecExamples(f, "POST", "/v1/topics/{topic}/jobs")
 	for _, s := range []string{
 		`{"delay":"90s"}`, `{"delay":"0"}`, `{"delay":"+1.5h"}`, `{"delay":"-0s"}`, `{"delay":"1h","id":"a:b~c@d"}`,
-		`{"run_at":"2026-11-21T10:00:00.0005Z"}`, `{"run_at":"2026-11-20T10:00:00Z"}`, `{"run_at":"2031-11-20T10:00:00+05:00"}`,
+		`{"run_at":"2026-11-21T10:00:00.0005Z"}`, `{"run_at":"2026-11-21T10:00:52.522490Z"}`, `{"run_at":"2026-11-21T10:00:52.5220001+00:00"}`,
+		`{}`, `{"payload":1}`, `{"delay":"1d"}`, `{"delay":"1.5d","timeout":"0.01d"}`, `{"run_at":null,"delay":null}`, `{"run_at":"2026-11-20T10:00:00Z"}`, `{"run_at":"2031-11-20T10:00:00+05:00"}`,
 		`{"delay":"1m","payload":null}`, `{"delay":"1m","payload":"\"quoted\"","headers":{"content-type":"text/plain"}}`,
 		`{"delay":"1m","payload":{"a":[1,2,{"b":null}]},"headers":{"Content-Type":"application/cloudevents+json"}}`,
 		`{"delay":"1m","headers":{"x-a":"1","X-A":"2"}}`, `{"delay":"1m","headers":{"Kairos-X":"1","TE":"x","Webhook-Signature":"v1"}}`,
@@ -215,6 +217,10 @@ func FuzzDecodeJobRequest(f *testing.F) {
 			t.Errorf("generated id %q", j.ID)
 		case j.RunAt.Before(t0.Add(-maxPast)) || j.RunAt.After(t0.Add(maxFuture)):
 			t.Errorf("run_at %s accepted", j.RunAt)
+		case req.RunAt == nil && req.Delay == nil && !j.RunAt.Equal(t0):
+			t.Errorf("neither run_at nor delay: run_at %s, want now (%s)", formatTime(j.RunAt), formatTime(t0))
+		case req.RunAt != nil && func() bool { asked, _ := time.Parse(time.RFC3339Nano, *req.RunAt); return j.RunAt.Before(asked) }():
+			t.Errorf("run_at %s stored as %s: it would fire early", *req.RunAt, formatTime(j.RunAt))
 		case !j.RunAt.Equal(j.RunAt.Truncate(time.Millisecond)) || j.RunAt.Location() != time.UTC:
 			t.Errorf("run_at %s is not UTC milliseconds", j.RunAt)
 		case len(j.Payload) > fuzzLimit:
@@ -333,8 +339,9 @@ func FuzzDecodeTopicRequest(f *testing.F) {
 
 // FuzzParseSchedule feeds run_at and delay strings through schedule,
 // parseRunAt and parseDuration: accepted times are within bounds and in
-// UTC milliseconds, they read back the same once formatted, and every
-// duration Go accepts matches the duration pattern of openapi.yaml.
+// UTC milliseconds, never before the instant asked for and less than a
+// millisecond after it, they read back the same once formatted, and every
+// duration accepted matches the duration pattern of openapi.yaml.
 func FuzzParseSchedule(f *testing.F) {
 	for _, s := range []struct {
 		runAt, delay string
@@ -345,6 +352,10 @@ func FuzzParseSchedule(f *testing.F) {
 		{"2031-11-20T10:00:00Z", "-0", 2}, {"2031-11-20T10:00:00.0000001Z", ".5s", 2}, {"2026-11-21T10:00:00,5Z", "1.h", 2},
 		{"2026-11-21T10:00:00+23:59", "5µs", 2}, {"2026-11-21t10:00:00z", "5μs", 2}, {"2026-02-29T10:00:00Z", "1us1ns", 2},
 		{"0000-01-01T00:00:00Z", "9223372036854775807ns", 2}, {"9999-12-31T23:59:59.999999999Z", "2562047h47m16.854775808s", 2},
+		{"2026-11-21T10:00:52.522490Z", "1.0000005s", 1}, {"2026-11-21T10:00:52.522490Z", "1.0000005s", 2},
+		{"2026-11-21T10:00:52.522000001Z", "1ns", 3}, {"2026-11-21T11:00:00.0000001+01:00", "999999ns", 1},
+		{"2026-11-21T10:00:52.5229999999Z", "1d12h", 2}, {"", "1825d", 2}, {"", "1825d1ns", 2}, {"", "0.5d", 2},
+		{"", "", 4}, {"2026-11-21T10:00:00.0001Z", "", 5}, {"", "1us", 6},
 	} {
 		f.Add(s.runAt, s.delay, s.which)
 	}
@@ -358,7 +369,7 @@ func FuzzParseSchedule(f *testing.F) {
 			dl = &delay
 		}
 		var fe fieldErrors
-		at := schedule(&fe, "jobs[7].", ra, dl, t0)
+		at := schedule(&fe, "jobs[7].", ra, dl, t0, which&4 != 0)
 		if len(fe) > 0 {
 			for _, e := range fe {
 				if e.Field != "jobs[7].run_at" && e.Field != "jobs[7].delay" {
@@ -366,8 +377,19 @@ func FuzzParseSchedule(f *testing.F) {
 				}
 			}
 		} else {
-			if ra == dl || (ra != nil && dl != nil) {
+			if (ra == dl && which&4 == 0) || (ra != nil && dl != nil) {
 				t.Fatalf("accepted run_at %v and delay %v together", ra, dl)
+			}
+			asked := t0 // neither: now
+			if ra != nil {
+				asked, _ = time.Parse(time.RFC3339Nano, runAt)
+			}
+			if dl != nil {
+				d, _ := duration.Parse(delay)
+				asked = t0.Add(d)
+			}
+			if at.Before(asked) || !at.Before(asked.Add(time.Millisecond)) {
+				t.Errorf("asked for %s, stored %s: not the first millisecond at or after it", asked.Format(time.RFC3339Nano), formatTime(at))
 			}
 			if at.Before(t0.Add(-maxPast)) || at.After(t0.Add(maxFuture)) {
 				t.Errorf("time %s out of bounds accepted", at)
@@ -386,7 +408,7 @@ func FuzzParseSchedule(f *testing.F) {
 		if len(fd) == 0 && !delayPattern.MatchString(delay) {
 			t.Errorf("Go accepts duration %q but openapi.yaml's pattern refuses it", delay)
 		}
-		if d, err := time.ParseDuration(delay); err == nil && d >= 0 && d <= maxFuture {
+		if d, err := duration.Parse(delay); err == nil && d >= 0 && d <= maxFuture {
 			var fd fieldErrors
 			if got := parseDuration(&fd, "delay", delay, 0, maxFuture); got != d || len(fd) > 0 {
 				t.Errorf("delay %q within range refused: %v", delay, fd)

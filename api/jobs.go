@@ -185,7 +185,7 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 	} else {
 		j.ID = newID()
 	}
-	j.RunAt = schedule(&fe, "", req.RunAt, req.Delay, now)
+	j.RunAt = schedule(&fe, "", req.RunAt, req.Delay, now, true)
 	if req.CallbackURL != nil {
 		checkURL(&fe, "callback_url", *req.CallbackURL, allowPrivate)
 		j.CallbackURL = *req.CallbackURL
@@ -250,8 +250,10 @@ func body(p json.RawMessage, contentType string) []byte {
 	return []byte(p)
 }
 
-// schedule reads exactly one of run_at and delay.
-func schedule(fe *fieldErrors, prefix string, runAt, delay *string, now time.Time) time.Time {
+// schedule reads at most one of run_at and delay; neither means now when
+// orNow, and is refused otherwise (a reschedule must say where to). Each
+// rounds up to the millisecond: a delay never lands before now + delay.
+func schedule(fe *fieldErrors, prefix string, runAt, delay *string, now time.Time, orNow bool) time.Time {
 	switch {
 	case runAt != nil && delay != nil:
 		fe.add(prefix+"run_at", "give either run_at or delay, not both")
@@ -259,7 +261,9 @@ func schedule(fe *fieldErrors, prefix string, runAt, delay *string, now time.Tim
 		return parseRunAt(fe, prefix+"run_at", *runAt, now)
 	case delay != nil:
 		d := parseDuration(fe, prefix+"delay", *delay, 0, maxFuture)
-		return now.Add(d).Truncate(time.Millisecond).UTC()
+		return ceilMS(now.Add(d)).UTC()
+	case orNow:
+		return ceilMS(now).UTC()
 	default:
 		fe.add(prefix+"run_at", "required: give run_at (RFC 3339 time) or delay (duration such as \"30m\")")
 	}
@@ -364,7 +368,7 @@ func (s *Server) rescheduleJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var fe fieldErrors
-	at := schedule(&fe, "", req.RunAt, req.Delay, s.store.Now())
+	at := schedule(&fe, "", req.RunAt, req.Delay, s.store.Now(), false)
 	if err := fe.err(); err != nil {
 		s.writeError(w, r, err)
 		return

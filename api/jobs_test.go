@@ -53,14 +53,44 @@ func TestJobCreateGet(t *testing.T) {
 		t.Errorf("payload %s", got.Payload)
 	}
 
-	// run_at is kept to the millisecond, rounded; delay counts from the Redis clock.
-	got = e.createJob(t, acme, "orders", obj{"run_at": "2026-11-21T12:00:00.2506+02:00"})
-	if want := "2026-11-21T10:00:00.251Z"; got.RunAt != want {
-		t.Errorf("run_at %s, want %s", got.RunAt, want)
+	// run_at is kept to the millisecond, rounded up so that nothing fires
+	// before the instant asked for; delay counts from the Redis clock.
+	for in, want := range map[string]string{
+		"2026-11-21T12:00:00.2506+02:00":      "2026-11-21T10:00:00.251Z",
+		"2026-11-21T10:00:52.522490Z":         "2026-11-21T10:00:52.523Z",
+		"2026-11-21T10:00:52.522000001Z":      "2026-11-21T10:00:52.523Z",
+		"2026-11-21T10:00:52.522Z":            "2026-11-21T10:00:52.522Z",
+		"2026-11-21T10:00:52.999999999-00:00": "2026-11-21T10:00:53.000Z",
+	} {
+		if got := e.createJob(t, acme, "orders", obj{"run_at": in}); got.RunAt != want {
+			t.Errorf("run_at %s stored as %s, want %s", in, got.RunAt, want)
+		}
 	}
 	got = e.createJob(t, acme, "orders", obj{"delay": "1.5h"})
 	if want := ms(t0.Add(90 * time.Minute)); got.RunAt != want {
 		t.Errorf("run_at %s, want %s", got.RunAt, want)
+	}
+	// days are a duration unit too
+	for in, d := range map[string]time.Duration{"1d": 24 * time.Hour, "1d12h": 36 * time.Hour, "0.5d": 12 * time.Hour} {
+		if got := e.createJob(t, acme, "orders", obj{"delay": in}); got.RunAt != ms(t0.Add(d)) {
+			t.Errorf("delay %s: run_at %s, want %s", in, got.RunAt, ms(t0.Add(d)))
+		}
+	}
+	// a delay finer than a millisecond lands on the next one, never before
+	// now + delay; the Redis clock itself may read between milliseconds
+	e.clock.Set(t0.Add(250 * time.Microsecond))
+	for in, want := range map[string]time.Duration{"1.0000005s": 1001 * time.Millisecond, "0s": time.Millisecond, "1ms": 2 * time.Millisecond} {
+		if got := e.createJob(t, acme, "orders", obj{"delay": in}); got.RunAt != ms(t0.Add(want)) {
+			t.Errorf("delay %s from %s: run_at %s, want %s", in, e.clock.Now().Format(time.RFC3339Nano), got.RunAt, ms(t0.Add(want)))
+		}
+	}
+	// neither run_at nor delay: now (rounded up as well)
+	if got := e.createJob(t, acme, "orders", obj{"payload": 1}); got.RunAt != ms(t0.Add(time.Millisecond)) || got.State != kairos.StateScheduled {
+		t.Errorf("neither run_at nor delay: %s at %s, want scheduled at %s", got.State, got.RunAt, ms(t0.Add(time.Millisecond)))
+	}
+	e.clock.Set(t0)
+	if got := e.createJob(t, acme, "orders", obj{}); got.RunAt != ms(t0) || got.State != kairos.StateReady {
+		t.Errorf("empty body: %s at %s, want ready at %s", got.State, got.RunAt, ms(t0))
 	}
 	// The bounds themselves are allowed.
 	e.createJob(t, acme, "orders", obj{"run_at": ms(t0.Add(-24 * time.Hour))})
@@ -139,6 +169,17 @@ func TestJobRescheduleCancel(t *testing.T) {
 	if string(got.Payload) != `{"v":1}` {
 		t.Errorf("reschedule lost the payload: %s", got.Payload)
 	}
+	// finer than a millisecond rounds up, as a create's; days are a unit
+	got = want[jobResponse](t, e.do(t, "PATCH", "/v1/topics/orders/jobs/o1", acme, obj{"run_at": "2026-11-21T11:30:00.000000001Z"}), http.StatusOK)
+	if want := "2026-11-21T11:30:00.001Z"; got.RunAt != want {
+		t.Errorf("rescheduled to 1ns past 11:30: run_at %s, want %s", got.RunAt, want)
+	}
+	got = want[jobResponse](t, e.do(t, "PATCH", "/v1/topics/orders/jobs/o1", acme, obj{"delay": "2d"}), http.StatusOK)
+	if want := ms(t0.Add(48 * time.Hour)); got.RunAt != want {
+		t.Errorf("rescheduled by 2d: run_at %s, want %s", got.RunAt, want)
+	}
+	// a reschedule must say where to
+	wantFields(t, wantProblem(t, e.do(t, "PATCH", "/v1/topics/orders/jobs/o1", acme, obj{}), http.StatusBadRequest), "run_at")
 	wantProblem(t, e.do(t, "PATCH", "/v1/topics/orders/jobs/nope", acme, obj{"delay": "1m"}), http.StatusNotFound)
 
 	if res := e.do(t, "DELETE", "/v1/topics/orders/jobs/o1", acme, nil); res.Status != http.StatusNoContent || len(res.Body) != 0 {
@@ -223,11 +264,27 @@ func TestJobNoCallback(t *testing.T) {
 	}
 	e.unchanged(t, before)
 
-	// A job with its own URL registers the topic, with no URL of its own.
-	e.createJob(t, acme, "invoices", obj{"delay": "1m", "callback_url": hook})
-	tp := want[topicResponse](t, e.do(t, "GET", "/v1/topics/invoices", acme, nil), http.StatusOK)
-	if tp.CallbackURL != "" {
-		t.Errorf("implicit topic has callback_url %q", tp.CallbackURL)
+	// A job with its own URL registers the topic, with no URL of its own:
+	// no answer claims one (the field is absent), and the job keeps its own.
+	j := e.createJob(t, acme, "invoices", obj{"delay": "1m", "callback_url": hook})
+	if j.CallbackURL != hook {
+		t.Errorf("the job that registered its topic has callback_url %q, want its own %q", j.CallbackURL, hook)
+	}
+	res := e.do(t, "GET", "/v1/topics/invoices", acme, nil)
+	tp := want[topicResponse](t, res, http.StatusOK)
+	if tp.CallbackURL != "" || strings.Contains(string(res.Body), `"callback_url"`) {
+		t.Errorf("implicit topic claims a callback: %s", res.Body)
+	}
+	if list := e.do(t, "GET", "/v1/topics", acme, nil); strings.Contains(string(list.Body), `"callback_url"`) {
+		t.Errorf("the topic list claims a callback for the implicit topic: %s", list.Body)
+	}
+	// a batch and a schedule naming their own URL register theirs alike
+	want[batchResponse](t, e.do(t, "POST", "/v1/topics/receipts/jobs/batch", acme, obj{"jobs": []obj{{"callback_url": hook}}}), http.StatusCreated)
+	want[scheduleResponse](t, e.do(t, "PUT", "/v1/topics/digests/schedules/daily", acme, obj{"every": "1d", "callback_url": hook}), http.StatusCreated)
+	for _, topic := range []string{"receipts", "digests"} {
+		if res := e.do(t, "GET", "/v1/topics/"+topic, acme, nil); res.Status != http.StatusOK || strings.Contains(string(res.Body), `"callback_url"`) {
+			t.Errorf("implicit topic %s: %d %s", topic, res.Status, res.Body)
+		}
 	}
 	before = e.snapshot(t)
 	p = wantProblem(t, e.do(t, "POST", "/v1/topics/invoices/jobs", acme, obj{"delay": "1m"}), http.StatusBadRequest)
@@ -280,12 +337,12 @@ func TestJobValidation(t *testing.T) {
 		{"run_at without zone", "orders", obj{"run_at": "2026-11-21T10:30:00"}, nil, 400, []string{"run_at"}, true},
 		{"run_at with space", "orders", obj{"run_at": "2026-11-21 10:30:00Z"}, nil, 400, []string{"run_at"}, true},
 		{"delay syntax", "orders", obj{"delay": "5 minutes"}, nil, 400, []string{"delay"}, true},
-		{"delay in days", "orders", obj{"delay": "7d"}, nil, 400, []string{"delay"}, true},
+		{"delay in weeks", "orders", obj{"delay": "1w"}, nil, 400, []string{"delay"}, true},
+		{"delay in days too long", "orders", obj{"delay": "1826d"}, nil, 400, []string{"delay"}, false},
 		{"delay negative", "orders", obj{"delay": "-1s"}, nil, 400, []string{"delay"}, false},
 		{"delay too long", "orders", obj{"delay": "43800h1ms"}, nil, 400, []string{"delay"}, false},
 		{"delay a number", "orders", obj{"delay": 60}, nil, 400, []string{"delay"}, true},
 		{"run_at and delay", "orders", obj{"run_at": ms(t0), "delay": "1m"}, nil, 400, []string{"run_at"}, true},
-		{"neither run_at nor delay", "orders", obj{"payload": 1}, nil, 400, []string{"run_at"}, true},
 		{"payload too large", "orders", with("payload", json.RawMessage(big)), nil, 413, []string{"payload"}, false},
 		{"header name", "orders", with("headers", obj{"X Y": "1"}), nil, 400, []string{"headers.X Y"}, false},
 		{"header value", "orders", with("headers", obj{"X-Y": "a\nb"}), nil, 400, []string{"headers.X-Y"}, false},

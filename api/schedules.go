@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/duration"
 	recur "github.com/kairos-sh/kairos/internal/schedule"
 )
 
@@ -63,10 +64,12 @@ type scheduleResponse struct {
 	Result       string            `json:"result,omitempty"`
 }
 
-// lastRunResponse is the last occurrence the pattern fired, and how it went.
+// lastRunResponse is the last occurrence fired, by the pattern or a manual
+// trigger (Trigger says which), and how it went.
 type lastRunResponse struct {
 	At          string           `json:"at"`
 	JobID       string           `json:"job_id"`
+	Trigger     string           `json:"trigger"`
 	State       kairos.State     `json:"state,omitempty"`
 	LastAttempt *attemptResponse `json:"last_attempt,omitempty"`
 }
@@ -104,7 +107,9 @@ func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, m
 		sc.StartAt = parseRunAt(&fe, "start_at", *req.StartAt, now)
 	}
 	if req.EndAt != nil {
-		sc.EndAt = parseRunAt(&fe, "end_at", *req.EndAt, now)
+		// the last instant it may fire: a finer time rounds down, so
+		// that nothing fires after it
+		sc.EndAt = parseTime(&fe, "end_at", *req.EndAt, now, floorMS)
 	}
 	if req.CatchUp != nil {
 		switch cu := kairos.CatchUp(*req.CatchUp); cu {
@@ -150,7 +155,7 @@ func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, m
 			fe.add("end_at", "%s is before the schedule's next instant after now (%s): it would never fire", formatTime(sc.EndAt), formatTime(now))
 		}
 		if every != "" {
-			sc.Every, _ = time.ParseDuration(every) // Parse accepted it
+			sc.Every, _ = duration.Parse(every) // Parse accepted it
 		}
 	}
 	if err := fe.err(); err != nil {
@@ -207,7 +212,7 @@ func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		if old, gerr := s.store.GetSchedule(r.Context(), tenant, topic, id); gerr == nil {
-			sc.CreatedAt = old.CreatedAt
+			sc.CreatedAt, sc.LastTriggered = old.CreatedAt, old.LastTriggered
 		}
 	}
 	var replaced bool
@@ -269,8 +274,8 @@ func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResp
 			v.NextRuns, v.NextRunsZone = append(v.NextRuns, formatTime(t)), append(v.NextRunsZone, abbr)
 		}
 	}
-	if !sc.LastFired.IsZero() {
-		lr := &lastRunResponse{At: formatTime(sc.LastFired), JobID: kairos.OccurrenceID(sc.ID, sc.LastFired)}
+	if at, trigger := lastRun(sc); !at.IsZero() {
+		lr := &lastRunResponse{At: formatTime(at), JobID: kairos.OccurrenceID(sc.ID, at), Trigger: trigger}
 		j, err := s.store.GetJob(r.Context(), kairos.JobKey{Tenant: sc.Tenant, Topic: sc.Topic, ID: lr.JobID})
 		switch {
 		case err == nil:
@@ -281,6 +286,22 @@ func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResp
 		v.LastRun = lr
 	}
 	return v, nil
+}
+
+// The triggers of a last run.
+const (
+	triggerPattern = "pattern"
+	triggerManual  = "manual"
+)
+
+// lastRun is the instant of the last occurrence sc fired, and what fired
+// it: the later of the pattern's last and the last manual trigger (a
+// trigger never takes an instant of the pattern, so they never tie).
+func lastRun(sc kairos.Schedule) (time.Time, string) {
+	if sc.LastTriggered.After(sc.LastFired) {
+		return sc.LastTriggered, triggerManual
+	}
+	return sc.LastFired, triggerPattern
 }
 
 // getSchedule handles GET /v1/topics/{topic}/schedules/{id}.

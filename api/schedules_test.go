@@ -188,3 +188,69 @@ func TestScheduleRefused(t *testing.T) {
 	wantProblem(t, e.do(t, "GET", "/v1/topics/reports/schedules?limit="+strconv.Itoa(1000), acme, nil), http.StatusBadRequest)
 	wantProblem(t, e.do(t, "GET", "/v1/topics/nope/schedules", acme, nil), http.StatusNotFound)
 }
+
+// start_at and end_at finer than a millisecond round inwards: the first
+// instant may not come before start_at, the last not after end_at. every
+// takes days.
+func TestScheduleBoundsRoundInwards(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	acme := e.token(t, "acme", false)
+	e.putTopic(t, acme, "reports", obj{"callback_url": hook})
+	got := want[scheduleResponse](t, e.do(t, "PUT", "/v1/topics/reports/schedules/s", acme, obj{
+		"every": "1d", "start_at": "2026-11-21T11:00:00.000000001Z", "end_at": "2026-12-21T11:00:00.000999999Z",
+	}), http.StatusCreated)
+	if got.StartAt != "2026-11-21T11:00:00.001Z" || got.EndAt != "2026-12-21T11:00:00.000Z" {
+		t.Errorf("start_at %s end_at %s, want 2026-11-21T11:00:00.001Z and 2026-12-21T11:00:00.000Z", got.StartAt, got.EndAt)
+	}
+	if got.Every != "24h0m0s" || len(got.NextRuns) == 0 || got.NextRuns[0] != "2026-11-21T11:00:00.001Z" || got.NextRuns[1] != "2026-11-22T11:00:00.001Z" {
+		t.Errorf("every %s next_runs %v", got.Every, got.NextRuns)
+	}
+}
+
+// last_run shows the last occurrence fired, by the pattern or by a manual
+// trigger, and says which; a replace keeps a trigger's, as it keeps the
+// pattern's.
+func TestScheduleLastRunShowsTrigger(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	acme := e.token(t, "acme", false)
+	e.putTopic(t, acme, "reports", obj{"callback_url": hook})
+	path := "/v1/topics/reports/schedules/beat"
+	get := func() *lastRunResponse {
+		t.Helper()
+		return want[scheduleResponse](t, e.do(t, "GET", path, acme, nil), http.StatusOK).LastRun
+	}
+	want[scheduleResponse](t, e.do(t, "PUT", path, acme, obj{"every": "90s"}), http.StatusCreated)
+	if lr := get(); lr != nil {
+		t.Fatalf("a schedule that never fired shows last_run %+v", lr)
+	}
+
+	// a trigger is the last run at once
+	e.clock.Add(10 * time.Second)
+	job := want[jobResponse](t, e.do(t, "POST", path+"/trigger", acme, nil), http.StatusCreated)
+	if lr := get(); lr == nil || lr.Trigger != triggerManual || lr.JobID != job.ID || lr.At != ms(t0.Add(10*time.Second)) || lr.State != kairos.StateReady {
+		t.Fatalf("after a trigger (job %s): last_run %+v, want that job, manual, ready", job.ID, lr)
+	}
+	// it is delivered: last_run says so
+	e.deliveredJob(t, "acme", "reports", job.ID)
+	if lr := get(); lr == nil || lr.Trigger != triggerManual || lr.State != kairos.StateDelivered {
+		t.Fatalf("after the trigger's delivery: last_run %+v", lr)
+	}
+
+	// the pattern's first occurrence fires: it is the last run
+	first := t0.Add(90 * time.Second)
+	e.clock.Set(first)
+	occ := e.next(t, "acme", "reports", kairos.OccurrenceID("beat", first))
+	if lr := get(); lr == nil || lr.Trigger != triggerPattern || lr.JobID != occ.ID || lr.At != ms(first) || lr.State != kairos.StateActive {
+		t.Fatalf("after the pattern fired %s: last_run %+v", occ.ID, lr)
+	}
+
+	// a trigger after it is the last run again, and a replace keeps it
+	e.clock.Add(5 * time.Second)
+	job = want[jobResponse](t, e.do(t, "POST", path+"/trigger", acme, nil), http.StatusCreated)
+	want[scheduleResponse](t, e.do(t, "PUT", path, acme, obj{"every": "1h"}), http.StatusOK)
+	if lr := get(); lr == nil || lr.Trigger != triggerManual || lr.JobID != job.ID {
+		t.Fatalf("after a second trigger (job %s) and a replace: last_run %+v", job.ID, lr)
+	}
+}

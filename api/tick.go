@@ -7,6 +7,7 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/internal/duration"
 )
 
 // TickFunc runs the scanner and workers for at most d (a tick) and
@@ -41,9 +42,9 @@ func (s *Server) tick(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if req.For != "" {
-			v, err := time.ParseDuration(req.For)
+			v, err := duration.Parse(req.For)
 			if err != nil || v <= 0 || v > maxTick {
-				s.writeError(w, r, &ValidationError{Errors: []FieldError{{Field: "for", Message: "use a Go duration above 0 and at most 15m, such as \"55s\""}}})
+				s.writeError(w, r, &ValidationError{Errors: []FieldError{{Field: "for", Message: "use a duration above 0 and at most 15m, such as \"55s\""}}})
 				return
 			}
 			d = v

@@ -31,10 +31,11 @@ type breakerRequest struct {
 	Cooldown *string `json:"cooldown"`
 }
 
-// breakerResponse shows a topic's circuit breaker and its state.
+// breakerResponse shows a topic's circuit breaker and its state: every
+// topic has one, "closed" with no settings when none is configured.
 type breakerResponse struct {
-	Failures  int    `json:"failures"`
-	Cooldown  string `json:"cooldown"`
+	Failures  int    `json:"failures,omitempty"`
+	Cooldown  string `json:"cooldown,omitempty"`
 	State     string `json:"state"`
 	OpenUntil string `json:"open_until,omitempty"`
 }
@@ -71,7 +72,7 @@ type topicResponse struct {
 	Rate        *rateResponse     `json:"rate,omitempty"`
 	Parallelism int               `json:"parallelism,omitempty"`
 	FlowKey     string            `json:"flow_key,omitempty"`
-	Breaker     *breakerResponse  `json:"breaker,omitempty"`
+	Breaker     breakerResponse   `json:"breaker"`
 	FailureURL  string            `json:"failure_url,omitempty"`
 	Paused      bool              `json:"paused"`
 	CreatedAt   string            `json:"created_at"`
@@ -116,9 +117,9 @@ func topicView(t kairos.Topic) topicResponse {
 	if t.RateLimit > 0 {
 		rate = &rateResponse{Limit: t.RateLimit, Period: t.RatePeriod.String()}
 	}
-	var brk *breakerResponse
+	brk := breakerResponse{State: "closed"} // a topic with no breaker never opens
 	if t.BreakerFailures > 0 {
-		brk = &breakerResponse{Failures: t.BreakerFailures, Cooldown: t.BreakerCooldown.String(), State: "closed"}
+		brk.Failures, brk.Cooldown = t.BreakerFailures, t.BreakerCooldown.String()
 	}
 	return topicResponse{Rate: rate, Parallelism: t.Parallelism, FlowKey: t.FlowKey, Breaker: brk, FailureURL: t.FailureURL,
 		Name: t.Name, Tenant: t.Tenant, CallbackURL: t.CallbackURL, Method: d.Method, Headers: maskHeaders(t.Headers),

@@ -26,7 +26,7 @@ func TestTopicLifecycle(t *testing.T) {
 	wantTopic := topicResponse{
 		Name: "orders", Tenant: "acme", CallbackURL: hook, Method: "PUT", Headers: map[string]string{"X-Shop": "eu-1"},
 		Timeout: "10s", MaxAttempts: 5, Backoff: backoffResponse{Initial: "2s", Max: "30m0s"}, Concurrency: 20,
-		CreatedAt: ms(t0), UpdatedAt: ms(t0),
+		Breaker: breakerResponse{State: "closed"}, CreatedAt: ms(t0), UpdatedAt: ms(t0),
 	}
 	if d := cmp.Diff(wantTopic, got); d != "" {
 		t.Errorf("created topic (-want +got):\n%s", d)
@@ -38,7 +38,7 @@ func TestTopicLifecycle(t *testing.T) {
 	wantTopic = topicResponse{
 		Name: "orders", Tenant: "acme", CallbackURL: hook + "/v2", Method: "POST",
 		Timeout: "30s", MaxAttempts: 10, Backoff: backoffResponse{Initial: "1s", Max: "1h0m0s"}, Concurrency: 10,
-		CreatedAt: ms(t0), UpdatedAt: ms(t0.Add(time.Minute)),
+		Breaker: breakerResponse{State: "closed"}, CreatedAt: ms(t0), UpdatedAt: ms(t0.Add(time.Minute)),
 	}
 	if d := cmp.Diff(wantTopic, got); d != "" {
 		t.Errorf("replaced topic (-want +got):\n%s", d)
@@ -206,12 +206,30 @@ func TestTopicFlowSettings(t *testing.T) {
 		t.Fatalf("GET: %+v", got)
 	}
 	got = want[topicResponse](t, e.do(t, "PUT", "/v1/topics/partner", acme, obj{"callback_url": hook, "breaker": obj{}}), http.StatusOK)
-	if got.Breaker == nil || *got.Breaker != (breakerResponse{Failures: 5, Cooldown: "10s", State: "closed"}) {
+	if got.Breaker != (breakerResponse{Failures: 5, Cooldown: "10s", State: "closed"}) {
 		t.Fatalf("a breaker with its defaults: %+v", got.Breaker)
 	}
 	got = want[topicResponse](t, e.do(t, "PUT", "/v1/topics/partner", acme, obj{"callback_url": hook}), http.StatusOK)
-	if got.Rate != nil || got.Parallelism != 0 || got.FlowKey != "" || got.Breaker != nil {
+	if got.Rate != nil || got.Parallelism != 0 || got.FlowKey != "" || got.Breaker != (breakerResponse{State: "closed"}) {
 		t.Fatalf("a PUT without flow settings kept %+v", got)
+	}
+}
+
+// A topic answer always carries breaker.state: "closed", with no settings,
+// when no breaker is configured (PUT, GET, the list).
+func TestTopicWithoutBreakerReadsClosed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	acme := e.token(t, "acme", false)
+	const closed = `"breaker":{"state":"closed"}`
+	for _, res := range []result{
+		e.do(t, "PUT", "/v1/topics/plain", acme, obj{"callback_url": hook}),
+		e.do(t, "GET", "/v1/topics/plain", acme, nil),
+		e.do(t, "GET", "/v1/topics", acme, nil),
+	} {
+		if !strings.Contains(string(res.Body), closed) {
+			t.Errorf("%d %s: no %s", res.Status, res.Body, closed)
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/duration"
 )
 
 // Rules for names and values, stated in errors and in openapi.yaml. The
@@ -166,11 +166,12 @@ func asciiUpper(s string) string {
 	return string(b)
 }
 
-// parseDuration parses a Go duration string within [lo, hi].
+// parseDuration parses a duration (Go syntax plus days, duration.Parse)
+// within [lo, hi].
 func parseDuration(fe *fieldErrors, field, s string, lo, hi time.Duration) time.Duration {
-	d, err := time.ParseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil {
-		fe.add(field, "%q is not a duration: use Go syntax such as \"90s\", \"1.5h\" or \"250ms\"", s)
+		fe.add(field, "%q is not a duration: use Go syntax such as \"90s\", \"1.5h\" or \"250ms\", or days such as \"7d\" or \"1d12h\"", s)
 		return 0
 	}
 	if d < lo || d > hi {
@@ -181,14 +182,21 @@ func parseDuration(fe *fieldErrors, field, s string, lo, hi time.Duration) time.
 }
 
 // parseRunAt parses an RFC 3339 time within the allowed window around now,
-// to millisecond precision.
+// to millisecond precision: a finer time is rounded up (ceilMS), so that
+// nothing fires before the instant asked for.
 func parseRunAt(fe *fieldErrors, field, s string, now time.Time) time.Time {
+	return parseTime(fe, field, s, now, ceilMS)
+}
+
+// parseTime parses an RFC 3339 time, rounds it to a millisecond with
+// round, and checks that it is within the allowed window around now.
+func parseTime(fe *fieldErrors, field, s string, now time.Time, round func(time.Time) time.Time) time.Time {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil || strings.ContainsRune(s, ',') { // Go also takes ISO 8601's decimal comma; RFC 3339 does not
 		fe.add(field, "%q is not an RFC 3339 time such as \"2026-11-21T10:30:00.250Z\"", s)
 		return time.Time{}
 	}
-	t = t.Round(time.Millisecond)
+	t = round(t)
 	switch {
 	case t.Before(now.Add(-maxPast)):
 		fe.add(field, "%s is more than %s in the past", s, fmtDuration(maxPast))
@@ -200,14 +208,22 @@ func parseRunAt(fe *fieldErrors, field, s string, now time.Time) time.Time {
 	return t.UTC()
 }
 
-func fmtDuration(d time.Duration) string {
-	switch {
-	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	default:
-		return d.String()
+// fmtDuration writes a bound as errors state it: whole days as "7d".
+func fmtDuration(d time.Duration) string { return duration.Format(d) }
+
+// ceilMS rounds t up to a whole millisecond: times are stored in ms, and a
+// job must never fire before the instant asked for (…52.522490Z is kept
+// as …52.523Z).
+func ceilMS(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); r.Before(t) {
+		return r.Add(time.Millisecond)
 	}
+	return t
 }
+
+// floorMS rounds t down to a whole millisecond (a bound that must not be
+// passed, such as a schedule's end_at).
+func floorMS(t time.Time) time.Time { return t.Truncate(time.Millisecond) }
 
 // formatTime writes times as RFC 3339 UTC with milliseconds.
 func formatTime(t time.Time) string {

@@ -283,14 +283,30 @@ func TestRequests(t *testing.T) {
 	if _, err := c.PutSchedule(ctx, "orders", "beat", client.ScheduleRequest{Every: client.Duration(90 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
+	// neither RunAt nor Delay: neither is sent, which the API reads as now
+	if _, err := c.CreateJob(ctx, "orders", client.JobRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	// a time finer than a millisecond goes with all its digits, for the
+	// server to round up (run_at, start_at) or down (end_at)
+	fine := time.Date(2026, 11, 21, 10, 0, 52, 522490000, time.UTC)
+	if _, err := c.CreateJob(ctx, "orders", client.JobRequest{RunAt: fine}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutSchedule(ctx, "orders", "fine", client.ScheduleRequest{Every: client.Duration(time.Hour), StartAt: fine, EndAt: fine.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
 	want := []string{
 		`POST /kairos/v1/topics/orders/jobs Bearer tok test/1 application/json {"id":"a:b@c","callback_url":"https://x.example/?a=1&b=2","run_at":"2026-11-21T09:30:00.250Z","payload":{ "note": "caf\u00e9 <b>",  "n": 1.50 }}`,
 		`GET /kairos/v1/topics/orders/jobs/a:b@c?reveal=headers&tenant=acme Bearer tok test/1  `,
 		`GET /kairos/v1/topics/orders/jobs?cursor=abc&limit=5&state=dead&tenant=acme Bearer tok test/1  `,
 		`PATCH /kairos/v1/topics/orders/jobs/x Bearer tok test/1 application/json {"delay":"0s"}`,
-		`POST /kairos/v1/topics/orders/jobs/batch Bearer tok test/1 application/json {"jobs":[{"delay":"0s","payload":[1, 2]},{"delay":"1m30s"}]}`,
+		`POST /kairos/v1/topics/orders/jobs/batch Bearer tok test/1 application/json {"jobs":[{"payload":[1, 2]},{"delay":"1m30s"}]}`,
 		`PUT /kairos/v1/topics/orders/schedules/nightly Bearer tok test/1 application/json {"cron":"0 3 * * *","timezone":"Europe/Berlin","start_at":"2026-11-21T09:30:00.250Z","payload":[ "a&b" ]}`,
 		`PUT /kairos/v1/topics/orders/schedules/beat Bearer tok test/1 application/json {"every":"1m30s"}`,
+		`POST /kairos/v1/topics/orders/jobs Bearer tok test/1 application/json {}`,
+		`POST /kairos/v1/topics/orders/jobs Bearer tok test/1 application/json {"run_at":"2026-11-21T10:00:52.52249Z"}`,
+		`PUT /kairos/v1/topics/orders/schedules/fine Bearer tok test/1 application/json {"every":"1h0m0s","start_at":"2026-11-21T10:00:52.52249Z","end_at":"2026-11-21T11:00:52.52249Z"}`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("requests (-want +got):\n%s", d)
@@ -392,5 +408,19 @@ func TestCreateJobsEveryItemFailed(t *testing.T) {
 	}
 	if res == nil || res.Failed != 1 || len(res.Results) != 1 || res.Results[0].Error == nil || res.Results[0].Error.Errors[0].Field != "jobs[0].delay" {
 		t.Fatalf("results %+v", res)
+	}
+}
+
+// A Duration reads what the API accepts: Go syntax, and days.
+func TestDurationReadsDays(t *testing.T) {
+	for in, want := range map[string]time.Duration{`"90s"`: 90 * time.Second, `"7d"`: 7 * 24 * time.Hour, `"1d12h"`: 36 * time.Hour} {
+		var d client.Duration
+		if err := json.Unmarshal([]byte(in), &d); err != nil || time.Duration(d) != want {
+			t.Errorf("%s read as %v (%v), want %v", in, time.Duration(d), err, want)
+		}
+	}
+	var d client.Duration
+	if err := json.Unmarshal([]byte(`"7 days"`), &d); err == nil {
+		t.Errorf(`"7 days" read as %v`, time.Duration(d))
 	}
 }

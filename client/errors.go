@@ -60,8 +60,15 @@ func StatusCode(err error) int {
 	return 0
 }
 
-// IsNotFound reports whether err is the server's 404: no such topic or job
-// for this tenant (another tenant's are not found either).
+// IsNotFound reports whether err is the server's 404: no such topic, job or
+// schedule for this tenant (another tenant's are not found either), as
+// GetTopic, GetJob or CancelJob meet it.
+//
+// A create in a topic that is not registered is no 404. A job (or
+// schedule) that names its own CallbackURL registers the topic, with no
+// callback URL of its own; one that names none is refused with a 400 on
+// the field callback_url, whose message names PUT /v1/topics/{topic}: test
+// it with StatusCode(err) == 400 and the [*Error]'s Errors.
 func IsNotFound(err error) bool { return StatusCode(err) == http.StatusNotFound }
 
 // IsConflict reports whether err is the server's 409: the job or topic is

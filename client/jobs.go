@@ -12,7 +12,10 @@ import (
 // CreateJob schedules a job on topic, or, when req.ID names a job of the
 // topic that has not fired, replaces and reschedules it: the answer's
 // Result says which. A topic that is not registered is registered when the
-// job names its own CallbackURL.
+// job names its own CallbackURL (with kairos's defaults and no callback URL
+// of its own: its jobs that name none are refused until PutTopic gives it
+// one); a job that names none in such a topic is refused with a 400 on
+// callback_url, not a 404 ([IsNotFound] is false).
 //
 // A create with an ID is retried as the policy allows; one without is
 // sent once.

@@ -11,9 +11,11 @@ import (
 // JobRequest is one job to create: when it fires, its payload, and the
 // settings it does not inherit from its topic (zero fields inherit).
 //
-// RunAt fires it at a time (kept to the millisecond); otherwise it fires
-// Delay from now, so a request with neither fires at once. Giving both is
-// an error the server reports.
+// RunAt fires it at a time, kept to the millisecond: a finer time is
+// rounded up, so the job never fires before it. Otherwise it fires Delay
+// from now (also rounded up), and a request with neither fires now: it
+// sends neither run_at nor delay, which the API reads as now. Giving both
+// is an error the server reports.
 //
 // Payload is any JSON value, sent as the callback body byte for byte
 // (spacing and escapes included); nil sends no body. With a non-JSON
@@ -34,7 +36,8 @@ type JobRequest struct {
 }
 
 // RescheduleRequest is the new time of [Client.RescheduleJob]: RunAt, or
-// else Delay from now (zero: at once).
+// else Delay from now (zero: now, sent as a delay of 0s since the API asks
+// a reschedule to say where to). Finer times round up as a job's.
 type RescheduleRequest struct {
 	RunAt time.Time `json:"run_at,omitzero"`
 	Delay Duration  `json:"delay,omitzero"`
@@ -48,21 +51,34 @@ type when struct {
 	Delay *Duration `json:"delay,omitempty"`
 }
 
-func whenOf(runAt time.Time, delay Duration) when {
-	var w when
-	if !runAt.IsZero() {
-		w.RunAt = runAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-	}
-	if runAt.IsZero() || delay != 0 {
+// whenOf is the wire form of runAt and delay; with neither set, nothing
+// when orNow (the API reads that as now), else a delay of 0s.
+func whenOf(runAt time.Time, delay Duration, orNow bool) when {
+	w := when{RunAt: wireTime(runAt)}
+	if (runAt.IsZero() && !orNow) || delay != 0 {
 		w.Delay = &delay
 	}
 	return w
 }
 
+// wireTime writes a request's time in UTC, to the millisecond when it is a
+// whole one ("2026-11-21T10:30:00.250Z"), else with all its digits, so that
+// the server rounds it (a run_at up: nothing fires before it); "" for
+// the zero time.
+func wireTime(t time.Time) string {
+	switch {
+	case t.IsZero():
+		return ""
+	case t.Nanosecond()%int(time.Millisecond) != 0:
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
 // MarshalJSON encodes r as the API's job request, its payload as given.
 func (r JobRequest) MarshalJSON() ([]byte, error) {
 	type plain JobRequest // without this method
-	at := whenOf(r.RunAt, r.Delay)
+	at := whenOf(r.RunAt, r.Delay, true)
 	// The outer fields hide plain's of the same JSON names.
 	w := struct {
 		plain
@@ -99,7 +115,7 @@ func withPayload(b []byte, payload json.RawMessage, what string) ([]byte, error)
 
 // MarshalJSON encodes r as the API's reschedule request.
 func (r RescheduleRequest) MarshalJSON() ([]byte, error) {
-	return marshal(whenOf(r.RunAt, r.Delay))
+	return marshal(whenOf(r.RunAt, r.Delay, false))
 }
 
 // marshal is json.Marshal without HTML escapes ("&" stays "&" in a URL).

@@ -44,22 +44,17 @@ type ScheduleRequest struct {
 	Backoff     *Backoff          `json:"backoff,omitempty"`
 }
 
-// MarshalJSON encodes r as the API's schedule request, its times to the
-// millisecond and its payload as given.
+// MarshalJSON encodes r as the API's schedule request, its times as given
+// (the server keeps them to the millisecond: start_at rounded up, end_at
+// down) and its payload as given.
 func (r ScheduleRequest) MarshalJSON() ([]byte, error) {
 	type plain ScheduleRequest // without this method
 	w := struct {
 		plain
-		StartAt *Time           `json:"start_at,omitempty"`
-		EndAt   *Time           `json:"end_at,omitempty"`
+		StartAt string          `json:"start_at,omitempty"`
+		EndAt   string          `json:"end_at,omitempty"`
 		Payload json.RawMessage `json:"payload,omitempty"` // spliced in below, as is
-	}{plain: plain(r)}
-	if !r.StartAt.IsZero() {
-		w.StartAt = &Time{r.StartAt}
-	}
-	if !r.EndAt.IsZero() {
-		w.EndAt = &Time{r.EndAt}
-	}
+	}{plain: plain(r), StartAt: wireTime(r.StartAt), EndAt: wireTime(r.EndAt)}
 	b, err := marshal(w)
 	if err != nil {
 		return nil, err
@@ -99,11 +94,13 @@ type Schedule struct {
 	Result string `json:"result,omitempty"`
 }
 
-// LastRun is the last occurrence a schedule's pattern fired, and how its
-// job went (State and LastAttempt are empty once the job is gone).
+// LastRun is the last occurrence a schedule fired, and how its job went
+// (State and LastAttempt are empty once the job is gone). Trigger says
+// what fired it: "pattern", "manual" (TriggerSchedule) or "backfill".
 type LastRun struct {
 	At          Time     `json:"at"`
 	JobID       string   `json:"job_id"`
+	Trigger     string   `json:"trigger"`
 	State       State    `json:"state,omitempty"`
 	LastAttempt *Attempt `json:"last_attempt,omitempty"`
 }

@@ -104,7 +104,13 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		if _, err := c.CreateJob(ctx, "orders", fullJob); err != nil {
 			return err
 		}
-		_, err := c.CreateJob(ctx, "orders", client.JobRequest{Delay: client.Duration(30 * time.Minute)})
+		if _, err := c.CreateJob(ctx, "orders", client.JobRequest{Delay: client.Duration(30 * time.Minute)}); err != nil {
+			return err
+		}
+		if _, err := c.CreateJob(ctx, "orders", client.JobRequest{RunAt: time.Date(2026, 11, 21, 10, 0, 52, 522490000, time.UTC)}); err != nil {
+			return err
+		}
+		_, err := c.CreateJob(ctx, "orders", client.JobRequest{}) // now
 		return err
 	},
 	"createJobs": func(ctx context.Context, c *client.Client) error {

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/kairos-sh/kairos/internal/duration"
 )
 
-// Duration is a time.Duration that travels as a Go duration string, such as
-// "90s" or "1h0m0s", as the API's durations do.
+// Duration is a time.Duration that travels as a duration string, such as
+// "90s" or "1h0m0s", as the API's durations do: Go syntax, plus days ("7d",
+// "1d12h") when read.
 type Duration time.Duration
 
 // String returns the duration in Go syntax.
@@ -16,13 +19,13 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // MarshalJSON encodes d as a Go duration string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
-// UnmarshalJSON decodes a Go duration string.
+// UnmarshalJSON decodes a duration string: Go syntax, or days ("7d").
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration: %w", err)
 	}
-	v, err := time.ParseDuration(s)
+	v, err := duration.Parse(s)
 	if err != nil {
 		return err
 	}
@@ -93,10 +96,12 @@ type BreakerRequest struct {
 }
 
 // Breaker is a topic's circuit breaker: its settings and state ("closed",
-// "open" until OpenUntil, or "half-open").
+// "open" until OpenUntil, or "half-open"). Every topic has one: with no
+// breaker configured, Failures and Cooldown are zero and State is
+// "closed".
 type Breaker struct {
-	Failures  int      `json:"failures"`
-	Cooldown  Duration `json:"cooldown"`
+	Failures  int      `json:"failures,omitempty"`
+	Cooldown  Duration `json:"cooldown,omitzero"`
 	State     string   `json:"state"`
 	OpenUntil *Time    `json:"open_until,omitempty"`
 }
@@ -123,7 +128,7 @@ type Topic struct {
 	Rate        *Rate             `json:"rate,omitempty"`
 	Parallelism int               `json:"parallelism,omitempty"`
 	FlowKey     string            `json:"flow_key,omitempty"`
-	Breaker     *Breaker          `json:"breaker,omitempty"`
+	Breaker     *Breaker          `json:"breaker,omitempty"` // always set by the server: State "closed" when none is configured
 	FailureURL  string            `json:"failure_url,omitempty"`
 	Paused      bool              `json:"paused"` // deliveries stopped (PauseTopic)
 	CreatedAt   Time              `json:"created_at"`

@@ -223,6 +223,9 @@ func testSchedulesView(t *testing.T, b *browser, base, admin string, rcv *receiv
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The last run is the triggered occurrence, and says a trigger fired it.
+	b.waitText(`[data-testid="schedule-last-standup"]`, m, 5*time.Second)
+	b.waitText(`[data-testid="schedule-last-standup"]`, "fired by a manual trigger", time.Second)
 
 	// One schedule's settings, read with GET .../schedules/{id}.
 	b.click("schedule-standup")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos/client"
+	"github.com/kairos-sh/kairos/internal/duration"
 )
 
 // The commands that call a running kairos through its API (topics, jobs,
@@ -190,7 +191,7 @@ func runAPI(ctx context.Context, name string, cmd apiCommand, args []string, std
 	token := fs.String("token", "", "the API token (default $KAIROS_TOKEN, which keeps it out of the process list)")
 	tenant := fs.String("tenant", "", "with an admin token, act on this tenant")
 	asJSON := fs.Bool("json", false, "print the API's JSON instead of a table")
-	timeout := fs.Duration("http-timeout", 30*time.Second, "how long one request to kairos may take")
+	timeout := duration.Flag(fs, "http-timeout", 30*time.Second, "how long one request to kairos may take")
 	run := cmd.setup(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: %s %s[flags]\n\n%s\n\nflags:\n", name, strings.Join(append(cmd.args, ""), " "), cmd.summary)
@@ -330,10 +331,10 @@ func (s *settingFlags) define(fs *flag.FlagSet, callbackURL, inherit string) {
 	fs.StringVar(&s.callbackURL, "callback-url", "", callbackURL)
 	fs.StringVar(&s.method, "method", "", "the callbacks' HTTP method: POST, PUT, PATCH, DELETE or GET"+inherit)
 	fs.Var(s.headers, "header", "a callback header NAME=VALUE; repeat for more")
-	fs.DurationVar(&s.timeout, "timeout", 0, "how long one callback attempt may take"+inherit)
+	duration.Var(fs, &s.timeout, "timeout", 0, "how long one callback attempt may take"+inherit)
 	fs.IntVar(&s.maxAttempts, "max-attempts", 0, "attempts before the job is dead, 1 to 100"+inherit)
-	fs.DurationVar(&s.backoffInitial, "backoff-initial", 0, "bound of the first retry's wait, doubling up to --backoff-max"+inherit)
-	fs.DurationVar(&s.backoffMax, "backoff-max", 0, "cap of the wait between attempts"+inherit)
+	duration.Var(fs, &s.backoffInitial, "backoff-initial", 0, "bound of the first retry's wait, doubling up to --backoff-max"+inherit)
+	duration.Var(fs, &s.backoffMax, "backoff-max", 0, "cap of the wait between attempts"+inherit)
 }
 
 // headerMap is the headers given, or nil.

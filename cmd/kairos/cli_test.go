@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/testredis"
@@ -365,4 +369,91 @@ func compact(t *testing.T, raw json.RawMessage) []byte {
 	}
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// TestCLIJobCreateNeitherMeansNow: `kairos jobs create` with neither
+// --run-at nor --delay sends a body with neither (its payload and flags
+// only), which kairos reads as now; durations take days.
+func TestCLIJobCreateNeitherMeansNow(t *testing.T) {
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies = append(bodies, r.Method+" "+r.URL.Path+" "+r.Header.Get("Content-Type")+" "+string(b))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"id":"j1","topic":"orders","tenant":"acme","state":"ready","run_at":"2026-11-21T10:00:00.000Z","created_at":"2026-11-21T10:00:00.000Z","attempts":0,"result":"created"}`))
+	}))
+	defer srv.Close()
+	fake := kairosCLI{t: t, url: srv.URL, token: "x"}
+	fake.ok("", "jobs", "create", "orders", "--payload", `{"n": 1}`)
+	fake.ok("", "jobs", "create", "orders")
+	fake.ok("", "jobs", "create", "orders", "--delay", "1d12h", "--backoff-max", "1d", "--timeout", "90s")
+	want := []string{
+		`POST /v1/topics/orders/jobs application/json {"payload":{"n": 1}}`,
+		`POST /v1/topics/orders/jobs application/json {}`,
+		`POST /v1/topics/orders/jobs application/json {"timeout":"1m30s","backoff":{"max":"24h0m0s"},"delay":"36h0m0s"}`,
+	}
+	if d := cmp.Diff(want, bodies); d != "" {
+		t.Errorf("requests (-want +got):\n%s", d)
+	}
+
+	// against kairos: now is now, and a day is 24 hours
+	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL()})
+	k := kairosCLI{t: t, url: ti.url, token: ti.token}
+	k.ok("", "topics", "put", "orders", "--callback-url", ti.rcvURL)
+	before := time.Now()
+	var j client.Job
+	k.json(&j, "jobs", "create", "orders", "--id", "now", "--payload", "1")
+	if d := j.RunAt.Sub(before); d < -time.Second || d > time.Second {
+		t.Errorf("neither --run-at nor --delay: run_at %s, %v from now; want now", j.RunAt, d)
+	}
+	k.waitState("orders", "now", client.StateDelivered)
+	k.json(&j, "jobs", "create", "orders", "--id", "later", "--delay", "1d")
+	if d := j.RunAt.Sub(before.Add(24 * time.Hour)); d < -time.Second || d > time.Second {
+		t.Errorf("--delay 1d: run_at %s, %v from a day on", j.RunAt, d)
+	}
+	k.fails(exitUsage, []string{"jobs", "create", "orders", "--delay", "1 day"}, `"1 day" is not a duration`)
+}
+
+// TestClientCreateInAnUnknownTopic: a job that names no callback URL in a
+// topic that is not registered is a 400 on callback_url naming PUT
+// /v1/topics/{topic}, not a 404; one that names its own registers the
+// topic, which then shows no callback URL and a closed breaker.
+func TestClientCreateInAnUnknownTopic(t *testing.T) {
+	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL()})
+	c, err := client.New(ti.url, client.WithToken(ti.token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err = c.CreateJob(ctx, "invoices", client.JobRequest{})
+	var e *client.Error
+	if client.IsNotFound(err) || client.StatusCode(err) != http.StatusBadRequest || !errors.As(err, &e) ||
+		len(e.Errors) != 1 || e.Errors[0].Field != "callback_url" || !strings.Contains(e.Errors[0].Message, "PUT /v1/topics/invoices") {
+		t.Fatalf("a job without callback_url in an unknown topic: %v (%+v), want a 400 on callback_url naming PUT /v1/topics/invoices", err, e)
+	}
+	if _, err := c.GetTopic(ctx, "invoices"); !client.IsNotFound(err) {
+		t.Fatalf("the refused job registered its topic: GetTopic says %v", err)
+	}
+	if _, err := c.CreateJob(ctx, "invoices", client.JobRequest{CallbackURL: ti.rcvURL}); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := c.GetTopic(ctx, "invoices")
+	if err != nil || tp.CallbackURL != "" || tp.Breaker == nil || tp.Breaker.State != "closed" {
+		t.Fatalf("the implicit topic: %+v (%v), want no callback URL and a closed breaker", tp, err)
+	}
+}
+
+// TestCLIScheduleLastRunSaysTrigger: `kairos schedules get` shows what
+// fired the last run, and --every takes days.
+func TestCLIScheduleLastRunSaysTrigger(t *testing.T) {
+	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL()})
+	k := kairosCLI{t: t, url: ti.url, token: ti.token}
+	k.ok("", "topics", "put", "reports", "--callback-url", ti.rcvURL)
+	k.ok("", "schedules", "put", "reports", "weekly", "--every", "7d")
+	k.ok("", "schedules", "trigger", "reports", "weekly")
+	out := k.ok("", "schedules", "get", "reports", "weekly")
+	if !strings.Contains(out, "(manual)") || !strings.Contains(out, "168h0m0s") {
+		t.Errorf("schedules get after a trigger:\n%s", out)
+	}
 }

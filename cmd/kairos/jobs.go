@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kairos-sh/kairos/client"
+	"github.com/kairos-sh/kairos/internal/duration"
 )
 
 // jobCommands are `kairos jobs create|get|list|cancel|reschedule|retry`.
@@ -23,7 +24,7 @@ var jobCommands = []apiCommand{
 			set.define(fs, "this job's own callback URL (left out: its topic's)", " (left out: its topic's)")
 			id := fs.String("id", "", "the job's id; left out, kairos makes one (and the create is not retried)")
 			var when whenFlags
-			when.define(fs, "; neither: at once")
+			when.define(fs, "; neither: now")
 			payloadFile := fs.String("payload-file", "", "read the payload, any JSON, from this file; - reads stdin")
 			payload := fs.String("payload", "", "the payload, any JSON, such as '{\"order\": 1042}'")
 			return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
@@ -117,10 +118,10 @@ type whenFlags struct {
 
 func (f *whenFlags) define(fs *flag.FlagSet, neither string) {
 	fs.Var(&f.runAt, "run-at", "when to fire, RFC 3339 such as 2026-11-21T10:30:00.250Z")
-	fs.Func("delay", "how long from now to fire, such as 90s or 30m"+neither, func(v string) error {
-		d, err := time.ParseDuration(v)
+	fs.Func("delay", "how long from now to fire, such as 90s, 30m or 7d"+neither, func(v string) error {
+		d, err := duration.Parse(v)
 		if err != nil {
-			return fmt.Errorf("%q is not a duration such as 90s, 30m or 1h30m", v)
+			return fmt.Errorf("%q is not a duration such as 90s, 30m, 1h30m or 7d", v)
 		}
 		f.delay, f.delaySet = d, true
 		return nil

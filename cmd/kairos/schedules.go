@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos/client"
+	"github.com/kairos-sh/kairos/internal/duration"
 )
 
 // scheduleCommands are `kairos schedules put|get|list|delete|pause|resume|trigger`.
@@ -18,7 +19,7 @@ var scheduleCommands = []apiCommand{
 			var set settingFlags
 			set.define(fs, "the occurrences' callback URL (left out: the topic's)", " (left out: the topic's)")
 			cron := fs.String("cron", "", `a cron pattern: 5 fields, 6 with leading seconds, or a macro such as @daily ("0 9 * * MON-FRI")`)
-			every := fs.Duration("every", 0, "an interval instead of --cron, at least 1s, counted from --start-at or the creation (90s, 15m)")
+			every := duration.Flag(fs, "every", 0, "an interval instead of --cron, at least 1s, counted from --start-at or the creation (90s, 15m, 1d)")
 			tz := fs.String("timezone", "", "IANA zone the cron fields are read in, such as Europe/Paris (default UTC)")
 			var start, end timeFlag
 			fs.Var(&start, "start-at", "fire no earlier than this RFC 3339 time")
@@ -174,7 +175,7 @@ func showSchedule(w io.Writer, s *client.Schedule) {
 		fmt.Fprintf(w, "pending_job\t%s\n", s.PendingJob)
 	}
 	if r := s.LastRun; r != nil {
-		fmt.Fprintf(w, "last_run\t%s job %s %s %s\n", formatTime(r.At), r.JobID, orDash(string(r.State)), lastAttempt(r.LastAttempt))
+		fmt.Fprintf(w, "last_run\t%s job %s (%s) %s %s\n", formatTime(r.At), r.JobID, orDash(r.Trigger), orDash(string(r.State)), lastAttempt(r.LastAttempt))
 	}
 	if s.CallbackURL != "" {
 		fmt.Fprintf(w, "callback_url\t%s\n", s.CallbackURL)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kairos-sh/kairos/internal/duration"
 	"github.com/kairos-sh/kairos/internal/server"
 )
 
@@ -63,7 +64,7 @@ func tickFor(args []string) (time.Duration, []string, error) {
 		raw = val
 	}
 	if raw != "" {
-		v, err := time.ParseDuration(raw)
+		v, err := duration.Parse(raw)
 		if err != nil || v <= 0 || v > 24*time.Hour {
 			return 0, nil, usagef("tick", "--for %q: use a duration above 0 and at most 24h, such as 55s", raw)
 		}

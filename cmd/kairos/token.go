@@ -10,6 +10,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/internal/duration"
 )
 
 // token prints an API token for a tenant, signed with KAIROS_AUTH_SECRET.
@@ -18,7 +19,7 @@ func token(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	fs.SetOutput(usageOut(args, stdout, stderr))
 	tenant := fs.String("tenant", "", "the tenant the token acts for (its sub claim)")
 	admin := fs.Bool("admin", false, "let the token see every tenant (the admin page)")
-	ttl := fs.Duration("ttl", 24*time.Hour, "how long the token is valid, such as 720h; 0 means it never expires (revoke it through POST /v1/tenants/{tenant}/revocations)")
+	ttl := duration.Flag(fs, "ttl", 24*time.Hour, "how long the token is valid, such as 720h or 30d; 0 means it never expires (revoke it through POST /v1/tenants/{tenant}/revocations)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

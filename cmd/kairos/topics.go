@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos/client"
+	"github.com/kairos-sh/kairos/internal/duration"
 )
 
 // topicCommands are `kairos topics list|put|get|delete`.
@@ -112,7 +113,7 @@ var topicCommands = []apiCommand{
 func countPer(flag, v, want string) (int, time.Duration, error) {
 	count, per, ok := strings.Cut(v, "/")
 	n, err := strconv.Atoi(count)
-	d, derr := time.ParseDuration(per)
+	d, derr := duration.Parse(per)
 	if !ok || err != nil || derr != nil {
 		return 0, 0, usagef("kairos topics put", "%s %q: want %s", flag, v, want)
 	}
@@ -161,8 +162,11 @@ func showTopic(w io.Writer, t *client.Topic) {
 	if t.FailureURL != "" {
 		fmt.Fprintf(w, "failure_url\t%s\n", t.FailureURL)
 	}
-	if b := t.Breaker; b != nil {
+	switch b := t.Breaker; {
+	case b != nil && b.Failures > 0:
 		fmt.Fprintf(w, "breaker\t%s (opens after %d failures in a row, for %s)\n", b.State, b.Failures, b.Cooldown)
+	case b != nil:
+		fmt.Fprintf(w, "breaker\t%s (none configured)\n", b.State)
 	}
 	fmt.Fprintf(w, "paused\t%t\ncreated_at\t%s\nupdated_at\t%s\n", t.Paused, formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
 }

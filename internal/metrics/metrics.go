@@ -182,16 +182,28 @@ func (h errorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // failed reports whether cmd's error is a real failure. Not failures: an
 // empty reply (redis.Nil); NOSCRIPT, which Script.Run answers with EVAL;
 // a command that kairos itself cancelled (a consumer stopped, shutdown);
-// and the optional parts of go-redis's connection handshake (CLIENT SETINFO,
+// the optional parts of go-redis's connection handshake (CLIENT SETINFO,
 // CLIENT MAINT_NOTIFICATIONS), which servers before Redis 7.2 refuse and
-// go-redis ignores.
+// go-redis ignores; and a FUNCTION command that a server without functions
+// (before Redis 7.0, the embedded one) does not know: the FUNCTION LOAD
+// that finds this out, after which the scripts run with EVALSHA.
 func failed(cmd redis.Cmder, err error) bool {
 	switch {
 	case err == nil, errors.Is(err, redis.Nil), redis.HasErrorPrefix(err, "NOSCRIPT"),
 		errors.Is(err, context.Canceled), errors.Is(err, redis.ErrClosed):
 		return false
 	}
-	return !optionalHandshake(cmd)
+	return !optionalHandshake(cmd) && !functionsProbe(cmd, err)
+}
+
+// functionsProbe reports whether cmd is a FUNCTION command refused by a
+// server that has no such command (rdb's loadScripts then uses EVALSHA).
+func functionsProbe(cmd redis.Cmder, err error) bool {
+	if !strings.EqualFold(cmd.Name(), "function") {
+		return false
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown subcommand")
 }
 
 func optionalHandshake(cmd redis.Cmder) bool {

@@ -233,3 +233,39 @@ func scrape(t *testing.T, m *Metrics) string {
 	}
 	return string(body)
 }
+
+// redisErr is an error reply of Redis, as go-redis makes them.
+type redisErr string
+
+func (e redisErr) Error() string { return string(e) }
+func (redisErr) RedisError()     {}
+
+// TestFailedCountsRealFailuresOnly: the refusals kairos expects and
+// handles are no failures; anything else is.
+func TestFailedCountsRealFailuresOnly(t *testing.T) {
+	ctx := context.Background()
+	cmd := func(err error, args ...any) redis.Cmder {
+		c := redis.NewCmd(ctx, args...)
+		c.SetErr(err)
+		return c
+	}
+	for _, tc := range []struct {
+		name   string
+		cmd    redis.Cmder
+		failed bool
+	}{
+		{"function load on a server without functions", cmd(redisErr("ERR unknown command `function`, with args beginning with: `load` `replace` "), "function", "load", "replace", "#!lua"), false},
+		{"function load on Redis 6", cmd(redisErr("ERR unknown command 'FUNCTION'"), "FUNCTION", "LOAD", "#!lua"), false},
+		{"function load refused for another reason", cmd(redisErr("ERR Error compiling function"), "function", "load", "replace", "#!lua"), true},
+		{"function load without permission", cmd(redisErr("NOPERM this user has no permissions to run the 'function|load' command"), "function", "load"), true},
+		{"an unknown command that is not FUNCTION", cmd(redisErr("ERR unknown command `fcall`"), "fcall", "f", 0), true},
+		{"client setinfo on Redis 7.0", cmd(redisErr("ERR unknown subcommand 'setinfo'"), "client", "setinfo", "lib-name", "go-redis"), false},
+		{"noscript", cmd(redisErr("NOSCRIPT No matching script"), "evalsha", "abc", 0), false},
+		{"an empty reply", cmd(redis.Nil, "get", "k"), false},
+		{"a wrong type", cmd(redisErr("WRONGTYPE Operation against a key holding the wrong kind of value"), "get", "k"), true},
+	} {
+		if got := failed(tc.cmd, tc.cmd.Err()); got != tc.failed {
+			t.Errorf("%s: failed = %t, want %t", tc.name, got, tc.failed)
+		}
+	}
+}

@@ -152,7 +152,7 @@ func (s *Store) enqueueCalls(ctx context.Context, jobs []kairos.Job, idx []int, 
 		j := jobs[i]
 		set, err := encodeSettings(j)
 		if err == nil {
-			err = checkRecord(ms(j.RunAt), j.Timeout.Milliseconds(), len(set))
+			err = checkRecord(dueMS(j.RunAt), j.Timeout.Milliseconds(), len(set))
 		}
 		if err != nil {
 			out[i].Err = fmt.Errorf("enqueue %s: %w", j.JobKey, err)
@@ -175,7 +175,7 @@ func (s *Store) enqueueCalls(ctx context.Context, jobs []kairos.Job, idx []int, 
 			calls = append(calls, c)
 		}
 		c.idx = append(c.idx, i)
-		c.argv = append(c.argv, j.ID, ms(j.RunAt), j.Timeout.Milliseconds(), len(set), string(set)+string(j.Payload))
+		c.argv = append(c.argv, j.ID, dueMS(j.RunAt), j.Timeout.Milliseconds(), len(set), string(set)+string(j.Payload))
 	}
 	return calls
 }
@@ -266,10 +266,10 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 		j.CreatedAt = fromMS(created)
 		j.UID = s.webhookID(j.JobKey, created)
 		j.State, j.Attempts, j.Log = kairos.StateScheduled, 0, nil
-		if ms(j.RunAt) <= nowMS {
+		if dueMS(j.RunAt) <= nowMS {
 			j.State = kairos.StateReady // due: waiting for a claim
 		}
-		j.RunAt = fromMS(ms(j.RunAt))
+		j.RunAt = fromMS(dueMS(j.RunAt))
 		j.NextRunAt = j.RunAt
 		out[i] = BatchResult{Job: j, Replaced: toInt(code) == replyReplaced, Err: replicaErr}
 		if replicaErr == nil && s.opts.OnEnqueued != nil {

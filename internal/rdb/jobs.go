@@ -93,7 +93,7 @@ func (s *Store) jobKeys(shard int) []string {
 // occurrence moved fires once at runAt, outside its schedule, which files
 // its next instant as the pending one.
 func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Time) (kairos.Job, error) {
-	if err := checkRecord(ms(runAt), 0, 0); err != nil {
+	if err := checkRecord(dueMS(runAt), 0, 0); err != nil {
 		return kairos.Job{}, fmt.Errorf("reschedule %s: %w", key, err)
 	}
 	at, err := s.locate(ctx, key)
@@ -101,7 +101,7 @@ func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Ti
 		return kairos.Job{}, err
 	}
 	res, err := s.run(ctx, rescheduleScript, s.jobKeys(at.shard),
-		s.k.tag(at.shard), at.h, key.ID, ms(runAt), ms(s.Now()), WakeHorizon.Milliseconds()).Slice()
+		s.k.tag(at.shard), at.h, key.ID, dueMS(runAt), ms(s.Now()), WakeHorizon.Milliseconds()).Slice()
 	if err != nil {
 		return kairos.Job{}, fmt.Errorf("reschedule %s: %w", key, err)
 	}

@@ -31,6 +31,9 @@ type scheduleMeta struct {
 	EndMS    int64  `json:"end,omitempty"`
 	Created  int64  `json:"created"`
 	Updated  int64  `json:"updated"`
+	// Triggered is the instant of the last occurrence a manual trigger
+	// fired (its id's ms), or 0: the header's lf holds the pattern's.
+	Triggered int64 `json:"trig,omitempty"`
 }
 
 // scheduleRecord is a schedule as stored (layout.go, "Schedules").
@@ -99,6 +102,9 @@ func (r scheduleRecord) schedule(tenant, topic, id string) (kairos.Schedule, err
 	if r.lastFired != 0 {
 		sc.LastFired = fromMS(r.lastFired)
 	}
+	if m.Triggered != 0 {
+		sc.LastTriggered = fromMS(m.Triggered)
+	}
 	j, err := record{settings: r.settings, payload: r.payload}.job(kairos.JobKey{Tenant: tenant, Topic: topic},
 		func(kairos.JobKey, int64) string { return "" })
 	if err != nil {
@@ -150,6 +156,9 @@ func (s *Store) PutSchedule(ctx context.Context, sc kairos.Schedule) (bool, erro
 	}
 	if !sc.EndAt.IsZero() {
 		m.EndMS = ms(sc.EndAt)
+	}
+	if !sc.LastTriggered.IsZero() {
+		m.Triggered = ms(sc.LastTriggered) // a replace keeps it, as it keeps lf
 	}
 	meta, err := json.Marshal(m)
 	if err != nil {
@@ -385,7 +394,58 @@ func (s *Store) TriggerSchedule(ctx context.Context, tenant, topic, id string) (
 	j.JobKey = kairos.JobKey{Tenant: tenant, Topic: topic, ID: kairos.OccurrenceID(id, now)}
 	j.RunAt = now
 	r := s.EnqueueBatch(ctx, []kairos.Job{j})[0]
-	return r.Job, r.Err
+	if r.Err != nil {
+		return r.Job, r.Err
+	}
+	if err := s.markTriggered(ctx, tenant, topic, id, now); err != nil {
+		// the occurrence is filed and fires; only last_run misses it
+		return r.Job, fmt.Errorf("schedule %s: record the trigger for last_run: %w", id, err)
+	}
+	return r.Job, nil
+}
+
+// markTriggered records at as the instant of schedule id's last manual
+// trigger, in its meta, unless a later one is recorded; a put, pause or
+// resume between its read and its write makes it read again.
+func (s *Store) markTriggered(ctx context.Context, tenant, topic, id string, at time.Time) error {
+	shard, h, err := s.scheduleAt(ctx, tenant, topic, id, false)
+	if err != nil {
+		return scheduleNotFound(id, err)
+	}
+	f := field(h, id)
+	for range 5 {
+		pipe := s.c.TxPipeline()
+		head, body := s.getSchedule(ctx, pipe, shard, f)
+		if _, err := pipe.Exec(ctx); err != nil {
+			if isNil(err) {
+				return nil // deleted meanwhile: nothing to show it on
+			}
+			return err
+		}
+		r, err := decodeSchedule(head.Val(), body.Val())
+		if err != nil {
+			return err
+		}
+		var m scheduleMeta
+		if err := json.Unmarshal(r.meta, &m); err != nil {
+			return fmt.Errorf("decode meta: %w", err)
+		}
+		if m.Triggered >= ms(at) {
+			return nil
+		}
+		m.Triggered = ms(at)
+		meta, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		switch n, err := s.run(ctx, schedmarkScript, []string{s.k.schedules(shard), s.k.scheduleBodies(shard)}, f, r.gen, string(meta)).Int(); {
+		case err != nil:
+			return err
+		case n != replyReplaced: // written, or deleted meanwhile
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: schedule %q changed five times while its trigger was recorded", kairos.ErrConflict, id)
 }
 
 // RefillSchedules tops up the instants of the shard's schedules that a

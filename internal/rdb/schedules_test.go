@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/kairos-sh/kairos"
 )
 
@@ -485,4 +487,46 @@ func TestCancelOrReschedulePendingOccurrence(t *testing.T) {
 			t.Fatalf("fired %v, want %v", fired, want)
 		}
 	})
+}
+
+// A trigger is recorded in the schedule (LastTriggered, its occurrence's
+// instant) without touching what the pattern fired or its pending one; a
+// meta made from a version that a put replaced is not written.
+func TestTriggerIsRecorded(t *testing.T) {
+	s, now, add := newScheduleStore(t)
+	ctx := context.Background()
+	if _, err := s.PutSchedule(ctx, everySecond("tick", now().Add(time.Hour), "")); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.GetSchedule(ctx, "acme", "orders", "tick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(1500 * time.Microsecond)
+	j, err := s.TriggerSchedule(ctx, "acme", "orders", "tick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.GetSchedule(ctx, "acme", "orders", "tick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.ID != kairos.OccurrenceID("tick", after.LastTriggered) || !after.LastFired.IsZero() || !after.Pending.Equal(before.Pending) {
+		t.Errorf("triggered %s: LastTriggered %s, LastFired %s, pending %s (was %s)", j.ID, after.LastTriggered, after.LastFired, after.Pending, before.Pending)
+	}
+	if d := cmp.Diff(before.Job, after.Job); d != "" || after.Every != before.Every || !after.StartAt.Equal(before.StartAt) {
+		t.Errorf("the trigger changed the schedule (-before +after):\n%s", d)
+	}
+	// a put between the read of a meta and its write: that write is refused
+	shard, h, err := s.scheduleAt(ctx, "acme", "orders", "tick", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutSchedule(ctx, everySecond("tick", now().Add(time.Hour), "")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.run(ctx, schedmarkScript, []string{s.k.schedules(shard), s.k.scheduleBodies(shard)}, field(h, "tick"), 1, `{"created":1,"updated":1}`).Int()
+	if err != nil || n != replyReplaced {
+		t.Errorf("a mark made from version 1 after a put: reply %d (%v), want %d", n, err, replyReplaced)
+	}
 }

@@ -50,6 +50,8 @@ var (
 	scheddelSrc string
 	//go:embed lua/schedrefill.lua
 	schedrefillSrc string
+	//go:embed lua/schedmark.lua
+	schedmarkSrc string
 	//go:embed lua/unhold.lua
 	unholdSrc string
 	//go:embed lua/flowgate.lua
@@ -73,6 +75,7 @@ var (
 	schedsetScript    = newScript("schedset", schedsetSrc)
 	scheddelScript    = newScript("scheddel", scheddelSrc, allowOOM)
 	schedrefillScript = newScript("schedrefill", schedrefillSrc)
+	schedmarkScript   = newScript("schedmark", schedmarkSrc)
 	unholdScript      = newScript("unhold", unholdSrc)
 	flowgateScript    = newScript("flowgate", flowgateSrc, allowOOM)
 	breakerScript     = newScript("breaker", breakerSrc, allowOOM)
@@ -123,7 +126,7 @@ func newScript(name, body string, oom ...bool) *script {
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
-	schedsetScript, scheddelScript, schedrefillScript, unholdScript, flowgateScript, breakerScript, leaseScript, outcomeScript,
+	schedsetScript, scheddelScript, schedrefillScript, schedmarkScript, unholdScript, flowgateScript, breakerScript, leaseScript, outcomeScript,
 	topicretireScript, topicdelScript, quotaScript, tenantpendingScript}
 
 // library is the function library of this version of the scripts: its

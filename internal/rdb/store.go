@@ -296,6 +296,16 @@ func (s *Store) Writable(ctx context.Context) error {
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
+// dueMS is a due time in unix ms, rounded up: a job never fires before the
+// instant asked for, whatever finer time its caller gave.
+func dueMS(t time.Time) int64 {
+	v := t.UnixMilli()
+	if t.After(time.UnixMilli(v)) {
+		v++
+	}
+	return v
+}
+
 func fromMS(v int64) time.Time {
 	if v == 0 {
 		return time.Time{}

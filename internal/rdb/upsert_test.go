@@ -60,3 +60,36 @@ func TestUpsertSaysCreatedOrReplaced(t *testing.T) {
 	check("over a dead job", []bool{false}, s.Upsert(ctx, job("d", time.Hour)))
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 4})
 }
+
+// A due time finer than a millisecond is stored rounded up, by a create
+// and a reschedule alike: nothing fires before the instant asked for.
+func TestSubMillisecondDueTimeRoundsUp(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Shards: 1})
+	base := clk.Now().Add(time.Hour).Truncate(time.Millisecond)
+	asked := base.Add(522490 * time.Nanosecond)
+	want := base.Add(time.Millisecond)
+	r := s.Upsert(ctx, kairos.Job{JobKey: key("a"), RunAt: asked})
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if !r.Job.RunAt.Equal(want) {
+		t.Errorf("created with run_at %s: answered %s, want %s", asked.Format(time.RFC3339Nano), r.Job.RunAt.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
+	}
+	if j, err := s.GetJob(ctx, key("a")); err != nil || !j.RunAt.Equal(want) {
+		t.Errorf("stored run_at %s (%v), want %s", j.RunAt.Format(time.RFC3339Nano), err, want.Format(time.RFC3339Nano))
+	}
+	later := asked.Add(time.Minute)
+	j, err := s.Reschedule(ctx, key("a"), later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := want.Add(time.Minute); !j.NextRunAt.Equal(w) {
+		t.Errorf("rescheduled to %s: next run %s, want %s", later.Format(time.RFC3339Nano), j.NextRunAt.Format(time.RFC3339Nano), w.Format(time.RFC3339Nano))
+	}
+	// a whole millisecond stays as it is
+	r = s.Upsert(ctx, kairos.Job{JobKey: key("b"), RunAt: base})
+	if r.Err != nil || !r.Job.RunAt.Equal(base) {
+		t.Errorf("whole ms %s: answered %s (%v)", base.Format(time.RFC3339Nano), r.Job.RunAt.Format(time.RFC3339Nano), r.Err)
+	}
+}

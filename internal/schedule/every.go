@@ -3,6 +3,8 @@ package schedule
 import (
 	"strings"
 	"time"
+
+	"github.com/kairos-sh/kairos/internal/duration"
 )
 
 // The bounds of an every interval.
@@ -11,22 +13,22 @@ const (
 	maxEvery = 366 * 24 * time.Hour
 )
 
-// parseEvery parses an every interval: a Go duration from 1s to 366 days, in
-// whole milliseconds.
+// parseEvery parses an every interval: a duration (Go syntax plus days,
+// duration.Parse) from 1s to 366 days, in whole milliseconds.
 func parseEvery(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
+	d, err := duration.Parse(s)
 	if err != nil {
 		hint := ""
-		if strings.ContainsAny(s, "dDwWyY") {
-			hint = "; there are no day, week or year units: write days in hours, e.g. \"48h\""
+		if strings.ContainsAny(s, "DwWyY") {
+			hint = "; there are no week or year units: write weeks in days, e.g. \"14d\""
 		}
-		return 0, fieldErr("every", "%q is not a duration; write a Go duration such as \"90s\", \"15m\" or \"1h30m\" (units ms, s, m, h)%s", s, hint)
+		return 0, fieldErr("every", "%q is not a duration; write one such as \"90s\", \"15m\", \"1h30m\" or \"7d\" (units ms, s, m, h, d)%s", s, hint)
 	}
 	switch {
 	case d < minEvery:
 		return 0, fieldErr("every", "%q is shorter than the minimum of 1s", s)
 	case d > maxEvery:
-		return 0, fieldErr("every", "%q is longer than the maximum of 366 days (8784h)", s)
+		return 0, fieldErr("every", "%q is longer than the maximum of 366 days (366d)", s)
 	case d%time.Millisecond != 0:
 		return 0, fieldErr("every", "%q is not a whole number of milliseconds", s)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/duration"
 	"github.com/kairos-sh/kairos/internal/tracing"
 
 	"crypto/x509"
@@ -176,9 +177,9 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	}{{"retention", retention, &c.Retention, time.Second}, {"grace", grace, &c.Grace, 0}, {"lock-ttl", lockTTL, &c.LockTTL, 300 * time.Millisecond}, {"lease-grace", leaseGrace, &c.LeaseGrace, 100 * time.Millisecond},
 		{"ready-lease", readyLease, &c.ReadyLease, time.Second}, {"redis-timeout", redisTimeout, &c.RedisTimeout, 100 * time.Millisecond}}
 	for _, d := range durations {
-		v, err := time.ParseDuration(d.raw)
+		v, err := duration.Parse(d.raw)
 		if err != nil || v < d.min {
-			errs = append(errs, fmt.Errorf("%s %q: use a duration of at least %s such as \"30s\"", d.name, d.raw, d.min))
+			errs = append(errs, fmt.Errorf("%s %q: use a duration of at least %s such as \"30s\" or \"7d\"", d.name, d.raw, d.min))
 		}
 		*d.dst = v
 	}
@@ -249,7 +250,7 @@ func ParseRate(s string) (int, time.Duration, error) {
 	}
 	period := time.Second
 	if hasPer {
-		if period, err = time.ParseDuration(per); err != nil || period < time.Millisecond || period > 24*time.Hour {
+		if period, err = duration.Parse(per); err != nil || period < time.Millisecond || period > 24*time.Hour {
 			return 0, 0, errors.New("PERIOD must be a duration from 1ms to 24h, such as 1s or 1m")
 		}
 	}

@@ -39,6 +39,12 @@ func TestParseConfig(t *testing.T) {
 			}},
 		{name: "flag beats env", args: []string{"--addr", ":7000", "--retention", "1h"}, env: map[string]string{"KAIROS_ADDR": ":9000"},
 			want: func(c *Config) { c.Addr, c.Retention = ":7000", time.Hour }},
+		{name: "durations in days", args: []string{"--grace", "0.5d"}, env: map[string]string{"KAIROS_RETENTION": "7d", "KAIROS_TENANT_RATE": "1000/1d"},
+			want: func(c *Config) {
+				c.Retention, c.Grace = 7*24*time.Hour, 12*time.Hour
+				c.Quota = kairos.Quota{Rate: 1000, RatePeriod: 24 * time.Hour, Burst: 1000}
+			}},
+		{name: "bad duration", env: map[string]string{"KAIROS_RETENTION": "7 days"}, wantErr: `retention "7 days": use a duration of at least 1s such as "30s" or "7d"`},
 		{name: "embedded binds loopback, an external Redis every interface", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
 			want: func(c *Config) { c.Addr, c.RedisURL, c.AuthSecret = ":8080", "redis://r:6379", "0123456789abcdef" }},
 		{name: "an explicit address is kept in embedded mode", args: []string{"--addr", ":8080"}, want: func(c *Config) { c.Addr = ":8080" }},

@@ -25,6 +25,25 @@ import (
 // failures).
 func TestFreshInstanceCountsNoRedisErrors(t *testing.T) {
 	call, hits, rcvURL := startTestInstance(t)
+	countsNoRedisErrors(t, call, hits, rcvURL)
+}
+
+// TestEmbeddedInstanceCountsNoRedisErrors is the same on the embedded
+// Redis, which has no FUNCTION command: the FUNCTION LOAD that finds this
+// out, and falls back to EVALSHA, is no error.
+func TestEmbeddedInstanceCountsNoRedisErrors(t *testing.T) {
+	ti := startTestInstanceOn(t, map[string]string{})
+	call := func(method, path, body string, want int) string {
+		t.Helper()
+		return ti.call(t, method, path, body, want)
+	}
+	countsNoRedisErrors(t, call, ti.hits, ti.rcvURL)
+}
+
+// countsNoRedisErrors has a kairos register topics and deliver jobs, then
+// reads kairos_redis_errors_total from /metrics: it must be 0.
+func countsNoRedisErrors(t *testing.T, call func(method, path, body string, want int) string, hits *atomic.Int64, rcvURL string) {
+	t.Helper()
 	for _, topic := range []string{"a", "b", "c"} {
 		call("PUT", "/v1/topics/"+topic, `{"callback_url": "`+rcvURL+`"}`, http.StatusCreated)
 		call("POST", "/v1/topics/"+topic+"/jobs", `{"delay": "0s", "payload": 1}`, http.StatusCreated)

@@ -100,6 +100,7 @@ function lastRun(t, s) {
   return h('span', { class: 'stack', 'data-testid': `schedule-last-${s.id}` },
     h('span', {}, r.state ? stateBadge(r.state) : h('span', { class: 'muted', text: 'job gone (past retention)' })),
     timeEl(r.at),
+    r.trigger && r.trigger !== 'pattern' ? h('span', { class: 'muted', 'data-testid': `schedule-last-trigger-${s.id}`, text: `fired by ${r.trigger === 'manual' ? 'a manual trigger' : 'a backfill'}` }) : '',
     h('a', { href: link('job', { tenant: t.tenant, topic: t.name, id: r.job_id }), text: r.job_id }),
     r.last_attempt ? lastAttempt(r) : '');
 }

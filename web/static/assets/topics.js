@@ -42,7 +42,7 @@ function flow(t) {
   if (t.rate) parts.push(`${t.rate.limit} per ${dur(t.rate.period)}`);
   if (t.parallelism) parts.push(`${t.parallelism} in flight`);
   if (t.flow_key) parts.push(`shared as ${t.flow_key}`);
-  if (t.breaker) {
+  if (t.breaker && t.breaker.failures) { // every topic has a breaker; one with no settings never opens
     const b = t.breaker;
     parts.push(`breaker ${b.state}` + (b.open_until ? ` until ${new Date(b.open_until).toLocaleTimeString()}` : '') +
       ` (opens after ${b.failures} failures, ${dur(b.cooldown)})`);
@@ -81,8 +81,8 @@ async function open(t) {
   $('topic-parallelism').value = t?.parallelism || '';
   $('topic-flow-key').value = t?.flow_key || '';
   $('topic-failure-url').value = t?.failure_url || '';
-  $('topic-breaker').value = t?.breaker ? t.breaker.failures : '';
-  $('topic-breaker-cooldown').value = t?.breaker ? dur(t.breaker.cooldown, { days: false }) : '';
+  $('topic-breaker').value = t?.breaker?.failures || '';
+  $('topic-breaker-cooldown').value = t?.breaker?.cooldown ? dur(t.breaker.cooldown) : '';
   $('topic-headers').value = Object.entries(t?.headers || {}).map(([k, v]) => `${k}: ${v}`).join('\n');
   showError($('topic-error'), null);
   $('topic-dialog').showModal();
