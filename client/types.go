@@ -153,26 +153,27 @@ type Attempt struct {
 // come from its topic when it fires. Lists and batch results carry no
 // Payload.
 type Job struct {
-	ID          string            `json:"id"`
-	Topic       string            `json:"topic"`
-	Tenant      string            `json:"tenant"`
-	State       State             `json:"state"`
-	RunAt       Time              `json:"run_at"`
-	NextRunAt   Time              `json:"next_run_at,omitzero"` // pending jobs only
-	CreatedAt   Time              `json:"created_at"`
-	DoneAt      Time              `json:"done_at,omitzero"` // when it was delivered or died
-	Attempts    int               `json:"attempts"`
-	MaxAttempts int               `json:"max_attempts,omitempty"`
-	CallbackURL string            `json:"callback_url,omitempty"`
-	Method      string            `json:"method,omitempty"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	Timeout     Duration          `json:"timeout,omitempty"`
-	Backoff     *Backoff          `json:"backoff,omitempty"`
-	FlowKey     string            `json:"flow_key,omitempty"`
-	FailureURL  string            `json:"failure_url,omitempty"`
-	Payload     json.RawMessage   `json:"payload,omitempty"`
-	LastAttempt *Attempt          `json:"last_attempt,omitempty"`
-	AttemptLog  []Attempt         `json:"attempt_log,omitempty"` // the last 10 attempts, oldest first
+	ID            string            `json:"id"`
+	Topic         string            `json:"topic"`
+	Tenant        string            `json:"tenant"`
+	State         State             `json:"state"`
+	RunAt         Time              `json:"run_at"`
+	NextRunAt     Time              `json:"next_run_at,omitzero"` // pending jobs only
+	CreatedAt     Time              `json:"created_at"`
+	DoneAt        Time              `json:"done_at,omitzero"` // when it was delivered or died
+	Attempts      int               `json:"attempts"`
+	ReplayedAfter int               `json:"replayed_after,omitempty"` // attempts made before its last replay; max_attempts counts those after
+	MaxAttempts   int               `json:"max_attempts,omitempty"`
+	CallbackURL   string            `json:"callback_url,omitempty"`
+	Method        string            `json:"method,omitempty"`
+	Headers       map[string]string `json:"headers,omitempty"`
+	Timeout       Duration          `json:"timeout,omitempty"`
+	Backoff       *Backoff          `json:"backoff,omitempty"`
+	FlowKey       string            `json:"flow_key,omitempty"`
+	FailureURL    string            `json:"failure_url,omitempty"`
+	Payload       json.RawMessage   `json:"payload,omitempty"`
+	LastAttempt   *Attempt          `json:"last_attempt,omitempty"`
+	AttemptLog    []Attempt         `json:"attempt_log,omitempty"` // the last 10 attempts, oldest first
 	// Result is set in the answer to a create only: ResultCreated, or
 	// ResultReplaced when the job replaced one of its id that had not fired.
 	Result string `json:"result,omitempty"`
