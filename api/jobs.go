@@ -259,7 +259,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req jobRequest
-	if err := decode(r, s.cfg.MaxPayload+64<<10, &req); err != nil {
+	if err := s.decode(w, r, s.cfg.MaxPayload+64<<10, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -338,7 +338,7 @@ func (s *Server) rescheduleJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req rescheduleRequest
-	if err := decode(r, 4<<10, &req); err != nil {
+	if err := s.decode(w, r, 4<<10, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

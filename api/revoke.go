@@ -79,7 +79,7 @@ func (s *Server) revokeTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req revocationRequest
-	if err := decode(r, 4<<10, &req); err != nil {
+	if err := s.decode(w, r, 4<<10, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -47,6 +47,13 @@ type Config struct {
 	// Quota is every tenant's default quota (an admin may set another for
 	// one tenant); zero fields are no limit.
 	Quota kairos.Quota
+	// ReadTimeout is the server's (http.Server.ReadTimeout): a handler that
+	// reads a body above bodyRate bytes moves the read deadline by a second
+	// for each further bodyRate bytes, up to its route's size limit (decode).
+	// WriteTimeout is the server's too: POST /v1/tick moves it by its tick.
+	// Zero: 15s and 30s.
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
 }
 
 // DefaultRedisTimeout is the default of Config.RedisTimeout.
@@ -79,6 +86,12 @@ func New(store *rdb.Store, a *auth.Authenticator, cfg Config) http.Handler {
 		cfg.RedisTimeout = DefaultRedisTimeout
 	}
 	cfg.Quota = cfg.Quota.WithDefaults()
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = 15 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
@@ -167,13 +180,39 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // bounded gives a request at most RedisTimeout for its Redis work: a
 // frozen or partitioned Redis makes it answer 503 (its context's deadline
-// passed) instead of hanging.
+// passed) instead of hanging. A body that was slow to arrive does not eat
+// into it: decode starts the time again once the body is in (restart).
 func (s *Server) bounded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RedisTimeout)
-		defer cancel()
-		next.ServeHTTP(w, r.WithContext(ctx))
+		b := &redisBudget{client: r.Context(), start: time.Now(), cancel: cancel}
+		defer func() { b.cancel() }()
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, redisBudgetKey{}, b)))
 	})
+}
+
+// redisBudget is the Redis time of a request (bounded).
+type redisBudget struct {
+	client context.Context // the request's context without the budget: it ends when the client goes
+	start  time.Time
+	cancel context.CancelFunc // ends the budget's contexts
+}
+
+type redisBudgetKey struct{}
+
+// restart gives r a whole RedisTimeout again from now, when more than a
+// quarter of it went by since the request began (reading its body): r's
+// context is replaced in place, keeping its values.
+func (s *Server) restart(r *http.Request) {
+	b, ok := r.Context().Value(redisBudgetKey{}).(*redisBudget)
+	if !ok || time.Since(b.start) < s.cfg.RedisTimeout/4 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.RedisTimeout)
+	stop := context.AfterFunc(b.client, cancel) // a client that goes still cancels it
+	prev := b.cancel
+	b.start, b.cancel = time.Now(), func() { stop(); cancel(); prev() }
+	*r = *r.WithContext(ctx)
 }
 
 // recoverer turns a handler panic into a 500 problem and one log line.

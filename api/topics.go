@@ -256,7 +256,7 @@ func (s *Server) putTopic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req topicRequest
-	if err := decode(r, 64<<10, &req); err != nil {
+	if err := s.decode(w, r, 64<<10, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -163,7 +163,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		scanWG.Go(func() { sc.Run(scanCtx) })
 	}
 	m.Watch(gauges)
-	metricsHandler := protect(m.Handler(), cfg.MetricsToken)
+	metricsHandler, ownMetrics := metricsRoutes(cfg, m.Handler())
 	var h http.Handler
 	if cfg.Roles["api"] {
 		onTopic := func() {}
@@ -174,7 +174,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			return runTick(ctx, store, cfg, log, tp, d, m.Attempt)
 		}
 		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
-			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick, RedisTimeout: cfg.RedisTimeout, Quota: cfg.Quota})
+			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick, RedisTimeout: cfg.RedisTimeout, Quota: cfg.Quota,
+			ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout})
 	} else {
 		h = opsHandler(store, metricsHandler, cfg.RedisTimeout)
 	}
@@ -204,8 +205,16 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		closeRedis()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return run }}
+	stopMetrics, err := serveMetrics(cfg, ownMetrics, run, log)
+	if err != nil {
+		ln.Close()
+		stop()
+		stopRun()
+		subWG.Wait()
+		closeRedis()
+		return nil, err
+	}
+	srv := newHTTPServer(cfg, h, run)
 	srvWG.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)
@@ -218,6 +227,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			defer cancel()
 			srv.Shutdown(sctx)
 			srvWG.Wait()
+			stopMetrics()
 			stopRun()
 			subWG.Wait() // the subscription ends with run
 			closeRedis() // last
