@@ -43,7 +43,7 @@ type Config struct {
 	// byte of the answer. A silent or trickling client is cut off.
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
-	Tracing      bool   // env only: the standard OTEL_* variables name an OTLP endpoint (internal/tracing)
+	Tracing      bool // env only: the standard OTEL_* variables name an OTLP endpoint (internal/tracing)
 	AllowPrivate bool
 	Prefix       string
 	Shards       int

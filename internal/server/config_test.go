@@ -44,9 +44,11 @@ func TestParseConfig(t *testing.T) {
 		{name: "tenant quota flags", args: []string{"--tenant-rate", "20", "--tenant-burst", "50"},
 			want: func(c *Config) { c.Quota = kairos.Quota{Rate: 20, RatePeriod: time.Second, Burst: 50} }},
 		{name: "timeouts and metrics address from env", env: map[string]string{"KAIROS_READ_TIMEOUT": "5s", "KAIROS_WRITE_TIMEOUT": "1m", "KAIROS_METRICS_ADDR": "127.0.0.1:9090"},
-			want: func(c *Config) { c.ReadTimeout, c.WriteTimeout, c.MetricsAddr = 5*time.Second, time.Minute, "127.0.0.1:9090" }},
+			want: func(c *Config) {
+				c.ReadTimeout, c.WriteTimeout, c.MetricsAddr = 5*time.Second, time.Minute, "127.0.0.1:9090"
+			}},
 		{name: "timeout flags beat env", args: []string{"--read-timeout", "2s", "--write-timeout", "3s", "--metrics-addr", ":9091"},
-			env: map[string]string{"KAIROS_READ_TIMEOUT": "5s", "KAIROS_WRITE_TIMEOUT": "1m", "KAIROS_METRICS_ADDR": "127.0.0.1:9090"},
+			env:  map[string]string{"KAIROS_READ_TIMEOUT": "5s", "KAIROS_WRITE_TIMEOUT": "1m", "KAIROS_METRICS_ADDR": "127.0.0.1:9090"},
 			want: func(c *Config) { c.ReadTimeout, c.WriteTimeout, c.MetricsAddr = 2*time.Second, 3*time.Second, ":9091" }},
 		{name: "read timeout too short", args: []string{"--read-timeout", "1ms"}, wantErr: "read-timeout \"1ms\": use a duration of at least 100ms"},
 		{name: "write timeout within the Redis timeout", args: []string{"--write-timeout", "500ms"}, wantErr: "write-timeout 500ms: make it longer than redis-timeout"},
