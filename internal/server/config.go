@@ -178,7 +178,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	if c.WriteTimeout > 0 && c.WriteTimeout <= c.RedisTimeout {
 		errs = append(errs, fmt.Errorf("write-timeout %s: make it longer than redis-timeout (%s), or requests are cut off before Redis answers them", c.WriteTimeout, c.RedisTimeout))
 	}
-	if c.MetricsAddr != "" && c.MetricsAddr == c.Addr {
+	if c.MetricsAddr != "" && c.MetricsAddr == c.Addr && !strings.HasSuffix(c.Addr, ":0") {
 		errs = append(errs, fmt.Errorf("metrics-addr %q is the API's address: give /metrics a listener of its own, or leave it unset", c.MetricsAddr))
 	}
 	c.Roles = map[string]bool{}

@@ -38,8 +38,10 @@ type Instance struct {
 	Client redis.UniversalClient // the main Redis client (its pool's figures)
 	Authn  *auth.Authenticator   // verifies the API's tokens; mints them too
 	URL    string                // where the HTTP listener answers
-	Shards int                   // the Delay Bucket shards, as recorded in Redis
-	stop   func()
+	// MetricsURL is the URL of /metrics on its own listener (Config.MetricsAddr), or "".
+	MetricsURL string
+	Shards     int // the Delay Bucket shards, as recorded in Redis
+	stop       func()
 }
 
 // Stop stops everything in order: the scanner stops claiming and releases
@@ -205,7 +207,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		closeRedis()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	stopMetrics, err := serveMetrics(cfg, ownMetrics, run, log)
+	metricsURL, stopMetrics, err := serveMetrics(cfg, ownMetrics, run, log)
 	if err != nil {
 		ln.Close()
 		stop()
@@ -220,7 +222,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			log.Error("http server", "err", err)
 		}
 	})
-	return &Instance{Client: client, Authn: authn, URL: "http://" + displayAddr(ln.Addr()), Shards: store.Shards(),
+	return &Instance{Client: client, Authn: authn, URL: "http://" + displayAddr(ln.Addr()), MetricsURL: metricsURL, Shards: store.Shards(),
 		stop: func() {
 			stop()
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

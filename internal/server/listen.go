@@ -84,15 +84,15 @@ func loopbackAddr(addr string) bool {
 }
 
 // serveMetrics starts the listener of /metrics alone on cfg.MetricsAddr
-// when h is not nil, and returns the func that stops it. The listener has
-// the API's timeouts.
-func serveMetrics(cfg Config, h http.Handler, base context.Context, log *slog.Logger) (stop func(), err error) {
+// when h is not nil, and returns its URL and the func that stops it. The
+// listener has the API's timeouts.
+func serveMetrics(cfg Config, h http.Handler, base context.Context, log *slog.Logger) (url string, stop func(), err error) {
 	if h == nil {
-		return func() {}, nil
+		return "", func() {}, nil
 	}
 	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
-		return nil, fmt.Errorf("listen for /metrics on %s: %w", cfg.MetricsAddr, err)
+		return "", nil, fmt.Errorf("listen for /metrics on %s: %w", cfg.MetricsAddr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
@@ -103,8 +103,9 @@ func serveMetrics(cfg Config, h http.Handler, base context.Context, log *slog.Lo
 			log.Error("metrics server", "err", err)
 		}
 	})
-	log.Info("serving /metrics", "addr", ln.Addr().String())
-	return func() {
+	url = "http://" + displayAddr(ln.Addr()) + "/metrics"
+	log.Info("serving /metrics", "url", url)
+	return url, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
