@@ -126,6 +126,8 @@ func (s *Server) routes() chi.Router {
 			r.Delete("/", s.deleteTopic)
 			r.Post("/pause", s.pauseTopic(true))
 			r.Post("/resume", s.pauseTopic(false))
+			r.Get("/signing-keys", s.getTopicSigningKeys)
+			r.Post("/signing-keys/rotate", s.rotateTopicSigningKeys)
 			r.Post("/jobs", s.createJob)
 			r.Get("/jobs", s.listJobs)
 			r.Post("/jobs/batch", s.createJobs)

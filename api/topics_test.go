@@ -26,7 +26,7 @@ func TestTopicLifecycle(t *testing.T) {
 	wantTopic := topicResponse{
 		Name: "orders", Tenant: "acme", CallbackURL: hook, Method: "PUT", Headers: map[string]string{"X-Shop": "eu-1"},
 		Timeout: "10s", MaxAttempts: 5, Backoff: backoffResponse{Initial: "2s", Max: "30m0s"}, Concurrency: 20,
-		CreatedAt: ms(t0), UpdatedAt: ms(t0),
+		Signing: "tenant", CreatedAt: ms(t0), UpdatedAt: ms(t0),
 	}
 	if d := cmp.Diff(wantTopic, got); d != "" {
 		t.Errorf("created topic (-want +got):\n%s", d)
@@ -38,7 +38,7 @@ func TestTopicLifecycle(t *testing.T) {
 	wantTopic = topicResponse{
 		Name: "orders", Tenant: "acme", CallbackURL: hook + "/v2", Method: "POST",
 		Timeout: "30s", MaxAttempts: 10, Backoff: backoffResponse{Initial: "1s", Max: "1h0m0s"}, Concurrency: 10,
-		CreatedAt: ms(t0), UpdatedAt: ms(t0.Add(time.Minute)),
+		Signing: "tenant", CreatedAt: ms(t0), UpdatedAt: ms(t0.Add(time.Minute)),
 	}
 	if d := cmp.Diff(wantTopic, got); d != "" {
 		t.Errorf("replaced topic (-want +got):\n%s", d)
