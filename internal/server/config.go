@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/redact"
 	"github.com/kairos-sh/kairos/internal/tracing"
 
 	"errors"
@@ -211,17 +212,20 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	return c, errors.Join(errs...)
 }
 
-// NewLogger is the logger of cfg's format and level, writing to w.
+// NewLogger is the logger of cfg's format and level, writing to w, with
+// the URLs in every line redacted (internal/redact).
 func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		level = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	// Every line goes through redact: a callback URL's query or user info
+	// (a token) is never written, whoever logs it.
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(redact.Handler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(redact.Handler(slog.NewTextHandler(w, opts)))
 }
 
 // RoleList names the roles cfg runs, such as "api,scanner,worker".

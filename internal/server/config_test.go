@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -135,4 +136,18 @@ func FuzzParseRate(f *testing.F) {
 			t.Errorf("ParseRate(%q) = %d, %s", s, n, per)
 		}
 	})
+}
+
+// TestLoggerRedactsURLs: every line of the process's logger, text or JSON,
+// has URL queries and user info redacted, whoever logs them.
+func TestLoggerRedactsURLs(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		var b strings.Builder
+		log := NewLogger(Config{LogFormat: format, LogLevel: "debug"}, &b)
+		log.With("target", "https://u:secret@example.com/a").Debug("fire https://example.com/b?access_token=secret",
+			"url", "https://example.com/c?access_token=secret", "err", errors.New(`Post "https://example.com/d?sig=secret": EOF`))
+		if out := b.String(); strings.Contains(out, "secret") || !strings.Contains(out, "example.com/c?redacted") {
+			t.Errorf("%s: %s", format, out)
+		}
+	}
 }
