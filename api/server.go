@@ -174,7 +174,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RedisTimeout)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
-		s.writeError(w, r, errorf(http.StatusServiceUnavailable, "Redis is unreachable: "+err.Error()))
+		// the error names Redis's address and what failed: the log has it,
+		// the anonymous caller does not
+		s.log.Warn("readyz: Redis does not answer", "err", err)
+		s.writeError(w, r, errorf(http.StatusServiceUnavailable, "Redis is unreachable: this process cannot serve requests now"))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
