@@ -24,8 +24,8 @@ const bodyRate = 64 << 10
 // for each bodyRate bytes more, counted from the length the request
 // declares when it declares one, and never past limit; the write deadline
 // moves as much. A declared length above limit is refused before anything
-// is read. Once the body is in, the request's Redis time starts again
-// (restart) when reading it took a while.
+// is read. The time the body took does not count against the request's
+// Redis time (notBody).
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, limit int64, dst any) error {
 	n := limit
 	if r.ContentLength >= 0 {
@@ -42,8 +42,9 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, limit int64, dst
 		_ = rc.SetReadDeadline(now.Add(s.cfg.ReadTimeout + extra))
 		_ = rc.SetWriteDeadline(now.Add(s.cfg.WriteTimeout + extra))
 	}
+	start := time.Now()
 	err := decode(r, limit, dst)
-	s.restart(r)
+	s.notBody(r, time.Since(start))
 	return err
 }
 

@@ -185,12 +185,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // bounded gives a request at most RedisTimeout for its Redis work: a
 // frozen or partitioned Redis makes it answer 503 (its context's deadline
-// passed) instead of hanging. A body that was slow to arrive does not eat
-// into it: decode starts the time again once the body is in (restart).
+// passed) instead of hanging. The time its body took to arrive does not
+// count: decode moves the deadline by it (notBody).
 func (s *Server) bounded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RedisTimeout)
-		b := &redisBudget{client: r.Context(), start: time.Now(), cancel: cancel}
+		deadline := time.Now().Add(s.cfg.RedisTimeout)
+		ctx, cancel := context.WithDeadline(r.Context(), deadline)
+		b := &redisBudget{client: r.Context(), deadline: deadline, cancel: cancel}
 		defer func() { b.cancel() }()
 		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, redisBudgetKey{}, b)))
 	})
@@ -198,25 +199,26 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 
 // redisBudget is the Redis time of a request (bounded).
 type redisBudget struct {
-	client context.Context // the request's context without the budget: it ends when the client goes
-	start  time.Time
-	cancel context.CancelFunc // ends the budget's contexts
+	client   context.Context // the request's context without the budget: it ends when the client goes
+	deadline time.Time
+	cancel   context.CancelFunc // ends the budget's contexts
 }
 
 type redisBudgetKey struct{}
 
-// restart gives r a whole RedisTimeout again from now, when more than a
-// quarter of it went by since the request began (reading its body): r's
-// context is replaced in place, keeping its values.
-func (s *Server) restart(r *http.Request) {
+// notBody moves r's Redis deadline by took, the time its body took to
+// arrive, when that was more than a few milliseconds: r's context is
+// replaced in place, keeping its values.
+func (s *Server) notBody(r *http.Request, took time.Duration) {
 	b, ok := r.Context().Value(redisBudgetKey{}).(*redisBudget)
-	if !ok || time.Since(b.start) < s.cfg.RedisTimeout/4 {
+	if !ok || took < 5*time.Millisecond {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.RedisTimeout)
+	b.deadline = b.deadline.Add(took)
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), b.deadline)
 	stop := context.AfterFunc(b.client, cancel) // a client that goes still cancels it
 	prev := b.cancel
-	b.start, b.cancel = time.Now(), func() { stop(); cancel(); prev() }
+	b.cancel = func() { stop(); cancel(); prev() }
 	*r = *r.WithContext(ctx)
 }
 
