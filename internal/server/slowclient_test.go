@@ -134,3 +134,23 @@ func TestLargeBodyGetsTimeToArrive(t *testing.T) {
 		t.Fatalf("a %d-byte batch sent over %s: %q, %v; want 201 Created", len(body), time.Since(start).Round(time.Millisecond), status, err)
 	}
 }
+
+// TestDeclaredBodyOverLimitAnsweredAtOnce: a request that declares a body
+// larger than its route takes is answered 413 before any of it is read,
+// not after the read timeout.
+func TestDeclaredBodyOverLimitAnsweredAtOnce(t *testing.T) {
+	t.Parallel()
+	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL(), "KAIROS_READ_TIMEOUT": "5s"})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ti.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "PUT /v1/topics/big HTTP/1.1\r\nHost: k\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n", ti.token)
+	conn.SetReadDeadline(start.Add(4 * time.Second))
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || strings.TrimSpace(status) != "HTTP/1.1 413 Request Entity Too Large" {
+		t.Fatalf("after %s: %q, %v; want 413 at once", time.Since(start).Round(time.Millisecond), status, err)
+	}
+}
