@@ -94,12 +94,32 @@ type Topic struct {
 	// the topic goes dead (a job of its own, id NoticeID, retried like
 	// any; a notification's own death notifies no one).
 	FailureURL string
+	// Signing names the secret that signs the topic's callbacks:
+	// SigningTenant ("" too), the tenant's, shared by its topics; or
+	// SigningTopic, a secret of the topic's own, so that a receiver of one
+	// topic cannot sign callbacks that another's would accept.
+	Signing string
 	// Paused topics deliver nothing: their due jobs wait, keeping their
 	// due times and attempts, until resume (Store.PauseTopic). PUT of a
 	// topic leaves it as it is.
 	Paused    bool
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// The secrets a topic's callbacks may be signed with (Topic.Signing).
+const (
+	SigningTenant = "tenant"
+	SigningTopic  = "topic"
+)
+
+// OwnSecret returns t's name when its callbacks are signed with a secret
+// of its own (Signing is SigningTopic), else "": the tenant's secret.
+func (t Topic) OwnSecret() string {
+	if t.Signing == SigningTopic {
+		return t.Name
+	}
+	return ""
 }
 
 // Flow is the identity of the topic's flow-control quota within its

@@ -45,7 +45,7 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req batchRequest
-	if err := decode(r, min(maxBatch*(s.cfg.MaxPayload+4<<10), maxBatchBody), &req); err != nil {
+	if err := s.decode(w, r, min(maxBatch*(s.cfg.MaxPayload+4<<10), maxBatchBody), &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -10,7 +10,48 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"time"
 )
+
+// bodyRate is the slowest a large request body may arrive, in bytes a
+// second: a body of n bytes gets n/bodyRate seconds on top of the read
+// timeout.
+const bodyRate = 64 << 10
+
+// decode is the package's decode for handlers: it first gives a body of up
+// to limit bytes time to arrive. The server's read deadline (ReadTimeout
+// from the request's start) fits a small body; a larger one gets a second
+// for each bodyRate bytes more, counted from the length the request
+// declares when it declares one, and never past limit; the write deadline
+// moves as much. A declared length above limit is refused before anything
+// is read. The time the body took does not count against the request's
+// Redis time (notBody).
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, limit int64, dst any) error {
+	n := limit
+	if r.ContentLength >= 0 {
+		if r.ContentLength > limit {
+			return tooLarge(limit)
+		}
+		n = r.ContentLength
+	}
+	if extra := time.Duration(n/bodyRate) * time.Second; extra > 0 {
+		// The write deadline runs from the end of the headers too, so it
+		// moves as much. An error means the writer cannot move deadlines
+		// (a test's recorder): the server's own deadlines then hold.
+		rc, now := http.NewResponseController(w), time.Now()
+		_ = rc.SetReadDeadline(now.Add(s.cfg.ReadTimeout + extra))
+		_ = rc.SetWriteDeadline(now.Add(s.cfg.WriteTimeout + extra))
+	}
+	start := time.Now()
+	err := decode(r, limit, dst)
+	s.notBody(r, time.Since(start))
+	return err
+}
+
+func tooLarge(limit int64) error {
+	return &ValidationError{Status: http.StatusRequestEntityTooLarge, Errors: []FieldError{{
+		Field: "body", Message: fmt.Sprintf("request body is larger than the %d-byte limit", limit)}}}
+}
 
 // decode reads a JSON request body strictly: the content type must be JSON,
 // the body at most limit bytes, unknown fields and trailing data refused.
@@ -29,8 +70,7 @@ func decode(r *http.Request, limit int64, dst any) error {
 	body := buf.Bytes()
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) || int64(len(body)) > limit {
-		return &ValidationError{Status: http.StatusRequestEntityTooLarge, Errors: []FieldError{{
-			Field: "body", Message: fmt.Sprintf("request body is larger than the %d-byte limit", limit)}}}
+		return tooLarge(limit)
 	}
 	if err != nil {
 		return errorf(http.StatusBadRequest, "could not read the request body: "+err.Error())

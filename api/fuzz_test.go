@@ -95,7 +95,7 @@ func checkAcceptedHeaders(t *testing.T, h map[string]string) {
 			t.Errorf("header %q is not canonical", k)
 		case reservedHeaders[k] || strings.HasPrefix(k, "Kairos-"):
 			t.Errorf("reserved header %q accepted", k)
-		case !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(v) || len(v) > maxHeaderValue:
+		case !httpguts.ValidHeaderFieldName(k) || len(k) > maxHeaderName || !httpguts.ValidHeaderFieldValue(v) || len(v) > maxHeaderValue:
 			t.Errorf("header %q: %q accepted", k, v)
 		}
 	}

@@ -284,7 +284,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req jobRequest
-	if err := decode(r, s.cfg.MaxPayload+64<<10, &req); err != nil {
+	if err := s.decode(w, r, s.cfg.MaxPayload+64<<10, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -363,7 +363,7 @@ func (s *Server) rescheduleJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req rescheduleRequest
-	if err := decode(r, 4<<10, &req); err != nil {
+	if err := s.decode(w, r, 4<<10, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +49,10 @@ func TestRedisDown(t *testing.T) {
 
 	want[map[string]string](t, e.do(t, "GET", "/healthz", "", nil), http.StatusOK)
 	res := e.do(t, "GET", "/readyz", "", nil)
-	wantProblem(t, res, http.StatusServiceUnavailable)
+	if p := wantProblem(t, res, http.StatusServiceUnavailable); strings.Contains(p.Detail, strconv.Itoa(port)) ||
+		strings.Contains(p.Detail, "127.0.0.1") || strings.Contains(p.Detail, "dial") {
+		t.Errorf("readyz shows an anonymous caller Redis's error: %q", p.Detail)
+	}
 	if res.Header.Get("Retry-After") == "" {
 		t.Error("readyz 503 without Retry-After")
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/internal/rdb"
 )
@@ -73,13 +75,13 @@ const revocationLeeway = 5 * time.Second
 // The revocation is in force in this process at once and in every other
 // within about revokedFresh (syncRevoked).
 func (s *Server) revokeTokens(w http.ResponseWriter, r *http.Request) {
-	tenant, err := s.quotaTarget(r, true)
+	tenant, err := s.revocationTarget(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	var req revocationRequest
-	if err := decode(r, 4<<10, &req); err != nil {
+	if err := s.decode(w, r, 4<<10, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -110,12 +112,17 @@ func (s *Server) revokeTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := revocationResponse{Tenant: tenant}
 	if req.JTI != nil {
-		err = s.store.RevokeID(r.Context(), *req.JTI)
-		s.auth.RevokeID(*req.JTI)
+		// scoped to the tenant of the path: a token of another tenant
+		// with this jti stays valid
+		err = s.store.RevokeID(r.Context(), tenant, *req.JTI)
+		s.auth.RevokeID(tenant, *req.JTI)
 		resp.JTI = *req.JTI
 	} else {
-		err = s.store.RevokeBefore(r.Context(), tenant, before)
-		s.auth.RevokeBefore(tenant, before)
+		// a cutoff only moves forward: the answer names the one in force,
+		// later than before when an earlier revocation asked for more
+		if before, err = s.store.RevokeBefore(r.Context(), tenant, before); err == nil {
+			s.auth.RevokeBefore(tenant, before)
+		}
 		resp.IssuedBefore = formatTime(before.Truncate(time.Second))
 	}
 	if err != nil {
@@ -124,6 +131,19 @@ func (s *Server) revokeTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("tokens revoked", "tenant", tenant, "issued_before", resp.IssuedBefore, "by", identityOf(r))
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// revocationTarget returns the tenant named in the path of a revocation;
+// only an admin may revoke tokens.
+func (s *Server) revocationTarget(r *http.Request) (string, error) {
+	tenant := chi.URLParam(r, "tenant")
+	if !auth.TenantPattern.MatchString(tenant) {
+		return "", &ValidationError{Errors: []FieldError{{Field: "tenant", Message: fmt.Sprintf("%q is not a valid tenant name: use 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit", tenant)}}}
+	}
+	if id, _ := auth.FromContext(r.Context()); !id.Admin {
+		return "", errorf(http.StatusForbidden, "revoking tokens needs an admin token (admin: true); ask an admin to revoke a token that leaked")
+	}
+	return tenant, nil
 }
 
 // identityOf names the caller for a log line: its tenant, never its token.

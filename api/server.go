@@ -48,6 +48,13 @@ type Config struct {
 	// Quota is every tenant's default quota (an admin may set another for
 	// one tenant); zero fields are no limit.
 	Quota kairos.Quota
+	// ReadTimeout is the server's (http.Server.ReadTimeout): a handler that
+	// reads a body above bodyRate bytes moves the read deadline by a second
+	// for each further bodyRate bytes, up to its route's size limit (decode).
+	// WriteTimeout is the server's too: POST /v1/tick moves it by its tick.
+	// Zero: 15s and 30s.
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
 }
 
 // DefaultRedisTimeout is the default of Config.RedisTimeout.
@@ -80,6 +87,12 @@ func New(store *rdb.Store, a *auth.Authenticator, cfg Config) http.Handler {
 		cfg.RedisTimeout = DefaultRedisTimeout
 	}
 	cfg.Quota = cfg.Quota.WithDefaults()
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = 15 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
@@ -114,6 +127,8 @@ func (s *Server) routes() chi.Router {
 			r.Delete("/", s.deleteTopic)
 			r.Post("/pause", s.pauseTopic(true))
 			r.Post("/resume", s.pauseTopic(false))
+			r.Get("/signing-keys", s.getTopicSigningKeys)
+			r.Post("/signing-keys/rotate", s.rotateTopicSigningKeys)
 			r.Post("/jobs", s.createJob)
 			r.Get("/jobs", s.listJobs)
 			r.Post("/jobs/batch", s.createJobs)
@@ -160,9 +175,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RedisTimeout)
 	defer cancel()
 	if err := s.store.Writable(ctx); err != nil {
-		detail := "Redis is unreachable: " + err.Error()
+		// the error names Redis's address and what failed: the log has it,
+		// the anonymous caller does not
+		s.log.Warn("readyz: Redis cannot take writes", "err", err)
+		detail := "Redis is unreachable: this process cannot serve requests now"
 		if errors.Is(err, rdb.ErrNotMaster) {
-			detail = err.Error() + " (a failover is under way, or KAIROS_REDIS_URL names a replica)"
+			detail = "the Redis node kairos writes to is not a master (a failover is under way, or KAIROS_REDIS_URL names a replica)"
 		}
 		s.writeError(w, r, errorf(http.StatusServiceUnavailable, detail))
 		return
@@ -172,13 +190,41 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // bounded gives a request at most RedisTimeout for its Redis work: a
 // frozen or partitioned Redis makes it answer 503 (its context's deadline
-// passed) instead of hanging.
+// passed) instead of hanging. The time its body took to arrive does not
+// count: decode moves the deadline by it (notBody).
 func (s *Server) bounded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RedisTimeout)
-		defer cancel()
-		next.ServeHTTP(w, r.WithContext(ctx))
+		deadline := time.Now().Add(s.cfg.RedisTimeout)
+		ctx, cancel := context.WithDeadline(r.Context(), deadline)
+		b := &redisBudget{client: r.Context(), deadline: deadline, cancel: cancel}
+		defer func() { b.cancel() }()
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, redisBudgetKey{}, b)))
 	})
+}
+
+// redisBudget is the Redis time of a request (bounded).
+type redisBudget struct {
+	client   context.Context // the request's context without the budget: it ends when the client goes
+	deadline time.Time
+	cancel   context.CancelFunc // ends the budget's contexts
+}
+
+type redisBudgetKey struct{}
+
+// notBody moves r's Redis deadline by took, the time its body took to
+// arrive, when that was more than a few milliseconds: r's context is
+// replaced in place, keeping its values.
+func (s *Server) notBody(r *http.Request, took time.Duration) {
+	b, ok := r.Context().Value(redisBudgetKey{}).(*redisBudget)
+	if !ok || took < 5*time.Millisecond {
+		return
+	}
+	b.deadline = b.deadline.Add(took)
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), b.deadline)
+	stop := context.AfterFunc(b.client, cancel) // a client that goes still cancels it
+	prev := b.cancel
+	b.cancel = func() { stop(); cancel(); prev() }
+	*r = *r.WithContext(ctx)
 }
 
 // recoverer turns a handler panic into a 500 problem and one log line.

@@ -37,7 +37,7 @@ func (s *Server) tick(w http.ResponseWriter, r *http.Request) {
 	d := defaultTick
 	if r.ContentLength != 0 {
 		var req tickRequest
-		if err := decode(r, 1<<10, &req); err != nil {
+		if err := s.decode(w, r, 1<<10, &req); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -50,6 +50,8 @@ func (s *Server) tick(w http.ResponseWriter, r *http.Request) {
 			d = v
 		}
 	}
+	// the answer comes after the tick: the write deadline moves by it
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d + s.cfg.WriteTimeout))
 	sum, err := s.cfg.Tick(r.Context(), d)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -2,11 +2,13 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // topicRequest is the body of PUT /v1/topics/{topic}.
@@ -23,6 +25,7 @@ type topicRequest struct {
 	FlowKey     *string           `json:"flow_key"`
 	Breaker     *breakerRequest   `json:"breaker"`
 	FailureURL  *string           `json:"failure_url"`
+	Signing     *string           `json:"signing"`
 }
 
 // breakerRequest turns a topic's circuit breaker on.
@@ -74,6 +77,7 @@ type topicResponse struct {
 	FlowKey     string            `json:"flow_key,omitempty"`
 	Breaker     breakerResponse   `json:"breaker"`
 	FailureURL  string            `json:"failure_url,omitempty"`
+	Signing     string            `json:"signing"`
 	Paused      bool              `json:"paused"`
 	CreatedAt   string            `json:"created_at"`
 	UpdatedAt   string            `json:"updated_at"`
@@ -121,7 +125,11 @@ func topicView(t kairos.Topic) topicResponse {
 	if t.BreakerFailures > 0 {
 		brk.Failures, brk.Cooldown = t.BreakerFailures, t.BreakerCooldown.String()
 	}
-	return topicResponse{Rate: rate, Parallelism: t.Parallelism, FlowKey: t.FlowKey, Breaker: brk, FailureURL: t.FailureURL,
+	signing := kairos.SigningTenant
+	if t.OwnSecret() != "" {
+		signing = kairos.SigningTopic
+	}
+	return topicResponse{Rate: rate, Parallelism: t.Parallelism, FlowKey: t.FlowKey, Breaker: brk, FailureURL: t.FailureURL, Signing: signing,
 		Name: t.Name, Tenant: t.Tenant, CallbackURL: t.CallbackURL, Method: d.Method, Headers: maskHeaders(t.Headers),
 		Timeout: d.Timeout.String(), MaxAttempts: d.MaxAttempts,
 		Backoff:     backoffResponse{Initial: d.BackoffInitial.String(), Max: d.BackoffMax.String()},
@@ -176,6 +184,14 @@ func (req topicRequest) toTopic(tenant, name string, allowPrivate bool) (kairos.
 	if req.FailureURL != nil {
 		checkURL(&fe, "failure_url", *req.FailureURL, allowPrivate)
 		t.FailureURL = *req.FailureURL
+	}
+	if req.Signing != nil {
+		switch *req.Signing {
+		case kairos.SigningTenant, kairos.SigningTopic:
+			t.Signing = *req.Signing
+		default:
+			fe.add("signing", "%q is not a signing: use \"tenant\" (the tenant's secret, the default) or \"topic\" (a secret of the topic's own, GET /v1/topics/{topic}/signing-keys)", *req.Signing)
+		}
 	}
 	if b := req.Breaker; b != nil {
 		t.BreakerFailures, t.BreakerCooldown = 5, defaultBreakerCooldown
@@ -257,7 +273,7 @@ func (s *Server) putTopic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req topicRequest
-	if err := decode(r, 64<<10, &req); err != nil {
+	if err := s.decode(w, r, 64<<10, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -360,4 +376,35 @@ func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 		s.onTopic()
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// getTopicSigningKeys serves GET /v1/topics/{topic}/signing-keys: the
+// topic's own secrets, when it signs with them (signing: topic).
+func (s *Server) getTopicSigningKeys(w http.ResponseWriter, r *http.Request) {
+	s.topicSigningKeys(w, r, s.store.GetTopicSigningKeys)
+}
+
+// rotateTopicSigningKeys serves POST /v1/topics/{topic}/signing-keys/rotate.
+func (s *Server) rotateTopicSigningKeys(w http.ResponseWriter, r *http.Request) {
+	s.topicSigningKeys(w, r, s.store.RotateTopicSigningKeys)
+}
+
+func (s *Server) topicSigningKeys(w http.ResponseWriter, r *http.Request, keys func(ctx context.Context, tenant, topic string) (rdb.SigningKeys, error)) {
+	tenant, name, err := s.topicTarget(r)
+	var t kairos.Topic
+	if err == nil {
+		t, err = s.store.GetTopic(r.Context(), tenant, name)
+	}
+	if err == nil && t.OwnSecret() == "" {
+		err = fmt.Errorf("%w: topic %q is signed with the tenant's secret (GET /v1/signing-keys); PUT it with \"signing\": \"topic\" to give it a secret of its own", kairos.ErrConflict, name)
+	}
+	var k rdb.SigningKeys
+	if err == nil {
+		k, err = keys(r.Context(), tenant, name)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, signingKeysResponse{Current: k.Current, Next: k.Next})
 }

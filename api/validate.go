@@ -38,6 +38,7 @@ const (
 	defaultBreakerCooldown = 10 * time.Second
 	maxHeaders             = 50
 	maxHeaderValue         = 4096
+	maxHeaderName          = 256
 )
 
 var allowedMethods = []string{"POST", "PUT", "PATCH", "DELETE", "GET"}
@@ -114,6 +115,11 @@ func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string
 		}
 	}
 	for name, v := range h {
+		if len(name) > maxHeaderName {
+			// named by its start: the field would repeat the whole name
+			fe.add(field, "a header name is %d bytes, longer than the %d allowed: %q...", len(name), maxHeaderName, name[:32])
+			continue
+		}
 		bad := func(format string, args ...any) { fe.add(field+"."+name, format, args...) }
 		if !httpguts.ValidHeaderFieldName(name) {
 			bad("%q is not a valid HTTP header name", name)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -35,6 +36,29 @@ type Claims struct {
 	Admin bool `json:"admin,omitempty"`
 }
 
+// UnmarshalJSON reads claims by their exact names: encoding/json would
+// take "ADMIN" or "Sub" for admin and sub, and a later "SUB" would replace
+// sub. Claims of other names are ignored, as before.
+func (c *Claims) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*c = Claims{}
+	for _, f := range []struct {
+		name string
+		dst  any
+	}{{"iss", &c.Issuer}, {"sub", &c.Subject}, {"aud", &c.Audience}, {"exp", &c.ExpiresAt},
+		{"nbf", &c.NotBefore}, {"iat", &c.IssuedAt}, {"jti", &c.ID}, {"admin", &c.Admin}} {
+		if raw, ok := m[f.name]; ok {
+			if err := json.Unmarshal(raw, f.dst); err != nil {
+				return fmt.Errorf("claim %s: %w", f.name, err)
+			}
+		}
+	}
+	return nil
+}
+
 // TenantPattern is what a tenant name (the token's sub) may look like.
 var TenantPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
@@ -60,11 +84,18 @@ type Authenticator struct {
 
 // Revocations are the tokens no longer accepted: every token of a tenant
 // issued at or before a time (to the second: iat has whole seconds), and
-// single tokens by their jti.
+// single tokens by their tenant and jti.
 type Revocations struct {
 	Before map[string]time.Time // tenant -> tokens issued at or before it (its second) are revoked
-	IDs    map[string]bool      // jti -> revoked
+	// IDs are revoked tokens by RevokedID(tenant, jti); "/" + jti revokes
+	// that jti whatever its tenant (revocations written before they were
+	// scoped to their tenant).
+	IDs map[string]bool
 }
+
+// RevokedID is the key of Revocations.IDs of the token of tenant whose
+// jti is jti. A tenant name has no "/".
+func RevokedID(tenant, jti string) string { return tenant + "/" + jti }
 
 // revokes reports whether r revokes the token of id. A token without iat
 // counts as issued before any time; one without jti matches no ID.
@@ -72,7 +103,7 @@ func (r *Revocations) revokes(id Identity) bool {
 	if r == nil {
 		return false
 	}
-	if id.TokenID != "" && r.IDs[id.TokenID] {
+	if id.TokenID != "" && (r.IDs[RevokedID(id.Tenant, id.TokenID)] || r.IDs["/"+id.TokenID]) {
 		return true
 	}
 	t, ok := r.Before[id.Tenant]
@@ -85,14 +116,20 @@ func (a *Authenticator) SetRevocations(r Revocations) { a.revoked.Store(&r) }
 
 // RevokeBefore revokes, in this process at once, tenant's tokens issued at
 // or before t (its second); SetRevocations with the shared list later
-// keeps it.
+// keeps it. A cutoff only moves forward: a t before the one in force
+// changes nothing.
 func (a *Authenticator) RevokeBefore(tenant string, t time.Time) {
-	a.update(func(r *Revocations) { r.Before[tenant] = t })
+	a.update(func(r *Revocations) {
+		if old, ok := r.Before[tenant]; !ok || t.After(old) {
+			r.Before[tenant] = t
+		}
+	})
 }
 
-// RevokeID revokes, in this process at once, the token whose jti is id.
-func (a *Authenticator) RevokeID(id string) {
-	a.update(func(r *Revocations) { r.IDs[id] = true })
+// RevokeID revokes, in this process at once, tenant's token whose jti is
+// id; another tenant's token with the same jti stays valid.
+func (a *Authenticator) RevokeID(tenant, id string) {
+	a.update(func(r *Revocations) { r.IDs[RevokedID(tenant, id)] = true })
 }
 
 func (a *Authenticator) update(f func(*Revocations)) {
@@ -136,7 +173,9 @@ func New(secret []byte, now func() time.Time) *Authenticator {
 	return &Authenticator{
 		secret: secret,
 		now:    now,
-		parser: jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithTimeFunc(now), jwt.WithLeeway(leeway)),
+		// WithIssuedAt refuses a token issued in the future (past the
+		// leeway): it would escape a cutoff (RevokeBefore) until then.
+		parser: jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithTimeFunc(now), jwt.WithLeeway(leeway), jwt.WithIssuedAt()),
 	}
 }
 

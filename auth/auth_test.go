@@ -91,6 +91,13 @@ func TestAuthenticateRefuses(t *testing.T) {
 		{"sub with slash", hs(c("sub", "acme/ops")), "token sub is not a valid tenant name: use 1-64 letters, digits, '.', '_', '@' or '-'"},
 		{"sub too long", hs(c("sub", strings.Repeat("a", 65))), "token sub is not a valid tenant name: use 1-64 letters, digits, '.', '_', '@' or '-'"},
 		{"sub not a string", hs(c("sub", 42)), "token is malformed"},
+		// a token issued in the future would escape a revocation cutoff until then
+		{"iat in the future", hs(c("iat", now+3600)), "token was issued in the future"},
+		{"iat past the leeway", hs(c("iat", now+6)), "token was issued in the future"},
+		// claims are matched by their exact names
+		{"SUB for sub", hs(c("sub", nil, "SUB", "acme")), "token has no sub claim: sub names the tenant"},
+		{"Sub for sub", hs(c("sub", nil, "Sub", "acme")), "token has no sub claim: sub names the tenant"},
+		{"EXP not read as exp, ADMIN not a bool", hs(c("ADMIN", "true", "exp", now-6)), "token has expired"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,7 +135,12 @@ func TestAuthenticateAccepts(t *testing.T) {
 		{"admin false", hs2(t, jwt.MapClaims{"sub": "ops", "admin": false}, secret), Identity{Tenant: "ops"}},
 		{"exp within leeway", hs2(t, jwt.MapClaims{"sub": "acme", "exp": now - 4}, secret), Identity{Tenant: "acme"}},
 		{"nbf within leeway", hs2(t, jwt.MapClaims{"sub": "acme", "nbf": now + 4}, secret), Identity{Tenant: "acme"}},
-		{"iat in the future", hs2(t, jwt.MapClaims{"sub": "acme", "iat": now + 3600}, secret), Identity{Tenant: "acme"}},
+		{"iat within leeway", hs2(t, jwt.MapClaims{"sub": "acme", "iat": now + 4}, secret), Identity{Tenant: "acme"}},
+		// claims are matched by their exact names: only "admin" makes an admin
+		{"ADMIN is not admin", hs2(t, jwt.MapClaims{"sub": "acme", "ADMIN": true}, secret), Identity{Tenant: "acme"}},
+		{"Admin is not admin", hs2(t, jwt.MapClaims{"sub": "acme", "Admin": true, "admin": false}, secret), Identity{Tenant: "acme"}},
+		{"SUB does not replace sub", hs2(t, jwt.MapClaims{"sub": "acme", "SUB": "globex"}, secret), Identity{Tenant: "acme"}},
+		{"JTI is not jti", hs2(t, jwt.MapClaims{"sub": "acme", "JTI": "x"}, secret), Identity{Tenant: "acme"}},
 		{"lowercase scheme", "bearer " + sign(t, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme"}, secret), Identity{Tenant: "acme"}},
 		{"extra spaces", "Bearer   " + sign(t, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme"}, secret) + "  ", Identity{Tenant: "acme"}},
 		{"unknown claims", hs2(t, jwt.MapClaims{"sub": "a.b_c@d-e", "scope": "x"}, secret), Identity{Tenant: "a.b_c@d-e"}},

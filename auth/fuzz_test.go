@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -27,6 +29,12 @@ func FuzzAuthenticate(f *testing.F) {
 		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "jti": "n3oZIMcafZyF8Segdv8SnQ", "iat": now}, secret),
 		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "jti": 42, "iat": "yesterday"}, secret),
 		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "jti": "", "iat": -1e300}, secret),
+		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "ADMIN": true, "Admin": true}, secret),
+		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"SUB": "acme", "Exp": 1, "IAT": now + 3600}, secret),
+		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "iat": now + 3600}, secret),
+		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "iat": 1e300}, secret),
+		"Bearer " + sign(f, jwt.SigningMethodHS256, jwt.MapClaims{"sub": "acme", "aud": []any{"x", 1}}, secret),
+		"Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhY21lIiwic3ViIjoiZ2xvYmV4In0.x",
 	} {
 		f.Add(h, "acme", false, int64(3600))
 	}
@@ -46,6 +54,8 @@ func FuzzAuthenticate(f *testing.F) {
 			}
 		} else if !TenantPattern.MatchString(id.Tenant) {
 			t.Errorf("accepted tenant %q", id.Tenant)
+		} else if claims := exactClaims(header); claims != nil && (id.Admin != (claims["admin"] == true) || id.Tenant != claims["sub"]) {
+			t.Errorf("identity %+v from claims %v: admin and tenant must come from \"admin\" and \"sub\" exactly", id, claims)
 		}
 
 		d := time.Duration(ttl) * time.Second
@@ -77,4 +87,22 @@ func FuzzAuthenticate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// exactClaims returns the claims of the token in header by their exact
+// names, or nil when they do not decode.
+func exactClaims(header string) map[string]any {
+	parts := strings.Split(strings.TrimSpace(header[min(len(header), len("Bearer ")):]), ".")
+	if len(parts) != 3 {
+		return nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
 }

@@ -11,7 +11,8 @@ import (
 
 // TestRevocations: a tenant's tokens issued at or before a revocation's
 // second are refused, remembered ones included; later ones, other
-// tenants' and unrevoked ids pass; a revoked jti is refused alone.
+// tenants' and unrevoked ids pass; a revoked jti is refused alone, and only
+// for the tenant it was revoked under; an earlier cutoff undoes nothing.
 func TestRevocations(t *testing.T) {
 	t.Parallel()
 	clk := testclock.New(t0)
@@ -47,9 +48,18 @@ func TestRevocations(t *testing.T) {
 		}
 	}
 	id, _ := a.Authenticate(later)
-	a.RevokeID(id.TokenID)
+	a.RevokeID("globex", id.TokenID) // under another tenant: not this token
+	if _, err := a.Authenticate(later); err != nil {
+		t.Errorf("a jti revoked for another tenant revoked acme's token: %v", err)
+	}
+	a.RevokeID("acme", id.TokenID)
 	if _, err := a.Authenticate(later); err == nil {
 		t.Error("a token revoked by its jti passed")
+	}
+	// an earlier cutoff does not undo a later one
+	a.RevokeBefore("acme", t0.Add(-time.Hour))
+	if _, err := a.Authenticate(old); err == nil {
+		t.Error("an earlier cutoff let a token revoked by a later one pass")
 	}
 	if _, err := a.Authenticate(other); err != nil {
 		t.Errorf("another token: %v", err)
@@ -58,5 +68,10 @@ func TestRevocations(t *testing.T) {
 	a.SetRevocations(Revocations{})
 	if _, err := a.Authenticate(old); err != nil {
 		t.Errorf("after the list was emptied: %v", err)
+	}
+	// a jti revoked by an older kairos, not scoped to a tenant
+	a.SetRevocations(Revocations{IDs: map[string]bool{"/" + id.TokenID: true}})
+	if _, err := a.Authenticate(later); err == nil {
+		t.Error("a token revoked by an unscoped jti passed")
 	}
 }

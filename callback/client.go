@@ -19,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/kairos-sh/kairos/internal/redact"
 )
 
 const (
@@ -224,9 +226,21 @@ func validUTF8(b []byte) string {
 
 // debugLogger passes retryablehttp's messages to slog at debug level, so
 // that each failed attempt is logged once, by whoever handles its Result.
+// retryablehttp logs whole URLs (and errors that repeat them): their
+// queries and user info are redacted first, whatever handler the logger has.
 type debugLogger struct{ l *slog.Logger }
 
-func (d debugLogger) Error(msg string, kv ...any) { d.l.Debug(msg, kv...) }
-func (d debugLogger) Warn(msg string, kv ...any)  { d.l.Debug(msg, kv...) }
-func (d debugLogger) Info(msg string, kv ...any)  { d.l.Debug(msg, kv...) }
-func (d debugLogger) Debug(msg string, kv ...any) { d.l.Debug(msg, kv...) }
+func (d debugLogger) Error(msg string, kv ...any) { d.debug(msg, kv) }
+func (d debugLogger) Warn(msg string, kv ...any)  { d.debug(msg, kv) }
+func (d debugLogger) Info(msg string, kv ...any)  { d.debug(msg, kv) }
+func (d debugLogger) Debug(msg string, kv ...any) { d.debug(msg, kv) }
+
+func (d debugLogger) debug(msg string, kv []any) {
+	if !d.l.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	for i, v := range kv {
+		kv[i] = redact.Value(v)
+	}
+	d.l.Debug(redact.String(msg), kv...)
+}

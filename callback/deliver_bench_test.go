@@ -30,7 +30,9 @@ func (q *chanQueue) Now() time.Time { return time.Now() }
 func (q *chanQueue) Topics(context.Context) ([]kairos.Topic, error) {
 	return []kairos.Topic{q.topic}, nil
 }
-func (q *chanQueue) SigningSecret(context.Context, string) (string, error) { return testSecret, nil }
+func (q *chanQueue) SigningSecret(context.Context, string, string) (string, error) {
+	return testSecret, nil
+}
 
 func (q *chanQueue) Next(ctx context.Context, _, _ string, n int, wait, _ time.Duration) ([]kairos.Job, error) {
 	t := time.NewTimer(wait)

@@ -25,14 +25,23 @@ type BlockedAddressError struct {
 	Addr   netip.Addr // the address kairos was about to connect to, or the URL's literal address
 	Host   string     // the URL's host name, when it was refused by name (localhost)
 	Reason string     // such as "loopback address"
+	// Resolved is set when the address was refused at dial time, after
+	// the URL's host was resolved: the message then does not show it, so
+	// that an attempt's error tells no one what a host name of an
+	// internal network resolves to.
+	Resolved bool
 }
 
 func (e *BlockedAddressError) Error() string {
+	const allow = " (set KAIROS_ALLOW_PRIVATE_URLS=1 or --allow-private-urls to allow)"
+	if e.Resolved {
+		return "callback target refused: its host resolves to a " + e.Reason + allow
+	}
 	target := e.Host
 	if target == "" {
 		target = e.Addr.String()
 	}
-	return fmt.Sprintf("callback target %s refused: %s (set KAIROS_ALLOW_PRIVATE_URLS=1 or --allow-private-urls to allow)", target, e.Reason)
+	return fmt.Sprintf("callback target %s refused: %s", target, e.Reason) + allow
 }
 
 // blockedPrefixes are refused ranges that netip.Addr has no predicate for,
@@ -48,6 +57,9 @@ var blockedPrefixes = []struct {
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved address"}, // includes broadcast
 	{netip.MustParsePrefix("fec0::/10"), "site-local address"},
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 address"},
+	// Teredo tunnels to an IPv4 address carried (obfuscated) in its low
+	// bits, and to a relay: refused whole, as its targets cannot be told
+	{netip.MustParsePrefix("2001::/32"), "Teredo address"},
 }
 
 var (
@@ -55,17 +67,21 @@ var (
 	metadataV6 = netip.MustParseAddr("fd00:ec2::254")
 	// embedding prefixes carry an IPv4 address in their low bits (NAT64,
 	// IPv4-compatible); 6to4 carries it in bits 16-48.
-	nat64      = netip.MustParsePrefix("64:ff9b::/96")
-	v4Compat   = netip.MustParsePrefix("::/96")
-	sixToFour  = netip.MustParsePrefix("2002::/16")
-	broadcast4 = netip.MustParseAddr("255.255.255.255")
+	nat64    = netip.MustParsePrefix("64:ff9b::/96")
+	v4Compat = netip.MustParsePrefix("::/96")
+	// IPv4-translated addresses (RFC 2765, SIIT): ::ffff:0:a.b.c.d, not
+	// the IPv4-mapped ::ffff:a.b.c.d that Unmap reads
+	v4Translated = netip.MustParsePrefix("::ffff:0:0:0/96")
+	sixToFour    = netip.MustParsePrefix("2002::/16")
+	broadcast4   = netip.MustParseAddr("255.255.255.255")
 )
 
 // CheckAddr returns a *BlockedAddressError if a is not a public unicast
 // address: unspecified, loopback, private, link-local (including the cloud
 // metadata addresses), CGNAT, multicast, broadcast and reserved ranges, in
 // IPv4, IPv4-mapped IPv6 and IPv6 forms (including IPv4 embedded by NAT64,
-// 6to4 and IPv4-compatible prefixes). It returns nil otherwise.
+// 6to4, IPv4-compatible and IPv4-translated prefixes, and any Teredo
+// address). It returns nil otherwise.
 func CheckAddr(a netip.Addr) error {
 	if reason := blockReason(a.WithZone("").Unmap()); reason != "" {
 		return &BlockedAddressError{Addr: a, Reason: reason}
@@ -101,7 +117,7 @@ func blockReason(a netip.Addr) string {
 		b := a.As16()
 		var v4 netip.Addr
 		switch {
-		case nat64.Contains(a), v4Compat.Contains(a):
+		case nat64.Contains(a), v4Compat.Contains(a), v4Translated.Contains(a):
 			v4 = netip.AddrFrom4([4]byte(b[12:16]))
 		case sixToFour.Contains(a):
 			v4 = netip.AddrFrom4([4]byte(b[2:6]))
@@ -277,7 +293,12 @@ func controlAddr(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return &BlockedAddressError{Reason: "unparsable address " + address}
 	}
-	return CheckAddr(ap.Addr())
+	err = CheckAddr(ap.Addr())
+	var blocked *BlockedAddressError
+	if errors.As(err, &blocked) {
+		blocked.Resolved = true
+	}
+	return err
 }
 
 // maxURLLen is the longest callback URL CheckURL accepts.

@@ -56,6 +56,14 @@ func TestCheckAddr(t *testing.T) {
 		{"64:ff9b::5db8:d822", ""},
 		{"2002:c0a8:0101::1", "IPv6 address embedding a private address"},
 		{"::127.0.0.1", "IPv6 address embedding a loopback address"},
+		// IPv4-translated (::ffff:0:0/96) and Teredo (2001::/32)
+		{"::ffff:0:7f00:1", "IPv6 address embedding a loopback address"},
+		{"::ffff:0:a9fe:a9fe", "IPv6 address embedding a cloud metadata address"},
+		{"::ffff:0:c0a8:101", "IPv6 address embedding a private address"},
+		{"::ffff:0:5db8:d822", ""},
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo address"},
+		{"2001::1", "Teredo address"},
+		{"2001:4860:4860::8888", ""}, // 2001: outside the Teredo /32
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
 			a := netip.MustParseAddr(tc.addr)

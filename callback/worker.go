@@ -39,8 +39,10 @@ type Queue interface {
 	// A notice given with a dead outcome is filed as the job's failure
 	// notification, with its death.
 	Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error)
-	// SigningSecret returns the tenant's current signing secret.
-	SigningSecret(ctx context.Context, tenant string) (string, error)
+	// SigningSecret returns the current secret that signs tenant's
+	// callbacks: the tenant's with topic "", else that topic's own
+	// (kairos.Topic.OwnSecret names it).
+	SigningSecret(ctx context.Context, tenant, topic string) (string, error)
 }
 
 // Event describes one finished attempt, for stats and metrics.
@@ -89,7 +91,7 @@ type Worker struct {
 	topics   map[string]*topicRun
 	longest  atomic.Int64 // the longest callback timeout of the topics, as last read (ns)
 	inflight atomic.Int64
-	secrets  sync.Map // tenant -> cachedSecret
+	secrets  sync.Map // tenant, or tenant "/" topic for a topic's own -> cachedSecret
 	deliver  context.Context
 	kick     chan struct{}
 	tracer   trace.Tracer
@@ -320,7 +322,7 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	var res Result
 	if j.CallbackURL == "" {
 		res = Result{Permanent: true, Err: errors.New("no callback URL: the job names none and its topic has none; register one with PUT /v1/topics/" + j.Topic)}
-	} else if secret, err := w.secret(ctx, j.Tenant); err != nil {
+	} else if secret, err := w.secret(ctx, j.Tenant, t.OwnSecret()); err != nil {
 		res = Result{Err: err}
 	} else if req, err := w.request(tctx, j, secret, start); err != nil {
 		res = Result{Err: err}
@@ -476,18 +478,23 @@ func (w *Worker) request(ctx context.Context, j kairos.Job, secret string, now t
 	return Request{Method: j.Method, URL: j.CallbackURL, Header: h, Body: j.Payload, Timeout: j.Timeout}, nil
 }
 
-// secret returns the tenant's signing secret, cached for two seconds.
-func (w *Worker) secret(ctx context.Context, tenant string) (string, error) {
-	if v, ok := w.secrets.Load(tenant); ok {
+// secret returns the signing secret of tenant, or of its topic when topic
+// is not "" (Queue.SigningSecret), cached for two seconds.
+func (w *Worker) secret(ctx context.Context, tenant, topic string) (string, error) {
+	key := tenant // a tenant name has no "/"
+	if topic != "" {
+		key = tenant + "/" + topic
+	}
+	if v, ok := w.secrets.Load(key); ok {
 		c := v.(cachedSecret)
 		if time.Since(c.at) < 2*time.Second {
 			return c.secret, nil
 		}
 	}
-	s, err := w.q.SigningSecret(ctx, tenant)
+	s, err := w.q.SigningSecret(ctx, tenant, topic)
 	if err != nil {
 		return "", err
 	}
-	w.secrets.Store(tenant, cachedSecret{secret: s, at: time.Now()})
+	w.secrets.Store(key, cachedSecret{secret: s, at: time.Now()})
 	return s, nil
 }

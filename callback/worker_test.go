@@ -16,9 +16,9 @@ type finishQueue struct {
 	freedT []bool
 }
 
-func (q *finishQueue) Now() time.Time                                        { return time.Now() }
-func (q *finishQueue) Topics(context.Context) ([]kairos.Topic, error)        { return nil, nil }
-func (q *finishQueue) SigningSecret(context.Context, string) (string, error) { return "", nil }
+func (q *finishQueue) Now() time.Time                                                { return time.Now() }
+func (q *finishQueue) Topics(context.Context) ([]kairos.Topic, error)                { return nil, nil }
+func (q *finishQueue) SigningSecret(context.Context, string, string) (string, error) { return "", nil }
 func (q *finishQueue) Next(context.Context, string, string, int, time.Duration, time.Duration) ([]kairos.Job, error) {
 	return nil, nil
 }

@@ -64,7 +64,7 @@ var calls = map[string]func(context.Context, *client.Client) error{
 	"putTopic": func(ctx context.Context, c *client.Client) error {
 		_, _, err := c.PutTopic(ctx, "orders", client.TopicRequest{
 			CallbackURL: "https://hooks.example.com/orders", Method: "post", Headers: map[string]string{"X-Shop": "eu-1"},
-			Timeout: client.Duration(10 * time.Second), MaxAttempts: 5, Concurrency: 20,
+			Timeout: client.Duration(10 * time.Second), MaxAttempts: 5, Concurrency: 20, Signing: client.SigningTopic,
 			Backoff: &client.Backoff{Initial: client.Duration(2 * time.Second), Max: client.Duration(30 * time.Minute)},
 		})
 		return err
@@ -147,6 +147,14 @@ var calls = map[string]func(context.Context, *client.Client) error{
 	},
 	"rotateSigningKeys": func(ctx context.Context, c *client.Client) error {
 		_, err := c.RotateSigningKeys(ctx)
+		return err
+	},
+	"getTopicSigningKeys": func(ctx context.Context, c *client.Client) error {
+		_, err := c.GetTopicSigningKeys(ctx, "orders")
+		return err
+	},
+	"rotateTopicSigningKeys": func(ctx context.Context, c *client.Client) error {
+		_, err := c.RotateTopicSigningKeys(ctx, "orders")
 		return err
 	},
 	"putSchedule": func(ctx context.Context, c *client.Client) error {

@@ -84,6 +84,27 @@ func (c *Client) pauseTopic(ctx context.Context, name, verb string) (*Topic, err
 	return &t, nil
 }
 
+// GetTopicSigningKeys returns the current and next secrets of a topic that
+// signs its callbacks with its own (Signing: SigningTopic). A topic signed
+// with the tenant's secret is a conflict ([IsConflict]).
+func (c *Client) GetTopicSigningKeys(ctx context.Context, topic string) (*SigningKeys, error) {
+	var k SigningKeys
+	if _, err := c.do(ctx, get(topicPath(topic, "signing-keys"), nil), &k); err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+// RotateTopicSigningKeys makes the topic's next secret current and draws a
+// new next one. It is sent once: a repeat would rotate again.
+func (c *Client) RotateTopicSigningKeys(ctx context.Context, topic string) (*SigningKeys, error) {
+	var k SigningKeys
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: topicPath(topic, "signing-keys", "rotate")}, &k); err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
 func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	_, err := c.do(ctx, del(topicPath(name)), nil)
 	return err

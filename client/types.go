@@ -86,7 +86,18 @@ type TopicRequest struct {
 	FlowKey     string            `json:"flow_key,omitempty"`    // topics with the same key share one quota
 	Breaker     *BreakerRequest   `json:"breaker,omitempty"`     // turns the circuit breaker on
 	FailureURL  string            `json:"failure_url,omitempty"` // told of each job that goes dead
+	// Signing is the secret that signs the topic's callbacks: SigningTenant
+	// (the default) or SigningTopic, a secret of the topic's own
+	// (GetTopicSigningKeys), so that its receivers hold no secret another
+	// topic's receivers accept.
+	Signing string `json:"signing,omitempty"`
 }
+
+// The secrets a topic's callbacks may be signed with (TopicRequest.Signing).
+const (
+	SigningTenant = "tenant"
+	SigningTopic  = "topic"
+)
 
 // BreakerRequest turns a topic's circuit breaker on: it opens after
 // Failures failed attempts in a row (default 5) for Cooldown (default 10s).
@@ -130,7 +141,8 @@ type Topic struct {
 	FlowKey     string            `json:"flow_key,omitempty"`
 	Breaker     *Breaker          `json:"breaker,omitempty"` // always set by the server: State "closed" when none is configured
 	FailureURL  string            `json:"failure_url,omitempty"`
-	Paused      bool              `json:"paused"` // deliveries stopped (PauseTopic)
+	Signing     string            `json:"signing,omitempty"` // SigningTenant or SigningTopic
+	Paused      bool              `json:"paused"`            // deliveries stopped (PauseTopic)
 	CreatedAt   Time              `json:"created_at"`
 	UpdatedAt   Time              `json:"updated_at"`
 }

@@ -215,29 +215,27 @@ func optionalHandshake(cmd redis.Cmder) bool {
 	return strings.EqualFold(sub, "setinfo") || strings.EqualFold(sub, "maint_notifications")
 }
 
-// redisCollector reads bucket depths, ready list lengths and process gauges at scrape time.
+// redisCollector reads the Delay Bucket depths (one pipeline of an HLEN a
+// shard) and the process's own gauges at scrape time. A scrape reads
+// nothing per topic: how many topics there are, whatever a tenant does,
+// does not change what it costs Redis. A topic's ready jobs, pause and
+// breaker are in GET /v1/stats, behind a token.
 type redisCollector struct{ g Gauges }
 
 var (
 	bucketDesc   = prometheus.NewDesc("kairos_bucket_depth", "Members of a Delay Bucket shard: pending jobs and leases.", []string{"shard"}, nil)
-	readyDesc    = prometheus.NewDesc("kairos_ready_list_length", "Jobs waiting on a topic's ready list.", []string{"topic"}, nil)
 	locksDesc    = prometheus.NewDesc("kairos_scanner_locks_held", "Delay Bucket shard locks this process holds.", nil, nil)
 	inflightDesc = prometheus.NewDesc("kairos_callbacks_in_flight", "Callbacks this process is firing now.", nil, nil)
 	upDesc       = prometheus.NewDesc("kairos_redis_up", "1 when the last scrape could read Redis.", nil, nil)
 	connsDesc    = prometheus.NewDesc("kairos_redis_connections", "Redis connections this process has open, by pool (main includes pub/sub and pipelines).", []string{"pool"}, nil)
-	pausedDesc   = prometheus.NewDesc("kairos_topic_paused", "1 while a topic is paused.", []string{"topic"}, nil)
-	breakerDesc  = prometheus.NewDesc("kairos_breaker_state", "A topic's circuit breaker: 0 closed, 1 half-open, 2 open (topics with a breaker only).", []string{"topic"}, nil)
 )
 
 func (c *redisCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- bucketDesc
-	ch <- readyDesc
 	ch <- locksDesc
 	ch <- inflightDesc
 	ch <- upDesc
 	ch <- connsDesc
-	ch <- pausedDesc
-	ch <- breakerDesc
 }
 
 func (c *redisCollector) Collect(ch chan<- prometheus.Metric) {
@@ -259,35 +257,6 @@ func (c *redisCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for sh, d := range depths {
 		ch <- prometheus.MustNewConstMetric(bucketDesc, prometheus.GaugeValue, float64(d), strconv.Itoa(sh))
-	}
-	topics, err := c.g.Store.Topics(ctx)
-	if err != nil {
-		up = 0
-	}
-	lens, err := c.g.Store.ReadyLens(ctx, topics)
-	if err != nil {
-		up = 0
-	}
-	for i, n := range lens {
-		t := topics[i]
-		ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, float64(n), t.Tenant+"/"+t.Name)
-	}
-	for _, t := range topics {
-		name := t.Tenant + "/" + t.Name
-		paused := 0.0
-		if t.Paused {
-			paused = 1
-		}
-		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, name)
-		if t.BreakerFailures <= 0 {
-			continue
-		}
-		b, err := c.g.Store.BreakerState(ctx, t)
-		if err != nil {
-			up = 0
-			continue
-		}
-		ch <- prometheus.MustNewConstMetric(breakerDesc, prometheus.GaugeValue, map[string]float64{"closed": 0, "half-open": 1, "open": 2}[b.State], name)
 	}
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, up)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,7 +87,6 @@ func TestMetricsExposition(t *testing.T) {
 		`kairos_gone_total{topic="acme/orders"} 1`, // the 410, not the other dead job
 		`kairos_attempt_duration_seconds_count{topic="acme/orders"} 4`,
 		`kairos_lateness_seconds_count{topic="acme/orders"} 3`,
-		`kairos_ready_list_length{topic="acme/orders"} 1`,
 		`kairos_scanner_locks_held 3`,
 		`kairos_callbacks_in_flight 2`,
 		`kairos_redis_up 1`,
@@ -181,40 +181,85 @@ func TestOccurrenceMetrics(t *testing.T) {
 	}
 }
 
-// A paused topic and a topic's open circuit breaker are gauges.
-func TestFlowControlMetrics(t *testing.T) {
+// TestScrapeCostsRedisNothingPerTopic counts the Redis commands of a
+// scrape with no topic and with 40 topics (paused ones, ones with a
+// circuit breaker, ready jobs): the same few, and none that lists topics or
+// reads a topic's ready list, pause or breaker. Before, each scrape read
+// the topic list, one LLEN a topic and one HMGET a breaker.
+func TestScrapeCostsRedisNothingPerTopic(t *testing.T) {
 	ctx := context.Background()
-	store := rdb.New(testredis.Client(t), rdb.Options{Prefix: testredis.Prefix(t), Shards: 2, NewSecret: callback.NewSecret})
+	client := testredis.Client(t)
+	store := rdb.New(client, rdb.Options{Prefix: testredis.Prefix(t), Shards: 4, NewSecret: callback.NewSecret})
 	if err := store.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
-	partner := kairos.Topic{Tenant: "acme", Name: "partner", CallbackURL: "https://example.com", BreakerFailures: 1, BreakerCooldown: time.Minute}
-	for _, tp := range []kairos.Topic{partner, {Tenant: "acme", Name: "orders", CallbackURL: "https://example.com"}} {
+	var cmds commandLog
+	client.AddHook(&cmds)
+	m := New()
+	m.Watch(Gauges{Store: store})
+	scrape(t, m) // opens the connections: their handshakes are not the scrape's
+	cmds.take()
+	scrape(t, m)
+	empty := cmds.take()
+	for i := range 40 {
+		tp := kairos.Topic{Tenant: fmt.Sprintf("t%d", i%4), Name: fmt.Sprintf("topic%d", i), CallbackURL: "https://example.com"}
+		if i%3 == 0 {
+			tp.BreakerFailures, tp.BreakerCooldown = 1, time.Minute
+		}
 		if _, _, err := store.PutTopic(ctx, tp); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if _, err := store.PauseTopic(ctx, "acme", "orders", true); err != nil {
-		t.Fatal(err)
-	}
-	m := New()
-	m.Watch(Gauges{Store: store})
-	if text := scrape(t, m); !strings.Contains(text, `kairos_breaker_state{topic="acme/partner"} 0`+"\n") {
-		t.Errorf("metrics lack the closed breaker:\n%s", text)
-	}
-	if _, err := store.Outcome(ctx, partner, kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "partner", ID: "j"}, Attempts: 1}, false); err != nil {
-		t.Fatal(err)
-	}
-	text := scrape(t, m)
-	for _, want := range []string{`kairos_breaker_state{topic="acme/partner"} 2`, `kairos_topic_paused{topic="acme/orders"} 1`,
-		`kairos_topic_paused{topic="acme/partner"} 0`} {
-		if !strings.Contains(text, want+"\n") {
-			t.Errorf("metrics lack %q", want)
+		if i%5 == 0 {
+			if _, err := store.PauseTopic(ctx, tp.Tenant, tp.Name, true); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	if strings.Contains(text, `kairos_breaker_state{topic="acme/orders"}`) {
-		t.Error("a topic without a breaker has a breaker gauge")
+	cmds.take()
+	text := scrape(t, m)
+	full := cmds.take()
+	if len(full) != len(empty) {
+		t.Errorf("a scrape sends %d commands with 40 topics, %d with none: %v", len(full), len(empty), full)
 	}
+	for _, c := range full {
+		switch c {
+		case "llen", "hgetall", "smembers", "hmget", "scan", "hget":
+			t.Errorf("a scrape sends %s: %v", c, full)
+		}
+	}
+	if strings.Contains(text, "topic=") {
+		t.Errorf("with no attempt made, a scrape names topics:\n%s", text)
+	}
+}
+
+// commandLog is a go-redis hook that notes the name of every command.
+type commandLog struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (l *commandLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.names
+	l.names = nil
+	return out
+}
+
+func (l *commandLog) note(cmds ...redis.Cmder) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range cmds {
+		l.names = append(l.names, c.Name())
+	}
+}
+
+func (l *commandLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (l *commandLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { l.note(cmd); return next(ctx, cmd) }
+}
+func (l *commandLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { l.note(cmds...); return next(ctx, cmds) }
 }
 
 // scrape returns m's metrics as a scraper reads them.

@@ -50,6 +50,12 @@ func (k keys) paused() string { return k.prefix + ":paused" }
 // signingKeys holds a tenant's current and next callback secrets.
 func (k keys) signingKeys(tenant string) string { return k.prefix + ":signing:{" + tenant + "}" }
 
+// topicSigningKeys holds the current and next callback secrets of a
+// tenant's topic that signs with its own (signing: topic).
+func (k keys) topicSigningKeys(tenant, topic string) string {
+	return k.prefix + ":signing:{" + tenant + "}:" + topic
+}
+
 // lease holds the scanner instances' leases and which instance holds each
 // shard (lease.go); one key, so that taking shards is one script call and
 // renewing a lease and reading the others' costs two commands.

@@ -9,10 +9,13 @@ import (
 )
 
 // Revoked is the list of revoked API tokens kept in Redis, and its
-// version: every revocation adds one to it.
+// version: every revocation that changed it adds one to it.
 type Revoked struct {
-	Before  map[string]time.Time // tenant -> its tokens issued at or before this second are revoked
-	IDs     map[string]bool      // jti -> revoked
+	Before map[string]time.Time // tenant -> its tokens issued at or before this second are revoked
+	// IDs are single tokens: "tenant/jti" revokes the token of that
+	// tenant with that jti; "/jti" (written before revocations were
+	// scoped to their tenant) that jti whatever its tenant.
+	IDs     map[string]bool
 	Version int64
 }
 
@@ -47,32 +50,45 @@ func (s *Store) LoadRevoked(ctx context.Context) (Revoked, error) {
 			if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
 				r.Before[f[2:]] = time.Unix(sec, 0).UTC()
 			}
-		case strings.HasPrefix(f, "j:"):
+		case strings.HasPrefix(f, "i:"):
 			r.IDs[f[2:]] = true
+		case strings.HasPrefix(f, "j:"): // unscoped, as first written
+			r.IDs["/"+f[2:]] = true
 		}
 	}
 	return r, nil
 }
 
-// RevokeBefore revokes tenant's tokens issued at or before t (its second).
-// A later call replaces the time.
-func (s *Store) RevokeBefore(ctx context.Context, tenant string, t time.Time) error {
-	return s.revoke(ctx, "t:"+tenant, strconv.FormatInt(t.Unix(), 10))
-}
-
-// RevokeID revokes the token whose jti is id.
-func (s *Store) RevokeID(ctx context.Context, id string) error {
-	return s.revoke(ctx, "j:"+id, "1")
-}
-
-// revoke writes a revocation and adds one to the list's version, in one
-// transaction on the one key.
-func (s *Store) revoke(ctx context.Context, field, value string) error {
-	pipe := s.c.TxPipeline()
-	pipe.HSet(ctx, s.k.revoked(), field, value)
-	pipe.HIncrBy(ctx, s.k.revoked(), revokedVersion, 1)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("revoke tokens: %w", err)
+// RevokeBefore revokes tenant's tokens issued at or before t (its second)
+// and returns the cutoff in force: a cutoff only moves forward, so a t
+// before the tenant's cutoff changes nothing, and the later one is
+// returned.
+func (s *Store) RevokeBefore(ctx context.Context, tenant string, t time.Time) (time.Time, error) {
+	v, err := s.revoke(ctx, "t:"+tenant, strconv.FormatInt(t.Unix(), 10))
+	if err != nil {
+		return time.Time{}, err
 	}
-	return nil
+	sec, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("revoke tokens: cutoff %q: %w", v, err)
+	}
+	return time.Unix(sec, 0).UTC(), nil
+}
+
+// RevokeID revokes tenant's token whose jti is id; a token of another
+// tenant with the same jti is not revoked.
+func (s *Store) RevokeID(ctx context.Context, tenant, id string) error {
+	_, err := s.revoke(ctx, "i:"+tenant+"/"+id, "1")
+	return err
+}
+
+// revoke writes a revocation unless one as strict is in force, adding one
+// to the list's version when it changed it (revoke.lua), and returns the
+// value in force.
+func (s *Store) revoke(ctx context.Context, field, value string) (string, error) {
+	v, err := s.run(ctx, revokeScript, []string{s.k.revoked()}, field, value).Text()
+	if err != nil {
+		return "", fmt.Errorf("revoke tokens: %w", err)
+	}
+	return v, nil
 }

@@ -91,7 +91,8 @@ var (
 // the embedded Redis has no maxmemory.)
 const allowOOM = true
 
-// The scripts of topic deletion and tenant quotas, in a block of their own.
+// The scripts of topic deletion, tenant quotas and revoked tokens, in a
+// block of their own.
 var (
 	//go:embed lua/topicretire.lua
 	topicretireSrc string
@@ -101,11 +102,15 @@ var (
 	quotaSrc string
 	//go:embed lua/tenantpending.lua
 	tenantpendingSrc string
+	//go:embed lua/revoke.lua
+	revokeSrc string
 
 	topicretireScript   = newScript("topicretire", topicretireSrc)
 	topicdelScript      = newScript("topicdel", topicdelSrc)
 	quotaScript         = newScript("quota", quotaSrc)
 	tenantpendingScript = newScript("tenantpending", tenantpendingSrc)
+	// a revocation goes through while Redis is out of memory: it is one field
+	revokeScript = newScript("revoke", revokeSrc, allowOOM)
 )
 
 // helpersSrc is what every script body runs after.
@@ -127,7 +132,7 @@ func newScript(name, body string, oom ...bool) *script {
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
 	schedsetScript, scheddelScript, schedrefillScript, schedmarkScript, unholdScript, flowgateScript, breakerScript, leaseScript, outcomeScript,
-	topicretireScript, topicdelScript, quotaScript, tenantpendingScript}
+	topicretireScript, topicdelScript, quotaScript, tenantpendingScript, revokeScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions

@@ -34,8 +34,18 @@ type topicRecord struct {
 	BreakerFails  int               `json:"breaker_failures,omitempty"`
 	BreakerCoolMS int64             `json:"breaker_cooldown_ms,omitempty"`
 	FailureURL    string            `json:"failure_url,omitempty"`
+	Signing       string            `json:"signing,omitempty"` // "" is kairos.SigningTenant
 	CreatedMS     int64             `json:"created_ms"`
 	UpdatedMS     int64             `json:"updated_ms"`
+}
+
+// recordSigning is t.Signing as the record keeps it: "" for the tenant's
+// secret, the default.
+func recordSigning(t kairos.Topic) string {
+	if t.Signing == kairos.SigningTopic {
+		return kairos.SigningTopic
+	}
+	return ""
 }
 
 func topicField(tenant, name string) string { return tenant + "/" + name }
@@ -47,8 +57,8 @@ func encodeTopic(t kairos.Topic) ([]byte, error) {
 		BackoffInitMS: t.BackoffInitial.Milliseconds(), BackoffMaxMS: t.BackoffMax.Milliseconds(),
 		Concurrency: t.Concurrency, RateLimit: t.RateLimit, RatePeriodMS: t.RatePeriod.Milliseconds(),
 		Parallelism: t.Parallelism, FlowKey: t.FlowKey, BreakerFails: t.BreakerFailures, BreakerCoolMS: t.BreakerCooldown.Milliseconds(),
-		FailureURL: t.FailureURL,
-		CreatedMS:  ms(t.CreatedAt), UpdatedMS: ms(t.UpdatedAt),
+		FailureURL: t.FailureURL, Signing: recordSigning(t),
+		CreatedMS: ms(t.CreatedAt), UpdatedMS: ms(t.UpdatedAt),
 	})
 }
 
@@ -65,7 +75,7 @@ func decodeTopic(field, raw string) (kairos.Topic, error) {
 		BackoffMax:     time.Duration(r.BackoffMaxMS) * time.Millisecond,
 		Concurrency:    r.Concurrency, RateLimit: r.RateLimit, RatePeriod: time.Duration(r.RatePeriodMS) * time.Millisecond,
 		Parallelism: r.Parallelism, FlowKey: r.FlowKey, BreakerFailures: r.BreakerFails,
-		BreakerCooldown: time.Duration(r.BreakerCoolMS) * time.Millisecond, FailureURL: r.FailureURL, CreatedAt: fromMS(r.CreatedMS), UpdatedAt: fromMS(r.UpdatedMS),
+		BreakerCooldown: time.Duration(r.BreakerCoolMS) * time.Millisecond, FailureURL: r.FailureURL, Signing: r.Signing, CreatedAt: fromMS(r.CreatedMS), UpdatedAt: fromMS(r.UpdatedMS),
 	}, nil
 }
 
@@ -91,6 +101,12 @@ func (s *Store) PutTopic(ctx context.Context, t kairos.Topic) (kairos.Topic, boo
 		// its first delivery: a delivery then needs no new key, and goes
 		// on while Redis is out of memory.
 		if _, err := s.GetSigningKeys(ctx, t.Tenant); err != nil {
+			return kairos.Topic{}, false, err
+		}
+	}
+	if own := t.OwnSecret(); own != "" && s.opts.NewSecret != nil {
+		// a topic's own keys likewise, when it is given them
+		if _, err := s.GetTopicSigningKeys(ctx, t.Tenant, own); err != nil {
 			return kairos.Topic{}, false, err
 		}
 	}
@@ -345,6 +361,7 @@ func (s *Store) dropTopicKeys(ctx context.Context, tenant, name, h string) error
 	pipe.SRem(ctx, s.k.paused(), topicField(tenant, name))
 	pipe.Publish(ctx, s.k.wake(), topicsChanged)
 	pipe.Del(ctx, s.k.ready(tenant, name))
+	pipe.Del(ctx, s.k.topicSigningKeys(tenant, name)) // a topic made again under its name gets new ones
 	for sh := range s.k.shards {
 		pipe.Del(ctx, s.k.index(sh, h))
 		pipe.Del(ctx, s.k.counters(sh, h))

@@ -4,6 +4,7 @@ import (
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/duration"
+	"github.com/kairos-sh/kairos/internal/redact"
 	"github.com/kairos-sh/kairos/internal/tracing"
 
 	"crypto/x509"
@@ -36,7 +37,18 @@ type Config struct {
 	RedisTimeout time.Duration
 	AuthSecret   string // env only
 	MetricsToken string // env only; when set, /metrics needs it as a bearer token
-	Tracing      bool   // env only: the standard OTEL_* variables name an OTLP endpoint (internal/tracing)
+	// MetricsAddr, when set, is the listen address of a listener of
+	// /metrics alone, and the API's listener no longer serves it. Without
+	// it (and without MetricsToken) /metrics answers only on a loopback
+	// listener (metricsHandler).
+	MetricsAddr string
+	// ReadTimeout bounds how long a request may take to arrive, headers
+	// and body (a large body gets more: api.Config.ReadTimeout);
+	// WriteTimeout bounds the rest, from the end of its headers to the last
+	// byte of the answer. A silent or trickling client is cut off.
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	Tracing      bool // env only: the standard OTEL_* variables name an OTLP endpoint (internal/tracing)
 	AllowPrivate bool
 	// CallbackProxy is the forward proxy every callback goes through
 	// (KAIROS_CALLBACK_PROXY, env only: it may hold credentials); nil: direct.
@@ -91,13 +103,16 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		return v
 	}
 	var roles, shards, retention, grace, lockTTL, leaseGrace, readyLease, maxPayload, waitReplicas, redisTimeout string
-	var maxPending, rate, burst string
+	var maxPending, rate, burst, readTimeout, writeTimeout string
 	fs.StringVar(&c.Addr, "addr", env("KAIROS_ADDR", ""), "listen address of the API and admin page; default :8080, or 127.0.0.1:8080 on the embedded Redis (KAIROS_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("KAIROS_REDIS_URL", ""), "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (KAIROS_REDIS_URL)")
 	fs.StringVar(&c.RedisCA, "redis-ca", env("KAIROS_REDIS_CA", ""), "PEM file of the CA that signed a rediss:// Redis's certificate; default the system's roots (KAIROS_REDIS_CA)")
 	fs.BoolVar(&c.RedisCluster, "redis-cluster", envBool("KAIROS_REDIS_CLUSTER"), "KAIROS_REDIS_URL names Redis Cluster nodes, redis://host:port?addr=host2:port (KAIROS_REDIS_CLUSTER=1)")
 	fs.StringVar(&waitReplicas, "wait-replicas", env("KAIROS_WAIT_REPLICAS", "0"), "acknowledge a create only once this many replicas have it (Redis WAIT), so a failover cannot lose it (KAIROS_WAIT_REPLICAS)")
 	fs.StringVar(&redisTimeout, "redis-timeout", env("KAIROS_REDIS_TIMEOUT", "1s"), "how long an API request may wait for Redis before it answers 503 (KAIROS_REDIS_TIMEOUT)")
+	fs.StringVar(&readTimeout, "read-timeout", env("KAIROS_READ_TIMEOUT", "15s"), "how long a request may take to arrive, headers and body; a body above 64 KiB gets a second more for each further 64 KiB, up to its route's size limit (KAIROS_READ_TIMEOUT)")
+	fs.StringVar(&writeTimeout, "write-timeout", env("KAIROS_WRITE_TIMEOUT", "30s"), "how long a request may take from the end of its headers to the last byte of its answer (POST /v1/tick gets its tick on top) (KAIROS_WRITE_TIMEOUT)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("KAIROS_METRICS_ADDR", ""), "serve /metrics on a listener of its own at this address, such as 127.0.0.1:9090, and not on --addr; unset: /metrics answers on --addr only when that is a loopback address or KAIROS_METRICS_TOKEN is set (KAIROS_METRICS_ADDR)")
 	fs.BoolVar(&c.AllowEviction, "allow-eviction", envBool("KAIROS_ALLOW_EVICTION"), "run even when Redis's maxmemory-policy is not noeviction, although an evicting Redis silently deletes jobs (KAIROS_ALLOW_EVICTION=1)")
 	fs.BoolVar(&c.AllowPrivate, "allow-private-urls", envBool("KAIROS_ALLOW_PRIVATE_URLS"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS=1)")
 	fs.StringVar(&c.CallbackCA, "callback-ca", env("KAIROS_CALLBACK_CA", ""), "PEM file of CA certificates trusted for callback receivers besides the system's roots (KAIROS_CALLBACK_CA)")
@@ -175,13 +190,20 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		dst  *time.Duration
 		min  time.Duration
 	}{{"retention", retention, &c.Retention, time.Second}, {"grace", grace, &c.Grace, 0}, {"lock-ttl", lockTTL, &c.LockTTL, 300 * time.Millisecond}, {"lease-grace", leaseGrace, &c.LeaseGrace, 100 * time.Millisecond},
-		{"ready-lease", readyLease, &c.ReadyLease, time.Second}, {"redis-timeout", redisTimeout, &c.RedisTimeout, 100 * time.Millisecond}}
+		{"ready-lease", readyLease, &c.ReadyLease, time.Second}, {"redis-timeout", redisTimeout, &c.RedisTimeout, 100 * time.Millisecond},
+		{"read-timeout", readTimeout, &c.ReadTimeout, 100 * time.Millisecond}, {"write-timeout", writeTimeout, &c.WriteTimeout, 100 * time.Millisecond}}
 	for _, d := range durations {
 		v, err := duration.Parse(d.raw)
 		if err != nil || v < d.min {
 			errs = append(errs, fmt.Errorf("%s %q: use a duration of at least %s such as \"30s\" or \"7d\"", d.name, d.raw, d.min))
 		}
 		*d.dst = v
+	}
+	if c.WriteTimeout > 0 && c.WriteTimeout <= c.RedisTimeout {
+		errs = append(errs, fmt.Errorf("write-timeout %s: make it longer than redis-timeout (%s), or requests are cut off before Redis answers them", c.WriteTimeout, c.RedisTimeout))
+	}
+	if c.MetricsAddr != "" && c.MetricsAddr == c.Addr && !strings.HasSuffix(c.Addr, ":0") {
+		errs = append(errs, fmt.Errorf("metrics-addr %q is the API's address: give /metrics a listener of its own, or leave it unset", c.MetricsAddr))
 	}
 	c.Roles = map[string]bool{}
 	for _, r := range strings.Split(roles, ",") {
@@ -213,17 +235,20 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	return c, errors.Join(errs...)
 }
 
-// NewLogger is the logger of cfg's format and level, writing to w.
+// NewLogger is the logger of cfg's format and level, writing to w, with
+// the URLs in every line redacted (internal/redact).
 func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
 		level = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	// Every line goes through redact: a callback URL's query or user info
+	// (a token) is never written, whoever logs it.
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(redact.Handler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(redact.Handler(slog.NewTextHandler(w, opts)))
 }
 
 // RoleList names the roles cfg runs, such as "api,scanner,worker".

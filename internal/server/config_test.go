@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/pem"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +23,7 @@ func TestParseConfig(t *testing.T) {
 	defaults := Config{Addr: "127.0.0.1:8080", Prefix: "kairos", Shards: 0, Retention: 24 * time.Hour,
 		Roles: map[string]bool{"api": true, "scanner": true, "worker": true}, Grace: 30 * time.Second,
 		LockTTL: 10 * time.Second, LeaseGrace: 5 * time.Second, ReadyLease: 10 * time.Second, MaxPayload: 256 << 10, LogFormat: "text", LogLevel: "info",
-		RedisTimeout: time.Second}
+		RedisTimeout: time.Second, ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second}
 	tests := []struct {
 		name    string
 		args    []string
@@ -54,6 +55,16 @@ func TestParseConfig(t *testing.T) {
 			}},
 		{name: "tenant quota flags", args: []string{"--tenant-rate", "20", "--tenant-burst", "50"},
 			want: func(c *Config) { c.Quota = kairos.Quota{Rate: 20, RatePeriod: time.Second, Burst: 50} }},
+		{name: "timeouts and metrics address from env", env: map[string]string{"KAIROS_READ_TIMEOUT": "5s", "KAIROS_WRITE_TIMEOUT": "1m", "KAIROS_METRICS_ADDR": "127.0.0.1:9090"},
+			want: func(c *Config) {
+				c.ReadTimeout, c.WriteTimeout, c.MetricsAddr = 5*time.Second, time.Minute, "127.0.0.1:9090"
+			}},
+		{name: "timeout flags beat env", args: []string{"--read-timeout", "2s", "--write-timeout", "3s", "--metrics-addr", ":9091"},
+			env:  map[string]string{"KAIROS_READ_TIMEOUT": "5s", "KAIROS_WRITE_TIMEOUT": "1m", "KAIROS_METRICS_ADDR": "127.0.0.1:9090"},
+			want: func(c *Config) { c.ReadTimeout, c.WriteTimeout, c.MetricsAddr = 2*time.Second, 3*time.Second, ":9091" }},
+		{name: "read timeout too short", args: []string{"--read-timeout", "1ms"}, wantErr: "read-timeout \"1ms\": use a duration of at least 100ms"},
+		{name: "write timeout within the Redis timeout", args: []string{"--write-timeout", "500ms"}, wantErr: "write-timeout 500ms: make it longer than redis-timeout"},
+		{name: "metrics on the API's address", args: []string{"--metrics-addr", "127.0.0.1:8080"}, wantErr: "metrics-addr \"127.0.0.1:8080\" is the API's address"},
 		{name: "bad tenant rate", args: []string{"--tenant-rate", "fast"}, wantErr: "tenant-rate \"fast\": use N or N/PERIOD"},
 		{name: "bad tenant rate period", args: []string{"--tenant-rate", "5/soon"}, wantErr: "PERIOD must be a duration"},
 		{name: "negative max pending", env: map[string]string{"KAIROS_TENANT_MAX_PENDING": "-1"}, wantErr: "tenant-max-pending \"-1\""},
@@ -178,6 +189,20 @@ func TestParseConfigCallbackEgress(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("the error shows the proxy's password: %v", err)
+		}
+	}
+}
+
+// TestLoggerRedactsURLs: every line of the process's logger, text or JSON,
+// has URL queries and user info redacted, whoever logs them.
+func TestLoggerRedactsURLs(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		var b strings.Builder
+		log := NewLogger(Config{LogFormat: format, LogLevel: "debug"}, &b)
+		log.With("target", "https://u:secret@example.com/a").Debug("fire https://example.com/b?access_token=secret",
+			"url", "https://example.com/c?access_token=secret", "err", errors.New(`Post "https://example.com/d?sig=secret": EOF`))
+		if out := b.String(); strings.Contains(out, "secret") || !strings.Contains(out, "example.com/c?redacted") {
+			t.Errorf("%s: %s", format, out)
 		}
 	}
 }

@@ -38,8 +38,10 @@ type Instance struct {
 	Client redis.UniversalClient // the main Redis client (its pool's figures)
 	Authn  *auth.Authenticator   // verifies the API's tokens; mints them too
 	URL    string                // where the HTTP listener answers
-	Shards int                   // the Delay Bucket shards, as recorded in Redis
-	stop   func()
+	// MetricsURL is the URL of /metrics on its own listener (Config.MetricsAddr), or "".
+	MetricsURL string
+	Shards     int // the Delay Bucket shards, as recorded in Redis
+	stop       func()
 }
 
 // Stop stops everything in order: the scanner stops claiming and releases
@@ -163,7 +165,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		scanWG.Go(func() { sc.Run(scanCtx) })
 	}
 	m.Watch(gauges)
-	metricsHandler := protect(m.Handler(), cfg.MetricsToken)
+	metricsHandler, ownMetrics := metricsRoutes(cfg, m.Handler())
 	var h http.Handler
 	if cfg.Roles["api"] {
 		onTopic := func() {}
@@ -174,7 +176,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 			return runTick(ctx, store, cfg, log, tp, d, m.Attempt)
 		}
 		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
-			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick, RedisTimeout: cfg.RedisTimeout, Quota: cfg.Quota})
+			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick, RedisTimeout: cfg.RedisTimeout, Quota: cfg.Quota,
+			ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout})
 	} else {
 		h = opsHandler(store, metricsHandler, cfg.RedisTimeout)
 	}
@@ -204,20 +207,29 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 		closeRedis()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return run }}
+	metricsURL, stopMetrics, err := serveMetrics(cfg, ownMetrics, run, log)
+	if err != nil {
+		ln.Close()
+		stop()
+		stopRun()
+		subWG.Wait()
+		closeRedis()
+		return nil, err
+	}
+	srv := newHTTPServer(cfg, h, run)
 	srvWG.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)
 		}
 	})
-	return &Instance{Client: client, Authn: authn, URL: "http://" + displayAddr(ln.Addr()), Shards: store.Shards(),
+	return &Instance{Client: client, Authn: authn, URL: "http://" + displayAddr(ln.Addr()), MetricsURL: metricsURL, Shards: store.Shards(),
 		stop: func() {
 			stop()
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			srv.Shutdown(sctx)
 			srvWG.Wait()
+			stopMetrics()
 			stopRun()
 			subWG.Wait() // the subscription ends with run
 			closeRedis() // last
