@@ -112,6 +112,9 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	c.AuthSecret = getenv("KAIROS_AUTH_SECRET")
 	c.MetricsToken = getenv("KAIROS_METRICS_TOKEN")
 	c.Tracing = tracing.Enabled(getenv)
+	if err := tracing.Check(getenv); err != nil {
+		errs = append(errs, err)
+	}
 	var err error
 	if c.Addr == "" {
 		c.Addr = ":8080"

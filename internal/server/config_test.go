@@ -86,6 +86,8 @@ func TestParseConfig(t *testing.T) {
 		{name: "short secret", env: map[string]string{"KAIROS_AUTH_SECRET": "short"}, wantErr: "too short"},
 		{name: "secret is not a flag", args: []string{"--auth-secret", "x"}, wantErr: "flag provided but not defined"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
+		{name: "OTLP over gRPC is refused at start", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+			wantErr: "OTEL_EXPORTER_OTLP_PROTOCOL=grpc: kairos sends traces over OTLP/HTTP only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
