@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -34,15 +36,20 @@ type Config struct {
 	MetricsToken string // env only; when set, /metrics needs it as a bearer token
 	Tracing      bool   // env only: the standard OTEL_* variables name an OTLP endpoint (internal/tracing)
 	AllowPrivate bool
-	Prefix       string
-	Shards       int
-	Retention    time.Duration
-	Roles        map[string]bool
-	Grace        time.Duration
-	LockTTL      time.Duration
-	LeaseGrace   time.Duration
-	ReadyLease   time.Duration
-	MaxPayload   int64
+	// DevPrivateDefault says AllowPrivate is on by the embedded mode's
+	// default: no KAIROS_REDIS_URL, listening on loopback only, and neither
+	// --allow-private-urls nor KAIROS_ALLOW_PRIVATE_URLS given, so that a
+	// newcomer's receiver on this machine works without a restart.
+	DevPrivateDefault bool
+	Prefix            string
+	Shards            int
+	Retention         time.Duration
+	Roles             map[string]bool
+	Grace             time.Duration
+	LockTTL           time.Duration
+	LeaseGrace        time.Duration
+	ReadyLease        time.Duration
+	MaxPayload        int64
 	// Quota is every tenant's default quota; an admin may set another for
 	// one tenant (PUT /v1/tenants/{tenant}/quota). Zero fields: no limit.
 	Quota     kairos.Quota
@@ -88,7 +95,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&waitReplicas, "wait-replicas", env("KAIROS_WAIT_REPLICAS", "0"), "acknowledge a create only once this many replicas have it (Redis WAIT), so a failover cannot lose it (KAIROS_WAIT_REPLICAS)")
 	fs.StringVar(&redisTimeout, "redis-timeout", env("KAIROS_REDIS_TIMEOUT", "1s"), "how long an API request may wait for Redis before it answers 503 (KAIROS_REDIS_TIMEOUT)")
 	fs.BoolVar(&c.AllowEviction, "allow-eviction", envBool("KAIROS_ALLOW_EVICTION"), "run even when Redis's maxmemory-policy is not noeviction, although an evicting Redis silently deletes jobs (KAIROS_ALLOW_EVICTION=1)")
-	fs.BoolVar(&c.AllowPrivate, "allow-private-urls", envBool("KAIROS_ALLOW_PRIVATE_URLS"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS=1)")
+	fs.BoolVar(&c.AllowPrivate, "allow-private-urls", envBool("KAIROS_ALLOW_PRIVATE_URLS"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS=1); default on with the embedded Redis while listening on loopback only, where --allow-private-urls=false refuses them")
 	fs.StringVar(&c.Prefix, "prefix", env("KAIROS_PREFIX", "kairos"), "Redis key prefix, so deployments can share a Redis (KAIROS_PREFIX)")
 	fs.StringVar(&shards, "shards", env("KAIROS_SHARDS", ""), "Delay Bucket shards, fixed at first start; unset: as recorded in Redis, or 4 on a fresh Redis (16 on a cluster) (KAIROS_SHARDS)")
 	fs.StringVar(&retention, "retention", env("KAIROS_RETENTION", "24h"), "how long delivered jobs stay readable (KAIROS_RETENTION)")
@@ -121,6 +128,11 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		if c.RedisURL == "" {
 			c.Addr = "127.0.0.1:8080" // the embedded Redis is for trying kairos out: this machine only
 		}
+	}
+	privateGiven := getenv("KAIROS_ALLOW_PRIVATE_URLS") != ""
+	fs.Visit(func(f *flag.Flag) { privateGiven = privateGiven || f.Name == "allow-private-urls" })
+	if c.RedisURL == "" && !privateGiven && loopbackOnly(c.Addr) {
+		c.AllowPrivate, c.DevPrivateDefault = true, true
 	}
 	if c.RedisCluster && c.RedisURL == "" {
 		errs = append(errs, errors.New("KAIROS_REDIS_CLUSTER needs KAIROS_REDIS_URL naming at least one cluster node"))
@@ -191,6 +203,20 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		errs = append(errs, errors.New("KAIROS_AUTH_SECRET is too short: use at least 16 characters (32 random bytes recommended)"))
 	}
 	return c, errors.Join(errs...)
+}
+
+// loopbackOnly reports whether the listen address addr takes connections
+// from this machine only: its host is a loopback address or localhost.
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }
 
 // NewLogger is the logger of cfg's format and level, writing to w.
