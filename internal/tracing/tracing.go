@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"strings"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -82,8 +81,8 @@ func Check(getenv func(string) string) error {
 // that flushes and stops it. With traces off it is a no-op provider, and
 // kairos still stores and forwards the trace context it is given. With
 // them on, spans go in batches to an OTLP/HTTP exporter that reads the
-// standard variables itself (endpoint, headers, timeout, certificates;
-// Check refuses any protocol but http/protobuf), the resource names the
+// standard variables from getenv (endpoint, headers, timeout, compression,
+// certificates: newExporter; Check refuses any protocol but http/protobuf), the resource names the
 // service (OTEL_SERVICE_NAME, default kairos; OTEL_RESOURCE_ATTRIBUTES)
 // and the sampler follows OTEL_TRACES_SAMPLER (default: parent-based,
 // always on).
@@ -94,7 +93,7 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (tra
 	if err := Check(getenv); err != nil {
 		return nil, nil, err
 	}
-	exp, err := otlptracehttp.New(ctx)
+	exp, err := newExporter(getenv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("OTLP trace exporter: %w", err)
 	}
