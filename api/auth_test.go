@@ -140,7 +140,7 @@ func TestAuthEveryRoute(t *testing.T) {
 			wantProblem(t, res, http.StatusUnauthorized)
 		}
 	}
-	if n != 29 {
-		t.Errorf("checked %d /v1 operations, want 29", n)
+	if n != 30 {
+		t.Errorf("checked %d /v1 operations, want 30", n)
 	}
 }
