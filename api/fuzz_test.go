@@ -472,3 +472,19 @@ func addBackoff(m obj, initial, max time.Duration) {
 	}
 	m["backoff"] = b
 }
+
+// FuzzValidHeader holds validHeaderName and validHeaderValue to x/net's
+// httpguts, the rule they copy.
+func FuzzValidHeader(f *testing.F) {
+	for _, s := range []string{"", "X-Team", "x team", "a:b", "Ä", "v\tw", "line\nbreak", "del\x7f", "~!#$%&'*+-.^_`|", "\x00", "\xff\xfe"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := validHeaderName(s), httpguts.ValidHeaderFieldName(s); got != want {
+			t.Errorf("validHeaderName(%q) = %v, httpguts says %v", s, got, want)
+		}
+		if got, want := validHeaderValue(s), httpguts.ValidHeaderFieldValue(s); got != want {
+			t.Errorf("validHeaderValue(%q) = %v, httpguts says %v", s, got, want)
+		}
+	})
+}

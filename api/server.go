@@ -153,6 +153,7 @@ func (s *Server) routes() chi.Router {
 		r.Put("/tenants/{tenant}/quota", s.putQuota)
 		r.Delete("/tenants/{tenant}/quota", s.deleteQuota)
 		r.Post("/tenants/{tenant}/revocations", s.revokeTokens)
+		r.Post("/tokens", s.mintToken)
 	})
 	r.Get("/metrics", s.mounted(s.cfg.Metrics, "metrics"))
 	page := s.mounted(s.cfg.Page, "the admin page")

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/net/http/httpguts"
-
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/duration"
 )
@@ -97,6 +95,37 @@ func checkMethod(fe *fieldErrors, field, m string) string {
 	return ""
 }
 
+// validHeaderName reports whether name is an HTTP field name: one or more
+// token characters (RFC 9110, 5.1). It is x/net's httpguts rule, written
+// here so that kairos does not build golang.org/x/net and x/text for it
+// (FuzzValidHeader holds the two to each other).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether v may be sent as an HTTP field value:
+// no control characters but horizontal tab (so no line breaks), no DEL.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // checkHeaders validates callback headers and canonicalises their names.
 // When every name is canonical already, it returns h itself.
 func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string]string {
@@ -121,7 +150,7 @@ func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string
 			continue
 		}
 		bad := func(format string, args ...any) { fe.add(field+"."+name, format, args...) }
-		if !httpguts.ValidHeaderFieldName(name) {
+		if !validHeaderName(name) {
 			bad("%q is not a valid HTTP header name", name)
 			continue
 		}
@@ -130,7 +159,7 @@ func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string
 			bad("header %s is set by kairos and cannot be overridden", canon)
 			continue
 		}
-		if !httpguts.ValidHeaderFieldValue(v) {
+		if !validHeaderValue(v) {
 			bad("the value is not a valid HTTP header value (no control characters or line breaks)")
 			continue
 		}

@@ -179,24 +179,44 @@ func New(secret []byte, now func() time.Time) *Authenticator {
 	}
 }
 
+// Token is a minted API token and the claims its holder keeps: its id
+// (jti), which revokes it alone, and its expiry (zero: none).
+type Token struct {
+	Token     string
+	ID        string
+	ExpiresAt time.Time
+}
+
 // Mint returns a token for tenant; ttl 0 means it never expires, and a
 // negative ttl is an error (it would otherwise mint a token without exp).
 func (a *Authenticator) Mint(tenant string, admin bool, ttl time.Duration) (string, error) {
+	t, err := a.MintToken(tenant, admin, ttl)
+	return t.Token, err
+}
+
+// MintToken is Mint that also returns the token's id and expiry.
+func (a *Authenticator) MintToken(tenant string, admin bool, ttl time.Duration) (Token, error) {
 	if !TenantPattern.MatchString(tenant) {
-		return "", fmt.Errorf("tenant %q: use 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit", tenant)
+		return Token{}, fmt.Errorf("tenant %q: use 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit", tenant)
 	}
 	if ttl < 0 {
-		return "", fmt.Errorf("ttl %s is negative", ttl)
+		return Token{}, fmt.Errorf("ttl %s is negative", ttl)
 	}
 	now := a.now()
 	var jti [16]byte
 	rand.Read(jti[:])
 	c := Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: tenant, IssuedAt: jwt.NewNumericDate(now),
 		ID: base64.RawURLEncoding.EncodeToString(jti[:])}, Admin: admin}
+	var exp time.Time
 	if ttl > 0 {
 		c.ExpiresAt = jwt.NewNumericDate(now.Add(ttl))
+		exp = c.ExpiresAt.Time
 	}
-	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(a.secret)
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(a.secret)
+	if err != nil {
+		return Token{}, err
+	}
+	return Token{Token: tok, ID: c.ID, ExpiresAt: exp}, nil
 }
 
 // Authenticate checks an Authorization header value. A token that passed

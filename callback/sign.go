@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"hash"
 	"net/http"
@@ -14,21 +13,23 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/kairos-sh/kairos/verify"
 )
 
-// Header names of the two signatures, in canonical form so that they can be
-// assigned to an http.Header without canonicalizing on every call.
+// Header names of the two signatures (package verify's), in canonical form
+// so that they can be assigned to an http.Header without canonicalizing on
+// every call.
 const (
-	headerID        = "Webhook-Id"
-	headerTimestamp = "Webhook-Timestamp"
-	headerSignature = "Webhook-Signature"
-	headerKairos    = "Kairos-Signature"
+	headerID        = verify.HeaderID
+	headerTimestamp = verify.HeaderTimestamp
+	headerSignature = verify.HeaderSignature
+	headerKairos    = verify.HeaderKairos
 )
 
 const (
-	secretPrefix = "whsec_"
-	issuer       = "kairos"
-	tokenTTL     = 5 * time.Minute
+	issuer   = verify.Issuer
+	tokenTTL = 5 * time.Minute
 	// jwtHeader is base64url(`{"alg":"HS256","typ":"JWT"}`).
 	jwtHeader = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
 )
@@ -42,19 +43,7 @@ func NewSecret() (string, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("new secret: %w", err)
 	}
-	return secretPrefix + base64.StdEncoding.EncodeToString(b[:]), nil
-}
-
-// secretBytes returns the HMAC key of a "whsec_..." secret (the prefix is optional).
-func secretBytes(s string) ([]byte, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, secretPrefix))
-	if err != nil {
-		return nil, errors.New("malformed signing secret: want whsec_ and standard base64")
-	}
-	if len(key) == 0 {
-		return nil, errors.New("empty signing secret")
-	}
-	return key, nil
+	return verify.SecretPrefix + base64.StdEncoding.EncodeToString(b[:]), nil
 }
 
 // Signature says what one callback attempt signs besides its body.
@@ -77,7 +66,7 @@ func Sign(h http.Header, secret string, sig Signature, body []byte) error {
 	km := macs.Get().(*keyedMAC)
 	defer macs.Put(km)
 	if km.mac == nil || km.secret != secret {
-		key, err := secretBytes(secret)
+		key, err := verify.SecretKey(secret)
 		if err != nil {
 			return fmt.Errorf("sign: %w", err)
 		}

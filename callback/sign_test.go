@@ -10,6 +10,9 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-cmp/cmp"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/kairos-sh/kairos/verify"
 )
 
 // testSecret and the vector below are the Standard Webhooks (Svix) documented example.
@@ -30,36 +33,9 @@ func TestNewSecret(t *testing.T) {
 	if !strings.HasPrefix(a, "whsec_") {
 		t.Errorf("secret %q lacks the whsec_ prefix", a)
 	}
-	key, err := secretBytes(a)
+	key, err := verify.SecretKey(a)
 	if err != nil || len(key) != 32 {
-		t.Errorf("secretBytes(%q) = %d bytes, %v; want 32 bytes", a, len(key), err)
-	}
-}
-
-func TestSecretBytes(t *testing.T) {
-	for _, tc := range []struct {
-		name, secret string
-		wantLen      int // 0: want an error
-	}{
-		{"prefixed", testSecret, 24},
-		{"bare", strings.TrimPrefix(testSecret, "whsec_"), 24},
-		{"empty", "", 0},
-		{"prefix only", "whsec_", 0},
-		{"not base64", "whsec_not base64!", 0},
-		{"url alphabet", "whsec_-_-_", 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			key, err := secretBytes(tc.secret)
-			if tc.wantLen == 0 {
-				if err == nil {
-					t.Fatalf("secretBytes(%q) = %x, want an error", tc.secret, key)
-				}
-				return
-			}
-			if err != nil || len(key) != tc.wantLen {
-				t.Fatalf("secretBytes(%q) = %d bytes, %v; want %d bytes", tc.secret, len(key), err, tc.wantLen)
-			}
-		})
+		t.Errorf("verify.SecretKey(%q) = %d bytes, %v; want 32 bytes", a, len(key), err)
 	}
 }
 
@@ -88,7 +64,7 @@ func TestSignToken(t *testing.T) {
 	if err := Sign(h, testSecret, sig, body); err != nil {
 		t.Fatal(err)
 	}
-	key, _ := secretBytes(testSecret)
+	key, _ := verify.SecretKey(testSecret)
 	got := jwt.MapClaims{}
 	tok, err := jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithoutClaimsValidation()).
 		ParseWithClaims(h.Get("Kairos-Signature"), got, func(*jwt.Token) (any, error) { return key, nil })
@@ -138,7 +114,7 @@ func TestSignZeroTimestampIsNow(t *testing.T) {
 	if err := Sign(h, testSecret, Signature{MsgID: "m"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := Verify([]string{testSecret}, h, nil, VerifyOptions{}); err != nil {
+	if err := verify.Callback([]string{testSecret}, h, nil, verify.Options{}); err != nil {
 		t.Errorf("Verify of a zero-timestamp signature: %v", err)
 	}
 }
@@ -175,11 +151,44 @@ func TestSignAlternatingSecrets(t *testing.T) {
 		if err := Sign(h, secret, Signature{MsgID: "m" + strconv.Itoa(i), DeliveryID: "d", URL: "https://example.com/h"}, body); err != nil {
 			t.Fatal(err)
 		}
-		if err := Verify([]string{secret}, h, body, VerifyOptions{}); err != nil {
+		if err := verify.Callback([]string{secret}, h, body, verify.Options{}); err != nil {
 			t.Errorf("signature %d does not verify with its own secret: %v", i, err)
 		}
-		if err := Verify([]string{wrong}, h, body, VerifyOptions{}); err == nil {
+		if err := verify.Callback([]string{wrong}, h, body, verify.Options{}); err == nil {
 			t.Errorf("signature %d verifies with the other secret", i)
 		}
+	}
+}
+
+// TestStandardWebhooksLibrary checks kairos's signature with the Standard
+// Webhooks project's own Go library, the one receivers are told to use.
+func TestStandardWebhooksLibrary(t *testing.T) {
+	secret, err := NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"order":42}`)
+	sig := Signature{MsgID: "msg_1", DeliveryID: "dlv_1", URL: "https://example.com/hook", Timestamp: time.Now()}
+	h := http.Header{}
+	if err := Sign(h, secret, sig, body); err != nil {
+		t.Fatal(err)
+	}
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Verify(body, h); err != nil {
+		t.Errorf("standardwebhooks Verify: %v", err)
+	}
+	if err := wh.Verify([]byte(`{"order":43}`), h); err == nil {
+		t.Error("standardwebhooks Verify of a tampered body succeeded")
+	}
+	// And the other way round: the library signs as Sign does.
+	want, err := wh.Sign(sig.MsgID, sig.Timestamp, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Get("webhook-signature"); got != want {
+		t.Errorf("webhook-signature = %q, library signs %q", got, want)
 	}
 }

@@ -100,6 +100,10 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		_, err := c.RevokeTokens(ctx, "acme", client.RevocationRequest{JTI: "n3oZIMcafZyF8Segdv8SnQ"})
 		return err
 	},
+	"mintToken": func(ctx context.Context, c *client.Client) error {
+		_, err := c.MintToken(ctx, client.TokenRequest{Tenant: "acme", Admin: true, TTL: client.Duration(24 * time.Hour)})
+		return err
+	},
 	"createJob": func(ctx context.Context, c *client.Client) error {
 		if _, err := c.CreateJob(ctx, "orders", fullJob); err != nil {
 			return err
@@ -356,6 +360,8 @@ var mirrors = map[string]any{
 	"Quota":             client.Quota{},
 	"QuotaRequest":      client.QuotaRequest{},
 	"Revocation":        client.Revocation{},
+	"TokenRequest":      client.TokenRequest{},
+	"Token":             client.Token{},
 	"RevocationRequest": client.RevocationRequest{},
 	"Health":            status{},
 	"Ready":             status{},

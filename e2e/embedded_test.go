@@ -13,8 +13,9 @@ import (
 )
 
 // TestEmbeddedServeDelivers runs the README's first command as a new user
-// does: `kairos serve --allow-private-urls` (the flag the banner names for a
-// receiver on this machine) without KAIROS_REDIS_URL (the embedded Redis)
+// does: `kairos serve` with no flag (on the embedded Redis and a loopback
+// listener, receivers on this machine are allowed by default), without
+// KAIROS_REDIS_URL (the embedded Redis)
 // and without KAIROS_AUTH_SECRET (a generated one, an admin token printed).
 // With that token it registers a topic and creates jobs, single and batch,
 // due now and later, one with a payload long enough to be stored in pieces;
@@ -23,7 +24,7 @@ import (
 // Lua stand-in for Redis's struct library).
 func TestEmbeddedServeDelivers(t *testing.T) {
 	t.Parallel()
-	p := testproc.StartArgs(t, "embedded", []string{"--allow-private-urls"}, "KAIROS_REDIS_URL=", "KAIROS_AUTH_SECRET=",
+	p := testproc.StartArgs(t, "embedded", nil, "KAIROS_REDIS_URL=", "KAIROS_AUTH_SECRET=",
 		"KAIROS_ADDR=127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS=")
 	token := p.WaitMatch(t, regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`), 20*time.Second)
 	c, err := client.New(p.URL(t), client.WithToken(token))

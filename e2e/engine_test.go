@@ -14,8 +14,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/kairos-sh/kairos"
-	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/client"
+	"github.com/kairos-sh/kairos/verify"
 )
 
 func TestFiresOnceAtItsTimeSigned(t *testing.T) { testFiresOnceAtItsTimeSigned(t, startEngine) }
@@ -64,8 +64,8 @@ func testFiresOnceAtItsTimeSigned(t *testing.T, start starter) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := callback.Verify([]string{keys.Current, keys.Next}, h, got.Body, callback.VerifyOptions{URL: rcv.URL + "/hook"}); err != nil {
-		t.Fatalf("callback.Verify: %v", err)
+	if err := verify.Callback([]string{keys.Current, keys.Next}, h, got.Body, verify.Options{URL: rcv.URL + "/hook"}); err != nil {
+		t.Fatalf("verify.Callback: %v", err)
 	}
 	// The Standard Webhooks project's own library accepts the signature.
 	wh, err := standardwebhooks.NewWebhook(keys.Current)
@@ -76,7 +76,7 @@ func testFiresOnceAtItsTimeSigned(t *testing.T, start starter) {
 		t.Fatalf("standard-webhooks Verify: %v", err)
 	}
 	// A tampered body fails.
-	if err := callback.Verify([]string{keys.Current}, h, []byte(`{"order":2}`), callback.VerifyOptions{}); err == nil {
+	if err := verify.Callback([]string{keys.Current}, h, []byte(`{"order":2}`), verify.Options{}); err == nil {
 		t.Fatal("Verify accepted a tampered body")
 	}
 	v := e.waitState("orders", "order-1", "delivered", 5*time.Second)

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos"
-	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/verify"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
@@ -278,7 +278,7 @@ func TestFailureNotification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := callback.Verify([]string{keys.Current, keys.Next}, h.Header, h.Body, callback.VerifyOptions{}); err != nil {
+	if err := verify.Callback([]string{keys.Current, keys.Next}, h.Header, h.Body, verify.Options{}); err != nil {
 		t.Errorf("signature: %v", err)
 	}
 	// and the Standard Webhooks project's own library accepts it

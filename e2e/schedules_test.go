@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos"
-	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/testproc"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/verify"
 )
 
 // instantOf is the instant of an occurrence from its job id, <schedule>@<unix ms>.
@@ -71,7 +71,7 @@ func testScheduleEverySecond(t *testing.T, start starter) {
 		if sid := h.Header.Get("Kairos-Schedule-Id"); sid != "tick" {
 			t.Errorf("Kairos-Schedule-Id %q", sid)
 		}
-		if err := callback.Verify([]string{keys.Current, keys.Next}, h.Header, h.Body, callback.VerifyOptions{}); err != nil {
+		if err := verify.Callback([]string{keys.Current, keys.Next}, h.Header, h.Body, verify.Options{}); err != nil {
 			t.Errorf("signature: %v", err)
 		}
 		if string(h.Body) != `{"tick":true}` {

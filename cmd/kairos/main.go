@@ -20,6 +20,7 @@ const usage = `kairos: a webhook scheduler on Redis
 usage:
   kairos serve [flags]                       run the API, scanner and workers (kairos serve -h for flags)
   kairos token --tenant NAME [--admin] [--ttl D]  print an API token signed with KAIROS_AUTH_SECRET (default expiry 24h; --ttl 0: none)
+  kairos token --url URL --tenant NAME [...]  mint it through a running kairos with an admin token (KAIROS_TOKEN)
   kairos tick [--for D] [serve flags]        run the scanner and workers for at most D (default 55s), deliver
                                              what is due, print a JSON summary: for a scheduled trigger
   kairos migrate [serve flags]               move the data under KAIROS_PREFIX to this version's layout, in place
@@ -73,7 +74,7 @@ func runCommand(ctx context.Context, args []string, std stdio) error {
 	case "serve":
 		return serve(ctx, args[1:], std.getenv, std.stdout, std.stderr)
 	case "token":
-		return token(args[1:], std.getenv, std.stdout, std.stderr)
+		return token(ctx, args[1:], std.getenv, std.stdout, std.stderr)
 	case "tick":
 		return tick(ctx, args[1:], std.getenv, std.stdout, std.stderr)
 	case "migrate":

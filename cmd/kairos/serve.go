@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/server"
 )
 
@@ -26,7 +28,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if cfg.Roles["api"] && cfg.RedisURL == "" {
 		// The banner comes before the line that says kairos is listening, so
 		// whoever waits for that line finds the token already printed.
-		if err := printBanner(stdout, cfg, in); err != nil {
+		if err := printBanner(ctx, stdout, cfg, in); err != nil {
 			in.Stop()
 			return err
 		}
@@ -39,13 +41,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	return nil
 }
 
+// bannerTenant is the tenant of the admin token the banner prints, whose
+// signing secret it shows: the topics that token creates are its own.
+const bannerTenant = "admin"
+
 // printBanner tells a user trying kairos on the embedded Redis where it
-// runs, how to get in, and how to point callbacks at a local receiver.
-func printBanner(w io.Writer, cfg server.Config, in *server.Instance) error {
+// runs, how to get in, the signing secret to check callbacks with, and
+// whether callbacks to a receiver on this machine are allowed. It is the
+// one place kairos prints a secret, by design: on the embedded Redis
+// nothing outlives the process.
+func printBanner(ctx context.Context, w io.Writer, cfg server.Config, in *server.Instance) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nkairos is running at %s (embedded Redis: nothing persists)\n\n", in.URL)
 	if cfg.AuthSecret == "" {
-		tok, err := in.Authn.Mint("admin", true, 0)
+		tok, err := in.Authn.Mint(bannerTenant, true, 0)
 		if err != nil {
 			return err
 		}
@@ -53,15 +62,25 @@ func printBanner(w io.Writer, cfg server.Config, in *server.Instance) error {
 			"Open %s/ and paste the token, or try:\n  curl -H 'Authorization: Bearer %s' %s/v1/topics\n\n", tok, in.URL, tok, in.URL)
 	} else {
 		fmt.Fprintf(&b, "API tokens are signed with your KAIROS_AUTH_SECRET. Mint one with the same secret set:\n\n"+
-			"  go run ./cmd/kairos token --tenant admin --admin     (or bin/kairos token ... after make build)\n\n"+
-			"then open %s/ and paste it.\n\n", in.URL)
+			"  go run ./cmd/kairos token --tenant %s --admin     (or bin/kairos token ... after make build)\n\n"+
+			"then open %s/ and paste it.\n\n", bannerTenant, in.URL)
 	}
-	if cfg.AllowPrivate {
+	keys, err := rdb.New(in.Client, rdb.Options{Prefix: cfg.Prefix, NewSecret: callback.NewSecret}).GetSigningKeys(ctx, bannerTenant)
+	if err != nil {
+		return fmt.Errorf("signing secret for the banner: %w", err)
+	}
+	fmt.Fprintf(&b, "Signing secret of tenant %s (the admin token's own topics; each tenant has its own, GET /v1/signing-keys):\n\n  %s\n\n"+
+		"Receivers check callbacks with it: package github.com/kairos-sh/kairos/verify, or any Standard Webhooks library.\n\n", bannerTenant, keys.Current)
+	switch {
+	case cfg.DevPrivateDefault:
+		b.WriteString("Callbacks to loopback and private addresses are allowed: this kairos runs on the embedded Redis and\n" +
+			"listens on loopback only. Start it with --allow-private-urls=false to refuse them as production does.\n\n")
+	case cfg.AllowPrivate:
 		b.WriteString("Callbacks to loopback and private addresses are allowed (--allow-private-urls).\n\n")
-	} else {
+	default:
 		b.WriteString("Callbacks to localhost, loopback and private addresses are refused. To try kairos with a\n" +
 			"receiver on this machine, start it with --allow-private-urls (or KAIROS_ALLOW_PRIVATE_URLS=1).\n\n")
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, b.String())
 	return err
 }

@@ -2,12 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/testproc"
+	"github.com/kairos-sh/kairos/verify"
 )
 
 // TestServeBannerBeforeListening runs `kairos serve` on the embedded Redis
@@ -24,11 +31,14 @@ func TestServeBannerBeforeListening(t *testing.T) {
 		token bool
 	}{
 		{name: "generated secret", env: map[string]string{"KAIROS_ADDR": "127.0.0.1:0"}, token: true,
-			wants: []string{"kairos is running at http://127.0.0.1:", "valid as long as this process runs", "--allow-private-urls"}},
+			wants: []string{"kairos is running at http://127.0.0.1:", "valid as long as this process runs", "Signing secret of tenant admin", "\n  whsec_",
+				"Callbacks to loopback and private addresses are allowed: this kairos runs on the embedded Redis", "--allow-private-urls=false"}},
 		{name: "given secret", env: map[string]string{"KAIROS_ADDR": "127.0.0.1:0", "KAIROS_AUTH_SECRET": "0123456789abcdef0123"},
-			wants: []string{"kairos is running at http://127.0.0.1:", "kairos token --tenant", "--allow-private-urls"}},
+			wants: []string{"kairos is running at http://127.0.0.1:", "kairos token --tenant", "\n  whsec_", "are allowed: this kairos runs on the embedded Redis"}},
 		{name: "private urls allowed", env: map[string]string{"KAIROS_ADDR": "127.0.0.1:0"}, args: []string{"--allow-private-urls"}, token: true,
-			wants: []string{"kairos is running at", "Callbacks to loopback and private addresses are allowed"}},
+			wants: []string{"kairos is running at", "Callbacks to loopback and private addresses are allowed (--allow-private-urls)"}},
+		{name: "private urls refused when told", env: map[string]string{"KAIROS_ADDR": "127.0.0.1:0"}, args: []string{"--allow-private-urls=false"}, token: true,
+			wants: []string{"kairos is running at", "\n  whsec_", "Callbacks to localhost, loopback and private addresses are refused"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,5 +80,98 @@ func TestServeBannerBeforeListening(t *testing.T) {
 				t.Fatal("serve did not stop within 20s of its context ending")
 			}
 		})
+	}
+}
+
+// servedBanner runs `kairos serve` with args on the embedded Redis, on a
+// free loopback port, until the test ends, and returns its output once it
+// says it listens.
+func servedBanner(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out testproc.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--grace", "1s"}, args...), fakeEnv(map[string]string{"KAIROS_ADDR": "127.0.0.1:0"}), nil, &out, &out)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not stop within 20s of its context ending")
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "kairos listening") {
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended before listening: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not say it listens within 20s:\n%s", out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return out.String()
+}
+
+// TestDevModeDeliversToLoopbackSigned: with nothing but `kairos serve`
+// (embedded Redis, loopback listener), the banner's admin token registers a
+// receiver on this machine, the callback arrives, and the banner's signing
+// secret verifies it. With --allow-private-urls=false the same receiver is
+// refused, naming the setting.
+func TestDevModeDeliversToLoopbackSigned(t *testing.T) {
+	banner := servedBanner(t)
+	tok := regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`).FindString(banner)
+	secret := regexp.MustCompile(`whsec_[A-Za-z0-9+/=]+`).FindString(banner)
+	base := regexp.MustCompile(`kairos is running at (http://\S+)`).FindStringSubmatch(banner)
+	if tok == "" || secret == "" || base == nil {
+		t.Fatalf("banner lacks the token, the signing secret or the URL:\n%s", banner)
+	}
+	type hit struct {
+		h    http.Header
+		body []byte
+	}
+	hits := make(chan hit, 1)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		select {
+		case hits <- hit{r.Header.Clone(), b}:
+		default:
+		}
+	}))
+	defer rcv.Close()
+	c, err := client.New(base[1], client.WithToken(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, _, err := c.PutTopic(ctx, "demo", client.TopicRequest{CallbackURL: rcv.URL + "/hook"}); err != nil {
+		t.Fatalf("a loopback receiver in dev mode: %v", err)
+	}
+	if _, err := c.CreateJob(ctx, "demo", client.JobRequest{Delay: client.Duration(time.Millisecond), Payload: json.RawMessage(`{"hello":"dev"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case h := <-hits:
+		if err := verify.Callback([]string{secret}, h.h, h.body, verify.Options{URL: rcv.URL + "/hook"}); err != nil {
+			t.Errorf("the banner's secret does not verify the callback: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no callback within 15s")
+	}
+
+	refused := servedBanner(t, "--allow-private-urls=false")
+	tok = regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`).FindString(refused)
+	base = regexp.MustCompile(`kairos is running at (http://\S+)`).FindStringSubmatch(refused)
+	if c, err = client.New(base[1], client.WithToken(tok)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = c.PutTopic(ctx, "demo", client.TopicRequest{CallbackURL: rcv.URL + "/hook"})
+	var p *client.Error
+	if !errors.As(err, &p) || p.Status != http.StatusBadRequest || !strings.Contains(err.Error(), "allow-private-urls") {
+		t.Errorf("--allow-private-urls=false: put topic with a loopback receiver = %v, want a 400 naming the setting", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
 func fakeEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -19,7 +21,7 @@ func TestTokenDefaultExpiry(t *testing.T) {
 	exp := func(args ...string) (time.Time, bool) {
 		t.Helper()
 		var out strings.Builder
-		if err := token(args, env, &out, io.Discard); err != nil {
+		if err := token(context.Background(), args, env, &out, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		claims := jwt.MapClaims{}
@@ -69,17 +71,17 @@ func TestHelpExitsZero(t *testing.T) {
 
 func TestTokenCommand(t *testing.T) {
 	var out, errOut strings.Builder
-	err := token([]string{"--tenant", "acme", "--admin", "--ttl", "1h"}, fakeEnv(map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"}), &out, &errOut)
+	err := token(context.Background(), []string{"--tenant", "acme", "--admin", "--ttl", "1h"}, fakeEnv(map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"}), &out, &errOut)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if parts := strings.Split(strings.TrimSpace(out.String()), "."); len(parts) != 3 {
 		t.Fatalf("token output %q is not a JWT", out.String())
 	}
-	if err := token([]string{"--tenant", "acme"}, fakeEnv(nil), &out, &errOut); err == nil || !strings.Contains(err.Error(), "KAIROS_AUTH_SECRET") {
+	if err := token(context.Background(), []string{"--tenant", "acme"}, fakeEnv(nil), &out, &errOut); err == nil || !strings.Contains(err.Error(), "KAIROS_AUTH_SECRET") {
 		t.Fatalf("without a secret: %v", err)
 	}
-	if err := token([]string{"--tenant", "bad/name"}, fakeEnv(map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"}), &out, &errOut); err == nil {
+	if err := token(context.Background(), []string{"--tenant", "bad/name"}, fakeEnv(map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"}), &out, &errOut); err == nil {
 		t.Fatal("a tenant with a slash was accepted")
 	}
 }
@@ -91,7 +93,7 @@ func TestTokenHasJTI(t *testing.T) {
 	seen := map[string]bool{}
 	for range 3 {
 		var out, errOut strings.Builder
-		if err := token([]string{"--tenant", "acme"}, env, &out, &errOut); err != nil {
+		if err := token(context.Background(), []string{"--tenant", "acme"}, env, &out, &errOut); err != nil {
 			t.Fatal(err)
 		}
 		var c jwt.RegisteredClaims
@@ -102,5 +104,60 @@ func TestTokenHasJTI(t *testing.T) {
 			t.Fatalf("jti %q (seen before: %v), stderr %q", c.ID, seen[c.ID], errOut.String())
 		}
 		seen[c.ID] = true
+	}
+}
+
+// TestTokenThroughAPI: `kairos token --url` mints through POST /v1/tokens
+// with the admin token of KAIROS_TOKEN (or --token), without the secret;
+// the token works for its tenant, and mistakes are refused with a message
+// that says what to do.
+func TestTokenThroughAPI(t *testing.T) {
+	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL()})
+	mint := func(env map[string]string, args ...string) (string, string, int) {
+		t.Helper()
+		var out, errOut strings.Builder
+		code := runMain(context.Background(), append([]string{"token"}, args...), fakeEnv(env), nil, &out, &errOut)
+		return out.String(), errOut.String(), code
+	}
+	out, errOut, code := mint(map[string]string{"KAIROS_TOKEN": ti.admin}, "--url", ti.url, "--tenant", "acme", "--ttl", "2h")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	tok := strings.TrimSpace(out)
+	var c jwt.RegisteredClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(tok, &c); err != nil || c.Subject != "acme" || c.ExpiresAt == nil ||
+		time.Until(c.ExpiresAt.Time) > 2*time.Hour+time.Minute || !strings.Contains(errOut, "token id (jti): "+c.ID) {
+		t.Fatalf("minted %q (claims %+v, %v), stderr %q", tok, c, err, errOut)
+	}
+	acme := kairosCLI{t: t, url: ti.url, token: tok}
+	acme.ok("", "topics", "put", "orders", "--callback-url", ti.rcvURL+"/hook")
+	acme.fails(exitError, []string{"tenants", "quota", "other"}, "Forbidden (403)")
+
+	// KAIROS_URL alone (no secret here) picks the API; --token beats KAIROS_TOKEN.
+	if _, errOut, code := mint(map[string]string{"KAIROS_URL": ti.url, "KAIROS_TOKEN": "not-a-token"}, "--token", ti.admin, "--tenant", "acme"); code != 0 {
+		t.Fatalf("KAIROS_URL and --token: exit %d: %s", code, errOut)
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no admin token", nil, []string{"--url", ti.url, "--tenant", "acme"}, exitUsage, "needs an admin token: set KAIROS_TOKEN"},
+		{"a tenant token", map[string]string{"KAIROS_TOKEN": ti.token}, []string{"--url", ti.url, "--tenant", "acme"}, exitError, "admin token"},
+		{"bad tenant", map[string]string{"KAIROS_TOKEN": ti.admin}, []string{"--url", ti.url, "--tenant", "a/b"}, exitError, "tenant"},
+		{"no expiry", map[string]string{"KAIROS_TOKEN": ti.admin}, []string{"--url", ti.url, "--tenant", "acme", "--ttl", "0"}, exitUsage, "--ttl 0"},
+		{"too long", map[string]string{"KAIROS_TOKEN": ti.admin}, []string{"--url", ti.url, "--tenant", "acme", "--ttl", "9000h"}, exitError, "ttl"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := mint(tc.env, tc.args...)
+			if code != tc.code || out != "" || !strings.Contains(errOut, tc.msg) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", code, out, errOut, tc.code, tc.msg)
+			}
+			if strings.Contains(errOut, ti.admin) {
+				t.Errorf("stderr shows the admin token: %q", errOut)
+			}
+		})
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -57,15 +59,20 @@ type Config struct {
 	// receivers (KAIROS_CALLBACK_CA), loaded into CallbackRoots.
 	CallbackCA    string
 	CallbackRoots *x509.CertPool
-	Prefix        string
-	Shards        int
-	Retention     time.Duration
-	Roles         map[string]bool
-	Grace         time.Duration
-	LockTTL       time.Duration
-	LeaseGrace    time.Duration
-	ReadyLease    time.Duration
-	MaxPayload    int64
+	// DevPrivateDefault says AllowPrivate is on by the embedded mode's
+	// default: no KAIROS_REDIS_URL, listening on loopback only, and neither
+	// --allow-private-urls nor KAIROS_ALLOW_PRIVATE_URLS given, so that a
+	// newcomer's receiver on this machine works without a restart.
+	DevPrivateDefault bool
+	Prefix            string
+	Shards            int
+	Retention         time.Duration
+	Roles             map[string]bool
+	Grace             time.Duration
+	LockTTL           time.Duration
+	LeaseGrace        time.Duration
+	ReadyLease        time.Duration
+	MaxPayload        int64
 	// Quota is every tenant's default quota; an admin may set another for
 	// one tenant (PUT /v1/tenants/{tenant}/quota). Zero fields: no limit.
 	Quota     kairos.Quota
@@ -114,7 +121,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&writeTimeout, "write-timeout", env("KAIROS_WRITE_TIMEOUT", "30s"), "how long a request may take from the end of its headers to the last byte of its answer (POST /v1/tick gets its tick on top) (KAIROS_WRITE_TIMEOUT)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("KAIROS_METRICS_ADDR", ""), "serve /metrics on a listener of its own at this address, such as 127.0.0.1:9090, and not on --addr; unset: /metrics answers on --addr only when that is a loopback address or KAIROS_METRICS_TOKEN is set (KAIROS_METRICS_ADDR)")
 	fs.BoolVar(&c.AllowEviction, "allow-eviction", envBool("KAIROS_ALLOW_EVICTION"), "run even when Redis's maxmemory-policy is not noeviction, although an evicting Redis silently deletes jobs (KAIROS_ALLOW_EVICTION=1)")
-	fs.BoolVar(&c.AllowPrivate, "allow-private-urls", envBool("KAIROS_ALLOW_PRIVATE_URLS"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS=1)")
+	fs.BoolVar(&c.AllowPrivate, "allow-private-urls", envBool("KAIROS_ALLOW_PRIVATE_URLS"), "allow callbacks to loopback, private and link-local addresses (KAIROS_ALLOW_PRIVATE_URLS=1); default on with the embedded Redis while listening on loopback only, where --allow-private-urls=false refuses them")
 	fs.StringVar(&c.CallbackCA, "callback-ca", env("KAIROS_CALLBACK_CA", ""), "PEM file of CA certificates trusted for callback receivers besides the system's roots (KAIROS_CALLBACK_CA)")
 	fs.StringVar(&c.Prefix, "prefix", env("KAIROS_PREFIX", "kairos"), "Redis key prefix, so deployments can share a Redis (KAIROS_PREFIX)")
 	fs.StringVar(&shards, "shards", env("KAIROS_SHARDS", ""), "Delay Bucket shards, fixed at first start; unset: as recorded in Redis, or 4 on a fresh Redis (16 on a cluster) (KAIROS_SHARDS)")
@@ -139,6 +146,9 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	c.AuthSecret = getenv("KAIROS_AUTH_SECRET")
 	c.MetricsToken = getenv("KAIROS_METRICS_TOKEN")
 	c.Tracing = tracing.Enabled(getenv)
+	if err := tracing.Check(getenv); err != nil {
+		errs = append(errs, err)
+	}
 	var err error
 	if raw := getenv("KAIROS_CALLBACK_PROXY"); raw != "" {
 		if c.CallbackProxy, err = callback.ParseProxy(raw); err != nil {
@@ -156,6 +166,11 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		if c.RedisURL == "" {
 			c.Addr = "127.0.0.1:8080" // the embedded Redis is for trying kairos out: this machine only
 		}
+	}
+	privateGiven := getenv("KAIROS_ALLOW_PRIVATE_URLS") != ""
+	fs.Visit(func(f *flag.Flag) { privateGiven = privateGiven || f.Name == "allow-private-urls" })
+	if c.RedisURL == "" && !privateGiven && loopbackOnly(c.Addr) {
+		c.AllowPrivate, c.DevPrivateDefault = true, true
 	}
 	if c.RedisCluster && c.RedisURL == "" {
 		errs = append(errs, errors.New("KAIROS_REDIS_CLUSTER needs KAIROS_REDIS_URL naming at least one cluster node"))
@@ -233,6 +248,20 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		errs = append(errs, errors.New("KAIROS_AUTH_SECRET is too short: use at least 16 characters (32 random bytes recommended)"))
 	}
 	return c, errors.Join(errs...)
+}
+
+// loopbackOnly reports whether the listen address addr takes connections
+// from this machine only: its host is a loopback address or localhost.
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }
 
 // NewLogger is the logger of cfg's format and level, writing to w, with

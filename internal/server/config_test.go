@@ -23,7 +23,7 @@ func TestParseConfig(t *testing.T) {
 	defaults := Config{Addr: "127.0.0.1:8080", Prefix: "kairos", Shards: 0, Retention: 24 * time.Hour,
 		Roles: map[string]bool{"api": true, "scanner": true, "worker": true}, Grace: 30 * time.Second,
 		LockTTL: 10 * time.Second, LeaseGrace: 5 * time.Second, ReadyLease: 10 * time.Second, MaxPayload: 256 << 10, LogFormat: "text", LogLevel: "info",
-		RedisTimeout: time.Second, ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second}
+		RedisTimeout: time.Second, ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second, AllowPrivate: true, DevPrivateDefault: true}
 	tests := []struct {
 		name    string
 		args    []string
@@ -35,11 +35,15 @@ func TestParseConfig(t *testing.T) {
 		{name: "env", env: map[string]string{"KAIROS_ADDR": ":9000", "KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_AUTH_SECRET": "0123456789abcdef",
 			"KAIROS_ALLOW_PRIVATE_URLS": "1", "KAIROS_SHARDS": "32", "KAIROS_ROLES": "worker,scanner"},
 			want: func(c *Config) {
+				c.DevPrivateDefault = false
 				c.Addr, c.RedisURL, c.AuthSecret, c.AllowPrivate, c.Shards = ":9000", "redis://r:6379", "0123456789abcdef", true, 32
 				c.Roles = map[string]bool{"worker": true, "scanner": true}
 			}},
 		{name: "flag beats env", args: []string{"--addr", ":7000", "--retention", "1h"}, env: map[string]string{"KAIROS_ADDR": ":9000"},
-			want: func(c *Config) { c.Addr, c.Retention = ":7000", time.Hour }},
+			want: func(c *Config) {
+				c.AllowPrivate, c.DevPrivateDefault = false, false
+				c.Addr, c.Retention = ":7000", time.Hour
+			}},
 		{name: "durations in days", args: []string{"--grace", "0.5d"}, env: map[string]string{"KAIROS_RETENTION": "7d", "KAIROS_TENANT_RATE": "1000/1d"},
 			want: func(c *Config) {
 				c.Retention, c.Grace = 7*24*time.Hour, 12*time.Hour
@@ -47,8 +51,11 @@ func TestParseConfig(t *testing.T) {
 			}},
 		{name: "bad duration", env: map[string]string{"KAIROS_RETENTION": "7 days"}, wantErr: `retention "7 days": use a duration of at least 1s such as "30s" or "7d"`},
 		{name: "embedded binds loopback, an external Redis every interface", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
-			want: func(c *Config) { c.Addr, c.RedisURL, c.AuthSecret = ":8080", "redis://r:6379", "0123456789abcdef" }},
-		{name: "an explicit address is kept in embedded mode", args: []string{"--addr", ":8080"}, want: func(c *Config) { c.Addr = ":8080" }},
+			want: func(c *Config) {
+				c.AllowPrivate, c.DevPrivateDefault = false, false
+				c.Addr, c.RedisURL, c.AuthSecret = ":8080", "redis://r:6379", "0123456789abcdef"
+			}},
+		{name: "an explicit address is kept in embedded mode", args: []string{"--addr", ":8080"}, want: func(c *Config) { c.AllowPrivate, c.DevPrivateDefault = false, false; c.Addr = ":8080" }},
 		{name: "tenant quota from env", env: map[string]string{"KAIROS_TENANT_MAX_PENDING": "5000", "KAIROS_TENANT_RATE": "600/1m"},
 			want: func(c *Config) {
 				c.Quota = kairos.Quota{MaxPending: 5000, Rate: 600, RatePeriod: time.Minute, Burst: 600}
@@ -68,23 +75,39 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad tenant rate", args: []string{"--tenant-rate", "fast"}, wantErr: "tenant-rate \"fast\": use N or N/PERIOD"},
 		{name: "bad tenant rate period", args: []string{"--tenant-rate", "5/soon"}, wantErr: "PERIOD must be a duration"},
 		{name: "negative max pending", env: map[string]string{"KAIROS_TENANT_MAX_PENDING": "-1"}, wantErr: "tenant-max-pending \"-1\""},
-		{name: "bare boolean flag", args: []string{"--allow-private-urls"}, want: func(c *Config) { c.AllowPrivate = true }},
-		{name: "boolean flag =true", args: []string{"--allow-private-urls=true"}, want: func(c *Config) { c.AllowPrivate = true }},
-		{name: "boolean flag =1", args: []string{"--allow-private-urls=1"}, want: func(c *Config) { c.AllowPrivate = true }},
-		{name: "boolean flag =0 beats env", args: []string{"--allow-private-urls=0"}, env: map[string]string{"KAIROS_ALLOW_PRIVATE_URLS": "1"}},
-		{name: "boolean flag =false", args: []string{"-allow-private-urls=false"}},
-		{name: "env true", env: map[string]string{"KAIROS_ALLOW_PRIVATE_URLS": "true"}, want: func(c *Config) { c.AllowPrivate = true }},
+		{name: "bare boolean flag", args: []string{"--allow-private-urls"}, want: func(c *Config) { c.DevPrivateDefault = false }},
+		{name: "boolean flag =true", args: []string{"--allow-private-urls=true"}, want: func(c *Config) { c.DevPrivateDefault = false }},
+		{name: "boolean flag =1", args: []string{"--allow-private-urls=1"}, want: func(c *Config) { c.DevPrivateDefault = false }},
+		{name: "boolean flag =0 beats env", args: []string{"--allow-private-urls=0"}, env: map[string]string{"KAIROS_ALLOW_PRIVATE_URLS": "1"},
+			want: func(c *Config) { c.AllowPrivate, c.DevPrivateDefault = false, false }},
+		{name: "boolean flag =false", args: []string{"-allow-private-urls=false"}, want: func(c *Config) { c.AllowPrivate, c.DevPrivateDefault = false, false }},
+		{name: "embedded on loopback allows private URLs by default", args: []string{"--addr", "localhost:9000"},
+			want: func(c *Config) { c.Addr = "localhost:9000" }},
+		{name: "embedded on IPv6 loopback too", env: map[string]string{"KAIROS_ADDR": "[::1]:0"}, want: func(c *Config) { c.Addr = "[::1]:0" }},
+		{name: "embedded refuses them when told, by env", env: map[string]string{"KAIROS_ALLOW_PRIVATE_URLS": "0"},
+			want: func(c *Config) { c.AllowPrivate, c.DevPrivateDefault = false, false }},
+		{name: "embedded on every interface keeps refusing them", env: map[string]string{"KAIROS_ADDR": "0.0.0.0:8080"},
+			want: func(c *Config) { c.Addr, c.AllowPrivate, c.DevPrivateDefault = "0.0.0.0:8080", false, false }},
+		{name: "an external Redis on loopback keeps refusing them", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_AUTH_SECRET": "0123456789abcdef", "KAIROS_ADDR": "127.0.0.1:8080"},
+			want: func(c *Config) {
+				c.AllowPrivate, c.DevPrivateDefault = false, false
+				c.RedisURL, c.AuthSecret = "redis://r:6379", "0123456789abcdef"
+			}},
+		{name: "env true", env: map[string]string{"KAIROS_ALLOW_PRIVATE_URLS": "true"}, want: func(c *Config) { c.DevPrivateDefault = false }},
 		{name: "bare cluster flag", args: []string{"--redis-cluster", "--redis-url", "redis://r:1"}, env: map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef"},
 			want: func(c *Config) {
+				c.AllowPrivate, c.DevPrivateDefault = false, false
 				c.RedisCluster, c.RedisURL, c.AuthSecret, c.Addr = true, "redis://r:1", "0123456789abcdef", ":8080"
 			}},
 		{name: "redis CA", env: map[string]string{"KAIROS_REDIS_URL": "rediss://r:6380", "KAIROS_REDIS_CA": "/etc/ca.pem", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
 			want: func(c *Config) {
+				c.AllowPrivate, c.DevPrivateDefault = false, false
 				c.RedisURL, c.RedisCA, c.AuthSecret, c.Addr = "rediss://r:6380", "/etc/ca.pem", "0123456789abcdef", ":8080"
 			}},
 		{name: "redis CA flag beats env", args: []string{"--redis-ca", "/flag.pem"},
 			env: map[string]string{"KAIROS_REDIS_URL": "REDISS://r:6380", "KAIROS_REDIS_CA": "/env.pem", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
 			want: func(c *Config) {
+				c.AllowPrivate, c.DevPrivateDefault = false, false
 				c.RedisURL, c.RedisCA, c.AuthSecret, c.Addr = "REDISS://r:6380", "/flag.pem", "0123456789abcdef", ":8080"
 			}},
 		{name: "redis CA needs rediss", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_REDIS_CA": "/etc/ca.pem", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
@@ -103,11 +126,14 @@ func TestParseConfig(t *testing.T) {
 		{name: "external redis needs a secret", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379"}, wantErr: "KAIROS_AUTH_SECRET is required"},
 		{name: "workers alone need no secret", env: map[string]string{"KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_ROLES": "worker"},
 			want: func(c *Config) {
+				c.AllowPrivate, c.DevPrivateDefault = false, false
 				c.RedisURL, c.Roles, c.Addr = "redis://r:6379", map[string]bool{"worker": true}, ":8080"
 			}},
 		{name: "short secret", env: map[string]string{"KAIROS_AUTH_SECRET": "short"}, wantErr: "too short"},
 		{name: "secret is not a flag", args: []string{"--auth-secret", "x"}, wantErr: "flag provided but not defined"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
+		{name: "OTLP over gRPC is refused at start", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+			wantErr: "OTEL_EXPORTER_OTLP_PROTOCOL=grpc: kairos sends traces over OTLP/HTTP only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

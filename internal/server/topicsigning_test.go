@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/verify"
 )
 
 // TestTopicSigningKeepsReceiversApart delivers a callback of topic own
@@ -64,22 +64,22 @@ func TestTopicSigningKeepsReceiversApart(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	verify := func(d delivery, url string, secrets ...string) error {
-		return callback.Verify(secrets, d.h, d.body, callback.VerifyOptions{URL: url})
+	check := func(d delivery, url string, secrets ...string) error {
+		return verify.Callback(secrets, d.h, d.body, verify.Options{URL: url})
 	}
 	ti.call(t, "POST", "/v1/topics/own/jobs", `{"delay": "0s", "payload": {"n": 1}}`, http.StatusCreated)
 	ti.call(t, "POST", "/v1/topics/shared/jobs", `{"delay": "0s", "payload": {"n": 2}}`, http.StatusCreated)
 	o, s := wait("/own", 1), wait("/shared", 1)
-	if err := verify(o, rcv.URL+"/own", own.Current); err != nil {
+	if err := check(o, rcv.URL+"/own", own.Current); err != nil {
 		t.Errorf("own's callback with own's secret: %v", err)
 	}
-	if err := verify(o, rcv.URL+"/own", tenant.Current, tenant.Next); !errors.Is(err, callback.ErrInvalidSignature) {
+	if err := check(o, rcv.URL+"/own", tenant.Current, tenant.Next); !errors.Is(err, verify.ErrInvalidSignature) {
 		t.Errorf("own's callback with the tenant's secrets: %v, want an invalid signature", err)
 	}
-	if err := verify(s, rcv.URL+"/shared", tenant.Current); err != nil {
+	if err := check(s, rcv.URL+"/shared", tenant.Current); err != nil {
 		t.Errorf("shared's callback with the tenant's secret: %v", err)
 	}
-	if err := verify(s, rcv.URL+"/shared", own.Current, own.Next); !errors.Is(err, callback.ErrInvalidSignature) {
+	if err := check(s, rcv.URL+"/shared", own.Current, own.Next); !errors.Is(err, verify.ErrInvalidSignature) {
 		t.Errorf("shared's callback with own's secrets: %v, want an invalid signature", err)
 	}
 
@@ -94,7 +94,7 @@ func TestTopicSigningKeepsReceiversApart(t *testing.T) {
 	}
 	time.Sleep(2100 * time.Millisecond) // the worker keeps a secret for 2s
 	ti.call(t, "POST", "/v1/topics/own/jobs", `{"delay": "0s", "payload": {"n": 3}}`, http.StatusCreated)
-	if err := verify(wait("/own", 2), rcv.URL+"/own", r.Current); err != nil {
+	if err := check(wait("/own", 2), rcv.URL+"/own", r.Current); err != nil {
 		t.Errorf("own's callback after rotation, with its new current secret: %v", err)
 	}
 	if keys("/v1/signing-keys") != tenant {

@@ -15,8 +15,6 @@ import (
 	"fmt"
 	"strings"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -51,35 +49,51 @@ func Enabled(getenv func(string) string) bool {
 	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
 
+// Check reports what the environment asks of tracing that kairos cannot
+// do: an exporter other than otlp, or an OTLP protocol other than
+// http/protobuf. kairos sends traces over OTLP/HTTP only (the gRPC exporter
+// would double the binary's dependencies); every collector that takes
+// OTLP/gRPC takes OTLP/HTTP too, usually on port 4318.
+func Check(getenv func(string) string) error {
+	if !Enabled(getenv) {
+		return nil
+	}
+	if v := strings.ToLower(getenv("OTEL_TRACES_EXPORTER")); v != "" && v != "otlp" {
+		return fmt.Errorf("OTEL_TRACES_EXPORTER=%q: kairos exports traces with otlp (or none)", v)
+	}
+	name := "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	protocol := getenv(name)
+	if protocol == "" {
+		name = "OTEL_EXPORTER_OTLP_PROTOCOL"
+		protocol = getenv(name)
+	}
+	switch protocol {
+	case "", "http/protobuf":
+		return nil
+	case "grpc":
+		return fmt.Errorf("%s=grpc: kairos sends traces over OTLP/HTTP only; unset %s (or set it to http/protobuf) and point OTEL_EXPORTER_OTLP_ENDPOINT at the collector's OTLP/HTTP endpoint, such as http://collector:4318", name, name)
+	default:
+		return fmt.Errorf("%s=%q: use http/protobuf (the default); kairos sends traces over OTLP/HTTP only", name, protocol)
+	}
+}
+
 // Setup returns the tracer provider kairos traces with and the function
 // that flushes and stops it. With traces off it is a no-op provider, and
 // kairos still stores and forwards the trace context it is given. With
-// them on, spans go in batches to an OTLP exporter that reads the standard
-// variables itself (endpoint, headers, timeout, certificates; protocol
-// http/protobuf, the default, or grpc), the resource names the service
-// (OTEL_SERVICE_NAME, default kairos; OTEL_RESOURCE_ATTRIBUTES) and the
-// sampler follows OTEL_TRACES_SAMPLER (default: parent-based, always on).
+// them on, spans go in batches to an OTLP/HTTP exporter that reads the
+// standard variables from getenv (endpoint, headers, timeout, compression,
+// certificates: newExporter; Check refuses any protocol but http/protobuf), the resource names the
+// service (OTEL_SERVICE_NAME, default kairos; OTEL_RESOURCE_ATTRIBUTES)
+// and the sampler follows OTEL_TRACES_SAMPLER (default: parent-based,
+// always on).
 func Setup(ctx context.Context, getenv func(string) string, version string) (trace.TracerProvider, func(context.Context) error, error) {
 	if !Enabled(getenv) {
 		return noop.NewTracerProvider(), func(context.Context) error { return nil }, nil
 	}
-	if v := strings.ToLower(getenv("OTEL_TRACES_EXPORTER")); v != "" && v != "otlp" {
-		return nil, nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: kairos exports traces with otlp (or none)", v)
+	if err := Check(getenv); err != nil {
+		return nil, nil, err
 	}
-	protocol := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if protocol == "" {
-		protocol = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-	}
-	var exp sdktrace.SpanExporter
-	var err error
-	switch protocol {
-	case "", "http/protobuf":
-		exp, err = otlptracehttp.New(ctx)
-	case "grpc":
-		exp, err = otlptracegrpc.New(ctx)
-	default:
-		return nil, nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: use http/protobuf (the default) or grpc", protocol)
-	}
+	exp, err := newExporter(getenv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("OTLP trace exporter: %w", err)
 	}

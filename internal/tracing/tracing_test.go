@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -36,9 +37,37 @@ func TestSetupRefusesWhatItCannotExport(t *testing.T) {
 	for _, env := range []map[string]string{
 		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
 		{"OTEL_TRACES_EXPORTER": "zipkin", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
 	} {
 		if _, _, err := Setup(context.Background(), func(k string) string { return env[k] }, "test"); err == nil {
 			t.Errorf("Setup(%v) accepted it", env)
+		}
+	}
+}
+
+// kairos has no OTLP/gRPC exporter: a protocol of grpc is refused with a
+// message that names the variable and the way out (the HTTP endpoint).
+func TestCheckRefusesGRPCNamingTheHTTPEndpoint(t *testing.T) {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
+		env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", name: "grpc"}
+		err := Check(func(k string) string { return env[k] })
+		if err == nil {
+			t.Fatalf("Check accepted %s=grpc", name)
+		}
+		for _, want := range []string{name + "=grpc", "OTLP/HTTP", "OTEL_EXPORTER_OTLP_ENDPOINT", "4318"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Check(%s=grpc) = %q, want it to say %q", name, err, want)
+			}
+		}
+	}
+	for _, env := range []map[string]string{
+		{},
+		{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, // no endpoint: tracing is off, nothing to refuse
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
+	} {
+		if err := Check(func(k string) string { return env[k] }); err != nil {
+			t.Errorf("Check(%v) = %v, want nil", env, err)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 // Command receiver is a minimal kairos callback receiver: it checks both
-// signatures of each callback with callback.VerifyRequest, over the raw body,
-// and answers 204, or 401 when they do not hold.
+// signatures of each callback with verify.Request, over the raw body, and
+// answers 204, or 401 when they do not hold. Package
+// github.com/kairos-sh/kairos/verify imports only the standard library and
+// golang-jwt, so this receiver pulls in nothing of the server.
 //
 //	KAIROS_SECRET_CURRENT=whsec_... go run ./examples/receivers/go --port 9000
 //
@@ -21,7 +23,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/verify"
 )
 
 func main() {
@@ -39,7 +41,7 @@ func main() {
 
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// The body exactly as it arrived: the signatures cover these bytes.
-		body, err := callback.VerifyRequest(r, secrets, callback.VerifyOptions{})
+		body, err := verify.Request(r, secrets, verify.Options{})
 		if err != nil {
 			log.Printf("rejected: %v", err)
 			http.Error(w, "invalid signature", http.StatusUnauthorized)

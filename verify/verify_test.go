@@ -1,4 +1,4 @@
-package callback
+package verify_test
 
 import (
 	"bytes"
@@ -14,22 +14,27 @@ import (
 	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/verify"
 )
+
+// testSecret is the Standard Webhooks (Svix) documented example.
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 const nextSecret = "whsec_c2Vjb25kIHNlY3JldCBmb3Igcm90YXRpb24="
 
 var (
 	testNow  = time.Unix(1_700_000_000, 0)
 	testBody = []byte(`{"order":42}`)
-	testSig  = Signature{MsgID: "msg_1", DeliveryID: "dlv_1", URL: "https://example.com/hook", Timestamp: testNow}
+	testSig  = callback.Signature{MsgID: "msg_1", DeliveryID: "dlv_1", URL: "https://example.com/hook", Timestamp: testNow}
 )
 
 // signed returns the headers Sign sets for body, failing tb on error.
-func signed(tb testing.TB, secret string, sig Signature, body []byte) http.Header {
+func signed(tb testing.TB, secret string, sig callback.Signature, body []byte) http.Header {
 	tb.Helper()
 	h := http.Header{}
-	if err := Sign(h, secret, sig, body); err != nil {
+	if err := callback.Sign(h, secret, sig, body); err != nil {
 		tb.Fatal(err)
 	}
 	return h
@@ -38,7 +43,7 @@ func signed(tb testing.TB, secret string, sig Signature, body []byte) http.Heade
 // token returns an HS-family JWT over claims, keyed by secret.
 func token(tb testing.TB, m jwt.SigningMethod, secret string, claims jwt.MapClaims) string {
 	tb.Helper()
-	key, err := secretBytes(secret)
+	key, err := verify.SecretKey(secret)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -57,14 +62,14 @@ func validClaims() jwt.MapClaims {
 	}
 }
 
-func TestVerify(t *testing.T) {
+func TestCallback(t *testing.T) {
 	at := func(d time.Duration) func() time.Time { return func() time.Time { return testNow.Add(d) } }
 	for _, tc := range []struct {
 		name     string
 		secrets  []string
 		header   func() http.Header
 		body     []byte
-		opts     VerifyOptions
+		opts     verify.Options
 		wantErr  error  // nil: want success
 		wantText string // in the error message
 	}{
@@ -72,26 +77,26 @@ func TestVerify(t *testing.T) {
 			name:    "round trip",
 			secrets: []string{testSecret},
 			header:  func() http.Header { return signed(t, testSecret, testSig, testBody) },
-			opts:    VerifyOptions{Now: at(0), URL: "https://example.com/hook"},
+			opts:    verify.Options{Now: at(0), URL: "https://example.com/hook"},
 		},
 		{
 			name:    "signed with the next secret",
 			secrets: []string{testSecret, nextSecret},
 			header:  func() http.Header { return signed(t, nextSecret, testSig, testBody) },
-			opts:    VerifyOptions{Now: at(0)},
+			opts:    verify.Options{Now: at(0)},
 		},
 		{
 			name:    "within tolerance",
 			secrets: []string{testSecret},
 			header:  func() http.Header { return signed(t, testSecret, testSig, testBody) },
-			opts:    VerifyOptions{Now: at(4 * time.Minute)},
+			opts:    verify.Options{Now: at(4 * time.Minute)},
 		},
 		{
 			name:     "wrong secret",
 			secrets:  []string{nextSecret},
 			header:   func() http.Header { return signed(t, testSecret, testSig, testBody) },
-			opts:     VerifyOptions{Now: at(0)},
-			wantErr:  ErrInvalidSignature,
+			opts:     verify.Options{Now: at(0)},
+			wantErr:  verify.ErrInvalidSignature,
 			wantText: "webhook-signature",
 		},
 		{
@@ -99,31 +104,31 @@ func TestVerify(t *testing.T) {
 			secrets:  []string{testSecret},
 			header:   func() http.Header { return signed(t, testSecret, testSig, testBody) },
 			body:     []byte(`{"order":43}`),
-			opts:     VerifyOptions{Now: at(0)},
-			wantErr:  ErrInvalidSignature,
+			opts:     verify.Options{Now: at(0)},
+			wantErr:  verify.ErrInvalidSignature,
 			wantText: "webhook-signature",
 		},
 		{
 			name:     "old timestamp",
 			secrets:  []string{testSecret},
 			header:   func() http.Header { return signed(t, testSecret, testSig, testBody) },
-			opts:     VerifyOptions{Now: at(6 * time.Minute)},
-			wantErr:  ErrTimestamp,
+			opts:     verify.Options{Now: at(6 * time.Minute)},
+			wantErr:  verify.ErrTimestamp,
 			wantText: "webhook-timestamp",
 		},
 		{
 			name:     "future timestamp",
 			secrets:  []string{testSecret},
 			header:   func() http.Header { return signed(t, testSecret, testSig, testBody) },
-			opts:     VerifyOptions{Now: at(-6 * time.Minute)},
-			wantErr:  ErrTimestamp,
+			opts:     verify.Options{Now: at(-6 * time.Minute)},
+			wantErr:  verify.ErrTimestamp,
 			wantText: "webhook-timestamp",
 		},
 		{
 			name:    "wider tolerance",
 			secrets: []string{testSecret},
 			header:  func() http.Header { return signed(t, testSecret, testSig, testBody) },
-			opts:    VerifyOptions{Now: at(time.Hour), Tolerance: 2 * time.Hour},
+			opts:    verify.Options{Now: at(time.Hour), Tolerance: 2 * time.Hour},
 		},
 		{
 			name:    "malformed timestamp",
@@ -133,8 +138,8 @@ func TestVerify(t *testing.T) {
 				h.Set("webhook-timestamp", "1e9")
 				return h
 			},
-			opts:     VerifyOptions{Now: at(0)},
-			wantErr:  ErrInvalidSignature,
+			opts:     verify.Options{Now: at(0)},
+			wantErr:  verify.ErrInvalidSignature,
 			wantText: "webhook-timestamp",
 		},
 		{
@@ -145,7 +150,7 @@ func TestVerify(t *testing.T) {
 				h.Set("webhook-signature", "v1,Zm9v v1a,x "+h.Get("webhook-signature")+" v2,bar")
 				return h
 			},
-			opts: VerifyOptions{Now: at(0)},
+			opts: verify.Options{Now: at(0)},
 		},
 		{
 			name:    "right signature under another version",
@@ -155,16 +160,16 @@ func TestVerify(t *testing.T) {
 				h.Set("webhook-signature", "v2"+strings.TrimPrefix(h.Get("webhook-signature"), "v1"))
 				return h
 			},
-			opts:     VerifyOptions{Now: at(0)},
-			wantErr:  ErrInvalidSignature,
+			opts:     verify.Options{Now: at(0)},
+			wantErr:  verify.ErrInvalidSignature,
 			wantText: "webhook-signature",
 		},
 		{
 			name:     "URL mismatch",
 			secrets:  []string{testSecret},
 			header:   func() http.Header { return signed(t, testSecret, testSig, testBody) },
-			opts:     VerifyOptions{Now: at(0), URL: "https://evil.example/hook"},
-			wantErr:  ErrInvalidSignature,
+			opts:     verify.Options{Now: at(0), URL: "https://evil.example/hook"},
+			wantErr:  verify.ErrInvalidSignature,
 			wantText: "kairos-signature",
 		},
 		{
@@ -175,8 +180,8 @@ func TestVerify(t *testing.T) {
 				h.Set("Kairos-Signature", signed(t, testSecret, testSig, []byte("other")).Get("Kairos-Signature"))
 				return h
 			},
-			opts:     VerifyOptions{Now: at(0)},
-			wantErr:  ErrInvalidSignature,
+			opts:     verify.Options{Now: at(0)},
+			wantErr:  verify.ErrInvalidSignature,
 			wantText: "body claim",
 		},
 		{
@@ -189,8 +194,8 @@ func TestVerify(t *testing.T) {
 				h.Set("Kairos-Signature", signed(t, testSecret, old, testBody).Get("Kairos-Signature"))
 				return h
 			},
-			opts:     VerifyOptions{Now: at(0)},
-			wantErr:  ErrTimestamp,
+			opts:     verify.Options{Now: at(0)},
+			wantErr:  verify.ErrTimestamp,
 			wantText: "kairos-signature",
 		},
 		{
@@ -205,8 +210,8 @@ func TestVerify(t *testing.T) {
 				h.Set("Kairos-Signature", s)
 				return h
 			},
-			opts:     VerifyOptions{Now: at(0)},
-			wantErr:  ErrInvalidSignature,
+			opts:     verify.Options{Now: at(0)},
+			wantErr:  verify.ErrInvalidSignature,
 			wantText: "kairos-signature",
 		},
 		{
@@ -217,8 +222,8 @@ func TestVerify(t *testing.T) {
 				h.Set("Kairos-Signature", token(t, jwt.SigningMethodHS512, testSecret, validClaims()))
 				return h
 			},
-			opts:     VerifyOptions{Now: at(0)},
-			wantErr:  ErrInvalidSignature,
+			opts:     verify.Options{Now: at(0)},
+			wantErr:  verify.ErrInvalidSignature,
 			wantText: "kairos-signature",
 		},
 		{
@@ -229,7 +234,7 @@ func TestVerify(t *testing.T) {
 				h.Set("Kairos-Signature", token(t, jwt.SigningMethodHS256, testSecret, validClaims()))
 				return h
 			},
-			opts: VerifyOptions{Now: at(0)},
+			opts: verify.Options{Now: at(0)},
 		},
 		{
 			name:    "wrong issuer",
@@ -241,8 +246,8 @@ func TestVerify(t *testing.T) {
 				h.Set("Kairos-Signature", token(t, jwt.SigningMethodHS256, testSecret, c))
 				return h
 			},
-			opts:     VerifyOptions{Now: at(0)},
-			wantErr:  ErrInvalidSignature,
+			opts:     verify.Options{Now: at(0)},
+			wantErr:  verify.ErrInvalidSignature,
 			wantText: "kairos-signature",
 		},
 		{
@@ -255,8 +260,8 @@ func TestVerify(t *testing.T) {
 				h.Set("Kairos-Signature", token(t, jwt.SigningMethodHS256, testSecret, c))
 				return h
 			},
-			opts:     VerifyOptions{Now: at(0)},
-			wantErr:  ErrInvalidSignature,
+			opts:     verify.Options{Now: at(0)},
+			wantErr:  verify.ErrInvalidSignature,
 			wantText: "kairos-signature",
 		},
 		{
@@ -267,8 +272,8 @@ func TestVerify(t *testing.T) {
 				h.Set("Kairos-Signature", token(t, jwt.SigningMethodHS256, nextSecret, validClaims()))
 				return h
 			},
-			opts:     VerifyOptions{Now: at(0)},
-			wantErr:  ErrInvalidSignature,
+			opts:     verify.Options{Now: at(0)},
+			wantErr:  verify.ErrInvalidSignature,
 			wantText: "kairos-signature",
 		},
 		{
@@ -279,8 +284,8 @@ func TestVerify(t *testing.T) {
 				h.Set("Kairos-Signature", "a.b.c")
 				return h
 			},
-			opts:     VerifyOptions{Now: at(0)},
-			wantErr:  ErrInvalidSignature,
+			opts:     verify.Options{Now: at(0)},
+			wantErr:  verify.ErrInvalidSignature,
 			wantText: "kairos-signature",
 		},
 	} {
@@ -289,7 +294,7 @@ func TestVerify(t *testing.T) {
 			if body == nil {
 				body = testBody
 			}
-			err := Verify(tc.secrets, tc.header(), body, tc.opts)
+			err := verify.Callback(tc.secrets, tc.header(), body, tc.opts)
 			checkErr(t, err, tc.wantErr, tc.wantText)
 		})
 	}
@@ -308,81 +313,51 @@ func checkErr(t *testing.T, err, wantErr error, wantText string) {
 	}
 }
 
-func TestVerifyMissingHeaders(t *testing.T) {
+func TestCallbackMissingHeaders(t *testing.T) {
 	for _, name := range []string{"webhook-id", "webhook-timestamp", "webhook-signature", "kairos-signature"} {
 		t.Run(name, func(t *testing.T) {
 			h := signed(t, testSecret, testSig, testBody)
 			h.Del(name)
-			err := Verify([]string{testSecret}, h, testBody, VerifyOptions{Now: func() time.Time { return testNow }})
-			checkErr(t, err, ErrMissingSignature, name)
+			err := verify.Callback([]string{testSecret}, h, testBody, verify.Options{Now: func() time.Time { return testNow }})
+			checkErr(t, err, verify.ErrMissingSignature, name)
 		})
 	}
 }
 
-func TestVerifyBadSecrets(t *testing.T) {
+func TestCallbackBadSecrets(t *testing.T) {
 	h := signed(t, testSecret, testSig, testBody)
 	for _, secrets := range [][]string{nil, {"whsec_!!"}, {testSecret, ""}} {
-		if err := Verify(secrets, h, testBody, VerifyOptions{Now: func() time.Time { return testNow }}); err == nil {
+		if err := verify.Callback(secrets, h, testBody, verify.Options{Now: func() time.Time { return testNow }}); err == nil {
 			t.Errorf("Verify with secrets %q succeeded, want an error", secrets)
 		}
 	}
 }
 
-// TestStandardWebhooksLibrary checks kairos's signature with the Standard
-// Webhooks project's own Go library, the one receivers are told to use.
-func TestStandardWebhooksLibrary(t *testing.T) {
-	secret, err := NewSecret()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig := testSig
-	sig.Timestamp = time.Now()
-	h := signed(t, secret, sig, testBody)
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wh.Verify(testBody, h); err != nil {
-		t.Errorf("standardwebhooks Verify: %v", err)
-	}
-	if err := wh.Verify([]byte(`{"order":43}`), h); err == nil {
-		t.Error("standardwebhooks Verify of a tampered body succeeded")
-	}
-	// And the other way round: the library's signature passes our check of it.
-	want, err := wh.Sign(sig.MsgID, sig.Timestamp, testBody)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := h.Get("webhook-signature"); got != want {
-		t.Errorf("webhook-signature = %q, library signs %q", got, want)
-	}
-}
-
-func TestVerifyRequest(t *testing.T) {
+func TestRequest(t *testing.T) {
 	now := func() time.Time { return testNow }
 	req := httptest.NewRequest(http.MethodPost, "/hook", bytes.NewReader(testBody))
 	req.Header = signed(t, testSecret, testSig, testBody)
-	body, err := VerifyRequest(req, []string{testSecret}, VerifyOptions{Now: now})
+	body, err := verify.Request(req, []string{testSecret}, verify.Options{Now: now})
 	if err != nil || !bytes.Equal(body, testBody) {
-		t.Fatalf("VerifyRequest = %q, %v; want %q, nil", body, err, testBody)
+		t.Fatalf("Request = %q, %v; want %q, nil", body, err, testBody)
 	}
 
 	huge := bytes.Repeat([]byte("x"), 10<<20+1)
 	req = httptest.NewRequest(http.MethodPost, "/hook", bytes.NewReader(huge))
 	req.Header = signed(t, testSecret, testSig, huge)
 	var tooLarge *http.MaxBytesError
-	if body, err := VerifyRequest(req, []string{testSecret}, VerifyOptions{Now: now}); !errors.As(err, &tooLarge) || body != nil {
-		t.Fatalf("VerifyRequest of 10 MiB + 1 = %d bytes, %v; want *http.MaxBytesError", len(body), err)
+	if body, err := verify.Request(req, []string{testSecret}, verify.Options{Now: now}); !errors.As(err, &tooLarge) || body != nil {
+		t.Fatalf("Request of 10 MiB + 1 = %d bytes, %v; want *http.MaxBytesError", len(body), err)
 	}
 
 	req = httptest.NewRequest(http.MethodPost, "/hook", bytes.NewReader(testBody))
 	req.Header = signed(t, nextSecret, testSig, testBody)
-	if body, err := VerifyRequest(req, []string{testSecret}, VerifyOptions{Now: now}); !errors.Is(err, ErrInvalidSignature) || body != nil {
-		t.Fatalf("VerifyRequest with the wrong secret = %q, %v; want ErrInvalidSignature", body, err)
+	if body, err := verify.Request(req, []string{testSecret}, verify.Options{Now: now}); !errors.Is(err, verify.ErrInvalidSignature) || body != nil {
+		t.Fatalf("Request with the wrong secret = %q, %v; want verify.ErrInvalidSignature", body, err)
 	}
 }
 
-func FuzzVerify(f *testing.F) {
+func FuzzCallback(f *testing.F) {
 	good := signed(f, testSecret, testSig, testBody)
 	f.Add("msg_1", "dlv_1", "https://example.com/hook", testBody, int64(0),
 		good.Get("webhook-timestamp"), good.Get("webhook-signature"), good.Get("Kairos-Signature"))
@@ -398,31 +373,31 @@ func FuzzVerify(f *testing.F) {
 		h.Set("webhook-timestamp", ts)
 		h.Set("webhook-signature", sigHeader)
 		h.Set("Kairos-Signature", tok)
-		if err := Verify([]string{testSecret}, h, body, VerifyOptions{Now: now}); err == nil {
+		if err := verify.Callback([]string{testSecret}, h, body, verify.Options{Now: now}); err == nil {
 			if !strings.Contains(sigHeader, webhookSig(t, testSecret, msgID, ts, body)) {
 				t.Fatalf("forged headers verified: %v", h)
 			}
 		}
 
 		// A valid signature always verifies, within tolerance.
-		sig := Signature{MsgID: msgID, DeliveryID: deliveryID, URL: url, Timestamp: testNow.Add(time.Duration(skew%300) * time.Second)}
+		sig := callback.Signature{MsgID: msgID, DeliveryID: deliveryID, URL: url, Timestamp: testNow.Add(time.Duration(skew%300) * time.Second)}
 		h = http.Header{}
-		if err := Sign(h, testSecret, sig, body); err != nil {
+		if err := callback.Sign(h, testSecret, sig, body); err != nil {
 			if msgID != "" && headerSafe(msgID) {
 				t.Fatalf("Sign(%+v): %v", sig, err)
 			}
 			return
 		}
-		opts := VerifyOptions{Now: now}
+		opts := verify.Options{Now: now}
 		if utf8.ValidString(url) {
 			opts.URL = url
 		}
-		if err := Verify([]string{nextSecret, testSecret}, h, body, opts); err != nil {
+		if err := verify.Callback([]string{nextSecret, testSecret}, h, body, opts); err != nil {
 			t.Fatalf("Verify of a valid signature %+v: %v", sig, err)
 		}
 		if len(body) > 0 {
 			body[0] ^= 1
-			if err := Verify([]string{testSecret}, h, body, opts); err == nil {
+			if err := verify.Callback([]string{testSecret}, h, body, opts); err == nil {
 				t.Fatal("Verify of a changed body succeeded")
 			}
 		}
@@ -432,7 +407,7 @@ func FuzzVerify(f *testing.F) {
 // webhookSig computes a Standard Webhooks signature independently of Sign.
 func webhookSig(t *testing.T, secret, msgID, ts string, body []byte) string {
 	t.Helper()
-	key, err := secretBytes(secret)
+	key, err := verify.SecretKey(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,4 +415,45 @@ func webhookSig(t *testing.T, secret, msgID, ts string, body []byte) string {
 	mac.Write([]byte(msgID + "." + ts + "."))
 	mac.Write(body)
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// headerSafe reports whether s arrives unchanged as a header value, the
+// message ids callback.Sign accepts.
+func headerSafe(s string) bool {
+	if strings.TrimSpace(s) != s {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSecretKey(t *testing.T) {
+	for _, tc := range []struct {
+		name, secret string
+		wantLen      int // 0: want an error
+	}{
+		{"prefixed", testSecret, 24},
+		{"bare", strings.TrimPrefix(testSecret, "whsec_"), 24},
+		{"empty", "", 0},
+		{"prefix only", "whsec_", 0},
+		{"not base64", "whsec_not base64!", 0},
+		{"url alphabet", "whsec_-_-_", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key, err := verify.SecretKey(tc.secret)
+			if tc.wantLen == 0 {
+				if err == nil {
+					t.Fatalf("verify.SecretKey(%q) = %x, want an error", tc.secret, key)
+				}
+				return
+			}
+			if err != nil || len(key) != tc.wantLen {
+				t.Fatalf("verify.SecretKey(%q) = %d bytes, %v; want %d bytes", tc.secret, len(key), err, tc.wantLen)
+			}
+		})
+	}
 }

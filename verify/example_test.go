@@ -1,4 +1,4 @@
-package callback_test
+package verify_test
 
 import (
 	"bytes"
@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/verify"
 )
 
 // A receiver checks every callback before acting on it. secrets holds the
 // tenant's current and next signing secrets (GET /v1/signing-keys), so that
 // a key rotation needs no downtime.
-func ExampleVerify() {
+func ExampleCallback() {
 	secret, _ := callback.NewSecret()
 	secrets := []string{secret}
 	const hookURL = "https://example.com/hooks/orders"
@@ -26,9 +27,9 @@ func ExampleVerify() {
 			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
-		err = callback.Verify(secrets, r.Header, body, callback.VerifyOptions{URL: hookURL})
+		err = verify.Callback(secrets, r.Header, body, verify.Options{URL: hookURL})
 		switch {
-		case errors.Is(err, callback.ErrTimestamp):
+		case errors.Is(err, verify.ErrTimestamp):
 			http.Error(w, "stale callback", http.StatusUnauthorized)
 			return
 		case err != nil:
@@ -40,7 +41,7 @@ func ExampleVerify() {
 		w.WriteHeader(http.StatusNoContent)
 	})
 
-	// What kairos sends.
+	// What kairos sends (package callback signs).
 	send := func(body, signed []byte, at time.Time) int {
 		req := httptest.NewRequest(http.MethodPost, hookURL, bytes.NewReader(body))
 		sig := callback.Signature{MsgID: "msg_7", DeliveryID: "dlv_7_1", URL: hookURL, Timestamp: at}
@@ -62,11 +63,11 @@ func ExampleVerify() {
 	// 401
 }
 
-// VerifyRequest reads and verifies the body in one step.
-func ExampleVerifyRequest() {
+// Request reads and verifies the body in one step.
+func ExampleRequest() {
 	secret, _ := callback.NewSecret()
 	receiver := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := callback.VerifyRequest(r, []string{secret}, callback.VerifyOptions{})
+		body, err := verify.Request(r, []string{secret}, verify.Options{})
 		if err != nil {
 			fmt.Println("refused:", err)
 			http.Error(w, "bad signature", http.StatusUnauthorized)
