@@ -236,7 +236,7 @@ func checkHost(ctx context.Context, host string) error {
 	}
 	for _, a := range addrs {
 		if reason := blockReason(a.WithZone("").Unmap()); reason != "" {
-			return &BlockedAddressError{Addr: a, Host: host, Reason: reason + " " + a.String()}
+			return &BlockedAddressError{Addr: a, Host: host, Reason: reason, Resolved: true}
 		}
 	}
 	return nil

@@ -190,6 +190,9 @@ func TestProxyKeepsTheAddressRule(t *testing.T) {
 		if !errors.As(res.Err, &blocked) || !res.Permanent {
 			t.Errorf("%s: %+v, want a permanent *BlockedAddressError", u, res)
 		}
+		if u == "https://rebind.example/" && strings.Contains(res.Err.Error(), "10.1.2.3") {
+			t.Errorf("%s: %q names the private address its name resolves to", u, res.Err)
+		}
 	}
 	if got != 0 {
 		t.Errorf("the private receiver got %d callbacks", got)
