@@ -1,6 +1,5 @@
 package callback
 
-
 import (
 	"context"
 	"log/slog"

@@ -11,9 +11,10 @@ import (
 
 // The scanners push what they claim onto per-topic ready lists, one a
 // topic in each shard (a shard is one hash slot). A worker pops them with
-// one blocking pop a shard (BLMPOP) that covers every topic it knows, so
-// its Redis connections grow with shards, not topics; an idle worker costs
-// Redis one pop a shard every Wait.
+// blocking pops (BLMPOP) that cover every topic it knows: one pop for all
+// shards on a single Redis, one a shard on a cluster (rdb's PopGroups), so
+// its Redis connections do not grow with topics; an idle worker costs
+// Redis one pop a group every Wait.
 
 // popTopic is a topic whose ready lists a worker pops.
 type popTopic struct {
@@ -86,20 +87,20 @@ func (w *Worker) setLists(ctx context.Context, topics []kairos.Topic) {
 func (w *Worker) interruptPops() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	for sh := range w.st.Shards() {
-		if err := w.st.Interrupt(ctx, sh); err != nil {
-			w.log.Debug("interrupt a pop; it ends at its timeout", "shard", sh, "err", err)
+	for _, g := range w.st.PopGroups() {
+		if err := w.st.Interrupt(ctx, g); err != nil {
+			w.log.Debug("interrupt a pop; it ends at its timeout", "shards", g, "err", err)
 		}
 	}
 }
 
-// pop is shard's pop loop: it takes the jobs pushed onto the shard's ready
-// lists of the topics known, as many at once as the dispatcher has room
+// pop is the pop loop of a group of shards: it takes the jobs pushed onto
+// their ready lists of the topics known, as many at once as the dispatcher has room
 // for, and hands them to it, until ctx ends. A topic whose due jobs
 // already wait for all its callback slots is left out of the pop until
 // they are taken; the lists are tried in turn, first to last, so that no
 // topic's list is always tried last.
-func (w *Worker) pop(ctx context.Context, sh int) {
+func (w *Worker) pop(ctx context.Context, group []int) {
 	errDelay := 100 * time.Millisecond
 	for turn := 0; ctx.Err() == nil; turn++ {
 		l := &w.lists
@@ -130,9 +131,9 @@ func (w *Worker) pop(ctx context.Context, sh int) {
 			timeout = busyWait
 		}
 		began := time.Now()
-		cs, err := w.st.Pop(ctx, sh, hs, min(room, popBatch), timeout)
+		cs, err := w.st.Pop(ctx, group, hs, min(room, popBatch), timeout)
 		if len(cs) > 0 {
-			w.tracePop(ctx, sh, began, cs)
+			w.tracePop(ctx, began, cs)
 			w.disp.Add(context.WithoutCancel(ctx), cs)
 		}
 		if err == nil {
@@ -142,7 +143,7 @@ func (w *Worker) pop(ctx context.Context, sh int) {
 		if ctx.Err() != nil {
 			return
 		}
-		w.log.Warn("pop ready jobs", "shard", sh, "err", err)
+		w.log.Warn("pop ready jobs", "shards", group, "err", err)
 		w.idle(ctx, nil, errDelay)
 		errDelay = min(2*errDelay, 5*time.Second)
 	}

@@ -16,18 +16,19 @@ type Store interface {
 	// time on it to this machine's clock, for timers.
 	Now() time.Time
 	Local(t time.Time) time.Time
-	// Shards is how many shards hold the jobs: one blocking pop each.
-	Shards() int
+	// PopGroups returns the shards each blocking pop covers.
+	PopGroups() [][]int
 	// Topics returns every tenant's topics; GetTopic one, cached.
 	Topics(ctx context.Context) ([]kairos.Topic, error)
 	GetTopic(ctx context.Context, tenant, name string) (kairos.Topic, error)
 	// Handles returns each topic's handle, which names its ready lists,
 	// or "" for one that never had a job.
 	Handles(ctx context.Context, topics []kairos.Topic) ([]string, error)
-	// Pop takes up to n jobs from the ready lists hs of shard, blocking up
-	// to timeout; Interrupt ends this process's pops of shard under way.
-	Pop(ctx context.Context, shard int, hs []string, n int, timeout time.Duration) ([]rdb.Claimed, error)
-	Interrupt(ctx context.Context, shard int) error
+	// Pop takes up to n jobs from the ready lists hs of the shards of
+	// group, blocking up to timeout, and starts them; Interrupt ends this
+	// process's pop of group under way.
+	Pop(ctx context.Context, group []int, hs []string, n int, timeout time.Duration) ([]rdb.Claimed, error)
+	Interrupt(ctx context.Context, group []int) error
 	// Release gives back popped jobs that will not start here: each keeps
 	// its due time (or the later Due set) and loses no attempt.
 	Release(ctx context.Context, cs []rdb.Claimed) error

@@ -138,17 +138,17 @@ func redacted(u *url.URL) string {
 	return c.String()
 }
 
-// tracePop records a pop that took jobs from shard's ready lists as a
+// tracePop records a pop that took jobs from ready lists as a
 // consumer span ("receive") linking each job's create; pops that take
 // none leave no span.
-func (w *Worker) tracePop(ctx context.Context, shard int, began time.Time, cs []rdb.Claimed) {
+func (w *Worker) tracePop(ctx context.Context, began time.Time, cs []rdb.Claimed) {
 	_, span := w.tracer.Start(ctx, "receive", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(began),
 		trace.WithNewRoot())
 	if !span.IsRecording() {
 		return
 	}
 	span.SetAttributes(semconv.MessagingSystemKey.String(tracing.System), semconv.MessagingOperationTypeReceive,
-		semconv.MessagingOperationName("receive"), semconv.MessagingBatchMessageCount(len(cs)), attribute.Int("kairos.shard", shard))
+		semconv.MessagingOperationName("receive"), semconv.MessagingBatchMessageCount(len(cs)))
 	for _, c := range cs {
 		if sc := tracing.SpanContext(c.Job.TraceParent, c.Job.TraceState); sc.IsValid() {
 			span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{semconv.MessagingMessageID(c.Job.ID)}})

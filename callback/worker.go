@@ -47,9 +47,9 @@ type WorkerConfig struct {
 	// Hold is how long past its due time a popped job may wait for a free
 	// callback slot before it is given back; keep it below the store's
 	// ready lease. Default 5s.
-	Hold time.Duration
-	Logger       *slog.Logger
-	OnAttempt    func(Event) // called after each attempt, if set
+	Hold      time.Duration
+	Logger    *slog.Logger
+	OnAttempt func(Event) // called after each attempt, if set
 	// Tracer traces attempts (internal/tracing); nil does not trace, and
 	// callbacks still carry the trace context of their job's create.
 	Tracer trace.TracerProvider
@@ -151,8 +151,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	tick := time.NewTicker(w.cfg.TopicPoll)
 	defer tick.Stop()
 	w.sync(ctx, &wg)
-	for sh := range w.st.Shards() {
-		pops.Go(func() { w.pop(ctx, sh) })
+	for _, g := range w.st.PopGroups() {
+		pops.Go(func() { w.pop(ctx, g) })
 	}
 	for {
 		select {

@@ -41,7 +41,7 @@ func (f *fakeStore) outcomes() []kairos.Outcome {
 
 func (f *fakeStore) Now() time.Time              { return time.Now() }
 func (f *fakeStore) Local(t time.Time) time.Time { return t }
-func (f *fakeStore) Shards() int                 { return 1 }
+func (f *fakeStore) PopGroups() [][]int          { return [][]int{{0}} }
 func (f *fakeStore) Topics(context.Context) ([]kairos.Topic, error) {
 	return []kairos.Topic{f.topic}, nil
 }
@@ -51,10 +51,10 @@ func (f *fakeStore) GetTopic(context.Context, string, string) (kairos.Topic, err
 func (f *fakeStore) Handles(_ context.Context, ts []kairos.Topic) ([]string, error) {
 	return []string{"h"}[:len(ts)], nil
 }
-func (f *fakeStore) Interrupt(context.Context, int) error                   { return nil }
-func (f *fakeStore) SigningSecret(context.Context, string) (string, error)  { return testSecret, nil }
+func (f *fakeStore) Interrupt(context.Context, []int) error                { return nil }
+func (f *fakeStore) SigningSecret(context.Context, string) (string, error) { return testSecret, nil }
 
-func (f *fakeStore) Pop(ctx context.Context, _ int, _ []string, n int, timeout time.Duration) ([]rdb.Claimed, error) {
+func (f *fakeStore) Pop(ctx context.Context, _ []int, _ []string, n int, timeout time.Duration) ([]rdb.Claimed, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	var out []rdb.Claimed

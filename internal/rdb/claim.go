@@ -98,7 +98,7 @@ func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTime
 	c := Claim{Next: p.Next, Now: p.Now, Refills: p.Refills}
 	for _, h := range p.Handles {
 		for {
-			cs, err := s.Pop(ctx, shard, []string{h}, maxClaim, 0)
+			cs, err := s.Pop(ctx, []int{shard}, []string{h}, maxClaim, 0)
 			if err != nil {
 				return c, err
 			}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,22 +17,53 @@ import (
 	"github.com/kairos-sh/kairos"
 )
 
-// Pop takes up to n jobs from the ready lists of the topics with handles
-// hs in shard, blocking up to timeout for the first (BLMPOP, on the
-// blocking client; a timeout of 0 does not wait). The lists are tried in
-// the order given, so a caller that rotates them shares the pops fairly.
-// One pop also covers this Store's interrupt list of the shard
-// (Interrupt), so that a pop under way can be ended when the topics
-// change. A Redis without BLMPOP (before 7.0, or the embedded one) gets
-// BRPOP for the first and RPOP with a count for the rest. It returns no
-// jobs and no error when nothing arrived.
-func (s *Store) Pop(ctx context.Context, shard int, hs []string, n int, timeout time.Duration) ([]Claimed, error) {
-	keys := make([]string, 0, len(hs)+1)
-	if timeout > 0 {
-		keys = append(keys, s.k.interrupt(shard, s.id))
+// PopGroups returns the shards each blocking pop covers (Pop): every
+// shard in one pop on a single Redis, so that a worker holds one blocking
+// connection whatever the shards and topics; one shard a pop on a Redis
+// Cluster, where a pop's keys must share a hash slot.
+func (s *Store) PopGroups() [][]int {
+	if _, ok := s.c.(*redis.ClusterClient); ok {
+		out := make([][]int, s.k.shards)
+		for sh := range out {
+			out[sh] = []int{sh}
+		}
+		return out
 	}
-	for _, h := range hs {
-		keys = append(keys, s.k.readyList(shard, h))
+	all := make([]int, s.k.shards)
+	for sh := range all {
+		all[sh] = sh
+	}
+	return [][]int{all}
+}
+
+// Pop takes up to n jobs from the ready lists of the topics with handles
+// hs in the shards of group (a PopGroups group), blocking up to timeout
+// for the first (BLMPOP, on the blocking client; a timeout of 0 does not
+// wait), and starts them (start.lua). The lists are tried in the order
+// given, the shards in turn from one call to the next, so a caller that
+// rotates hs shares the pops fairly. One pop also covers this Store's
+// interrupt list of the group (Interrupt), so that a pop under way can be
+// ended when the topics change. A Redis without BLMPOP (before 7.0, or the
+// embedded one) gets BRPOP for the first and RPOP with a count for the
+// rest. It returns no jobs and no error when nothing arrived.
+func (s *Store) Pop(ctx context.Context, group []int, hs []string, n int, timeout time.Duration) ([]Claimed, error) {
+	type list struct {
+		shard int
+		h     string
+	}
+	keys := make([]string, 0, len(group)*len(hs)+1)
+	lists := make([]list, 0, cap(keys))
+	if timeout > 0 {
+		keys = append(keys, s.k.interrupt(group[0], s.id))
+		lists = append(lists, list{})
+	}
+	turn := int(s.pops.Add(1))
+	for i := range group {
+		sh := group[(i+turn)%len(group)]
+		for _, h := range hs {
+			keys = append(keys, s.k.readyList(sh, h))
+			lists = append(lists, list{sh, h})
+		}
 	}
 	n = max(n, 1)
 	var key string
@@ -55,9 +87,13 @@ func (s *Store) Pop(ctx context.Context, shard int, hs []string, n int, timeout 
 		return nil, nil // nothing, or an interrupt
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pop ready jobs of shard %d: %w", shard, err)
+		return nil, fmt.Errorf("pop ready jobs of shards %v: %w", group, err)
 	}
-	h := strings.TrimPrefix(key, s.k.readyList(shard, ""))
+	i := slices.Index(keys, key)
+	if i < 0 {
+		return nil, fmt.Errorf("pop ready jobs of shards %v: popped %q, not one of the lists asked", group, key)
+	}
+	shard, h := lists[i].shard, lists[i].h
 	tenant, topic, err := s.topicOf(ctx, h)
 	if err != nil {
 		return nil, err
@@ -179,11 +215,12 @@ func (s *Store) popEach(ctx context.Context, keys []string, n int, timeout time.
 	return key, entries, nil
 }
 
-// Interrupt ends this Store's pops under way in shard (Pop), so that their
-// callers can pop again with other lists: one entry on the shard's
+// Interrupt ends this Store's pop under way of group (Pop), so that its
+// caller can pop again with other lists: one entry on the group's
 // interrupt list of this Store, which the pop takes, expiring in case no
 // pop does.
-func (s *Store) Interrupt(ctx context.Context, shard int) error {
+func (s *Store) Interrupt(ctx context.Context, group []int) error {
+	shard := group[0]
 	key := s.k.interrupt(shard, s.id)
 	pipe := s.c.Pipeline()
 	pipe.LPush(ctx, key, "1")

@@ -25,7 +25,7 @@ func popAll(t *testing.T, s *Store, shard int) []Claimed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := s.Pop(context.Background(), shard, []string{h}, 100, 0)
+	cs, err := s.Pop(context.Background(), []int{shard}, []string{h}, 100, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

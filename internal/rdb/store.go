@@ -77,6 +77,7 @@ type Store struct {
 	handles   handleCache      // topic handles this Store has read
 	functions atomic.Bool      // the scripts run as the function library (FCALL), not with EVALSHA
 	noBLMPop  atomic.Bool      // the server lacks BLMPOP: pop with BRPOP and RPOP
+	pops      atomic.Int64     // pops made, to take the shards of a pop in turn
 	idSalt    []byte           // the deployment's webhook id salt, read by Init
 	id        string           // this Store's own name, for its interrupt lists
 	locks     *redsync.Redsync // the scanners' shard mutexes

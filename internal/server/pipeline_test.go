@@ -71,10 +71,23 @@ func TestIdleProcessCostsRedisLittle(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(2 * time.Second) // the mutexes given back
 	probe := redis.NewClient(srv.Options())
 	defer probe.Close()
 	ctx := context.Background()
+	// the scanner looks once more when the job's pop lease would have
+	// lapsed, then gives every mutex back
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		locks, err := probe.Keys(ctx, "*:lock").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(locks) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shard mutexes still held 30s after the delivery: %v", locks)
+		}
+	}
 	if err := probe.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
