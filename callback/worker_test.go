@@ -21,6 +21,9 @@ type fakeStore struct {
 	want  int64         // outcomes after which done closes (0: never)
 	done  chan struct{} // closed when want outcomes are recorded
 
+	// gate, if set, answers Gate (flow control); nil lets every job go.
+	gate func(jobs []kairos.Job) []rdb.GateResult
+
 	mu       sync.Mutex
 	finished []kairos.Outcome
 	released []rdb.Claimed
@@ -93,6 +96,9 @@ func (f *fakeStore) Pace(_ context.Context, _ kairos.Topic, _ string, jobs []kai
 }
 
 func (f *fakeStore) Gate(_ context.Context, _ kairos.Topic, _ string, jobs []kairos.Job, _ time.Duration) ([]rdb.GateResult, error) {
+	if f.gate != nil {
+		return f.gate(jobs), nil
+	}
 	return make([]rdb.GateResult, len(jobs)), nil
 }
 func (f *fakeStore) Done(context.Context, kairos.Topic, kairos.Job) error { return nil }
@@ -176,5 +182,64 @@ func TestWorkerGivesBackHeldJobsAtShutdown(t *testing.T) {
 	}
 	if len(st.finished) != 0 {
 		t.Errorf("%d outcomes recorded for a job not due", len(st.finished))
+	}
+}
+
+// TestFlowGateGivesBackWhatMustWait: a job that flow control gives a later
+// time is given back to the store with that time, unfired; one it lets go
+// is fired.
+func TestFlowGateGivesBackWhatMustWait(t *testing.T) {
+	arrived := make(chan string, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- r.Header.Get("Kairos-Job-Id")
+	}))
+	defer srv.Close()
+	st := newFakeStore(kairos.Topic{Tenant: "t", Name: "orders", CallbackURL: srv.URL, Parallelism: 1}.WithDefaults())
+	later := time.Now().Add(time.Hour)
+	st.gate = func(jobs []kairos.Job) []rdb.GateResult {
+		out := make([]rdb.GateResult, len(jobs))
+		for i, j := range jobs {
+			if j.ID == "wait" {
+				out[i] = rdb.GateResult{Gate: rdb.GateWait, At: later}
+			}
+		}
+		return out
+	}
+	st.want = 1
+	runWorker(t, st)
+	now := time.Now()
+	for _, id := range []string{"wait", "go"} {
+		st.push(kairos.Job{JobKey: kairos.JobKey{Tenant: "t", Topic: "orders", ID: id}, UID: "u" + id, Attempts: 1, MaxAttempts: 3,
+			Method: http.MethodPost, ContentType: "application/json", Payload: []byte(`{}`), RunAt: now}, now)
+	}
+	select {
+	case id := <-arrived:
+		if id != "go" {
+			t.Fatalf("fired %s, want only the job flow control let go", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no callback within 10 s")
+	}
+	<-st.done
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st.mu.Lock()
+		released := append([]rdb.Claimed(nil), st.released...)
+		st.mu.Unlock()
+		if len(released) == 1 {
+			if released[0].Job.ID != "wait" || !released[0].Due.Equal(later) {
+				t.Errorf("released %s due %v, want wait due %v", released[0].Job.ID, released[0].Due, later)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("released %d jobs, want the one that must wait", len(released))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case id := <-arrived:
+		t.Errorf("%s fired too", id)
+	default:
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -311,5 +312,69 @@ func TestKillBusiestOfThreeUnderLoad(t *testing.T) {
 	t.Logf("created %d, delivered %d, duplicates %d, lost %d", n, len(byJob), dups, lost)
 	if lost != 0 {
 		t.Fatalf("%d jobs lost", lost)
+	}
+}
+
+// TestKillOfProcessHoldingPoppedJobs: a process that popped jobs from the
+// ready lists (some in flight at a receiver that hangs, the rest held for
+// a callback slot) is killed; another process delivers every one of them.
+// Only those in flight at the kill may arrive twice.
+func TestKillOfProcessHoldingPoppedJobs(t *testing.T) {
+	t.Parallel()
+	prefix := testredis.Prefix(t)
+	store := procStore(t, prefix)
+	var killed atomic.Bool
+	inFlight := make(chan struct{}, 100)
+	rcv := newReceiver(t, func(n int, h hit) int {
+		if !killed.Load() {
+			inFlight <- struct{}{}
+			time.Sleep(4 * time.Second) // its process is killed meanwhile
+		}
+		return 200
+	})
+	if _, _, err := store.PutTopic(context.Background(), kairos.Topic{Tenant: "acme", Name: "t", CallbackURL: rcv.URL, Timeout: 2 * time.Second, Concurrency: 4}); err != nil {
+		t.Fatal(err)
+	}
+	a := startKairos(t, "A", prefix)
+	a.WaitLog(t, "scanner started", 15*time.Second)
+	const n = 20
+	due := store.Now().Add(500 * time.Millisecond)
+	jobs := make([]kairos.Job, n)
+	for i := range jobs {
+		jobs[i] = kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "t", ID: "p" + strconv.Itoa(i)}, RunAt: due}
+	}
+	for _, r := range store.EnqueueBatch(context.Background(), jobs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	for range 4 { // every callback slot of A busy: the next jobs it popped wait in it
+		select {
+		case <-inFlight:
+		case <-time.After(15 * time.Second):
+			t.Fatal("A did not start 4 callbacks")
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	held, _ := readMetric(a.URL(t), "kairos_callbacks_in_flight")
+	killed.Store(true)
+	a.Signal(syscall.SIGKILL)
+	killedAt := time.Now()
+	startKairos(t, "B", prefix)
+	rcv.waitHits(t, n+4, 60*time.Second) // the 4 that hung arrive again
+	t.Logf("every job delivered %v after A was killed with %v callbacks in flight", time.Since(killedAt).Round(time.Millisecond), held)
+	time.Sleep(time.Second)
+	for i := range n {
+		id := "p" + strconv.Itoa(i)
+		hs := rcv.byJob()[id]
+		if len(hs) == 0 {
+			t.Errorf("job %s never delivered", id)
+		}
+		if len(hs) > 2 {
+			t.Errorf("job %s delivered %d times", id, len(hs))
+		}
+	}
+	if total := len(rcv.all()); total > n+4 {
+		t.Errorf("%d callbacks, want %d: only the 4 in flight at the kill may arrive twice", total, n+4)
 	}
 }

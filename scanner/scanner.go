@@ -173,6 +173,11 @@ func (s *Scanner) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			wg.Wait()
+			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			if err := s.store.Gone(gctx, s.cfg.ID); err != nil {
+				s.log.Debug("say the scanner stopped; the others count it out after its announcements stop", "err", err)
+			}
+			cancel()
 			s.log.Info("scanner stopped")
 			return nil
 		case w, ok := <-wakes:
@@ -211,6 +216,17 @@ func (s *Scanner) announce(ctx context.Context) {
 func (s *Scanner) Wake(w rdb.Wake) {
 	switch {
 	case w.Topics:
+	case w.Scanner != "" && w.ScannerGone:
+		s.mu.Lock()
+		_, known := s.peers[w.Scanner]
+		delete(s.peers, w.Scanner)
+		s.mu.Unlock()
+		if known { // its shards are free once given back: look at them now
+			now := s.store.Now()
+			for _, sh := range s.shards {
+				sh.notify(now)
+			}
+		}
 	case w.Scanner != "":
 		if w.Scanner != s.cfg.ID {
 			s.mu.Lock()

@@ -21,6 +21,7 @@ type Wake struct {
 	At           time.Time
 	Topics       bool
 	Scanner      string
+	ScannerGone  bool // Scanner stopped (Store.Gone)
 	Resubscribed bool
 }
 
@@ -83,6 +84,9 @@ func parseWake(msg string) (Wake, bool) {
 	if id, ok := strings.CutPrefix(msg, scannerPrefix); ok {
 		return Wake{Scanner: id}, id != ""
 	}
+	if id, ok := strings.CutPrefix(msg, goneScannerPrefix); ok {
+		return Wake{Scanner: id, ScannerGone: true}, id != ""
+	}
 	shardStr, atStr, ok := strings.Cut(msg, " ")
 	shard, err1 := strconv.Atoi(shardStr)
 	at, err2 := strconv.ParseInt(atStr, 10, 64)
@@ -93,16 +97,24 @@ func parseWake(msg string) (Wake, bool) {
 }
 
 // topicsChanged is the wake message of a topic change; scannerPrefix
-// starts one that names a scanner alive.
+// starts one that names a scanner alive, goneScannerPrefix one that names
+// a scanner that stopped.
 const (
-	topicsChanged = "t"
-	scannerPrefix = "s "
+	topicsChanged     = "t"
+	scannerPrefix     = "s "
+	goneScannerPrefix = "x "
 )
 
 // Alive tells every scanner that scanner id is alive (Wake.Scanner), so
 // that live scanners share the shards about evenly.
 func (s *Store) Alive(ctx context.Context, id string) error {
 	return s.c.Publish(ctx, s.k.wake(), scannerPrefix+id).Err()
+}
+
+// Gone tells every scanner that scanner id stopped: its share of the
+// shards is theirs at once.
+func (s *Store) Gone(ctx context.Context, id string) error {
+	return s.c.Publish(ctx, s.k.wake(), goneScannerPrefix+id).Err()
 }
 
 // Wake tells every scanner that shard has work at t (a scanner that gives
