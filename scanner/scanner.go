@@ -64,8 +64,15 @@ type Scanner struct {
 	tracer trace.Tracer
 	shards []*shard
 
-	mu    sync.Mutex
-	peers map[string]time.Time // other live scanners, by when last heard
+	mu       sync.Mutex
+	peers    map[string]peer // other live scanners
+	gaveBack time.Time       // when a shard was last given back for balance
+}
+
+// peer is another scanner as its last announcement said.
+type peer struct {
+	at   time.Time // when heard
+	held int       // shards it held then
 }
 
 // shard is one shard's state in this scanner.
@@ -79,6 +86,9 @@ type shard struct {
 	passes int       // claim passes finished
 	next   time.Time // its earliest work after the last pass (Redis clock); zero when none
 	active int       // attempts under lease after the last pass
+	// rest is when this scanner may take the shard again after giving it
+	// back for balance, so that another takes it
+	rest time.Time
 }
 
 // notify records work at at (Redis clock); notifications coalesce to the
@@ -130,7 +140,7 @@ func New(store *rdb.Store, cfg Config) *Scanner {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
 	s := &Scanner{store: store, cfg: cfg, log: cfg.Logger.With("component", "scanner", "instance", cfg.ID),
-		tracer: cfg.Tracer.Tracer(tracing.Scope), peers: map[string]time.Time{}}
+		tracer: cfg.Tracer.Tracer(tracing.Scope), peers: map[string]peer{}}
 	for n := range store.Shards() {
 		s.shards = append(s.shards, &shard{n: n, wake: make(chan struct{}, 1)})
 	}
@@ -205,7 +215,7 @@ func (s *Scanner) Run(ctx context.Context) error {
 
 // announce tells the other scanners that this one is alive.
 func (s *Scanner) announce(ctx context.Context) {
-	if err := s.store.Alive(ctx, s.cfg.ID); err != nil && ctx.Err() == nil {
+	if err := s.store.Alive(ctx, s.cfg.ID, s.holding()); err != nil && ctx.Err() == nil {
 		s.log.Debug("announce the scanner", "err", err)
 	}
 }
@@ -230,7 +240,7 @@ func (s *Scanner) Wake(w rdb.Wake) {
 	case w.Scanner != "":
 		if w.Scanner != s.cfg.ID {
 			s.mu.Lock()
-			s.peers[w.Scanner] = time.Now()
+			s.peers[w.Scanner] = peer{at: time.Now(), held: w.ScannerHeld}
 			s.mu.Unlock()
 		}
 	case w.Resubscribed:
@@ -260,8 +270,8 @@ func (s *Scanner) prune() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	gone := false
-	for id, at := range s.peers {
-		if time.Since(at) > s.peerExpiry() {
+	for id, p := range s.peers {
+		if time.Since(p.at) > s.peerExpiry() {
 			delete(s.peers, id)
 			gone = true
 		}
@@ -270,12 +280,37 @@ func (s *Scanner) prune() bool {
 }
 
 // peerExpiry is how long a scanner not heard of is counted as alive: it
-// announces itself every half mutex expiry, so this is about the expiry
-// of the mutexes it held.
-func (s *Scanner) peerExpiry() time.Duration { return s.cfg.LockTTL * 5 / 4 }
+// announces itself every half mutex expiry, so it is counted out when its
+// mutexes have expired, and its shards are taken over then.
+func (s *Scanner) peerExpiry() time.Duration { return s.cfg.LockTTL }
 
 // holding is how many shards this scanner holds.
 func (s *Scanner) holding() int { return len(s.Held()) }
+
+// overLoaded reports whether this scanner should give a shard back for
+// balance: it holds two or more shards more than the least loaded live
+// scanner, or more than its share. One shard goes back at a time, at most
+// every half expiry, so that the scanners converge without churn.
+func (s *Scanner) overLoaded() bool {
+	held := s.holding()
+	if held > s.share() {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if held < 2 || len(s.peers) == 0 || time.Since(s.gaveBack) < s.cfg.LockTTL/2 {
+		return false
+	}
+	least := held
+	for _, p := range s.peers {
+		least = min(least, p.held)
+	}
+	if held-least < 2 {
+		return false
+	}
+	s.gaveBack = time.Now()
+	return true
+}
 
 // scan is one shard's loop. Idle, it waits for the shard's work; then it
 // takes the shard's mutex, claims until no work is due within the hold
@@ -306,6 +341,18 @@ func (s *Scanner) scan(ctx context.Context, sh *shard) {
 
 // turn is one go at shard sh: it returns how long to wait before the next.
 func (s *Scanner) turn(ctx context.Context, sh *shard) time.Duration {
+	sh.mu.Lock()
+	rest := time.Until(sh.rest)
+	sh.mu.Unlock()
+	if rest > 0 {
+		return rest
+	}
+	if s.prune() { // a scanner gone: every shard looks again
+		now := s.store.Now()
+		for _, o := range s.shards {
+			o.notify(now)
+		}
+	}
 	if s.holding() >= s.share() {
 		// its share is held: the shard is another's, or waits for one whose
 		// share has room; tried again in case no live scanner takes it
@@ -410,7 +457,12 @@ func (s *Scanner) hold(ctx context.Context, sh *shard, m *redsync.Mutex) time.Du
 		if !p.Next.IsZero() {
 			wait = min(wait, max(p.Next.Sub(p.Now)-s.ahead(sh.n), 0))
 		}
-		if wait > window || s.holding() > s.share() {
+		if wait > window || s.overLoaded() {
+			if wait <= window { // given back for balance: another takes it
+				sh.mu.Lock()
+				sh.rest = time.Now().Add(s.cfg.LockTTL)
+				sh.mu.Unlock()
+			}
 			if !woken.IsZero() { // heard of during the pass, perhaps after its claim looked
 				sh.notify(woken)
 			}

@@ -21,6 +21,7 @@ type Wake struct {
 	At           time.Time
 	Topics       bool
 	Scanner      string
+	ScannerHeld  int  // how many shards Scanner holds (Store.Alive)
 	ScannerGone  bool // Scanner stopped (Store.Gone)
 	Resubscribed bool
 }
@@ -81,8 +82,10 @@ func parseWake(msg string) (Wake, bool) {
 	if msg == topicsChanged {
 		return Wake{Topics: true}, true
 	}
-	if id, ok := strings.CutPrefix(msg, scannerPrefix); ok {
-		return Wake{Scanner: id}, id != ""
+	if rest, ok := strings.CutPrefix(msg, scannerPrefix); ok {
+		id, held, _ := strings.Cut(rest, " ")
+		n, _ := strconv.Atoi(held)
+		return Wake{Scanner: id, ScannerHeld: n}, id != ""
 	}
 	if id, ok := strings.CutPrefix(msg, goneScannerPrefix); ok {
 		return Wake{Scanner: id, ScannerGone: true}, id != ""
@@ -105,10 +108,11 @@ const (
 	goneScannerPrefix = "x "
 )
 
-// Alive tells every scanner that scanner id is alive (Wake.Scanner), so
-// that live scanners share the shards about evenly.
-func (s *Store) Alive(ctx context.Context, id string) error {
-	return s.c.Publish(ctx, s.k.wake(), scannerPrefix+id).Err()
+// Alive tells every scanner that scanner id is alive and holds held
+// shards (Wake.Scanner), so that live scanners share the shards about
+// evenly.
+func (s *Store) Alive(ctx context.Context, id string, held int) error {
+	return s.c.Publish(ctx, s.k.wake(), scannerPrefix+id+" "+strconv.Itoa(held)).Err()
 }
 
 // Gone tells every scanner that scanner id stopped: its share of the
