@@ -3,7 +3,6 @@
 package kairos
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -349,22 +348,22 @@ func ScheduleOf(id string) (string, bool) {
 	return id[:i], true
 }
 
-// noticeMark joins a dead job's id and the attempt that made it dead in
+// NoticeMark joins a dead job's id and the attempt that made it dead in
 // its failure notification's job id.
-const noticeMark = "~dead."
+const NoticeMark = "~dead."
 
 // NoticeID is the job id of the failure notification of job id, dead
 // after attempt n: "<id>~dead.<n>". Such ids are reserved.
-func NoticeID(id string, n int) string { return id + noticeMark + strconv.Itoa(n) }
+func NoticeID(id string, n int) string { return id + NoticeMark + strconv.Itoa(n) }
 
 // NoticeOf returns the dead job's id of a failure notification's job id,
 // or false when id is not one.
 func NoticeOf(id string) (string, bool) {
-	i := strings.LastIndex(id, noticeMark)
-	if i <= 0 || i+len(noticeMark) == len(id) {
+	i := strings.LastIndex(id, NoticeMark)
+	if i <= 0 || i+len(NoticeMark) == len(id) {
 		return "", false
 	}
-	for _, c := range id[i+len(noticeMark):] {
+	for _, c := range id[i+len(NoticeMark):] {
 		if c < '0' || c > '9' {
 			return "", false
 		}
@@ -466,18 +465,24 @@ func (q Quota) WithDefaults() Quota {
 	return q
 }
 
-type promptOutcomeKey struct{}
+// Outcome is what an attempt came to.
+type Outcome int
 
-// WithPromptOutcome marks ctx as that of an attempt's outcome whose caller
-// waits on it while holding what other work needs (a topic's callback
-// slot, kept until a circuit breaker has heard the outcome): the store
-// records it without waiting for other outcomes to share its round trip.
-func WithPromptOutcome(ctx context.Context) context.Context {
-	return context.WithValue(ctx, promptOutcomeKey{}, true)
-}
+const (
+	OutcomeDelivered Outcome = iota + 1 // the receiver answered 2xx
+	OutcomeRetrying                     // it failed and is tried again at its retry time
+	OutcomeDead                         // it failed for good: the job is dead
+)
 
-// PromptOutcome reports whether ctx was marked by WithPromptOutcome.
-func PromptOutcome(ctx context.Context) bool {
-	v, _ := ctx.Value(promptOutcomeKey{}).(bool)
-	return v
+// State is the state an outcome moves its job to.
+func (o Outcome) State() State {
+	switch o {
+	case OutcomeDelivered:
+		return StateDelivered
+	case OutcomeRetrying:
+		return StateRetrying
+	case OutcomeDead:
+		return StateDead
+	}
+	return ""
 }

@@ -8,61 +8,12 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kairos-sh/kairos"
 )
-
-// chanQueue is a Queue that hands out the jobs sent on jobs, as many as
-// asked for that are there, and counts the outcomes recorded.
-type chanQueue struct {
-	topic    kairos.Topic
-	jobs     chan kairos.Job
-	finished atomic.Int64
-	done     chan struct{} // closed when finished reaches want
-	want     int64
-}
-
-func (q *chanQueue) Now() time.Time { return time.Now() }
-func (q *chanQueue) Topics(context.Context) ([]kairos.Topic, error) {
-	return []kairos.Topic{q.topic}, nil
-}
-func (q *chanQueue) SigningSecret(context.Context, string, string) (string, error) {
-	return testSecret, nil
-}
-
-func (q *chanQueue) Next(ctx context.Context, _, _ string, n int, wait, _ time.Duration) ([]kairos.Job, error) {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	var jobs []kairos.Job
-	select {
-	case j := <-q.jobs:
-		jobs = append(jobs, j)
-	case <-ctx.Done():
-		return nil, nil
-	case <-t.C:
-		return nil, nil
-	}
-	for len(jobs) < n {
-		select {
-		case j := <-q.jobs:
-			jobs = append(jobs, j)
-		default:
-			return jobs, nil
-		}
-	}
-	return jobs, nil
-}
-
-func (q *chanQueue) Finish(context.Context, kairos.JobKey, kairos.Attempt, bool, bool, time.Time, ...kairos.Notice) (kairos.State, error) {
-	if q.finished.Add(1) == q.want {
-		close(q.done)
-	}
-	return kairos.StateDelivered, nil
-}
 
 // benchPayload is the body of the benchmarks' callbacks.
 var benchPayload = []byte(`{"order":"ord_2kq8bXf3Yz1","action":"cancel","reason":"unpaid after 30 minutes"}`)
@@ -101,8 +52,7 @@ func processCPU(b *testing.B) time.Duration {
 //	go test -run '^$' -bench WorkerDeliver -benchmem -benchtime 20000x ./callback
 func BenchmarkWorkerDeliver(b *testing.B) {
 	srv := benchReceiver(b)
-	q := &chanQueue{topic: kairos.Topic{Tenant: "t", Name: "orders", Concurrency: 64, CallbackURL: srv.URL}.WithDefaults(),
-		jobs: make(chan kairos.Job, 1024), done: make(chan struct{})}
+	q := newFakeStore(kairos.Topic{Tenant: "t", Name: "orders", Concurrency: 64, CallbackURL: srv.URL}.WithDefaults())
 	var fed int
 	if q.want = int64(b.N); q.want == 0 {
 		return
@@ -118,14 +68,14 @@ func BenchmarkWorkerDeliver(b *testing.B) {
 	b.ResetTimer()
 	for fed < b.N {
 		id := "job-" + strconv.Itoa(fed)
-		q.jobs <- kairos.Job{JobKey: kairos.JobKey{Tenant: "t", Topic: "orders", ID: id}, UID: "u" + id, Attempts: 1, MaxAttempts: 3,
-			Method: http.MethodPost, ContentType: "application/json", Payload: benchPayload, RunAt: time.Now()}
+		q.push(kairos.Job{JobKey: kairos.JobKey{Tenant: "t", Topic: "orders", ID: id}, UID: "u" + id, Attempts: 1, MaxAttempts: 3,
+			Method: http.MethodPost, ContentType: "application/json", Payload: benchPayload, RunAt: time.Now()}, time.Now())
 		fed++
 	}
 	select {
 	case <-q.done:
 	case <-time.After(time.Minute + time.Duration(b.N)*time.Millisecond):
-		b.Fatalf("%d of %d outcomes recorded", q.finished.Load(), b.N)
+		b.Fatalf("%d of %d outcomes recorded", len(q.outcomes()), b.N)
 	}
 	b.StopTimer()
 	reportCPU(b, cpu0)

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/tracing"
 )
 
@@ -70,16 +71,16 @@ func (w *Worker) startAttempt(ctx context.Context, j kairos.Job, start time.Time
 // endAttempt ends an attempt's span with its outcome: the HTTP status or
 // error, and what becomes of the job (kairos.outcome: delivered, retry or
 // dead).
-func endAttempt(span trace.Span, res Result, ok, dead bool) {
+func endAttempt(span trace.Span, res Result, o kairos.Outcome) {
 	if span.IsRecording() {
 		if res.Status != 0 {
 			span.SetAttributes(semconv.HTTPResponseStatusCode(res.Status))
 		}
 		outcome := "retry"
-		switch {
-		case ok:
+		switch o {
+		case kairos.OutcomeDelivered:
 			outcome = "delivered"
-		case dead:
+		case kairos.OutcomeDead:
 			outcome = "dead"
 		}
 		span.SetAttributes(attribute.String("kairos.outcome", outcome))
@@ -135,4 +136,23 @@ func redacted(u *url.URL) string {
 		c.RawQuery = q.Encode()
 	}
 	return c.String()
+}
+
+// tracePop records a pop that took jobs from ready lists as a
+// consumer span ("receive") linking each job's create; pops that take
+// none leave no span.
+func (w *Worker) tracePop(ctx context.Context, began time.Time, cs []rdb.Claimed) {
+	_, span := w.tracer.Start(ctx, "receive", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(began),
+		trace.WithNewRoot())
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(semconv.MessagingSystemKey.String(tracing.System), semconv.MessagingOperationTypeReceive,
+		semconv.MessagingOperationName("receive"), semconv.MessagingBatchMessageCount(len(cs)))
+	for _, c := range cs {
+		if sc := tracing.SpanContext(c.Job.TraceParent, c.Job.TraceState); sc.IsValid() {
+			span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{semconv.MessagingMessageID(c.Job.ID)}})
+		}
+	}
+	span.End()
 }

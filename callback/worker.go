@@ -22,29 +22,6 @@ import (
 	"github.com/kairos-sh/kairos/internal/tracing"
 )
 
-// Queue is what workers need from the job store. internal/server fills it with
-// the Redis store; receivers that import this package for Verify do not
-// pull Redis in.
-type Queue interface {
-	// Now returns the current time on the store's clock.
-	Now() time.Time
-	// Topics returns every tenant's topics.
-	Topics(ctx context.Context) ([]kairos.Topic, error)
-	// Next pops up to n of a topic's ready jobs in one call, waiting up to
-	// wait, and starts an attempt on each; stale entries are left out, so it
-	// may return fewer, or none.
-	Next(ctx context.Context, tenant, topic string, n int, wait, topicTimeout time.Duration) ([]kairos.Job, error)
-	// Finish records an attempt and returns the job's new state, or "" when
-	// the attempt was stale (its lease lapsed and another worker has the job).
-	// A notice given with a dead outcome is filed as the job's failure
-	// notification, with its death.
-	Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error)
-	// SigningSecret returns the current secret that signs tenant's
-	// callbacks: the tenant's with topic "", else that topic's own
-	// (kairos.Topic.OwnSecret names it).
-	SigningSecret(ctx context.Context, tenant, topic string) (string, error)
-}
-
 // Event describes one finished attempt, for stats and metrics.
 type Event struct {
 	Job      kairos.Job // resolved against its topic
@@ -69,24 +46,34 @@ type WorkerConfig struct {
 	Proxy        *url.URL       // forward proxy for every callback (Egress.Proxy); nil: direct
 	RootCAs      *x509.CertPool // roots for receivers' certificates; nil: the system's
 	TopicPoll    time.Duration  // how often the topic list is re-read; default 1s
-	Wait         time.Duration  // longest blocking pop; default 30s (shutdown closes the pool to end it)
+	Wait         time.Duration  // longest blocking pop; default 30s (a topic change or shutdown interrupts it)
 	Grace        time.Duration  // how long in-flight callbacks may finish at shutdown; default 30s
-	Logger       *slog.Logger
-	OnAttempt    func(Event) // called after each attempt, if set
+	// Hold is how long past its due time a popped job may wait for a free
+	// callback slot before it is given back; keep it below the store's
+	// ready lease. Default 5s.
+	Hold      time.Duration
+	Logger    *slog.Logger
+	OnAttempt func(Event) // called after each attempt, if set
 	// Tracer traces attempts (internal/tracing); nil does not trace, and
 	// callbacks still carry the trace context of their job's create.
 	Tracer trace.TracerProvider
 }
 
-// Worker runs each topic's consumer: it pops the topic's ready list, taking
-// as many jobs at once as the topic has free callback slots (its
-// concurrency), and fires each in a goroutine of its own. Topics registered
-// while it runs get a consumer within TopicPoll.
+// Worker delivers the jobs the scanners push onto the ready lists: one
+// blocking pop a shard takes them (pop.go), a dispatcher holds each until
+// its due time and lets flow control decide when it starts, and each
+// topic's consumer takes as many at once as the topic has free callback
+// slots (its concurrency), fires each in a goroutine of its own and
+// records its outcome. Topics registered while it runs are popped and get
+// a consumer at once when a wake message says so, within TopicPoll
+// otherwise.
 type Worker struct {
-	q      Queue
+	st     Store
+	disp   *dispatcher
 	client *Client
 	cfg    WorkerConfig
 	log    *slog.Logger
+	lists  popLists
 
 	topics   map[string]*topicRun
 	longest  atomic.Int64 // the longest callback timeout of the topics, as last read (ns)
@@ -109,8 +96,8 @@ type cachedSecret struct {
 	at     time.Time
 }
 
-// NewWorker returns a Worker over q.
-func NewWorker(q Queue, cfg WorkerConfig) *Worker {
+// NewWorker returns a Worker over st.
+func NewWorker(st Store, cfg WorkerConfig) *Worker {
 	if cfg.TopicPoll <= 0 {
 		cfg.TopicPoll = time.Second
 	}
@@ -126,9 +113,13 @@ func NewWorker(q Queue, cfg WorkerConfig) *Worker {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
+	if cfg.Hold <= 0 {
+		cfg.Hold = 5 * time.Second
+	}
 	log := cfg.Logger.With("component", "worker")
-	return &Worker{q: q, client: NewEgressClient(Egress{AllowPrivate: cfg.AllowPrivate, Proxy: cfg.Proxy, RootCAs: cfg.RootCAs}, log), cfg: cfg, log: log,
-		topics: map[string]*topicRun{}, kick: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer(tracing.Scope)}
+	return &Worker{st: st, disp: newDispatcher(st, dispatchConfig{Hold: cfg.Hold, Logger: cfg.Logger}),
+		client: NewEgressClient(Egress{AllowPrivate: cfg.AllowPrivate, Proxy: cfg.Proxy, RootCAs: cfg.RootCAs}, log), cfg: cfg, log: log,
+		topics: map[string]*topicRun{}, kick: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer(tracing.Scope), lists: newPopLists()}
 }
 
 // Refresh makes the worker re-read the topic list now rather than at its
@@ -153,20 +144,26 @@ func (w *Worker) LongestTimeout() time.Duration {
 // InFlight returns the number of callbacks being fired now.
 func (w *Worker) InFlight() int64 { return w.inflight.Load() }
 
-// Run consumes until ctx ends. Then it stops taking jobs and lets in-flight
-// callbacks finish within the grace period; callbacks still running after it
-// are cancelled, and their jobs are handed out again when their leases lapse.
+// Run delivers until ctx ends. Then it stops popping, gives back the jobs
+// it holds that have not started, and lets in-flight callbacks finish
+// within the grace period; callbacks still running after it are
+// cancelled, and their jobs are handed out again when their leases lapse.
 func (w *Worker) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
+	var wg, pops sync.WaitGroup
 	deliverCtx, stopNow := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopNow()
 	w.deliver = deliverCtx
 	tick := time.NewTicker(w.cfg.TopicPoll)
 	defer tick.Stop()
+	w.sync(ctx, &wg)
+	for _, g := range w.st.PopGroups() {
+		pops.Go(func() { w.pop(ctx, g) })
+	}
 	for {
-		w.sync(ctx, &wg)
 		select {
 		case <-ctx.Done():
+			w.interruptPops()
+			pops.Wait()
 			done := make(chan struct{})
 			go func() { wg.Wait(); close(done) }()
 			select {
@@ -176,11 +173,15 @@ func (w *Worker) Run(ctx context.Context) error {
 				stopNow()
 				<-done
 			}
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			w.disp.Close(cctx) // what was popped and not started goes back, keeping its place
+			cancel()
 			w.log.Info("workers stopped")
 			return nil
 		case <-tick.C:
 		case <-w.kick:
 		}
+		w.sync(ctx, &wg)
 	}
 }
 
@@ -189,13 +190,14 @@ func (w *Worker) sync(ctx context.Context, wg *sync.WaitGroup) {
 	if ctx.Err() != nil {
 		return
 	}
-	topics, err := w.q.Topics(ctx)
+	topics, err := w.st.Topics(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("read topics", "err", err)
 		}
 		return
 	}
+	w.setLists(ctx, topics)
 	seen := make(map[string]bool, len(topics))
 	var longest time.Duration
 	for _, t := range topics {
@@ -227,15 +229,13 @@ func (w *Worker) sync(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // consume is a topic's consumer: it reserves the topic's free callback
-// slots, pops up to that many jobs, fires each in its own goroutine
-// (tracked by wg) and records the outcomes, until ctx ends. Two pops may be
-// under way at once, so that one waits on Redis while the other starts its
-// jobs; slots a pop did not fill are released.
+// slots, takes up to that many due jobs from the dispatcher, fires each in
+// its own goroutine (tracked by wg) and records the outcomes, until ctx
+// ends. Two takes may be under way at once, so that one waits while the
+// other starts its jobs; slots a take did not fill are released.
 func (w *Worker) consume(ctx context.Context, run *topicRun, wg *sync.WaitGroup) {
 	const pollers = 2
 	polls := make(chan struct{}, pollers)
-	var errDelay atomic.Int64
-	errDelay.Store(int64(100 * time.Millisecond))
 	// pollers and callbacks run on kept goroutines (goPool): a callback's
 	// goroutine keeps the stack net/http grew
 	gs := newGoPool(wg, ctx.Done(), poolIdle)
@@ -261,7 +261,7 @@ func (w *Worker) consume(ctx context.Context, run *topicRun, wg *sync.WaitGroup)
 		}
 		gs.Go(func() {
 			defer func() { <-polls }()
-			jobs, err := w.q.Next(ctx, t.Tenant, t.Name, int(n), w.cfg.Wait, t.Timeout)
+			jobs := w.disp.Next(ctx, t.Tenant, t.Name, int(n), w.cfg.Wait)
 			run.release(n - int64(len(jobs)))
 			for _, job := range jobs {
 				w.inflight.Add(1)
@@ -271,20 +271,6 @@ func (w *Worker) consume(ctx context.Context, run *topicRun, wg *sync.WaitGroup)
 						run.release(1)
 					})
 				})
-			}
-			if err == nil {
-				errDelay.Store(int64(100 * time.Millisecond))
-				return
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			w.log.Warn("take jobs", "tenant", t.Tenant, "topic", t.Name, "err", err)
-			d := time.Duration(errDelay.Load())
-			errDelay.Store(int64(min(2*d, 5*time.Second)))
-			select { // the poll slot stays taken meanwhile
-			case <-ctx.Done():
-			case <-time.After(d):
 			}
 		})
 	}
@@ -316,7 +302,7 @@ func (r *topicRun) release(n int64) {
 // shut off.
 func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, called func()) {
 	j := job.Resolve(t)
-	start := w.q.Now()
+	start := w.st.Now()
 	a := kairos.Attempt{N: j.Attempts, At: start}
 	tctx, span := w.startAttempt(ctx, j, time.Now())
 	var res Result
@@ -336,31 +322,26 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 		called()
 	}
 	a.Duration, a.Status, a.Response = res.Duration, res.Status, res.Snippet
-	ok := res.OK()
-	if !ok {
+	o := outcomeOf(res, j)
+	if o != kairos.OutcomeDelivered {
 		a.Error = failure(res)
 	}
-	dead := !ok && (res.Permanent || j.AttemptsLeft() <= 0)
 	var retryAt time.Time
-	if !ok && !dead {
+	if o == kairos.OutcomeRetrying {
 		wait := Backoff(j.Attempts-j.ReplayedAfter, j.BackoffInitial, j.BackoffMax, nil)
 		if res.HasRetryAfter {
 			wait = res.RetryAfter
 		}
-		retryAt = w.q.Now().Add(wait)
+		retryAt = w.st.Now().Add(wait)
 	}
-	endAttempt(span, res, ok, dead)
+	endAttempt(span, res, o)
 	var notices []kairos.Notice
-	if _, isNotice := kairos.NoticeOf(j.ID); dead && !isNotice { // a notification's death notifies no one
+	if _, isNotice := kairos.NoticeOf(j.ID); o == kairos.OutcomeDead && !isNotice { // a notification's death notifies no one
 		if url := cmp.Or(j.FailureURL, t.FailureURL); url != "" {
-			notices = append(notices, kairos.Notice{URL: url, Body: noticeBody(j, a, w.q.Now())})
+			notices = append(notices, kairos.Notice{URL: url, Body: noticeBody(j, a, w.st.Now())})
 		}
 	}
-	fctx := ctx
-	if slotWaits {
-		fctx = kairos.WithPromptOutcome(ctx)
-	}
-	state, err := w.finish(fctx, j, a, ok, dead, retryAt, notices...)
+	state, err := w.finish(ctx, j, a, o, retryAt, notices...)
 	if slotWaits {
 		called()
 	}
@@ -392,12 +373,12 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 // ctx ends: an outcome not recorded leaves the job to its lease, and a
 // second delivery. Recording an outcome twice is harmless: the store
 // applies an attempt's outcome once.
-func (w *Worker) finish(ctx context.Context, j kairos.Job, a kairos.Attempt, ok, dead bool, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
+func (w *Worker) finish(ctx context.Context, j kairos.Job, a kairos.Attempt, o kairos.Outcome, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
 	give := time.Now().Add(finishPatience)
 	wait := 100 * time.Millisecond
 	for {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		state, err := w.q.Finish(fctx, j.JobKey, a, ok, dead, retryAt, notice...)
+		state, err := w.disp.finish(fctx, j.JobKey, a, o, retryAt, notice...)
 		cancel()
 		if err == nil || time.Now().Add(wait).After(give) {
 			return state, err
@@ -443,6 +424,18 @@ func noticeBody(j kairos.Job, a kairos.Attempt, now time.Time) []byte {
 }
 
 func rfc3339ms(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// outcomeOf is what attempt res at job j came to: delivered on a 2xx;
+// dead on a permanent failure or when j has no attempt left; else retried.
+func outcomeOf(res Result, j kairos.Job) kairos.Outcome {
+	switch {
+	case res.OK():
+		return kairos.OutcomeDelivered
+	case res.Permanent || j.AttemptsLeft() <= 0:
+		return kairos.OutcomeDead
+	}
+	return kairos.OutcomeRetrying
+}
 
 // failure says why an attempt that did not deliver failed, for its attempt log.
 func failure(res Result) string {
@@ -491,7 +484,7 @@ func (w *Worker) secret(ctx context.Context, tenant, topic string) (string, erro
 			return c.secret, nil
 		}
 	}
-	s, err := w.q.SigningSecret(ctx, tenant, topic)
+	s, err := w.st.SigningSecret(ctx, tenant, topic)
 	if err != nil {
 		return "", err
 	}

@@ -150,7 +150,7 @@ func flowLoad(t *testing.T, store *rdb.Store, prefix string, tp kairos.Topic, n 
 		t.Fatal(err)
 	}
 	for _, name := range []string{"A", "B", "C"} {
-		startKairos(t, name, prefix).WaitLog(t, "took shard", 15*time.Second)
+		startKairos(t, name, prefix).WaitLog(t, "scanner started", 15*time.Second)
 	}
 	due := store.Now().Add(time.Second)
 	jobs := make([]kairos.Job, n)

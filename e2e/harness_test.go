@@ -18,7 +18,6 @@ import (
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/client"
-	"github.com/kairos-sh/kairos/internal/dispatch"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
 	"github.com/kairos-sh/kairos/scanner"
@@ -78,10 +77,8 @@ func startEngine(t *testing.T, o engineOpts) *engine {
 		t.Fatal(err)
 	}
 	log := testLogger(t)
-	disp := dispatch.New(store, dispatch.Config{Logger: log})
-	sc := scanner.New(store, scanner.Config{LockTTL: 2 * time.Second, Logger: log,
-		Dispatch: disp.Add, Capacity: disp.Capacity, Tracer: o.tracer})
-	w := callback.NewWorker(disp, callback.WorkerConfig{AllowPrivate: o.allowPrivate, Wait: time.Second, TopicPoll: 200 * time.Millisecond, Grace: 5 * time.Second,
+	sc := scanner.New(store, scanner.Config{LockTTL: 2 * time.Second, Logger: log, Tracer: o.tracer})
+	w := callback.NewWorker(store, callback.WorkerConfig{AllowPrivate: o.allowPrivate, Wait: time.Second, TopicPoll: 200 * time.Millisecond, Grace: 5 * time.Second,
 		Logger: log, Tracer: o.tracer})
 	authn := auth.New([]byte(secret), nil)
 	srv := httptest.NewServer(api.New(store, authn, api.Config{AllowPrivate: o.allowPrivate, Logger: log, OnTopicChange: w.Refresh, Tracer: o.tracer}))
@@ -96,7 +93,6 @@ func startEngine(t *testing.T, o engineOpts) *engine {
 		srv.Close()
 		cancel()
 		wg.Wait()
-		disp.Close(context.Background())
 	})
 	c, err := client.New(srv.URL, client.WithToken(tok))
 	if err != nil {

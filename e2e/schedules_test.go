@@ -176,7 +176,7 @@ func TestScheduleSurvivesKillOfTheDeliveringProcess(t *testing.T) {
 	putTopic(t, store, "t", rcv.URL, 2*time.Second)
 	procs := []*testproc.Proc{startKairos(t, "A", prefix), startKairos(t, "B", prefix)}
 	for _, p := range procs {
-		p.WaitLog(t, "took shard", 15*time.Second)
+		p.WaitLog(t, "scanner started", 15*time.Second)
 	}
 	first := store.Now().Add(time.Second).Truncate(time.Second)
 	hang := first.Add(3 * time.Second)

@@ -137,6 +137,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.BoolVar(&o.Schedules.OneShot, "schedules-oneshot", true, "schedules: run one-shot jobs at each phase's rate beside it, over its window, created one per POST and then by batches, to compare")
 	fs.DurationVar(&o.Lead, "lead", 0, "how long before the first due time a run starts being created (default: from the measured create rate)")
 	fs.DurationVar(&o.Grace, "grace", 5*time.Second, "how long after the last due time missing callbacks are waited for")
+	fs.DurationVar(&o.LifeTail, "life-tail", 0, "how long after the last delivery Redis CPU per job life goes on being counted (the work jobs leave behind; 60s in docs/performance.md)")
 	fs.IntVar(&shards, "shards", 0, "Delay Bucket shards of the kairos started here (0: kairos's default)")
 	fs.StringVar(&prefix, "prefix", "", "Redis key prefix of the kairos started here; must be unused (default: a fresh kbench-* prefix)")
 	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "stop every scenario after this long (clean-up still runs)")

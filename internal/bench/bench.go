@@ -63,11 +63,15 @@ type Config struct {
 	Concurrency int // the bench topic's consumers; default 64
 	// TopicRate, when set, limits the bench topic to that many deliveries
 	// a second (flow control), for the cost of a limit in any scenario.
-	TopicRate  int
-	Lead       time.Duration // time between starting to create a run and its first due time; default: from the measured create rate
-	Grace      time.Duration // how long after the last due time missing jobs are waited for; default 5s
-	ProfileDir string        // where CPU profiles of the measured phases go; "" for none
-	Progress   io.Writer     // progress lines; nil for none
+	TopicRate int
+	Lead      time.Duration // time between starting to create a run and its first due time; default: from the measured create rate
+	Grace     time.Duration // how long after the last due time missing jobs are waited for; default 5s
+	// LifeTail is how long after the last delivery Redis CPU per job life
+	// goes on being counted: the work a job leaves behind it (a lease
+	// entry processed later, say) is then in the figure. Default 0.
+	LifeTail   time.Duration
+	ProfileDir string    // where CPU profiles of the measured phases go; "" for none
+	Progress   io.Writer // progress lines; nil for none
 }
 
 func (c Config) withDefaults() Config {

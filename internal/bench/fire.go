@@ -49,7 +49,12 @@ func (b *Bench) fire(ctx context.Context, scenario string, n, size int, at func(
 		stop := b.profile(profile)
 		b.await(ctx, f.run, n, f.t0.Add(span), settle)
 		stop()
-		f.cpu, f.life = b.usage(ctx, mark), b.usage(ctx, life)
+		f.cpu = b.usage(ctx, mark)
+		if b.cfg.LifeTail > 0 {
+			b.progressf("%s: counting Redis CPU for %v more: the work the jobs left behind", scenario, b.cfg.LifeTail)
+			sleep(ctx, b.cfg.LifeTail)
+		}
+		f.life = b.usage(ctx, life)
 		f.delivery = f.run.Delivery(b.offset, b.rec.Stray()-stray)
 		if after != nil {
 			after()

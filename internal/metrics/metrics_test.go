@@ -40,13 +40,9 @@ func TestMetricsExposition(t *testing.T) {
 	if _, err := store.Enqueue(ctx, kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "orders", ID: "now"}, RunAt: store.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	// The due one is claimed by a scanner-only process, for workers elsewhere.
+	// The due one is claimed onto its ready list, and waits for a worker.
 	for sh := range store.Shards() {
-		c, err := store.ClaimDue(ctx, sh, 10, 0, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := store.PushReady(ctx, c.Jobs); err != nil {
+		if _, err := store.Claim(ctx, sh, 10, 0, time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -222,7 +222,7 @@ func deliverAll(b *testing.B, s *Store, cs []Claimed, at time.Time) []kairos.Sta
 	for _, cl := range cs {
 		go func() {
 			a := kairos.Attempt{N: cl.Job.Attempts, At: at, Duration: time.Millisecond, Status: 204}
-			st, err := s.Finish(context.Background(), cl.Job.JobKey, a, true, false, time.Time{})
+			st, err := s.Finish(context.Background(), cl.Job.JobKey, a, kairos.OutcomeDelivered, time.Time{})
 			dones <- done{st, err}
 		}()
 	}
@@ -335,9 +335,9 @@ func BenchmarkOneShotAtRate(b *testing.B) {
 // BenchmarkJobLifeParts times the scripts of a job's life one part at a
 // time, per job, as INFO commandstats counts them (FCALL usec): a batch
 // create of 100 jobs due at one instant, the claim that starts their
-// attempts, the claim that applies their delivered outcomes (nothing else
-// due), and a claim that finds nothing (per call); claims carry a token,
-// as a scanner's do. Each part's calls hold
+// attempts and pushes them onto the ready list, the outcome calls that
+// record their delivery, and a claim that finds nothing (per call). Each
+// part's calls hold
 // only that part's work, so a change to one shows in its own figure:
 //
 //	go test -run '^$' -bench JobLifeParts -benchtime 200x ./internal/rdb
@@ -348,8 +348,8 @@ func BenchmarkJobLifeParts(b *testing.B) {
 	jobs := make([]kairos.Job, batch)
 	i := 0
 	var create, start, outcome, empty float64
-	claim := func(want int) *Claim { // with a token, as scanners claim
-		c, err := s.ClaimDueOnce(ctx, NewClaimToken(), 0, 500, 0, 30*time.Second)
+	claim := func(want int) *Claim {
+		c, err := s.ClaimDue(ctx, 0, 500, 0, 30*time.Second)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -371,9 +371,8 @@ func BenchmarkJobLifeParts(b *testing.B) {
 		us = scriptUS(b, s)
 		c := claim(batch)
 		start += scriptUS(b, s) - us
-		deliverAll(b, s, c.Jobs, clk.Now())
 		us = scriptUS(b, s)
-		claim(0)
+		deliverAll(b, s, c.Jobs, clk.Now())
 		outcome += scriptUS(b, s) - us
 		us = scriptUS(b, s)
 		claim(0)

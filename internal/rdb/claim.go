@@ -3,36 +3,50 @@ package rdb
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"time"
 
 	"github.com/kairos-sh/kairos"
 )
 
-// Claimed is a job handed out by ClaimDue, with an attempt started on it:
+// Claimed is a job handed out by a claim, with an attempt started on it:
 // Job.Attempts is that attempt's number. It must not fire before Due.
 type Claimed struct {
 	Job kairos.Job
 	Due time.Time
 	// FireAt is when, on this machine's monotonic clock, Redis's clock has
-	// surely reached Due: the claim's reply came after Redis read its
-	// clock as the call ended, so counting from the reply cannot be early,
-	// whatever this machine's clock says. Zero when unknown (use Store.Local).
+	// surely reached Due: the pop that took it came after the claim that
+	// pushed it, so counting from the pop's reply by the time left at the
+	// claim cannot be early, whatever this machine's clock says. Zero when
+	// unknown (use Store.Local).
 	FireAt time.Time
 	// Paced says that its flow's rate limit gave it Due (Store.Pace): it
 	// starts then without asking Gate.
-	Paced bool
+	Paced     bool
+	lease     int64  // its lease's end (ms), as the claim set it
+	entryHead string // "<due>,<claimed at>" as its ready list entry has them
+}
+
+// Pass is the result of one Claim call.
+type Pass struct {
+	Claimed int       // jobs pushed onto ready lists
+	Next    time.Time // when the shard next has work: its earliest wheel slot or lease; zero when none
+	Now     time.Time // the Redis time the claim was decided at
+	// Refills is how many of the shard's schedules wait for more instants
+	// (Store.RefillSchedules).
+	Refills int
+	// Handles are the topics whose ready lists in the shard got jobs.
+	Handles []string
+	// Active is how many of the shard's jobs are under lease: claimed, and
+	// their attempt not finished.
+	Active int
 }
 
 // Claim is the result of one ClaimDue call.
 type Claim struct {
-	Jobs []Claimed
-	Next time.Time // when the shard's earliest remaining wheel slot is processed; zero when none
-	Now  time.Time // the Redis time the claim was decided at
-	// Refills is how many of the shard's schedules wait for more instants
-	// (Store.RefillSchedules).
+	Jobs    []Claimed
+	Next    time.Time
+	Now     time.Time
 	Refills int
 }
 
@@ -40,97 +54,69 @@ type Claim struct {
 // take.
 const maxClaim = 2000
 
-// ClaimDue hands out up to limit jobs of shard due by now + ahead, and
-// starts an attempt on each: it is active, with a lease of its due time plus
-// its callback timeout (leaseTimeout when it sets none) plus the store's
-// lease margin. What is due is decided on Redis's own clock (TIME, inside
-// the script), never on this machine's estimate of it. Two scanners claiming
-// the same shard at once cannot hand a job out twice: the claim is one
-// script. A job claimed ahead is the caller's to hold until Due, or to give
-// back with Release.
-func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTimeout time.Duration) (Claim, error) {
-	return s.ClaimDueOnce(ctx, ClaimToken{}, shard, limit, ahead, leaseTimeout)
-}
-
-// ClaimToken makes a claim safe to repeat: ClaimDueOnce claims at most once
-// per token. The zero token does not.
-type ClaimToken struct {
-	ID string
-	// Repeat says that a call of this token may have run already (its
-	// reply was lost).
-	Repeat bool
-}
-
-// NewClaimToken returns a fresh token.
-func NewClaimToken() ClaimToken {
-	var b [8]byte
-	rand.Read(b[:])
-	return ClaimToken{ID: hex.EncodeToString(b[:])}
-}
-
-// ClaimTokenTTL is how long Redis remembers a claim token's jobs: a call
-// whose reply was lost, repeated within it with the same token, gets them
-// back (the lost call itself, run late within it, claims nothing new).
-const ClaimTokenTTL = 30 * time.Second
-
-// ClaimDueOnce is ClaimDue made safe to repeat when its reply is lost (a
-// timeout, a dropped connection, a frozen Redis): the first call of a token
-// claims, and every later call of the same token claims nothing new but
-// hands out again the jobs the first one claimed that are still active in
-// the attempt it started (none that were delivered, released or handed out
-// again since), whichever of the calls Redis runs first. So a scanner that
-// lost a claim's reply repeats it, with tok.Repeat set, until it gets an
-// answer, and fires those jobs at once instead of leaving them to their
-// leases. Calls of one token may run without the shard's lock: a repeat
-// with limit 0 only recovers jobs.
-func (s *Store) ClaimDueOnce(ctx context.Context, tok ClaimToken, shard, limit int, ahead, leaseTimeout time.Duration) (Claim, error) {
-	limit = min(max(limit, 0), maxClaim) // 0: apply outcomes only
-	repeat := ""
-	if tok.Repeat {
-		repeat = "1"
-	}
-	res, err := s.run(ctx, claimScript, []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard), s.k.hold(shard)},
+// Claim takes up to limit jobs of shard due by now + ahead, starts an
+// attempt on each and pushes it onto its topic's ready list in the shard,
+// where workers pop it (Pop): it is active, with a lease of its due time
+// plus its callback timeout (leaseTimeout when it sets none) plus the
+// store's lease margin. Leases that lapsed are claimed again first. What is
+// due is decided on Redis's own clock (TIME, inside the script), never on
+// this machine's estimate of it. Two scanners claiming the same shard at
+// once cannot hand a job out twice: the claim is one script, and what it
+// claims is in Redis when it returns, so a lost reply loses no job.
+func (s *Store) Claim(ctx context.Context, shard, limit int, ahead, leaseTimeout time.Duration) (Pass, error) {
+	limit = min(max(limit, 0), maxClaim)
+	res, err := s.run(ctx, claimScript, []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard), s.k.hold(shard),
+		s.k.leases(shard), s.k.popLeases(shard)},
 		s.scriptNow(), s.k.tag(shard), ahead.Milliseconds(), limit, s.leaseMargin().Milliseconds(), leaseTimeout.Milliseconds(),
-		s.opts.Retention.Milliseconds(), maxOutcomes, tok.ID, ClaimTokenTTL.Milliseconds(), repeat).Slice()
-	received := time.Now()
+		s.popLease().Milliseconds()).Slice()
 	if err != nil {
-		return Claim{}, fmt.Errorf("claim shard %d: %w", shard, err)
+		return Pass{}, fmt.Errorf("claim shard %d: %w", shard, err)
 	}
-	var c Claim
-	c.Next, _ = redisTime(res[1])
-	c.Now, _ = redisTime(res[2])
-	ended := c.Now
-	if len(res) > 3 {
-		if t, ok := redisTime(res[3]); ok {
-			ended = t
+	var p Pass
+	p.Claimed = int(toInt(res[0]))
+	p.Next, _ = redisTime(res[1])
+	p.Now, _ = redisTime(res[2])
+	p.Refills = int(toInt(res[4]))
+	p.Active = int(toInt(res[6]))
+	hs, _ := res[5].([]any)
+	for _, h := range hs {
+		if str, ok := h.(string); ok {
+			p.Handles = append(p.Handles, str)
 		}
 	}
-	if len(res) > 4 {
-		c.Refills = int(toInt(res[4]))
-	}
-	flat, _ := res[0].([]any)
-	var first error
-	for i := 0; i+2 < len(flat); i += 3 {
-		f, _ := flat[i].(string)
-		v, _ := flat[i+1].(string)
-		key, _, err := s.jobKeyOf(ctx, f)
-		var j kairos.Job
-		if err == nil {
-			j, err = s.decode(key, v)
-		}
-		if err != nil {
-			// left to its lease, which hands it out again
-			first = cmp.Or(first, fmt.Errorf("claim shard %d: %w", shard, err))
-			continue
-		}
-		cl := Claimed{Job: j, Due: fromMS(toInt(flat[i+2]))}
-		if !ended.IsZero() && s.opts.Now == nil {
-			cl.FireAt = received.Add(cl.Due.Sub(ended))
-		}
-		c.Jobs = append(c.Jobs, cl)
-	}
-	return c, first
+	return p, nil
 }
+
+// ClaimDue is Claim followed by taking, without waiting, what it pushed
+// onto the ready lists: the jobs a worker would pop. For tests and tools
+// that drive the store by hand.
+func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTimeout time.Duration) (Claim, error) {
+	p, err := s.Claim(ctx, shard, limit, ahead, leaseTimeout)
+	if err != nil {
+		return Claim{}, err
+	}
+	c := Claim{Next: p.Next, Now: p.Now, Refills: p.Refills}
+	for _, h := range p.Handles {
+		for {
+			cs, err := s.Pop(ctx, []int{shard}, []string{h}, maxClaim, 0)
+			if err != nil {
+				return c, err
+			}
+			if len(cs) == 0 {
+				break
+			}
+			c.Jobs = append(c.Jobs, cs...)
+		}
+	}
+	return c, nil
+}
+
+// popLease is how long after its due time a job pushed onto a ready list
+// and not started is pushed again: long enough for any worker that popped
+// it to start it, short enough that a pop whose reply was lost delays its
+// jobs by no more. Half the ready lease, which bounds how long a worker
+// holds a due job for a free slot.
+func (s *Store) popLease() time.Duration { return s.opts.ReadyLease / 2 }
 
 // leaseMargin is what a claimed job's lease adds to its due time and
 // callback timeout: the longest it may be held before it starts, and the
@@ -164,7 +150,7 @@ func (s *Store) Release(ctx context.Context, cs []Claimed) error {
 		cl.argv = append(cl.argv, h, j.ID, j.Attempts, ms(c.Due))
 	}
 	cmds := s.evalAll(ctx, releaseScript, len(calls), func(i int) ([]string, []any) {
-		return []string{s.k.pool(calls[i].shard), s.k.due(calls[i].shard)}, calls[i].argv
+		return []string{s.k.pool(calls[i].shard), s.k.due(calls[i].shard), s.k.leases(calls[i].shard), s.k.popLeases(calls[i].shard)}, calls[i].argv
 	})
 	var first error
 	for i, c := range cmds {

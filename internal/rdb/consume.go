@@ -1,9 +1,13 @@
 package rdb
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,138 +17,267 @@ import (
 	"github.com/kairos-sh/kairos"
 )
 
-// ErrNoJob is returned by PopReady when nothing arrived within the timeout.
-var ErrNoJob = errors.New("no job ready")
-
-// PushReady puts claimed jobs onto their topics' ready lists, for workers
-// of other processes (a process that claims but runs no workers). One
-// LPUSH a topic, oldest due first out. A job whose push fails is left to
-// its lease, which hands it out again.
-func (s *Store) PushReady(ctx context.Context, cs []Claimed) error {
-	if len(cs) == 0 {
-		return nil
-	}
-	type topicKey struct{ tenant, topic string }
-	entries := map[topicKey][]any{}
-	var order []topicKey
-	for _, c := range cs {
-		k := topicKey{c.Job.Tenant, c.Job.Topic}
-		if _, ok := entries[k]; !ok {
-			order = append(order, k)
+// PopGroups returns the shards each blocking pop covers (Pop): every
+// shard in one pop on a single Redis, so that a worker holds one blocking
+// connection whatever the shards and topics; one shard a pop on a Redis
+// Cluster, where a pop's keys must share a hash slot.
+func (s *Store) PopGroups() [][]int {
+	if _, ok := s.c.(*redis.ClusterClient); ok {
+		out := make([][]int, s.k.shards)
+		for sh := range out {
+			out[sh] = []int{sh}
 		}
-		entries[k] = append(entries[k], c.Job.ID+"|"+strconv.Itoa(c.Job.Attempts)+"|"+strconv.FormatInt(ms(c.Due), 10))
+		return out
 	}
+	all := make([]int, s.k.shards)
+	for sh := range all {
+		all[sh] = sh
+	}
+	return [][]int{all}
+}
+
+// Pop takes up to n jobs from the ready lists of the topics with handles
+// hs in the shards of group (a PopGroups group), blocking up to timeout
+// for the first (BLMPOP, on the blocking client; a timeout of 0 does not
+// wait), and starts them (start.lua). The lists are tried in the order
+// given, the shards in turn from one call to the next, so a caller that
+// rotates hs shares the pops fairly. One pop also covers this Store's
+// interrupt list of the group (Interrupt), so that a pop under way can be
+// ended when the topics change. A Redis without BLMPOP (before 7.0, or the
+// embedded one) gets BRPOP for the first and RPOP with a count for the
+// rest. It returns no jobs and no error when nothing arrived.
+func (s *Store) Pop(ctx context.Context, group []int, hs []string, n int, timeout time.Duration) ([]Claimed, error) {
+	type list struct {
+		shard int
+		h     string
+	}
+	keys := make([]string, 0, len(group)*len(hs)+1)
+	lists := make([]list, 0, cap(keys))
+	if timeout > 0 {
+		keys = append(keys, s.k.interrupt(group[0], s.id))
+		lists = append(lists, list{})
+	}
+	turn := int(s.pops.Add(1))
+	for i := range group {
+		sh := group[(i+turn)%len(group)]
+		for _, h := range hs {
+			keys = append(keys, s.k.readyList(sh, h))
+			lists = append(lists, list{sh, h})
+		}
+	}
+	n = max(n, 1)
+	var key string
+	var entries []string
+	var err error
+	switch {
+	case s.noBLMPop.Load():
+	case timeout <= 0:
+		key, entries, err = s.c.LMPop(ctx, "RIGHT", int64(n), keys...).Result()
+	default:
+		key, entries, err = s.blocking.BLMPop(ctx, timeout, "RIGHT", int64(n), keys...).Result()
+	}
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
+		s.noBLMPop.Store(true)
+	}
+	if s.noBLMPop.Load() {
+		key, entries, err = s.popEach(ctx, keys, n, timeout)
+	}
+	received := time.Now()
+	if isNil(err) || key == "" || (timeout > 0 && key == keys[0]) {
+		return nil, nil // nothing, or an interrupt
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pop ready jobs of shards %v: %w", group, err)
+	}
+	i := slices.Index(keys, key)
+	if i < 0 {
+		return nil, fmt.Errorf("pop ready jobs of shards %v: popped %q, not one of the lists asked", group, key)
+	}
+	shard, h := lists[i].shard, lists[i].h
+	tenant, topic, err := s.topicOf(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Claimed, 0, len(entries))
+	var first error
+	for _, e := range entries {
+		c, err := s.readyEntry(kairos.JobKey{Tenant: tenant, Topic: topic}, e, received)
+		if err != nil {
+			first = cmp.Or(first, err) // left to its pop lease, which pushes it again
+			continue
+		}
+		out = append(out, c)
+	}
+	out, err = s.start(ctx, shard, h, out)
+	if err != nil {
+		return nil, err // left to their pop leases
+	}
+	return out, first
+}
+
+// start starts the jobs cs of topic h that a pop took (start.lua): it
+// returns those this pop started, leaving out a job pushed twice whose
+// other entry started it already. A call whose reply is lost is repeated,
+// with the same token, for up to startPatience: Redis answers it as it
+// answered the first.
+func (s *Store) start(ctx context.Context, shard int, h string, cs []Claimed) ([]Claimed, error) {
+	if len(cs) == 0 {
+		return cs, nil
+	}
+	var tok [8]byte
+	rand.Read(tok[:])
+	argv := make([]any, 0, 1+3*len(cs))
+	argv = append(argv, startTokenTTL.Milliseconds())
+	for _, c := range cs {
+		argv = append(argv, field(h, c.Job.ID)+","+strconv.FormatInt(int64(c.Job.Attempts), 36)+","+c.entryHead, field(h, c.Job.ID), c.lease)
+	}
+	keys := []string{s.k.popLeases(shard), s.k.leases(shard), s.k.tag(shard) + "st:" + hex.EncodeToString(tok[:])}
+	var res string
+	var err error
+	give := time.Now().Add(startPatience)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		res, err = s.run(context.WithoutCancel(ctx), startScript, keys, argv...).Text()
+		if err == nil || isRedisError(err) || time.Now().Add(wait).After(give) {
+			break
+		}
+		time.Sleep(wait)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start popped jobs of shard %d: %w", shard, err)
+	}
+	keep := cs[:0]
+	for i, c := range cs {
+		if i < len(res) && res[i] == '1' {
+			keep = append(keep, c)
+		}
+	}
+	return keep, nil
+}
+
+// startTokenTTL is how long a start call's reply is kept; startPatience
+// how long a call whose reply was lost is repeated.
+const (
+	startTokenTTL = 30 * time.Second
+	startPatience = 10 * time.Second
+)
+
+// readyEntry decodes a ready list entry of topic key (its ID left empty),
+// "<due>,<claimed at>,<id>|<record>" (claim.lua), popped at received.
+func (s *Store) readyEntry(key kairos.JobKey, e string, received time.Time) (Claimed, error) {
+	due, rest, ok1 := strings.Cut(e, ",")
+	at, rest, ok2 := strings.Cut(rest, ",")
+	id, v, ok3 := strings.Cut(rest, "|")
+	dueMS, err1 := strconv.ParseInt(due, 36, 64)
+	atMS, err2 := strconv.ParseInt(at, 36, 64)
+	if !ok1 || !ok2 || !ok3 || err1 != nil || err2 != nil {
+		return Claimed{}, fmt.Errorf("ready entry of %s/%s: %w", key.Tenant, key.Topic, errBadRecord)
+	}
+	key.ID = id
+	r, err := decodeRecord(v)
+	if err != nil {
+		return Claimed{}, fmt.Errorf("job %s: %w", key, err)
+	}
+	j, err := r.job(key, s.webhookID)
+	if err != nil {
+		return Claimed{}, err
+	}
+	c := Claimed{Job: j, Due: fromMS(dueMS), lease: r.next, entryHead: due + "," + at}
+	if s.opts.Now == nil {
+		c.FireAt = received.Add(time.Duration(dueMS-atMS) * time.Millisecond)
+	}
+	return c, nil
+}
+
+// popEach is Pop's pop without BLMPOP: BRPOP waits for the first entry,
+// RPOP takes up to n-1 more of the same list.
+func (s *Store) popEach(ctx context.Context, keys []string, n int, timeout time.Duration) (string, []string, error) {
+	if timeout <= 0 {
+		for _, key := range keys {
+			entries, err := s.c.RPopCount(ctx, key, n).Result()
+			if isNil(err) {
+				continue
+			}
+			return key, entries, err
+		}
+		return "", nil, nil
+	}
+	first, err := s.blocking.BRPop(ctx, timeout, keys...).Result()
+	if err != nil {
+		return "", nil, err
+	}
+	key, entries := first[0], first[1:]
+	if n > 1 {
+		more, err := s.blocking.RPopCount(ctx, key, n-1).Result()
+		if err == nil {
+			entries = append(entries, more...)
+		}
+	}
+	return key, entries, nil
+}
+
+// Interrupt ends this Store's pop under way of group (Pop), so that its
+// caller can pop again with other lists: one entry on the group's
+// interrupt list of this Store, which the pop takes, expiring in case no
+// pop does.
+func (s *Store) Interrupt(ctx context.Context, group []int) error {
+	shard := group[0]
+	key := s.k.interrupt(shard, s.id)
 	pipe := s.c.Pipeline()
-	for _, k := range order {
-		pipe.LPush(ctx, s.k.ready(k.tenant, k.topic), entries[k]...)
-		// workers elsewhere wait for this rather than block on every list
-		pipe.Publish(ctx, s.k.wake(), readyPrefix+topicField(k.tenant, k.topic))
-	}
+	pipe.LPush(ctx, key, "1")
+	pipe.PExpire(ctx, key, time.Minute)
 	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("push claimed jobs: %w", err)
+		return fmt.Errorf("interrupt the pops of shard %d: %w", shard, err)
 	}
 	return nil
 }
 
-// PopReady blocks up to timeout for a topic's ready jobs and takes up to n
-// of them in one call (BLMPOP) on the blocking client, then reads them; a
-// timeout of 0 takes what is there without waiting (RPOP with a count).
-// Jobs whose claim is no longer current (their lease lapsed, or they were
-// cancelled) are left out. A Redis without BLMPOP (before 7.0, or the
-// embedded one) gets BRPOP for the first and RPOP with a count for the
-// rest. It returns ErrNoJob when nothing arrived.
-func (s *Store) PopReady(ctx context.Context, tenant, topic string, n int, timeout time.Duration) ([]Claimed, error) {
-	key := s.k.ready(tenant, topic)
-	n = max(n, 1)
-	var entries []string
-	var err error
-	if timeout <= 0 {
-		// no wait: the caller waits for a ready message (Wake.Ready) instead
-		entries, err = s.c.RPopCount(ctx, key, n).Result()
-	} else if !s.noBLMPop.Load() {
-		_, entries, err = s.blocking.BLMPop(ctx, timeout, "RIGHT", int64(n), key).Result()
-		if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
-			s.noBLMPop.Store(true)
-		}
+// Handles returns the handle of each of topics, "" for one that never had
+// a job (it has no ready list). Handles not cached yet are read in one
+// call (the whole handle hash), so that a worker that looks at its topics
+// costs Redis one command at most, however many have no job.
+func (s *Store) Handles(ctx context.Context, topics []kairos.Topic) ([]string, error) {
+	out := make([]string, len(topics))
+	missing := false
+	for i, t := range topics {
+		h, ok := s.handles.handle(topicField(t.Tenant, t.Name))
+		out[i], missing = h, missing || !ok
 	}
-	if timeout > 0 && s.noBLMPop.Load() {
-		entries, err = s.popEach(ctx, key, n, timeout)
+	if !missing {
+		return out, nil
 	}
-	if isNil(err) {
-		return nil, ErrNoJob
-	}
+	all, err := s.c.HGetAll(ctx, s.k.handles()).Result()
 	if err != nil {
-		return nil, fmt.Errorf("pop %s/%s: %w", tenant, topic, err)
+		return nil, fmt.Errorf("read topic handles: %w", err)
 	}
-	h, err := s.handle(ctx, tenant, topic, false)
-	if err != nil {
-		return nil, err
-	}
-	type popped struct {
-		key      kairos.JobKey
-		attempts int
-		due      int64
-		cmd      *redis.StringCmd
-	}
-	pipe := s.c.Pipeline()
-	ps := make([]popped, 0, len(entries))
-	for _, e := range entries {
-		parts := strings.Split(e, "|")
-		if len(parts) != 3 {
-			continue // not an entry kairos wrote
+	for f, h := range all {
+		if name, ok := strings.CutPrefix(f, "n:"); ok {
+			s.handles.put(name, h)
 		}
-		p := popped{key: kairos.JobKey{Tenant: tenant, Topic: topic, ID: parts[0]}}
-		p.attempts, _ = strconv.Atoi(parts[1])
-		p.due, _ = strconv.ParseInt(parts[2], 10, 64)
-		p.cmd = pipe.HGet(ctx, s.k.pool(s.k.shardOf(p.key)), field(h, p.key.ID))
-		ps = append(ps, p)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
-		return nil, fmt.Errorf("read popped jobs of %s/%s: %w", tenant, topic, err)
-	}
-	out := make([]Claimed, 0, len(ps))
-	for _, p := range ps {
-		v, err := p.cmd.Result()
-		if err != nil {
-			continue // gone: cancelled, or expired
-		}
-		j, err := s.decode(p.key, v)
-		if err != nil || j.State != kairos.StateActive || j.Attempts != p.attempts {
-			continue // the claim lapsed and the job was handed out again, or finished
-		}
-		out = append(out, Claimed{Job: j, Due: fromMS(p.due)})
-	}
-	if len(out) == 0 {
-		return nil, ErrNoJob
+	for i, t := range topics {
+		out[i], _ = s.handles.handle(topicField(t.Tenant, t.Name))
 	}
 	return out, nil
 }
 
-// popEach is PopReady's pop without BLMPOP: BRPOP waits for the first
-// entry, RPOP takes up to n-1 more.
-func (s *Store) popEach(ctx context.Context, key string, n int, timeout time.Duration) ([]string, error) {
-	first, err := s.blocking.BRPop(ctx, timeout, key).Result()
-	if err != nil {
-		return nil, err
-	}
-	entries := first[1:]
-	if n > 1 {
-		more, err := s.blocking.RPopCount(ctx, key, n-1).Result()
-		if err != nil && !isNil(err) {
-			return entries, nil // the rest stays on the list for the next pop
-		}
-		entries = append(entries, more...)
-	}
-	return entries, nil
-}
-
 // ReadyLens returns the ready list length of each topic, in one round trip.
 func (s *Store) ReadyLens(ctx context.Context, topics []kairos.Topic) ([]int64, error) {
-	out, err := s.ints(ctx, len(topics), func(pipe redis.Pipeliner, i int) *redis.IntCmd {
-		return pipe.LLen(ctx, s.k.ready(topics[i].Tenant, topics[i].Name))
+	shards := s.k.shards
+	hs := make([]string, len(topics))
+	for i, t := range topics {
+		hs[i], _ = s.handles.handle(topicField(t.Tenant, t.Name)) // "": no job yet, an empty list
+	}
+	lens, err := s.ints(ctx, len(topics)*shards, func(pipe redis.Pipeliner, i int) *redis.IntCmd {
+		return pipe.LLen(ctx, s.k.readyList(i%shards, hs[i/shards]))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ready list lengths: %w", err)
+	}
+	out := make([]int64, len(topics))
+	for i, n := range lens {
+		if hs[i/shards] != "" {
+			out[i/shards] += n
+		}
 	}
 	return out, nil
 }
@@ -166,26 +299,18 @@ func (s *Store) ints(ctx context.Context, n int, cmd func(pipe redis.Pipeliner, 
 	return out, nil
 }
 
-// Finish records attempt a of a job: with ok it is delivered; otherwise it
-// retries at retryAt, or dies when dead is set. It appends the outcome to
-// the shard's outcome list, and the shard's next claim applies it (in a
-// batch, before it reads any lease entry), so the job reads as active
-// until then: about outcomeDelay at most while a scanner holds the shard,
-// which Finish wakes when the list was empty. It returns the state the
-// outcome moves the job to; an outcome of a stale attempt (its lease lapsed
-// and the job was handed out again) is dropped when applied.
-//
-// Outcomes recorded at the same moment by many callbacks share one
-// pipelined round trip: the first caller waits up to outcomeLinger for
-// company, and whatever others queued meanwhile go together in the next
-// round trip. A caller whose ctx is marked kairos.WithPromptOutcome (it
-// holds a topic's callback slot until the outcome is recorded) waits for
-// no company, and ends a wait under way.
+// Finish records attempt a of a job as outcome o: delivered, retrying at
+// retryAt, or dead. It returns the state the outcome moved the job to, or
+// "" when the attempt was stale (its lease lapsed and the job was handed
+// out again, or it was released): then it changed nothing. Outcomes
+// recorded at the same moment by many callbacks share one round trip: one
+// that finds no write under way is written at once, and those that arrive
+// meanwhile go together in the next (batcher), one script call a shard.
 //
 // A notice given with a dead outcome becomes the job's failure
-// notification (kairos.NoticeID), created by the claim that records the
-// outcome, in the same script: it exists exactly when the job died.
-func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
+// notification (kairos.NoticeID), created in the same script: it exists
+// exactly when the job died.
+func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, o kairos.Outcome, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
 	line, err := logLine(a)
 	if err != nil {
 		return "", err
@@ -194,154 +319,100 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 	if err != nil {
 		return "", err
 	}
-	outcome, state := outcomeRetrying, kairos.StateRetrying
-	switch {
-	case ok:
-		outcome, state = outcomeDelivered, kairos.StateDelivered
-	case dead:
-		outcome, state = outcomeDead, kairos.StateDead
-	}
+	var code int
 	var retry string
-	if outcome == outcomeRetrying {
-		retry = strconv.FormatInt(ms(retryAt), 36)
+	switch o {
+	case kairos.OutcomeDelivered:
+		code = outcomeDelivered
+	case kairos.OutcomeRetrying:
+		code, retry = outcomeRetrying, strconv.FormatInt(ms(retryAt), 36)
+	case kairos.OutcomeDead:
+		code = outcomeDead
+	default:
+		return "", fmt.Errorf("finish %s attempt %d: unknown outcome %d", key, a.N, o)
 	}
-	entry := field(at.h, key.ID) + "," + strconv.FormatInt(int64(a.N), 36) + "," + strconv.Itoa(outcome) + "," +
+	entry := field(at.h, key.ID) + "," + strconv.FormatInt(int64(a.N), 36) + "," + strconv.Itoa(code) + "," +
 		retry + "," + key.Tenant + "|" + line // logLine ends the line
-	if outcome == outcomeDead && len(notice) > 0 && notice[0].URL != "" {
+	if o == kairos.OutcomeDead && len(notice) > 0 && notice[0].URL != "" {
 		set, err := encodeSettings(kairos.Job{CallbackURL: notice[0].URL, ContentType: "application/json"})
 		if err != nil {
 			return "", err
 		}
 		entry += strconv.Itoa(len(set)) + "|" + string(set) + string(notice[0].Body)
 	}
-	f := &finish{ctx: ctx, shard: at.shard, entry: entry, wakeAt: s.Now().Add(outcomeDelay), done: make(chan struct{})}
-	if outcome == outcomeRetrying && retryAt.Before(f.wakeAt) {
-		f.wakeAt = retryAt
-	}
-	if kairos.PromptOutcome(ctx) {
-		s.finishes.doNow(f)
-	} else {
-		s.finishes.do(f)
-	}
+	f := &finish{ctx: ctx, shard: at.shard, entry: entry, done: make(chan struct{})}
+	s.finishes.do(f)
 	if err := await(ctx, f.done); err != nil {
 		return "", fmt.Errorf("finish %s attempt %d: %w", key, a.N, err)
 	}
 	if f.err != nil {
 		return "", fmt.Errorf("finish %s attempt %d: %w", key, a.N, f.err)
 	}
-	return state, nil
+	if !f.applied {
+		return "", nil
+	}
+	return o.State(), nil
 }
 
-// outcomeDelay is how soon after an outcome is appended the shard's scanner
-// is asked to apply it: longer than a wheel slot, so that while jobs are
-// due the shard's regular claims apply outcomes and they cost no claim of
-// their own (measured in the precision scenario: 5,032 claim calls with
-// 50 ms, 2,065 with 200 ms, and Redis CPU per job 94-100 us against 75-77).
-const outcomeDelay = 200 * time.Millisecond
-
-// outcomeLinger is how long an outcome that finds no write under way waits
-// for others to share its round trip. The worker's slot is already free
-// (the callback is over), and the outcome is applied by a claim up to
-// outcomeDelay later anyway. At 2,000 deliveries a second, 5 ms made one
-// RPUSH a delivery one per ten (dc5305f); 25 ms makes about 40 outcomes
-// share a pipeline of one RPUSH a shard, and took Redis's CPU outside
-// scripts in the precision scenario from 9.8-12.4 to 5.5-8.4 µs a job
-// (ten runs each, alternating). A crash loses at most this much of
-// outcomes not yet written: their jobs are delivered again when their
-// leases lapse, as for any worker lost mid-attempt.
-const outcomeLinger = 25 * time.Millisecond
-
-// maxOutcomes bounds the outcomes one claim applies.
-const maxOutcomes = 2000
-
-// finish is one outcome waiting to be appended.
+// finish is one outcome waiting to be written.
 type finish struct {
-	ctx    context.Context
-	shard  int
-	entry  string
-	wakeAt time.Time
+	ctx   context.Context
+	shard int
+	entry string
 
-	err  error
-	done chan struct{}
+	applied bool
+	err     error
+	done    chan struct{}
 }
 
-// writeFinishes appends a batch of outcomes in one pipeline, one RPUSH a
-// shard, and wakes the scanners of shards whose list was empty, on the
-// batch's context (batchContext).
+// finishBatch is the most outcomes one script call records.
+const finishBatch = 500
+
+// writeFinishes records a batch of outcomes, one script call a shard (and
+// finishBatch outcomes), in one pipeline on the batch's context
+// (batchContext), and wakes the scanners of shards whose wheel got an
+// earlier slot (a retry due soon, a failure notification).
 func (s *Store) writeFinishes(batch []*finish) {
 	ctx, cancel := batchContext(batch[0].ctx)
 	defer cancel()
-	byShard := map[int][]*finish{}
-	var shards []int
+	var calls [][]*finish
+	open := map[int]int{}
 	for _, f := range batch {
-		if _, ok := byShard[f.shard]; !ok {
-			shards = append(shards, f.shard)
+		i, ok := open[f.shard]
+		if !ok || len(calls[i]) >= finishBatch {
+			i = len(calls)
+			open[f.shard] = i
+			calls = append(calls, nil)
 		}
-		byShard[f.shard] = append(byShard[f.shard], f)
+		calls[i] = append(calls[i], f)
 	}
-	entries := func(i int) []any {
-		es := make([]any, len(byShard[shards[i]]))
-		for k, f := range byShard[shards[i]] {
-			es[k] = f.entry
+	now, retention, horizon := s.scriptNow(), s.opts.Retention.Milliseconds(), WakeHorizon.Milliseconds()
+	cmds := s.evalAll(ctx, outcomeScript, len(calls), func(i int) ([]string, []any) {
+		sh := calls[i][0].shard
+		argv := make([]any, 0, 4+len(calls[i]))
+		argv = append(argv, now, s.k.tag(sh), retention, horizon)
+		for _, f := range calls[i] {
+			argv = append(argv, f.entry)
 		}
-		return es
-	}
-	// A plain RPUSH costs Redis a fifth of the script that does the same
-	// (measured: 1.9 against 9.0 µs a call, INFO commandstats); only a
-	// Redis out of memory, which refuses the RPUSH, needs the script.
-	lens, errs := make([]int64, len(shards)), make([]error, len(shards))
-	pushes := make([]*redis.IntCmd, len(shards))
-	pipe := s.c.Pipeline()
-	for i, sh := range shards {
-		pushes[i] = pipe.RPush(ctx, s.k.outcomes(sh), entries(i)...)
-	}
-	pipe.Exec(ctx)
-	var full []int
-	for i, c := range pushes {
-		lens[i], errs[i] = c.Result()
-		if IsOutOfMemory(errs[i]) {
-			full = append(full, i)
-		}
-	}
-	if len(full) > 0 {
-		cmds := s.evalAll(ctx, outcomeScript, len(full), func(k int) ([]string, []any) {
-			return []string{s.k.outcomes(shards[full[k]])}, entries(full[k])
-		})
-		for k, i := range full {
-			lens[i], errs[i] = cmds[k].Int64()
-		}
-	}
+		return []string{s.k.pool(sh), s.k.due(sh), s.k.leases(sh)}, argv
+	})
 	wake := s.c.Pipeline()
-	for i, sh := range shards {
-		n, err := lens[i], errs[i]
-		if err == nil && n == int64(len(byShard[sh])) { // the list was empty: no wake-up asked yet
-			wakeAt := byShard[sh][0].wakeAt
-			for _, f := range byShard[sh] {
-				if f.wakeAt.Before(wakeAt) {
-					wakeAt = f.wakeAt
-				}
-			}
-			s.wake(ctx, wake, sh, ms(wakeAt), true)
+	for i, c := range cmds {
+		res, err := c.Slice()
+		var applied []any
+		if err == nil && len(res) == 2 {
+			applied, _ = res[0].([]any)
+			s.wakeFor(ctx, wake, calls[i][0].shard, res[1])
 		}
-		for _, f := range byShard[sh] {
+		for k, f := range calls[i] {
 			f.err = err
+			f.applied = k < len(applied) && toInt(applied[k]) == 1
 			close(f.done)
 		}
 	}
 	if wake.Len() > 0 {
 		wake.Exec(ctx)
 	}
-}
-
-// RecordOutcomes applies every shard's appended outcomes now, claiming
-// nothing: for tests, and for processes that stop scanning.
-func (s *Store) RecordOutcomes(ctx context.Context) error {
-	for sh := range s.k.shards {
-		if _, err := s.ClaimDue(ctx, sh, 0, 0, time.Second); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // evalAll runs script n times in one pipeline, with the keys and arguments
@@ -374,4 +445,12 @@ func (s *Store) evalAll(ctx context.Context, script *script, n int, args func(i 
 		pipe.Exec(ctx)
 	}
 	return cmds
+}
+
+// isRedisError reports whether err is an error reply of Redis's (the call
+// ran and failed), not a network error or a timeout (its reply, if any,
+// was lost).
+func isRedisError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }

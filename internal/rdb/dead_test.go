@@ -19,12 +19,9 @@ func kill(t *testing.T, s *Store, k kairos.JobKey) {
 		t.Fatal(err)
 	}
 	j := claimKey(t, s, k)
-	st, err := s.Finish(ctx, k, kairos.Attempt{N: j.Attempts, At: s.Now(), Status: 500}, false, true, time.Time{})
+	st, err := s.Finish(ctx, k, kairos.Attempt{N: j.Attempts, At: s.Now(), Status: 500}, kairos.OutcomeDead, time.Time{})
 	if err != nil || st != kairos.StateDead {
 		t.Fatalf("finish %s: %q %v", k, st, err)
-	}
-	if err := s.RecordOutcomes(ctx); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -127,10 +124,7 @@ func TestDeadAcrossTopics(t *testing.T) {
 	// dying again moves a job to the top
 	clk.Add(time.Second)
 	j := claimKey(t, s, order[0])
-	if _, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 500}, false, true, time.Time{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RecordOutcomes(ctx); err != nil {
+	if _, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 500}, kairos.OutcomeDead, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := deadPages(t, s, "", 1); len(got) == 0 || got[0] != order[0].String() {

@@ -24,19 +24,12 @@ func PrefixInUse(ctx context.Context, c redis.UniversalClient, prefix string) (b
 
 // DropJobs deletes at once every job under prefix, pending or not, with
 // everything kept per shard (pools, timing wheels, counters, listings,
-// dead letters, schedules) and the ready lists. Topics, their handles,
+// dead letters, schedules, ready lists). Topics, their handles,
 // signing keys and the layout stay. It returns the keys deleted.
 func DropJobs(ctx context.Context, c redis.UniversalClient, prefix string) (int, error) {
 	p := globEscape(prefix)
 	// A shard's tag is {N}: a digit first, unlike {handles} and {scanners}.
-	n, err := unlinkMatching(ctx, c, p+":{[0-9]*")
-	if err != nil {
-		return n, err
-	}
-	// Every topic's ready list: the key of ready(tenant, topic) up to its tag.
-	ready := strings.TrimSuffix(keys{prefix: prefix}.ready("", ""), "{/}")
-	m, err := unlinkMatching(ctx, c, globEscape(ready)+"*")
-	return n + m, err
+	return unlinkMatching(ctx, c, p+":{[0-9]*")
 }
 
 // DropPrefix deletes every key under prefix. It returns the keys deleted.

@@ -35,7 +35,7 @@ func TestDropJobsKeepsTopics(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := c.RPush(ctx, s.k.ready("acme", "orders"), "x").Err(); err != nil {
+		if err := c.RPush(ctx, s.k.readyList(1, "x"), "x").Err(); err != nil {
 			t.Fatal(err)
 		}
 		return s
@@ -49,7 +49,7 @@ func TestDropJobsKeepsTopics(t *testing.T) {
 	}
 	left := testredis.Keys(t, c, globEscape(s.k.prefix))
 	for _, k := range left {
-		if strings.Contains(k, ":ready:") || slices.ContainsFunc([]int{0, 1, 2, 3}, func(sh int) bool { return strings.HasPrefix(k, s.k.tag(sh)) }) {
+		if slices.ContainsFunc([]int{0, 1, 2, 3}, func(sh int) bool { return strings.HasPrefix(k, s.k.tag(sh)) }) {
 			t.Errorf("DropJobs left %s", k)
 		}
 	}

@@ -85,6 +85,9 @@ func (s *Store) handle(ctx context.Context, tenant, topic string, create bool) (
 			return "", err
 		}
 		s.handles.tenantRecorded(h)
+		// workers pop a topic's ready lists once they know its handle: a
+		// topic's first job may make one
+		s.topicChanged(ctx)
 	}
 	return h, nil
 }

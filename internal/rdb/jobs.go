@@ -147,7 +147,7 @@ func (s *Store) Replay(ctx context.Context, key kairos.JobKey) (kairos.Job, erro
 // rather than false.
 func (s *Store) wakeFor(ctx context.Context, c redis.Cmdable, shard int, earliest any) {
 	if at, ok := redisTime(earliest); ok {
-		s.wake(ctx, c, shard, ms(at), false)
+		s.wake(ctx, c, shard, ms(at))
 	}
 }
 

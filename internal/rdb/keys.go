@@ -56,20 +56,30 @@ func (k keys) topicSigningKeys(tenant, topic string) string {
 	return k.prefix + ":signing:{" + tenant + "}:" + topic
 }
 
-// lease holds the scanner instances' leases and which instance holds each
-// shard (lease.go); one key, so that taking shards is one script call and
-// renewing a lease and reading the others' costs two commands.
-func (k keys) lease() string { return k.prefix + ":{scanners}:lease" }
-
 // wake is the pub/sub channel that tells scanners an earlier job arrived,
 // and workers that topics changed.
 func (k keys) wake() string { return k.prefix + ":wake" }
 
-// ready is a topic's ready list, filled by scanner-only processes for
-// workers elsewhere; its own hash tag keeps one topic in one slot.
-func (k keys) ready(tenant, topic string) string {
-	return k.prefix + ":ready:{" + tenant + "/" + topic + "}"
-}
+// readyList is a topic's ready list in one shard: the jobs its claims
+// pushed for the workers to pop (claim.lua names it tag .. 'r:' .. h).
+// A worker's one blocking pop covers every topic of a shard, one hash slot.
+func (k keys) readyList(shard int, h string) string { return k.tag(shard) + "r:" + h }
+
+// interrupt is a process's list that ends its blocking pops of a shard
+// (Store.Interrupt); "~" is not a handle's character.
+func (k keys) interrupt(shard int, id string) string { return k.tag(shard) + "r:~" + id }
+
+// leases is a shard's set of active attempts' leases: "<h>/<id>" -> when
+// the lease lapses (claim.lua adds, outcome.lua and release.lua remove).
+func (k keys) leases(shard int) string { return k.tag(shard) + "l" }
+
+// popLeases is a shard's set of pop leases: "<h>/<id>,<attempt>" of each
+// job pushed onto a ready list and not started yet -> when its pop lease
+// lapses and it is pushed again (claim.lua adds, start.lua removes).
+func (k keys) popLeases(shard int) string { return k.tag(shard) + "lq" }
+
+// lock is the name of a shard's scanner mutex (redsync).
+func (k keys) lock(shard int) string { return k.tag(shard) + "lock" }
 
 // handles maps tenants' topic names to their handles and back (handle.lua).
 func (k keys) handles() string { return k.prefix + ":{handles}" }
@@ -104,10 +114,6 @@ func (k keys) dead(shard int, h string) string { return k.tag(shard) + "d:" + h 
 func (k keys) deadTenant(shard int, tenant string) string { return k.tag(shard) + "dt:" + tenant }
 
 func (k keys) deadAll(shard int) string { return k.tag(shard) + "dall" }
-
-// outcomes is a shard's list of attempt outcomes waiting for its next
-// claim to apply them (Store.Finish).
-func (k keys) outcomes(shard int) string { return k.tag(shard) + "o" }
 
 // schedules is a shard's schedules: "<h>/<id>" -> the schedule's header
 // and queue of instants.

@@ -15,8 +15,9 @@ import (
 // the codes and limits from the prelude that luaPrelude generates from the
 // tables below, so a reader learns the layout here and nowhere else.
 //
-// # Layout version 5 (3 added schedules, and routes occurrences by their schedule; 4 gave the job record a binary header;
-// 5 keeps a schedule's binary header apart from its body)
+// # Layout version 6 (3 added schedules, and routes occurrences by their schedule; 4 gave the job record a binary header;
+// 5 keeps a schedule's binary header apart from its body; 6 pushes claimed jobs onto per-shard ready lists, keeps
+// leases in a set of their own, records outcomes as they come, and locks shards with redsync mutexes)
 //
 // Keys (P is the key prefix, s a shard, h a topic handle):
 //
@@ -27,9 +28,13 @@ import (
 //	P:{s}:jobs          HASH   the shard's job pool: "<h>/<id>" -> the job's record
 //	P:{s}:due           ZSET   the shard's timing wheel: slot -> when it is processed
 //	P:{s}:w:<slot>      LIST   a wheel slot's entries: "<h>/<id>,<offset>"
-//	P:{s}:o             LIST   attempt outcomes the shard's next claim applies (claim.lua)
-//	P:{s}:ct:<token>    STRING the jobs a claim call took ("<h>/<id>,<attempt>,<due>" lines), kept
-//	                           ClaimTokenTTL so that a call whose reply was lost can be repeated (claim.lua)
+//	P:{s}:l             ZSET   the shard's leases: "<h>/<id>" of each started job -> when its lease lapses
+//	P:{s}:lq            ZSET   the shard's pop leases: "<h>/<id>,<attempt>,<due>,<claimed at>" of each job pushed and
+//	                           not started -> when it is looked at again (claim.lua; start.lua takes it out)
+//	P:{s}:st:<token>    STRING the reply of a start call, kept so that a call whose reply was lost can be repeated
+//	P:{s}:r:<h>         LIST   a topic's ready list in the shard: "<due>,<claimed at>,<id>|<record>" (claim.lua pushes, workers pop)
+//	P:{s}:r:~<store>    LIST   a process's interrupt list: an entry ends its blocking pop of the shard (Store.Interrupt)
+//	P:{s}:lock          STRING the shard's scanner mutex (redsync)
 //	P:{s}:c:<h>         HASH   a topic's counters in the shard: jobs by state, occurrences (see "Counters")
 //	P:{s}:i:<h>         ZSET   a topic's listing index (see lua/index.lua)
 //	P:{s}:g:<h>:<sec>   LIST   a listing group: "<id>,<ms into the second>" of jobs created in one second
@@ -53,7 +58,6 @@ import (
 //	P:quotas            HASH   tenant -> the quota an admin set for it (JSON)
 //	P:revoked           HASH   revoked API tokens: "t:<tenant>" -> unix second (its tokens issued then or before), "j:<jti>" -> 1, "v" -> version
 //	P:rate:{tenant}     STRING a tenant's request rate: the GCRA theoretical arrival time (us), expiring
-//	P:ready:{tenant/topic} LIST jobs claimed by a scanner-only process, for workers elsewhere
 //
 // A topic handle is a short base-36 number given to a tenant's topic name
 // when it is first registered and kept for good, so that every per-job
@@ -183,7 +187,7 @@ import (
 
 // LayoutVersion is the version of the layout this code reads and writes;
 // Init refuses a Redis that holds another.
-const LayoutVersion = 5
+const LayoutVersion = 6
 
 // LogKeep is how many attempts a job's log keeps, newest last.
 const LogKeep = 10
@@ -347,12 +351,18 @@ const (
 	replyTopicGone = -5 // the topic was deleted (its handle is in P:{s}:gone)
 )
 
-// Attempt outcomes, as Finish appends them and the claim applies them.
+// Attempt outcomes, as Finish sends them to outcome.lua.
 const (
 	outcomeDelivered = 1
 	outcomeRetrying  = 2
 	outcomeDead      = 3
 )
+
+// readyLook bounds how many entries of a ready list, from its oldest end,
+// a claim looks through for the entry of a job whose pop lease lapsed: a
+// job left waiting that long is pushed again (start lets one of its
+// entries start it).
+const readyLook = 10000
 
 // luaPrelude is put in front of every script: the codes and limits above.
 var luaPrelude = func() string {
@@ -375,9 +385,11 @@ var luaPrelude = func() string {
 	fmt.Fprintf(&b, "local OUT = {delivered = %d, retrying = %d, dead = %d}\n",
 		outcomeDelivered, outcomeRetrying, outcomeDead)
 	fmt.Fprintf(&b, "local OCC = '%s' -- starts the counter fields of occurrences' moves\n", occurrenceMark)
+	fmt.Fprintf(&b, "local NOTICE_MARK = '%s' -- joins a dead job's id and its attempt in its failure notification's id\n", kairos.NoticeMark)
 	fmt.Fprintf(&b, "local REC, REC_LEN = '%s', %d -- a job record's header (recordFields), for struct.pack and struct.unpack\n",
 		recordHeader, recordHeaderLen)
 	fmt.Fprintf(&b, "local LOG_KEEP, CHORES_MAX = %d, %d\n", LogKeep, maxChores)
+	fmt.Fprintf(&b, "local READY_LOOK = %d -- how far from its oldest end a ready list is searched for an entry (claim.lua)\n", readyLook)
 	fmt.Fprintf(&b, "local RATE_LATE = %d -- ms a job may start after its time from the rate limit (PacedLate)\n", PacedLate.Milliseconds())
 	fmt.Fprintf(&b, "local SCH, SCH_LEN, SCH_Q = '%s', %d, %d -- a schedule header (scheduleFields) and a queued instant's width\n",
 		scheduleHeader, scheduleHeaderLen, queueEntry)

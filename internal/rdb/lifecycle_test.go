@@ -272,12 +272,9 @@ func TestAttemptLogKeepsTheLastTen(t *testing.T) {
 			t.Fatalf("attempt %d, want %d", c.Job.Attempts, n)
 		}
 		st, err := s.Finish(context.Background(), c.Job.JobKey, kairos.Attempt{N: n, At: clk.Now(), Status: 500,
-			Error: "line one\nline two \"quoted\"", Response: strings.Repeat("r", 300)}, false, n == 12, clk.Now().Add(time.Second))
+			Error: "line one\nline two \"quoted\"", Response: strings.Repeat("r", 300)}, outcomeOf(false, n == 12), clk.Now().Add(time.Second))
 		if err != nil || st == "" {
 			t.Fatalf("finish %d: %v %v", n, st, err)
-		}
-		if err := s.RecordOutcomes(context.Background()); err != nil {
-			t.Fatal(err)
 		}
 		clk.Add(time.Second)
 	}
@@ -289,7 +286,7 @@ func TestAttemptLogKeepsTheLastTen(t *testing.T) {
 }
 
 // TestFinishesTogether: outcomes recorded at the same moment share round
-// trips and are applied together by the next claim, each to its own job:
+// trips, each applied to its own job:
 // delivered, retrying, dead, or nothing for an attempt whose claim is no
 // longer current.
 func TestFinishesTogether(t *testing.T) {
@@ -321,7 +318,7 @@ func TestFinishesTogether(t *testing.T) {
 			ok, want[c.Job.ID] = true, kairos.StateActive
 		}
 		wg.Go(func() {
-			st, err := s.Finish(ctx, c.Job.JobKey, a, ok, dead, clk.Now().Add(time.Minute))
+			st, err := s.Finish(ctx, c.Job.JobKey, a, outcomeOf(ok, dead), clk.Now().Add(time.Minute))
 			if err != nil {
 				t.Error(err)
 			}
@@ -330,12 +327,9 @@ func TestFinishesTogether(t *testing.T) {
 	}
 	wg.Wait()
 	for i, c := range cs {
-		if j := getJob(t, s, c.Job.ID); j.State != kairos.StateActive || got[i] == "" {
-			t.Errorf("%s: %s before the outcomes were applied (finish answered %q)", c.Job.ID, j.State, got[i])
+		if answer := want[c.Job.ID]; got[i] != answer && !(answer == kairos.StateActive && got[i] == "") {
+			t.Errorf("%s: finish answered %q, want %q (\"\" for a stale attempt)", c.Job.ID, got[i], answer)
 		}
-	}
-	if err := s.RecordOutcomes(ctx); err != nil {
-		t.Fatal(err)
 	}
 	for _, c := range cs {
 		if j := getJob(t, s, c.Job.ID); j.State != want[c.Job.ID] {
@@ -355,11 +349,11 @@ func TestDeadOutcomeFilesItsFailureNotice(t *testing.T) {
 	c := claimOne(t, s, "o1")
 	notice := kairos.Notice{URL: "https://hooks.example.com/failed", Body: []byte(`{"type":"job.dead","job_id":"o1"}`)}
 	a := kairos.Attempt{N: 1, At: clk.Now(), Status: 500, Error: "callback answered 500"}
-	if _, err := s.Finish(ctx, c.Job.JobKey, a, false, true, time.Time{}, notice); err != nil {
+	if _, err := s.Finish(ctx, c.Job.JobKey, a, kairos.OutcomeDead, time.Time{}, notice); err != nil {
 		t.Fatal(err)
 	}
 	// the same outcome again (a retried Finish): applied once
-	if _, err := s.Finish(ctx, c.Job.JobKey, a, false, true, time.Time{}, notice); err != nil {
+	if _, err := s.Finish(ctx, c.Job.JobKey, a, kairos.OutcomeDead, time.Time{}, notice); err != nil {
 		t.Fatal(err)
 	}
 	cs := claimAll(t, s, 0)
@@ -378,7 +372,7 @@ func TestDeadOutcomeFilesItsFailureNotice(t *testing.T) {
 	enqueue(t, s, "o2", clk.Now())
 	c2 := claimOne(t, s, "o2")
 	stale := kairos.Attempt{N: c2.Job.Attempts + 1, At: clk.Now(), Status: 500}
-	if _, err := s.Finish(ctx, c2.Job.JobKey, stale, false, true, time.Time{}, notice); err != nil {
+	if _, err := s.Finish(ctx, c2.Job.JobKey, stale, kairos.OutcomeDead, time.Time{}, notice); err != nil {
 		t.Fatal(err)
 	}
 	if cs := claimAll(t, s, 0); len(cs) != 0 {
@@ -429,7 +423,7 @@ func TestLargeSlotsTakeSeveralCalls(t *testing.T) {
 			wg.Go(func() {
 				defer func() { <-sem }()
 				a := kairos.Attempt{N: cl.Job.Attempts, At: clk.Now(), Status: 204, Duration: time.Millisecond}
-				if _, err := s.Finish(ctx, cl.Job.JobKey, a, true, false, time.Time{}); err != nil {
+				if _, err := s.Finish(ctx, cl.Job.JobKey, a, kairos.OutcomeDelivered, time.Time{}); err != nil {
 					t.Error(err)
 				}
 			})
@@ -442,13 +436,15 @@ func TestLargeSlotsTakeSeveralCalls(t *testing.T) {
 	if claimed != n {
 		t.Fatalf("claimed %d of %d in %d calls", claimed, n, calls)
 	}
-	if err := s.RecordOutcomes(ctx); err != nil {
-		t.Fatal(err)
-	}
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateDelivered: n})
-	// the leases' entries (all in one slot) file the records' expiry, and
-	// then the records go: in several calls, none failing
-	for _, step := range []time.Duration{30 * time.Second, time.Minute} { // past the leases (5 s + 10 s + 5 s), then the retention
+	// past the leases (5 s + 10 s + 5 s) nothing is left to do: the
+	// outcomes took the leases out
+	clk.Add(30 * time.Second)
+	if c, err := s.ClaimDue(ctx, 0, maxClaim, 0, 5*time.Second); err != nil || len(c.Jobs) > 0 || (!c.Next.IsZero() && !c.Next.After(clk.Now())) {
+		t.Fatalf("after the leases: claimed %d, next %v (now %v), %v", len(c.Jobs), c.Next, clk.Now(), err)
+	}
+	// then the records go past their retention: in several calls, none failing
+	for _, step := range []time.Duration{time.Minute} {
 		clk.Add(step)
 		for calls = 1; ; calls++ {
 			c, err := s.ClaimDue(ctx, 0, maxClaim, 0, 5*time.Second)
@@ -554,34 +550,61 @@ func TestRescheduleKeepsAttempts(t *testing.T) {
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateActive: 1})
 }
 
-// TestPromptFinishWaitsForNoCompany: an outcome whose context is marked
-// kairos.WithPromptOutcome is written at once, however long outcomes
-// otherwise wait for company (an hour here), and is applied as any other.
-func TestPromptFinishWaitsForNoCompany(t *testing.T) {
+// TestFinishRecordsAtOnce: an outcome is recorded by Finish itself, and a
+// delivered job leaves nothing for a claim to do: no lease entry, and a
+// wheel entry only at its record's expiry.
+func TestFinishRecordsAtOnce(t *testing.T) {
 	s, clk := newStore(t, Options{})
-	s.finishes.linger = time.Hour
+	ctx := context.Background()
 	j := enqueue(t, s, "a", clk.Now())
 	c := claimOne(t, s, "a")
-	done := make(chan error, 1)
-	go func() {
-		ctx := kairos.WithPromptOutcome(context.Background())
-		_, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: c.Job.Attempts, At: clk.Now(), Status: 200}, true, false, time.Time{})
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("a prompt outcome was not written after 30 s (outcomes linger an hour here)")
+	sh := s.k.shardOf(j.JobKey)
+	if n, err := s.c.ZCard(ctx, s.k.leases(sh)).Result(); err != nil || n != 1 {
+		t.Fatalf("leases while active: %d %v, want 1", n, err)
 	}
-	claimAll(t, s, 0) // applies the outcome
-	got, err := s.GetJob(context.Background(), j.JobKey)
+	st, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: c.Job.Attempts, At: clk.Now(), Status: 200}, kairos.OutcomeDelivered, time.Time{})
+	if err != nil || st != kairos.StateDelivered {
+		t.Fatalf("finish: %q %v", st, err)
+	}
+	if got := getJob(t, s, "a"); got.State != kairos.StateDelivered {
+		t.Errorf("state %s right after Finish, want delivered", got.State)
+	}
+	if n, err := s.c.ZCard(ctx, s.k.leases(sh)).Result(); err != nil || n != 0 {
+		t.Errorf("leases after the outcome: %d %v, want 0", n, err)
+	}
+	p, err := s.Claim(ctx, sh, 100, 0, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != kairos.StateDelivered {
-		t.Errorf("state %s after the prompt outcome, want delivered", got.State)
+	if !p.Next.After(clk.Now().Add(time.Hour)) {
+		t.Errorf("the shard's next work is at %v, within the hour after the delivery (%v)", p.Next, clk.Now())
+	}
+	// a second outcome of the same attempt is stale
+	if st, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: c.Job.Attempts, At: clk.Now(), Status: 500}, kairos.OutcomeDead, time.Time{}); err != nil || st != "" {
+		t.Errorf("a second outcome of one attempt: %q %v, want stale", st, err)
+	}
+}
+
+// TestLapsedLeaseIsClaimedAgain: a job whose worker never reports is
+// handed out again once its lease lapses, with the lost attempt logged.
+func TestLapsedLeaseIsClaimedAgain(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	enqueue(t, s, "a", clk.Now())
+	c := claimOne(t, s, "a")
+	if got := claimAll(t, s, 0); len(got) != 0 {
+		t.Fatalf("claimed %v again while its lease holds", claimedIDs(got))
+	}
+	clk.Add(time.Minute) // past any lease: the claims here give 5 s plus the margin
+	again := claimOne(t, s, "a")
+	if again.Job.Attempts != c.Job.Attempts+1 {
+		t.Fatalf("attempt %d after the lapse, want %d", again.Job.Attempts, c.Job.Attempts+1)
+	}
+	j := getJob(t, s, "a")
+	if len(j.Log) != 1 || !strings.Contains(j.Log[0].Error, "lease expired") {
+		t.Errorf("log after a lapsed lease: %+v", j.Log)
+	}
+	// the first worker's late outcome changes nothing
+	if st, err := s.Finish(context.Background(), j.JobKey, kairos.Attempt{N: c.Job.Attempts, At: clk.Now(), Status: 200}, kairos.OutcomeDelivered, time.Time{}); err != nil || st != "" {
+		t.Errorf("stale outcome: %q %v", st, err)
 	}
 }

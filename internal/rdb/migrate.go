@@ -16,7 +16,7 @@ type MigrateResult struct {
 	Schedules int // schedule records rewritten
 }
 
-// migrateFrom is the layout Migrate moves to LayoutVersion.
+// migrateFrom is the oldest layout Migrate moves to LayoutVersion.
 const migrateFrom = 4
 
 // migrateScript writes the new form of schedules (KEYS[1] the shard's
@@ -35,14 +35,17 @@ end
 return n
 `)
 
-// Migrate moves the kairos data under prefix from layout 4 to
-// LayoutVersion, in place: it splits every schedule record into its binary
-// header and its body (layout.go, "Schedules"); jobs are unchanged. Every
-// kairos of the earlier version must be stopped first, API-only ones too:
-// one still running would read or write schedules in the old form. Migrate
-// refuses while a scanner's lease is alive. Interrupted, it can run again:
-// a schedule already rewritten is left alone, and the layout is recorded
-// last.
+// Migrate moves the kairos data under prefix from layout 4 or 5 to
+// LayoutVersion, in place. From 4 it splits every schedule record into its
+// binary header and its body (layout.go, "Schedules"). From 5 it records
+// the attempt outcomes still waiting on the shards' outcome lists (layout
+// 6 records them as they come) and deletes layout 5's scanner leases and
+// ready lists: the jobs such a list held are active under leases that
+// lapse, and are handed out again then. Every kairos of the earlier version
+// must be stopped first, API-only ones too. Migrate refuses while a
+// scanner's lease is alive. Interrupted, it can run again: a schedule
+// already rewritten is left alone, an outcome is applied once, and the
+// layout is recorded last.
 func Migrate(ctx context.Context, c redis.UniversalClient, prefix string) (MigrateResult, error) {
 	k := keys{prefix: prefix}
 	got, err := c.HGet(ctx, k.meta(), "layout").Result()
@@ -56,7 +59,7 @@ func Migrate(ctx context.Context, c redis.UniversalClient, prefix string) (Migra
 	if from == LayoutVersion {
 		return MigrateResult{From: from, To: from}, nil
 	}
-	if from != migrateFrom {
+	if from < migrateFrom || from > LayoutVersion {
 		return MigrateResult{}, fmt.Errorf("%w: Redis (prefix %q) holds kairos data in layout %s; this kairos migrates layout %d to %d only. "+
 			"Run the kairos version that wrote it until its jobs are done, or start this one with another KAIROS_PREFIX "+
 			"(see docs/operations.md#upgrading)", ErrLayout, prefix, got, migrateFrom, LayoutVersion)
@@ -71,11 +74,23 @@ func Migrate(ctx context.Context, c redis.UniversalClient, prefix string) (Migra
 	k.shards = n
 	res := MigrateResult{From: from, To: LayoutVersion}
 	for shard := range n {
+		if from > 4 {
+			break
+		}
 		m, err := migrateShard(ctx, c, k, shard)
 		res.Schedules += m
 		if err != nil {
 			return res, fmt.Errorf("migrate shard %d: %w", shard, err)
 		}
+	}
+	if err := migrateOutcomes(ctx, c, prefix, n); err != nil {
+		return res, err
+	}
+	if _, err := unlinkMatching(ctx, c, globEscape(prefix)+":ready:*"); err != nil {
+		return res, fmt.Errorf("delete layout 5's ready lists: %w", err)
+	}
+	if err := c.Del(ctx, prefix+":{scanners}:lease").Err(); err != nil {
+		return res, fmt.Errorf("delete layout 5's scanner leases: %w", err)
 	}
 	if err := c.HSet(ctx, k.meta(), "layout", LayoutVersion).Err(); err != nil {
 		return res, fmt.Errorf("record layout %d: %w", LayoutVersion, err)
@@ -85,7 +100,7 @@ func Migrate(ctx context.Context, c redis.UniversalClient, prefix string) (Migra
 
 // noScanner refuses while an instance's scanner lease has not expired.
 func noScanner(ctx context.Context, c redis.UniversalClient, k keys) error {
-	all, err := c.HGetAll(ctx, k.lease()).Result()
+	all, err := c.HGetAll(ctx, k.prefix+":{scanners}:lease").Result() // layout 5's scanner leases
 	if err != nil {
 		return fmt.Errorf("read scanner leases: %w", err)
 	}
@@ -230,4 +245,35 @@ func decodeScheduleV4(v string) (scheduleRecord, error) {
 		r.queue = append(r.queue, n)
 	}
 	return r, nil
+}
+
+// migrateOutcomes records the outcomes left on layout 5's outcome lists
+// (P:{s}:o) with the outcome script, a batch at a time: popped, then
+// recorded (an outcome recorded twice changes its job once).
+func migrateOutcomes(ctx context.Context, c redis.UniversalClient, prefix string, shards int) error {
+	s := New(c, Options{Prefix: prefix, Shards: shards})
+	s.k.shards = shards
+	for sh := range shards {
+		list := s.k.tag(sh) + "o"
+		for {
+			es, err := c.LRange(ctx, list, 0, finishBatch-1).Result()
+			if err != nil {
+				return fmt.Errorf("read the outcomes of shard %d: %w", sh, err)
+			}
+			if len(es) == 0 {
+				break
+			}
+			argv := []any{"", s.k.tag(sh), s.opts.Retention.Milliseconds(), WakeHorizon.Milliseconds()}
+			for _, e := range es {
+				argv = append(argv, e)
+			}
+			if err := outcomeScript.eval.Run(ctx, c, []string{s.k.pool(sh), s.k.due(sh), s.k.leases(sh)}, argv...).Err(); err != nil {
+				return fmt.Errorf("record the outcomes of shard %d: %w", sh, err)
+			}
+			if err := c.LTrim(ctx, list, int64(len(es)), -1).Err(); err != nil {
+				return fmt.Errorf("trim the outcomes of shard %d: %w", sh, err)
+			}
+		}
+	}
+	return nil
 }

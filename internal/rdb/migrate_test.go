@@ -93,14 +93,14 @@ func TestMigrateLayout4(t *testing.T) {
 	}
 
 	// A kairos still running (its scanner lease alive) stops the migration.
-	s.c.HSet(ctx, s.k.lease(), "i:old-kairos", time.Now().Add(time.Minute).UnixMilli())
+	s.c.HSet(ctx, s.k.prefix+":{scanners}:lease", "i:old-kairos", time.Now().Add(time.Minute).UnixMilli())
 	if _, err := Migrate(ctx, s.c, s.k.prefix); err == nil || !strings.Contains(err.Error(), "old-kairos") {
 		t.Fatalf("Migrate beside a live scanner: %v, want a refusal naming it", err)
 	}
 	if v := s.c.HGet(ctx, s.k.meta(), "layout").Val(); v != "4" {
 		t.Fatalf("layout %s after a refused migration, want 4", v)
 	}
-	s.c.HDel(ctx, s.k.lease(), "i:old-kairos")
+	s.c.HDel(ctx, s.k.prefix+":{scanners}:lease", "i:old-kairos")
 
 	res, err := Migrate(ctx, s.c, s.k.prefix)
 	if err != nil || res != (MigrateResult{From: 4, To: LayoutVersion, Schedules: len(scheds)}) {

@@ -104,7 +104,7 @@ func TestPauseHoldsJobsAndResumeFiresThemOldestFirst(t *testing.T) {
 		}
 	}
 	for _, c := range cs {
-		if _, err := s.Finish(ctx, c.Job.JobKey, kairos.Attempt{N: 1, At: clk.Now(), Status: 204}, true, false, time.Time{}); err != nil {
+		if _, err := s.Finish(ctx, c.Job.JobKey, kairos.Attempt{N: 1, At: clk.Now(), Status: 204}, kairos.OutcomeDelivered, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 	}

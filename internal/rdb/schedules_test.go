@@ -65,7 +65,7 @@ func fireDue(t *testing.T, s *Store) []string {
 			for _, cl := range c.Jobs {
 				ids = append(ids, cl.Job.ID)
 				a := kairos.Attempt{N: cl.Job.Attempts, At: s.Now(), Duration: time.Millisecond, Status: 200}
-				if _, err := s.Finish(ctx, cl.Job.JobKey, a, true, false, time.Time{}); err != nil {
+				if _, err := s.Finish(ctx, cl.Job.JobKey, a, kairos.OutcomeDelivered, time.Time{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -78,9 +78,6 @@ func fireDue(t *testing.T, s *Store) []string {
 				break
 			}
 		}
-	}
-	if err := s.RecordOutcomes(ctx); err != nil {
-		t.Fatal(err)
 	}
 	return ids
 }

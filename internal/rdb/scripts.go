@@ -58,10 +58,12 @@ var (
 	flowgateSrc string
 	//go:embed lua/breaker.lua
 	breakerSrc string
-	//go:embed lua/lease.lua
-	leaseSrc string
 	//go:embed lua/outcome.lua
 	outcomeSrc string
+	//go:embed lua/start.lua
+	startSrc string
+	//go:embed lua/lock.lua
+	lockSrc string
 
 	enqueueScript     = newScript("enqueue", enqueueSrc)
 	claimScript       = newScript("claim", claimSrc, allowOOM)
@@ -79,8 +81,9 @@ var (
 	unholdScript      = newScript("unhold", unholdSrc)
 	flowgateScript    = newScript("flowgate", flowgateSrc, allowOOM)
 	breakerScript     = newScript("breaker", breakerSrc, allowOOM)
-	leaseScript       = newScript("lease", leaseSrc, allowOOM)
 	outcomeScript     = newScript("outcome", outcomeSrc, allowOOM)
+	startScript       = newScript("start", startSrc, allowOOM)
+	lockScript        = newScript("lock", lockSrc, allowOOM)
 )
 
 // allowOOM marks a script that Redis runs even when it is out of memory
@@ -131,7 +134,7 @@ func newScript(name, body string, oom ...bool) *script {
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
-	schedsetScript, scheddelScript, schedrefillScript, schedmarkScript, unholdScript, flowgateScript, breakerScript, leaseScript, outcomeScript,
+	schedsetScript, scheddelScript, schedrefillScript, schedmarkScript, unholdScript, flowgateScript, breakerScript, outcomeScript, startScript, lockScript,
 	topicretireScript, topicdelScript, quotaScript, tenantpendingScript, revokeScript}
 
 // library is the function library of this version of the scripts: its

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kairos-sh/kairos"
@@ -76,7 +77,10 @@ type Store struct {
 	handles   handleCache      // topic handles this Store has read
 	functions atomic.Bool      // the scripts run as the function library (FCALL), not with EVALSHA
 	noBLMPop  atomic.Bool      // the server lacks BLMPOP: pop with BRPOP and RPOP
+	pops      atomic.Int64     // pops made, to take the shards of a pop in turn
 	idSalt    []byte           // the deployment's webhook id salt, read by Init
+	id        string           // this Store's own name, for its interrupt lists
+	locks     *redsync.Redsync // the scanners' shard mutexes
 }
 
 // New returns a Store over c. Call Init before using it.
@@ -111,7 +115,10 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	}
 	s := &Store{c: c, blocking: opts.Blocking, k: keys{prefix: opts.Prefix, shards: shards}, opts: opts}
 	s.finishes.write = s.writeFinishes
-	s.finishes.linger, s.finishes.lingerMax = outcomeLinger, 500
+	var b [8]byte
+	rand.Read(b[:])
+	s.id = hex.EncodeToString(b[:])
+	s.locks = redsync.New(newLockPool(s))
 	s.creates.write = s.writeCreates
 	return s
 }
@@ -311,4 +318,12 @@ func fromMS(v int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(v).UTC()
+}
+
+// ShardMutex returns the redsync mutex that a scanner holds while it
+// claims shard's jobs, expiring ttl after it was last taken or extended.
+// The claim script is what keeps two claims from handing a job out twice;
+// the mutex saves the work of two scanners on one shard.
+func (s *Store) ShardMutex(shard int, ttl time.Duration) *redsync.Mutex {
+	return s.locks.NewMutex(s.k.lock(shard), redsync.WithExpiry(ttl), redsync.WithTries(1))
 }

@@ -96,10 +96,7 @@ func claimedIDs(cs []Claimed) []string {
 func finishJob(t *testing.T, s *Store, j kairos.Job, at time.Time, status int, ok, dead bool, retryAt time.Time) kairos.State {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: j.Attempts, At: at, Status: status, Duration: 3 * time.Millisecond}, ok, dead, retryAt); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RecordOutcomes(ctx); err != nil {
+	if _, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: j.Attempts, At: at, Status: status, Duration: 3 * time.Millisecond}, outcomeOf(ok, dead), retryAt); err != nil {
 		t.Fatal(err)
 	}
 	return getJob(t, s, j.ID).State
@@ -289,4 +286,16 @@ func TestClaimAhead(t *testing.T) {
 	if len(cs) != 1 || cs[0].Job.ID != "soon" || !cs[0].Due.Equal(clk.Now().Add(30*time.Millisecond)) {
 		t.Fatalf("claimed ahead: %+v", cs)
 	}
+}
+
+// outcomeOf is the outcome of an attempt that delivered (ok), or failed
+// for good (dead), or else is retried.
+func outcomeOf(ok, dead bool) kairos.Outcome {
+	switch {
+	case ok:
+		return kairos.OutcomeDelivered
+	case dead:
+		return kairos.OutcomeDead
+	}
+	return kairos.OutcomeRetrying
 }

@@ -360,9 +360,9 @@ func (s *Store) dropTopicKeys(ctx context.Context, tenant, name, h string) error
 	}
 	pipe.SRem(ctx, s.k.paused(), topicField(tenant, name))
 	pipe.Publish(ctx, s.k.wake(), topicsChanged)
-	pipe.Del(ctx, s.k.ready(tenant, name))
 	pipe.Del(ctx, s.k.topicSigningKeys(tenant, name)) // a topic made again under its name gets new ones
 	for sh := range s.k.shards {
+		pipe.Del(ctx, s.k.readyList(sh, h))
 		pipe.Del(ctx, s.k.index(sh, h))
 		pipe.Del(ctx, s.k.counters(sh, h))
 		pipe.Del(ctx, s.k.dead(sh, h))

@@ -51,10 +51,7 @@ func TestUpsertSaysCreatedOrReplaced(t *testing.T) {
 	if r := s.Upsert(ctx, job("d", 0)); !errors.Is(r.Err, kairos.ErrConflict) || r.Replaced {
 		t.Fatalf("upsert while active: %+v, want a conflict", r)
 	}
-	if _, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 500}, false, true, time.Time{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RecordOutcomes(ctx); err != nil {
+	if _, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 500}, kairos.OutcomeDead, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	check("over a dead job", []bool{false}, s.Upsert(ctx, job("d", time.Hour)))

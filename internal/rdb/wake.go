@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -9,21 +10,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Wake is a message on the wake channel: shard has a wheel slot to process
-// at At (a claim ahead of it takes its jobs), or, with Outcomes, outcomes
-// that a claim should apply by At. Topics says instead that a topic was
-// registered, changed or deleted; Resubscribed that the subscription was
+// Wake is a message on the wake channel: shard has work to do at At (a
+// claim ahead of it takes its jobs). Topics says instead that a topic was
+// registered, changed or deleted; Scanner names a scanning process that
+// says it is alive (Store.Alive); Resubscribed that the subscription was
 // (re)established, so that messages published while it was down are lost
 // and everything should be looked at again.
 type Wake struct {
 	Shard        int
 	At           time.Time
-	Outcomes     bool
 	Topics       bool
+	Scanner      string
+	ScannerHeld  int  // how many shards Scanner holds (Store.Alive)
+	ScannerGone  bool // Scanner stopped (Store.Gone)
 	Resubscribed bool
-	// Ready, when set, names a topic ("tenant/topic") whose ready list
-	// got jobs (PushReady), for workers that run without a scanner.
-	Ready string
 }
 
 // wakeHealthCheck is how long the wake subscription may stay silent before
@@ -76,46 +76,74 @@ func (s *Store) SubscribeWake(ctx context.Context) <-chan Wake {
 	return out
 }
 
-// parseWake reads a wake message: "<shard> <unix ms>", and " o" after
-// them for outcomes (Store.wake writes them), "t" for a topic change, or
-// "r <tenant>/<topic>" for jobs pushed onto a ready list.
+// parseWake reads a wake message: "<shard> <unix ms>" (Store.wake writes
+// them), "t" for a topic change, or "s <id>" for a scanner alive.
 func parseWake(msg string) (Wake, bool) {
 	if msg == topicsChanged {
 		return Wake{Topics: true}, true
 	}
-	if name, ok := strings.CutPrefix(msg, readyPrefix); ok {
-		return Wake{Ready: name}, name != ""
+	if rest, ok := strings.CutPrefix(msg, scannerPrefix); ok {
+		id, held, _ := strings.Cut(rest, " ")
+		n, _ := strconv.Atoi(held)
+		return Wake{Scanner: id, ScannerHeld: n}, id != ""
 	}
-	parts := strings.Split(msg, " ")
-	if len(parts) < 2 || len(parts) > 3 || (len(parts) == 3 && parts[2] != "o") {
+	if id, ok := strings.CutPrefix(msg, goneScannerPrefix); ok {
+		return Wake{Scanner: id, ScannerGone: true}, id != ""
+	}
+	shardStr, atStr, ok := strings.Cut(msg, " ")
+	shard, err1 := strconv.Atoi(shardStr)
+	at, err2 := strconv.ParseInt(atStr, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
 		return Wake{}, false
 	}
-	shard, err1 := strconv.Atoi(parts[0])
-	at, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil {
-		return Wake{}, false
-	}
-	return Wake{Shard: shard, At: fromMS(at), Outcomes: len(parts) == 3}, true
+	return Wake{Shard: shard, At: fromMS(at)}, true
 }
 
-// topicsChanged is the wake message of a topic change; readyPrefix starts
-// one that names a topic whose ready list got jobs.
+// topicsChanged is the wake message of a topic change; scannerPrefix
+// starts one that names a scanner alive, goneScannerPrefix one that names
+// a scanner that stopped.
 const (
-	topicsChanged = "t"
-	readyPrefix   = "r "
+	topicsChanged     = "t"
+	scannerPrefix     = "s "
+	goneScannerPrefix = "x "
 )
 
+// Alive tells every scanner that scanner id is alive and holds held
+// shards (Wake.Scanner), so that live scanners share the shards about
+// evenly.
+func (s *Store) Alive(ctx context.Context, id string, held int) error {
+	return s.c.Publish(ctx, s.k.wake(), scannerPrefix+id+" "+strconv.Itoa(held)).Err()
+}
+
+// Gone tells every scanner that scanner id stopped: its share of the
+// shards is theirs at once.
+func (s *Store) Gone(ctx context.Context, id string) error {
+	return s.c.Publish(ctx, s.k.wake(), goneScannerPrefix+id).Err()
+}
+
+// Wake tells every scanner that shard has work at t (a scanner that gives
+// a shard's mutex back says when its next work is).
+func (s *Store) Wake(ctx context.Context, shard int, t time.Time) error {
+	return s.c.Publish(ctx, s.k.wake(), strconv.Itoa(shard)+" "+strconv.FormatInt(ms(t), 10)).Err()
+}
+
+// LockLeft returns how long shard's scanner mutex has left before it
+// expires (0 when nobody holds it).
+func (s *Store) LockLeft(ctx context.Context, shard int) (time.Duration, error) {
+	d, err := s.c.PTTL(ctx, s.k.lock(shard)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("read the mutex of shard %d: %w", shard, err)
+	}
+	return max(d, 0), nil
+}
+
 // wake tells the scanners, through c (the client or a pipeline), that
-// shard has a wheel slot to process at atMS (unix ms), or with outcomes,
-// outcomes to apply by then (SubscribeWake reads the message). A lost
+// shard has a wheel slot to process at atMS (unix ms) (SubscribeWake reads
+// the message). A lost
 // message costs only latency: scanners look at every shard again after a
 // reconnection, and never sleep past WakeHorizon.
-func (s *Store) wake(ctx context.Context, c redis.Cmdable, shard int, atMS int64, outcomes bool) {
-	msg := strconv.Itoa(shard) + " " + strconv.FormatInt(atMS, 10)
-	if outcomes {
-		msg += " o"
-	}
-	c.Publish(ctx, s.k.wake(), msg)
+func (s *Store) wake(ctx context.Context, c redis.Cmdable, shard int, atMS int64) {
+	c.Publish(ctx, s.k.wake(), strconv.Itoa(shard)+" "+strconv.FormatInt(atMS, 10))
 }
 
 // topicChanged tells the workers of every process that topics changed, so

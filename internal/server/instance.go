@@ -23,7 +23,6 @@ import (
 	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
-	"github.com/kairos-sh/kairos/internal/dispatch"
 	"github.com/kairos-sh/kairos/internal/metrics"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/tracing"
@@ -113,17 +112,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 	var scanWG, workWG, srvWG, subWG sync.WaitGroup
 	gauges := metrics.Gauges{Store: store, Pools: map[string]func() *redis.PoolStats{"main": client.PoolStats, "blocking": blocking.PoolStats}}
 	var worker *callback.Worker
-	var disp *dispatch.Dispatcher
 	refresh := func() {}
 	if cfg.Roles["worker"] {
-		disp = dispatch.New(store, dispatch.Config{Hold: min(10*time.Second, cfg.ReadyLease/2), Remote: !cfg.Roles["scanner"], Notified: true,
-			Logger: log, NewTopic: func() { refresh() }})
 		rec := store.NewRecorder()
-		// Topic changes anywhere reach the workers as wake messages, and
-		// a claimed job of a topic they do not know makes them look; the
-		// poll is a backstop, so that an idle process costs Redis little.
-		worker = callback.NewWorker(disp, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Proxy: cfg.CallbackProxy, RootCAs: cfg.CallbackRoots, Grace: cfg.Grace, Logger: log, Tracer: tp,
-			TopicPoll: topicPoll,
+		// Topic changes anywhere reach the workers as wake messages (a
+		// topic's first job too: its ready lists then get a name); the poll
+		// is a backstop, so that an idle process costs Redis little.
+		worker = callback.NewWorker(store, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Proxy: cfg.CallbackProxy, RootCAs: cfg.CallbackRoots,
+			Grace: cfg.Grace, Logger: log, Tracer: tp, TopicPoll: topicPoll, Hold: min(10*time.Second, cfg.ReadyLease/2),
 			OnAttempt: func(e callback.Event) {
 				rec.Observe(e.Job.Tenant, e.Job.Topic, e.State, e.Attempt.N, e.Lateness)
 				m.Attempt(e)
@@ -146,21 +142,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 	if cfg.Roles["scanner"] || cfg.Roles["worker"] {
 		// one subscription for the process's parts
 		wakes := store.SubscribeWake(run)
-		subWG.Go(func() { routeWakes(scanCtx, wakes, scanWakes, refresh, disp) })
+		subWG.Go(func() { routeWakes(scanCtx, wakes, scanWakes, refresh) })
 	}
 	if cfg.Roles["scanner"] {
-		scfg := scanner.Config{LockTTL: cfg.LockTTL, Logger: log, LeaseTimeout: leaseTimeouts(store, log), Tracer: tp, Wakes: scanWakes}
-		if disp != nil {
-			// the workers read the topics anyway: no read of its own
-			scfg.Dispatch, scfg.Capacity, scfg.LeaseTimeout = disp.Add, disp.Capacity, worker.LongestTimeout
-		} else {
-			scfg.Dispatch = func(ctx context.Context, cs []rdb.Claimed) {
-				if err := store.PushReady(ctx, cs); err != nil {
-					log.Warn("push claimed jobs; they are handed out again when their leases lapse", "jobs", len(cs), "err", err)
-				}
-			}
+		lease := leaseTimeouts(store, log)
+		if worker != nil {
+			lease = worker.LongestTimeout // the workers read the topics anyway: no read of its own
 		}
-		sc := scanner.New(store, scfg)
+		sc := scanner.New(store, scanner.Config{LockTTL: cfg.LockTTL, Logger: log, LeaseTimeout: lease, Tracer: tp, Wakes: scanWakes})
 		gauges.LocksHeld = func() int { return len(sc.Held()) }
 		scanWG.Go(func() { sc.Run(scanCtx) })
 	}
@@ -184,20 +173,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 
 	stop := func() {
 		stopScanner()
-		scanWG.Wait() // stops claiming, releases its shard locks
+		scanWG.Wait() // stops claiming, gives its shard mutexes back
 		stopWorker()
-		blocking.Close() // wakes consumers blocked in BRPOP
-		workWG.Wait()    // in-flight callbacks finish within the grace period
-		if disp != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			disp.Close(ctx) // what was claimed and not started goes back, keeping its place
-			// the outcomes of the last callbacks are applied now, not at
-			// the next claim of another process
-			if err := store.RecordOutcomes(ctx); err != nil {
-				log.Warn("apply the last outcomes; the next claim of their shards applies them", "err", err)
-			}
-			cancel()
-		}
+		workWG.Wait() // stops popping; in-flight callbacks finish within the grace period; held jobs go back
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -241,24 +219,14 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 const topicPoll = time.Minute
 
 // routeWakes hands wake messages to the scanner (on scan, until scanning
-// stops), topic changes to the workers (refresh) and jobs pushed onto ready
-// lists to the dispatcher of a process without a scanner (disp, when not
-// nil), until wakes closes. After a (re)subscription all look again:
-// messages may have been lost.
-func routeWakes(scanning context.Context, wakes <-chan rdb.Wake, scan chan<- rdb.Wake, refresh func(), disp *dispatch.Dispatcher) {
+// stops) and topic changes to the workers (refresh), until wakes closes.
+// After a (re)subscription both look again: messages may have been lost.
+func routeWakes(scanning context.Context, wakes <-chan rdb.Wake, scan chan<- rdb.Wake, refresh func()) {
 	for w := range wakes {
 		if w.Topics || w.Resubscribed {
 			refresh()
 		}
-		if disp != nil {
-			switch {
-			case w.Resubscribed:
-				disp.NotifyAll()
-			case w.Ready != "":
-				disp.NotifyReady(w.Ready)
-			}
-		}
-		if scan == nil || w.Topics || w.Ready != "" {
+		if scan == nil || w.Topics {
 			continue
 		}
 		select {

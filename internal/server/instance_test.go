@@ -197,5 +197,5 @@ func startWith(env map[string]string) (*Instance, error) {
 	if os.Getenv("KAIROS_TEST_LOG") != "" { // to see why a test failed
 		logTo = os.Stderr
 	}
-	return Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logTo, nil)))
+	return Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelDebug})))
 }

@@ -13,9 +13,9 @@ import (
 )
 
 // A process with the worker role alone takes the jobs that a scanner-only
-// process pushes onto ready lists when told of them (a wake message), not
-// by blocking on each topic's list: idle, it pops nothing.
-func TestWorkerAloneIsToldOfReadyJobs(t *testing.T) {
+// process pushes onto ready lists, with one blocking pop that covers
+// every topic: idle, it makes no pop that returns within seconds.
+func TestWorkerAlonePopsReadyJobs(t *testing.T) {
 	srv := testredis.New(t)
 	url := srv.URL()
 	a := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": url, "KAIROS_ROLES": "api,scanner"})

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/callback"
-	"github.com/kairos-sh/kairos/internal/dispatch"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/scanner"
 )
@@ -42,16 +41,16 @@ const tickCheck = 100 * time.Millisecond
 
 // runTick runs a scanner and workers of their own on store, as a process
 // of those roles would, for at most d, and returns what they did. The
-// scanner takes the shards no live process holds (shard leases decide, so
-// ticks may run at once, beside serving processes too) and claims until a
-// tenth of d (at most 5s) is left; the tick ends sooner once every shard it
-// holds has been scanned, nothing is due in them before then and no
-// callback is in flight. It then gives its shards back and releases the
-// jobs it claimed but did not start. A callback still running when d is up
-// is left running: in a process that ends (kairos tick) its job is handed
-// out again when its lease lapses; done, it is counted in InFlight. Its
-// own subscription to wake messages feeds the scanner; tp traces like the
-// serving roles (nil: no traces).
+// scanner takes the shards whose mutex no live process holds (so ticks may
+// run at once, beside serving processes too) and claims until a tenth of d
+// (at most 5s) is left; the tick ends sooner, as soon as no attempt is
+// under lease (none claimed and not finished, here or elsewhere) and
+// nothing is due before then. It then gives its mutexes back and releases
+// the jobs it popped but did not start. A callback still running when d
+// is up is left running: in a process that ends (kairos tick) its job is
+// handed out again when its lease lapses; done, it is counted in InFlight.
+// Its own subscription to wake messages feeds the scanner; tp traces like
+// the serving roles (nil: no traces).
 func runTick(ctx context.Context, store *rdb.Store, cfg Config, log *slog.Logger, tp trace.TracerProvider, d time.Duration,
 	onAttempt func(callback.Event)) (kairos.TickSummary, error) {
 	began := time.Now()
@@ -59,12 +58,9 @@ func runTick(ctx context.Context, store *rdb.Store, cfg Config, log *slog.Logger
 	claimUntil := deadline.Add(-min(d/10, tickDrainMax))
 	log = log.With("tick", true)
 
-	var delivered, failed, dead, handed, finished atomic.Int64
-	var worker *callback.Worker
-	disp := dispatch.New(store, dispatch.Config{Hold: min(10*time.Second, cfg.ReadyLease/2), Logger: log,
-		NewTopic: func() { worker.Refresh() }})
-	worker = callback.NewWorker(&countingQueue{Dispatcher: disp, handed: &handed}, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Proxy: cfg.CallbackProxy, RootCAs: cfg.CallbackRoots,
-		Grace: cfg.Grace, Logger: log, Tracer: tp, TopicPoll: topicPoll,
+	var delivered, failed, dead atomic.Int64
+	worker := callback.NewWorker(store, callback.WorkerConfig{AllowPrivate: cfg.AllowPrivate, Proxy: cfg.CallbackProxy, RootCAs: cfg.CallbackRoots,
+		Grace: cfg.Grace, Logger: log, Tracer: tp, TopicPoll: topicPoll, Hold: min(10*time.Second, cfg.ReadyLease/2),
 		OnAttempt: func(e callback.Event) {
 			switch e.State {
 			case kairos.StateDelivered:
@@ -75,7 +71,6 @@ func runTick(ctx context.Context, store *rdb.Store, cfg Config, log *slog.Logger
 			case kairos.StateRetrying:
 				failed.Add(1)
 			}
-			finished.Add(1)
 			if onAttempt != nil {
 				onAttempt(e)
 			}
@@ -86,9 +81,8 @@ func runTick(ctx context.Context, store *rdb.Store, cfg Config, log *slog.Logger
 	workCtx, stopWorker := context.WithCancel(run)
 	wakes := make(chan rdb.Wake, 64)
 	var subWG, scanWG sync.WaitGroup
-	subWG.Go(func() { routeWakes(scanCtx, store.SubscribeWake(run), wakes, worker.Refresh, nil) })
-	sc := scanner.New(store, scanner.Config{LockTTL: cfg.LockTTL, Logger: log, Dispatch: disp.Add, Capacity: disp.Capacity,
-		LeaseTimeout: worker.LongestTimeout, Tracer: tp, Wakes: wakes})
+	subWG.Go(func() { routeWakes(scanCtx, store.SubscribeWake(run), wakes, worker.Refresh) })
+	sc := scanner.New(store, scanner.Config{LockTTL: cfg.LockTTL, Logger: log, LeaseTimeout: worker.LongestTimeout, Tracer: tp, Wakes: wakes})
 	scanWG.Go(func() { sc.Run(scanCtx) })
 	workDone := make(chan struct{})
 	go func() {
@@ -97,6 +91,7 @@ func runTick(ctx context.Context, store *rdb.Store, cfg Config, log *slog.Logger
 	}()
 
 	var next time.Time
+	shards := 0
 	check := time.NewTicker(tickCheck)
 	defer check.Stop()
 	for done := false; !done; {
@@ -106,34 +101,29 @@ func runTick(ctx context.Context, store *rdb.Store, cfg Config, log *slog.Logger
 			continue
 		case <-check.C:
 		}
+		shards = max(shards, len(sc.Held()))
 		if !time.Now().Before(claimUntil) {
 			break
-		}
-		if disp.Held() > 0 || handed.Load() != finished.Load() {
-			continue
 		}
 		settled, n, err := sc.Settled(ctx, store.Now().Add(time.Until(claimUntil)))
 		if err != nil {
 			log.Warn("tick: look at the shards", "err", err)
 			continue
 		}
+		shards = store.Shards() // every shard looked at
 		next = n
-		done = settled && disp.Held() == 0 && handed.Load() == finished.Load()
+		done = settled
 	}
-	shards := len(sc.Held())
 	if _, n, err := sc.Settled(context.WithoutCancel(ctx), time.Time{}); err == nil {
 		next = n
 	}
 	stopScanner()
-	scanWG.Wait() // claims nothing more; shards and lease given back
-	stopWorker()  // takes nothing more; callbacks started go on
+	scanWG.Wait() // claims nothing more; mutexes given back
+	stopWorker()  // pops nothing more; callbacks started go on; held jobs go back
 	select {
 	case <-workDone:
 	case <-time.After(time.Until(deadline)):
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	disp.Close(rctx) // what was claimed and not started goes back, keeping its place
-	cancel()
 	sum := kairos.TickSummary{Delivered: int(delivered.Load()), Failed: int(failed.Load()), Dead: int(dead.Load()),
 		InFlight: int(worker.InFlight()), Shards: shards, Seconds: time.Since(began).Seconds()}
 	if !next.IsZero() {
@@ -142,11 +132,6 @@ func runTick(ctx context.Context, store *rdb.Store, cfg Config, log *slog.Logger
 	}
 	finish := func() {
 		<-workDone
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := store.RecordOutcomes(ctx); err != nil {
-			log.Warn("apply the tick's last outcomes; the next claim of their shards applies them", "err", err)
-		}
 		stopRun()
 		subWG.Wait()
 	}
@@ -156,16 +141,4 @@ func runTick(ctx context.Context, store *rdb.Store, cfg Config, log *slog.Logger
 		go finish() // the callbacks still running finish in the background, if this process lives on
 	}
 	return sum, nil
-}
-
-// countingQueue counts the jobs handed to the workers.
-type countingQueue struct {
-	*dispatch.Dispatcher
-	handed *atomic.Int64
-}
-
-func (q *countingQueue) Next(ctx context.Context, tenant, topic string, n int, wait, topicTimeout time.Duration) ([]kairos.Job, error) {
-	jobs, err := q.Dispatcher.Next(ctx, tenant, topic, n, wait, topicTimeout)
-	q.handed.Add(int64(len(jobs)))
-	return jobs, err
 }

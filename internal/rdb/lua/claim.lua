@@ -1,37 +1,34 @@
--- claim.lua: hand out a shard's due jobs and start an attempt on each.
+-- claim.lua: hand out a shard's due jobs: start an attempt on each and push
+-- it onto its topic's ready list in the shard, where workers pop it.
 -- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due), KEYS[3] its
--- schedules, KEYS[4] its refill set, KEYS[5] its hold set (paused topics)
+-- schedules, KEYS[4] its refill set, KEYS[5] its hold set (paused topics),
+-- KEYS[6] its leases, KEYS[7] its pop leases
 -- ARGV[1] now (ms), or '' to read Redis's TIME (a claim must never trust
 -- another machine's clock), ARGV[2] the shard's key tag, ARGV[3] how far
--- ahead to claim (ms), ARGV[4] most jobs to claim, ARGV[5] lease margin
--- (ms): added to a job's due time and lease timeout to make its lease,
--- ARGV[6] the lease timeout of a job that records none (ms), ARGV[7] how
--- long a delivered job stays readable (ms), ARGV[8] most outcomes to record,
--- ARGV[9] the claim's token ('' for none), ARGV[10] how long a token is
--- remembered (ms), ARGV[11] '1' when the call may repeat an earlier one of
--- the same token (the caller lost that one's reply)
--- A claim with a token is done once: the first call of a token that claims
--- jobs remembers them under it (<tag>ct:<token>), and a later call of the
--- same token (a retry after a lost reply, or the lost call itself run late)
--- claims nothing new and hands out again those of its jobs still active
--- in the attempt it started. A repeat that finds no token remembers an
--- empty one, so that the lost call, run after it, claims nothing.
--- First it records the outcomes workers appended to the shard's outcome list
--- (<tag>o, see Store.Finish): each "<h>/<id>,<attempt>,<outcome>,<retry
--- at>,<tenant>|<log line>". An outcome changes its job only while the job
--- is active in that attempt: a stale one (its lease lapsed and the job was
--- handed out again) changes nothing. Recording them here, before the wheel,
--- means a lease entry is never read before its job's outcome, and a call
--- records many outcomes at once. A dead outcome may carry the job's
--- failure notification, filed then as a job of its own (notify).
--- It processes the wheel's slots due by now + ahead, oldest first. A wide
--- slot is cascaded into narrower ones; a level-0 slot's live entries are
--- claimed: a scheduled or retrying job gets attempt n+1, state active and a
--- lease (an entry at its expiry); an active one whose lease lapsed gets the
--- same, with the lost attempt logged; a delivered one whose record expired
--- is dropped with its listing entry (a delivered outcome files that
--- expiry). Jobs due later than now are claimed ahead: the caller holds them
--- until their due time.
+-- ahead to claim (ms), ARGV[4] most jobs to claim (0 claims nothing),
+-- ARGV[5] lease margin (ms): added to a job's due time and lease timeout
+-- to make its lease, ARGV[6] the lease timeout of a job that records none
+-- (ms), ARGV[7] the pop lease (ms)
+-- A claimed job becomes active in attempt n+1 and is pushed (LPUSH, so the
+-- oldest due pops first from the right) onto <tag>r:<h> as
+-- "<due>,<claimed at>,<id>|<record>" (times in ms, base 36): the worker
+-- that pops it has all it needs, and holds it until its due time, counted
+-- from the claim's time, which the pop follows. Until a worker starts it
+-- (start.lua, right after its pop) it is under a pop lease: an entry
+-- "<h>/<id>,<attempt>" of <tag>lq scored by its due time plus the pop
+-- lease. Started, it is under its lease: an entry of <tag>l scored by its
+-- record's next time (due + callback timeout + margin), which the
+-- attempt's outcome removes (outcome.lua).
+-- First, pop leases that lapsed (a pop whose reply was lost, or no worker
+-- took the job in time) push their jobs again, in the same attempt: start
+-- lets one pop of an attempt start it. Then leases that lapsed (their
+-- worker died or lost Redis) are claimed again, the lost attempt logged. Then the wheel's slots due by now + ahead,
+-- oldest first: a wide slot is cascaded into narrower ones; a level-0
+-- slot's live entries are claimed (a scheduled or retrying job starts an
+-- attempt; an active one whose lease entry sits in the wheel, as layout 5
+-- filed them, is a lapsed lease; a delivered one whose record expired is
+-- dropped with its listing entry). Jobs due later than now are claimed
+-- ahead.
 -- Wheel slots are lists of "<h>/<id>,<offset>" entries, popped as they
 -- are processed.
 -- A job of a paused topic (in the shard's hold set) is not claimed: its
@@ -46,20 +43,24 @@
 -- next occurrence takes its body from the one firing, which was filed from
 -- the schedule's body as it is (the body hash is read only when the firing
 -- one carries an attempt log, as a replayed one does).
--- Reply: {claimed, next, now, end, refills}: claimed is a flat list field, record, due
--- (ms) for each job claimed; next is the score of the earliest slot left
--- (false when the wheel is empty); now is the time used and end Redis's
--- time as the call ends (ms, with microseconds); refills is how many
--- schedules of the shard wait for more instants.
+-- Reply: {claimed, next, now, end, refills, handles, active}: claimed is how many
+-- jobs were pushed; next the earliest score left in the wheel or the lease
+-- set (false when both are empty); now the time used and end Redis's time
+-- as the call ends (ms, with microseconds); refills how many schedules of
+-- the shard wait for more instants; handles the topics whose ready lists
+-- got jobs; active how many attempts are under lease.
 local pool, due, tag = KEYS[1], KEYS[2], ARGV[2]
 local now, nowStr = clock(ARGV[1])
 local upTo = now + tonumber(ARGV[3])
 local budget = tonumber(ARGV[4])
 local cascades = 8 * budget
 local chores = CHORES_MAX -- entries that start no attempt (layout.go, maxChores)
-local margin, defaultLease, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local out, written, hset, hdel = {}, {}, {}, {}
-local claimed = {} -- "<field>,<attempt>,<due>\n" (base 36) of each job claimed, for the token, in pieces
+local margin, defaultLease = tonumber(ARGV[5]), tonumber(ARGV[6])
+local leases, popLeases, popLease = KEYS[6], KEYS[7], tonumber(ARGV[7])
+local written, hset, hdel = {}, {}, {}
+local leaseAdd = {} -- score, member pairs for the pop lease set
+local ready, readyOrder, claimed = {}, {}, 0 -- entries to push, by topic handle
+local nowB36 = b36(now)
 
 -- keepRaw queues v as field's record, to be written with the call's HSET;
 -- keep does the same with a record table.
@@ -72,113 +73,6 @@ end
 
 local function keep(field, r)
   return keepRaw(field, format(r))
-end
-
--- notify files the failure notification of job id of topic h, dead after
--- attempt n: a job "<id>~dead.<n>" due now, whose settings and payload
--- the worker wrote in the outcome ("<settings length>|<settings><payload>").
-local function notify(h, id, n, note)
-  local ls, body = string.match(note, '^(%d+)|(.*)$')
-  if ls then
-    fileNew(pool, h, id .. '~dead.' .. string.format('%d', n), newRecord(ST.ready, now, now, 0, tonumber(ls), body),
-      ST.ready, now, now, keepRaw, written)
-  end
-end
-
--- record applies the outcomes on the shard's outcome list.
-local function record()
-  local os = redis.call('LPOP', tag .. 'o', tonumber(ARGV[8]))
-  if not os then
-    return
-  end
-  -- one pattern an outcome, its parts kept in arrays: each string and
-  -- table Lua makes is an allocation, and a claim records hundreds
-  local fields, ns, ocs, ats, tenants, lines, notes = {}, {}, {}, {}, {}, {}, {}
-  for i, o in ipairs(os) do
-    -- the log line ends with a newline; a failure notice may follow it
-    local f, n, oc, at, tenant, line, note = string.match(o, '^([^,|]*),(%w*),(%d),(%w*),([^|]*)|([^\n]*\n)(.*)$')
-    if not f then
-      f, n, oc, at, tenant, line = string.match(o, '^([^,|]*),(%w*),(%d),(%w*),([^|]*)|(.*)$')
-    end
-    fields[i], ns[i], ocs[i], ats[i], tenants[i], lines[i], notes[i] = f, n, oc, at, tenant, line, note
-  end
-  local vs = redis.call('HMGET', pool, unpack(fields))
-  for i, field in ipairs(fields) do
-    local v = written[field]
-    if v == nil then
-      v = vs[i]
-    end
-    local r = parse(v)
-    if r and r.st == ST.active and r.n == num(ns[i]) then
-      local h, id = string.match(field, '^([^/]*)/(.*)$')
-      local oc = tonumber(ocs[i])
-      addLog(r, lines[i])
-      if oc == OUT.delivered then
-        -- the record's expiry is filed now: the lease's entry becomes
-        -- stale, skipped on its header alone
-        r.st, r.fa, r.nx = ST.delivered, now, now + retention
-        wheelPut(field, r.nx, now)
-        count(h, TO_DELIVERED[isOccurrence(id)])
-      elseif oc == OUT.retrying then
-        r.st, r.nx = ST.retrying, num(ats[i])
-        wheelPut(field, r.nx, now)
-        count(h, 'active>retrying')
-      else
-        r.st, r.fa = ST.dead, now
-        deadAdd(tag, tenants[i], h, id, now)
-        count(h, TO_DEAD[isOccurrence(id)])
-        if notes[i] and notes[i] ~= '' then
-          notify(h, id, r.n, notes[i])
-        end
-      end
-      keep(field, r)
-    end
-  end
-end
-record()
-wheelFlush(tag, due) -- retries may be due already
-
--- a token already used: hand out again its jobs still in the attempt it
--- started, and claim nothing more
-local tokenKey, repeated = nil, false
-if ARGV[9] ~= '' then
-  tokenKey = tag .. 'ct:' .. ARGV[9]
-  local prev = redis.call('GET', tokenKey)
-  if prev then
-    repeated, budget = true, 0
-    local fields, parts = {}, {}
-    for e in string.gmatch(prev, '[^\n]+') do
-      local f, n, at = string.match(e, '^(.*),(%w+),(%w+)$')
-      local i = #fields + 1
-      fields[i], parts[i] = f, {n = num(n), at = num(at)}
-    end
-    if #fields > 0 then
-      local vs = redis.call('HMGET', pool, unpack(fields))
-      for i, f in ipairs(fields) do
-        local v = written[f]
-        if v == nil then
-          v = vs[i]
-        end
-        local r = parse(v)
-        if r and r.st == ST.active and r.n == parts[i].n then
-          -- handed out again now: its lease runs from now, or (a lost
-          -- reply outlasting it) a claim would hand it out once more
-          local lt = r.lt
-          if lt == 0 then
-            lt = defaultLease
-          end
-          if now + lt + margin > r.nx then
-            r.nx = now + lt + margin
-            wheelPut(f, r.nx, now)
-            v = keep(f, r)
-          end
-          out[#out + 1] = f
-          out[#out + 1] = v
-          out[#out + 1] = parts[i].at
-        end
-      end
-    end
-  end
 end
 
 -- Schedules chained in this call. Their headers are read once for a
@@ -305,24 +199,35 @@ local function holdFlush()
   end
 end
 
--- start starts attempt n+1 of job field (record r) due at dueAt: it
--- becomes active under a lease, and is handed out.
-local function start(field, r, dueAt)
+-- push puts attempt n of job id of topic h (field, record v) due at dueAt
+-- on its topic's ready list, under a pop lease whose member names the
+-- entry: "<h>/<id>,<attempt>,<due>,<claimed at>".
+local function push(field, h, id, n, dueAt, v)
+  local hi, lo = b36Split(dueAt)
+  local head = hi .. lo .. ',' .. nowB36
+  leaseAdd[#leaseAdd + 1] = math.max(dueAt, now) + popLease
+  leaseAdd[#leaseAdd + 1] = field .. ',' .. b36(n) .. ',' .. head
+  local es = ready[h]
+  if not es then
+    es = {}
+    ready[h] = es
+    readyOrder[#readyOrder + 1] = h
+  end
+  es[#es + 1] = head .. ',' .. id .. '|' .. v
+  claimed = claimed + 1
+end
+
+-- start starts attempt n+1 of job id of topic h (field, record r) due
+-- at dueAt: it becomes active under a lease, and goes onto its topic's
+-- ready list.
+local function start(field, h, id, r, dueAt)
   r.st, r.n = ST.active, r.n + 1
   local lt = r.lt
   if lt == 0 then
     lt = defaultLease
   end
   r.nx = dueAt + lt + margin
-  wheelPut(field, r.nx, now)
-  out[#out + 1] = field
-  out[#out + 1] = keep(field, r)
-  out[#out + 1] = dueAt
-  if tokenKey then
-    local k, hi, lo = #claimed, b36Split(dueAt)
-    claimed[k + 1], claimed[k + 2], claimed[k + 3], claimed[k + 4], claimed[k + 5], claimed[k + 6], claimed[k + 7] =
-      field, ',', b36(r.n), ',', hi, lo, '\n'
-  end
+  push(field, h, id, r.n, dueAt, keep(field, r))
   budget = budget - 1
 end
 
@@ -386,7 +291,7 @@ local function claim(field, t, v)
     end
     count(h, TO_ACTIVE[false][r.st])
   end
-  start(field, r, dueAt)
+  start(field, h, id, r, dueAt)
 end
 
 -- claimChained starts the occurrences claim set aside, each chaining its
@@ -420,13 +325,69 @@ local function claimChained()
       count(h, NAME[r.st], -1)
     else
       count(h, TO_ACTIVE[true][r.st])
-      start(field, r, laterDue[i])
+      start(field, h, laterID[i], r, laterDue[i])
     end
   end
   nLater = 0
 end
 
-while budget > 0 and cascades > 0 and chores > 0 do -- a budget of 0 records outcomes only
+-- pop leases that lapsed: each is taken out; a job still active in that
+-- attempt whose entry still waits on its ready list (no worker had room
+-- for it) keeps waiting under a new pop lease, and one whose entry is gone
+-- (a pop whose reply was lost, or a worker that died before it started
+-- the job) is pushed again, in the same attempt
+if budget > 0 then
+  local lapsed = redis.call('ZRANGEBYSCORE', popLeases, '-inf', now, 'LIMIT', 0, math.min(budget, chores))
+  if #lapsed > 0 then
+    local fields, ns, dues, ats = {}, {}, {}, {}
+    for i, m in ipairs(lapsed) do
+      local f, n, due, at = string.match(m, '^(.*),(%w+),(%w+),(%w+)$')
+      fields[i], ns[i], dues[i], ats[i] = f or '', num(n or '0'), due or '0', at or '0'
+    end
+    callMany('ZREM', popLeases, lapsed)
+    local vs = redis.call('HMGET', pool, unpack(fields))
+    for i, field in ipairs(fields) do
+      local v = written[field]
+      if v == nil then
+        v = vs[i]
+      end
+      local r = parse(v)
+      if r and r.st == ST.active and r.n == ns[i] then
+        local h, id = string.match(field, '^([^/]*)/(.*)$')
+        local entry = dues[i] .. ',' .. ats[i] .. ',' .. id .. '|' .. v
+        if redis.call('LPOS', tag .. 'r:' .. h, entry, 'RANK', -1, 'MAXLEN', READY_LOOK) then
+          leaseAdd[#leaseAdd + 1] = now + popLease
+          leaseAdd[#leaseAdd + 1] = lapsed[i]
+          chores = chores - 1
+        else
+          push(field, h, id, r.n, num(dues[i]), v)
+          budget = budget - 1
+        end
+      else
+        chores = chores - 1
+      end
+    end
+  end
+end
+
+-- leases that lapsed: each entry is taken out, and its job, when still
+-- active in that lease, starts its next attempt (claim logs the lost one)
+if budget > 0 then
+  local lapsed = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'WITHSCORES', 'LIMIT', 0, math.min(budget, chores))
+  if #lapsed > 0 then
+    local fields, times = {}, {}
+    for i = 1, #lapsed, 2 do
+      fields[#fields + 1], times[#times + 1] = lapsed[i], tonumber(lapsed[i + 1])
+    end
+    callMany('ZREM', leases, fields)
+    local vs = redis.call('HMGET', pool, unpack(fields))
+    for i, field in ipairs(fields) do
+      claim(field, times[i], vs[i])
+    end
+  end
+end
+
+while budget > 0 and cascades > 0 and chores > 0 do
   local slots = redis.call('ZRANGEBYSCORE', due, '-inf', upTo, 'LIMIT', 0, 8)
   if #slots == 0 then
     break
@@ -477,15 +438,26 @@ holdFlush()
 wheelFlush(tag, due)
 indexFlush(tag)
 countFlush(tag)
-if tokenKey and not repeated and (#claimed > 0 or ARGV[11] == '1') then
-  redis.call('SET', tokenKey, table.concat(claimed), 'PX', tonumber(ARGV[10]))
+callMany('ZADD', popLeases, leaseAdd)
+local handles = {}
+for _, h in ipairs(readyOrder) do
+  callMany('LPUSH', tag .. 'r:' .. h, ready[h])
+  handles[#handles + 1] = h
 end
-local first = redis.call('ZRANGE', due, 0, 0, 'WITHSCORES')
 local next = false
+local first = redis.call('ZRANGE', due, 0, 0, 'WITHSCORES')
 if first[2] then
-  next = first[2]
+  next = tonumber(first[2])
 end
--- Redis's clock as the call ends: the caller counts claimed jobs' due
--- times from it, so that the time this call took does not make them late
+for _, set in ipairs({leases, popLeases}) do
+  first = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
+  if first[2] and (not next or tonumber(first[2]) < next) then
+    next = tonumber(first[2])
+  end
+end
+if next then
+  next = string.format('%d', next)
+end
+-- Redis's clock as the call ends
 local _, endStr = clock(ARGV[1])
-return {out, next, nowStr, endStr, redis.call('SCARD', KEYS[4])}
+return {claimed, next, nowStr, endStr, redis.call('SCARD', KEYS[4]), handles, redis.call('ZCARD', leases) + redis.call('ZCARD', popLeases)}

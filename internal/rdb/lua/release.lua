@@ -2,7 +2,7 @@
 -- will not start (it is stopping, a job waited too long for a free worker,
 -- or flow control gave it a later time): each keeps its place (its due
 -- time, or the later one) and loses no attempt.
--- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due)
+-- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due), KEYS[3] its leases
 -- ARGV[1] the shard's key tag, ARGV[2] now (ms), ARGV[3] wake horizon
 -- (ms): a job given back to wait for a later time (flow control) wakes a
 -- scanner that sleeps past it; then for each job: its topic's handle, id,
@@ -27,6 +27,7 @@ for i = 4, #ARGV, 4 do
     end
     wheelPut(field, r.nx, now)
     redis.call('HSET', pool, field, format(r))
+    redis.call('ZREM', KEYS[3], field)
     if first and scheduleOf(id) then
       count(h, OCC .. 'active>' .. NAME[r.st]) -- an occurrence that did not fire after all
     else

@@ -1,18 +1,10 @@
-// Package dispatch holds the jobs a process has claimed until their due
-// time and hands them to its workers. Claims start each job's attempt and
-// may run a few milliseconds ahead of its due time (one claim then serves
-// many jobs); a Dispatcher makes sure that none fires before its due time on
-// the Redis clock, and gives back (releases) what it cannot start in time,
-// so a job held here keeps its place and loses no attempt.
-package dispatch
+package callback
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,36 +12,28 @@ import (
 	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
-// Config tunes a Dispatcher. Zero values take the defaults.
-type Config struct {
+// dispatchConfig tunes a dispatcher. Zero values take the defaults.
+type dispatchConfig struct {
 	// Hold is how long past its due time a job may wait for a free worker
 	// before it is released; keep it below the store's ready lease, which
 	// its lease allows for. Default half the default ready lease.
 	Hold time.Duration
 	// MaxHeld bounds the jobs held (waiting for their due time or for a
-	// worker): Capacity says how many more a claim may take. Default 5000.
+	// worker): the pops take no more. Default 5000.
 	MaxHeld int
-	// Remote makes Next take jobs from the topics' ready lists (filled by
-	// scanner-only processes) when nothing claimed here is waiting.
-	Remote bool
-	// Notified, with Remote, makes Next pop a topic's ready list only when
-	// told that jobs arrived (NotifyReady, from rdb.Wake.Ready messages),
-	// or when it has never looked, without blocking on Redis: an idle
-	// worker then costs Redis nothing, whatever its topics. Without it,
-	// each topic's consumer blocks on its list (one connection a topic).
-	Notified bool
-	// NewTopic, if set, is called when a job arrives for a topic whose
-	// consumer has never asked for jobs: the workers may not know the topic
-	// yet (callback.Worker.Refresh).
-	NewTopic func()
-	Logger   *slog.Logger
+	Logger  *slog.Logger
 }
 
-// Dispatcher is the store as the workers see it: Next hands out claimed
-// jobs at their due time. It is safe for concurrent use.
-type Dispatcher struct {
-	*rdb.Store
-	cfg Config
+// dispatcher holds the jobs the workers popped from the ready lists until
+// their due time, passes them through flow control and hands them to the
+// topics' consumers (Next). Claims run a few milliseconds ahead of due
+// times (one claim serves many jobs); the dispatcher makes sure that none
+// fires before its due time on the Redis clock, and gives back (releases)
+// what it cannot start in time, so a job held here keeps its place and
+// loses no attempt. It is safe for concurrent use.
+type dispatcher struct {
+	st  Store
+	cfg dispatchConfig
 	log *slog.Logger
 
 	mu     sync.Mutex
@@ -57,9 +41,9 @@ type Dispatcher struct {
 	timers map[*time.Timer][]rdb.Claimed // jobs waiting for a time
 	held   int
 	closed bool
-	gated  map[attemptKey]gated // attempts flow control let go, until Finish
+	gated  map[attemptKey]gated // attempts flow control let go, until finish
 	full   map[string]*fullFlow // flows ("tenant/flow") whose permits were all taken
-	pops   chan struct{}        // a slot a ready-list pop under way (popReady)
+	room   chan struct{}        // a nudge when held drops below MaxHeld
 }
 
 // gated is an attempt flow control let go: Finish gives back its permit,
@@ -95,12 +79,11 @@ type attemptKey struct {
 // queue is one topic's jobs whose due time has come, oldest due first.
 type queue struct {
 	ready  []rdb.Claimed
-	signal chan struct{} // a nudge when ready grows, or its ready list may have
-	remote bool          // its ready list may hold jobs (Notified)
+	signal chan struct{} // a nudge when ready grows
 }
 
-// New returns a Dispatcher over store.
-func New(store *rdb.Store, cfg Config) *Dispatcher {
+// newDispatcher returns a dispatcher over st.
+func newDispatcher(st Store, cfg dispatchConfig) *dispatcher {
 	if cfg.Hold <= 0 {
 		cfg.Hold = rdb.DefaultReadyLease / 2
 	}
@@ -110,29 +93,30 @@ func New(store *rdb.Store, cfg Config) *Dispatcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Dispatcher{Store: store, cfg: cfg, log: cfg.Logger.With("component", "dispatch"),
-		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, gated: map[attemptKey]gated{}, full: map[string]*fullFlow{}, pops: make(chan struct{}, remotePops)}
+	return &dispatcher{st: st, cfg: cfg, log: cfg.Logger.With("component", "dispatch"),
+		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, gated: map[attemptKey]gated{}, full: map[string]*fullFlow{},
+		room: make(chan struct{}, 1)}
 }
 
 // Capacity returns how many more jobs the dispatcher can hold now.
-func (d *Dispatcher) Capacity() int {
+func (d *dispatcher) Capacity() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.cfg.MaxHeld - d.held
 }
 
 // Held returns how many jobs it holds now.
-func (d *Dispatcher) Held() int {
+func (d *dispatcher) Held() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.held
 }
 
-// Add takes claimed jobs: each becomes available to Next once the Redis
+// Add takes popped jobs: each becomes available to Next once the Redis
 // clock reaches its due time. After Close, they are released at once.
-func (d *Dispatcher) Add(ctx context.Context, cs []rdb.Claimed) {
+func (d *dispatcher) Add(ctx context.Context, cs []rdb.Claimed) {
 	cs = d.pace(ctx, cs)
-	now := d.Now()
+	now := d.st.Now()
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -143,7 +127,7 @@ func (d *Dispatcher) Add(ctx context.Context, cs []rdb.Claimed) {
 	for _, c := range cs {
 		fire := c.FireAt
 		if fire.IsZero() {
-			fire = d.Local(c.Due)
+			fire = d.st.Local(c.Due)
 		}
 		if !c.Due.After(now) && !fire.After(time.Now()) {
 			d.readyLocked(c)
@@ -167,7 +151,7 @@ const paceHold = 100 * time.Millisecond
 // later time, or given back to Redis until then when that is further than
 // paceHold. It returns the jobs to hold. A job whose call failed is held
 // as it is, and asks Gate when due.
-func (d *Dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
+func (d *dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 	type group struct {
 		topic kairos.Topic
 		flow  string
@@ -187,7 +171,7 @@ func (d *Dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 		tk := kairos.JobKey{Tenant: c.Job.Tenant, Topic: c.Job.Topic}
 		to, seen := topics[tk]
 		if !seen {
-			t, err := d.GetTopic(ctx, tk.Tenant, tk.Topic)
+			t, err := d.st.GetTopic(ctx, tk.Tenant, tk.Topic)
 			to = topicOf{t, err == nil && rdb.Paceable(t)}
 			topics[tk] = to
 		}
@@ -217,7 +201,7 @@ func (d *Dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 		for k, i := range g.idx {
 			jobs[k], dues[k] = cs[i].Job, cs[i].Due
 		}
-		rs, err := d.Pace(ctx, g.topic, g.flow, jobs, dues, paceHold)
+		rs, err := d.st.Pace(ctx, g.topic, g.flow, jobs, dues, paceHold)
 		if err != nil {
 			d.log.Warn("flow control; the jobs ask again when due", "tenant", g.topic.Tenant, "topic", g.topic.Name, "err", err)
 			continue
@@ -252,7 +236,7 @@ func (d *Dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 
 // timerLocked makes cs ready after wait: at the end of their topics'
 // queues, or ahead of them (front).
-func (d *Dispatcher) timerLocked(cs []rdb.Claimed, wait time.Duration, front bool) *time.Timer {
+func (d *dispatcher) timerLocked(cs []rdb.Claimed, wait time.Duration, front bool) *time.Timer {
 	var t *time.Timer
 	t = time.AfterFunc(wait, func() {
 		d.mu.Lock()
@@ -280,20 +264,17 @@ func (d *Dispatcher) timerLocked(cs []rdb.Claimed, wait time.Duration, front boo
 	return t
 }
 
-func (d *Dispatcher) queueLocked(tenant, topic string) *queue {
+func (d *dispatcher) queueLocked(tenant, topic string) *queue {
 	name := tenant + "/" + topic
 	q := d.topics[name]
 	if q == nil {
-		q = &queue{signal: make(chan struct{}, 1), remote: true}
+		q = &queue{signal: make(chan struct{}, 1)}
 		d.topics[name] = q
 	}
 	return q
 }
 
-func (d *Dispatcher) readyLocked(c rdb.Claimed) {
-	if _, known := d.topics[c.Job.Tenant+"/"+c.Job.Topic]; !known && d.cfg.NewTopic != nil {
-		go d.cfg.NewTopic()
-	}
+func (d *dispatcher) readyLocked(c rdb.Claimed) {
 	q := d.queueLocked(c.Job.Tenant, c.Job.Topic)
 	q.ready = append(q.ready, c)
 	select {
@@ -304,9 +285,9 @@ func (d *Dispatcher) readyLocked(c rdb.Claimed) {
 
 // Next hands out up to n of a topic's jobs whose due time has come,
 // waiting up to wait for one. Jobs that waited past their due time longer
-// than Config.Hold are released instead (their claim's lease would lapse
-// while they ran). With Config.Remote it also takes the topic's ready list.
-func (d *Dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait, _ time.Duration) ([]kairos.Job, error) {
+// than Hold are released instead (their claim's lease would lapse while
+// they ran).
+func (d *dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait time.Duration) []kairos.Job {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
@@ -315,36 +296,13 @@ func (d *Dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait
 			d.release(context.WithoutCancel(ctx), overdue)
 		}
 		if jobs := d.gate(context.WithoutCancel(ctx), tenant, topic, cs); len(jobs) > 0 {
-			return jobs, nil
-		}
-		if d.cfg.Remote && d.cfg.Notified {
-			if d.lookRemote(q) {
-				cs, err := d.popReady(ctx, tenant, topic, n)
-				if err != nil && !errors.Is(err, rdb.ErrNoJob) {
-					d.notify(q) // look again next time
-					return nil, err
-				}
-				if len(cs) > 0 {
-					d.notify(q) // there may be more
-					d.Add(context.WithoutCancel(ctx), cs)
-					continue
-				}
-			}
-		} else if d.cfg.Remote {
-			cs, err := d.PopReady(ctx, tenant, topic, n, wait)
-			if err != nil && !errors.Is(err, rdb.ErrNoJob) {
-				return nil, err
-			}
-			if len(cs) > 0 {
-				d.Add(context.WithoutCancel(ctx), cs)
-				continue
-			}
+			return jobs
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil
+			return nil
 		case <-deadline.C:
-			return nil, nil
+			return nil
 		case <-q.signal:
 		}
 	}
@@ -356,7 +314,7 @@ func (d *Dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait
 // one that found every permit taken waits here, first in its queue, and
 // is asked about again after fullRetry (or released like any job held
 // longer than Config.Hold).
-func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Claimed) []kairos.Job {
+func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Claimed) []kairos.Job {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -364,7 +322,7 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	for i, c := range cs {
 		jobs[i] = c.Job
 	}
-	t, err := d.GetTopic(ctx, tenant, topic)
+	t, err := d.st.GetTopic(ctx, tenant, topic)
 	if err != nil || !t.Limited() {
 		return jobs // no topic (a job with its own URL), or no limits
 	}
@@ -373,7 +331,7 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	// are not theirs), and jobs paced as they were claimed, at their time
 	// (one later than rdb.PacedLate asks again, for a new time).
 	var unasked []kairos.Job
-	paceable, now := rdb.Paceable(t), d.Now()
+	paceable, now := rdb.Paceable(t), d.st.Now()
 	for i := 0; i < len(cs); {
 		_, notice := kairos.NoticeOf(cs[i].Job.ID)
 		if notice || (paceable && cs[i].Paced && !now.After(cs[i].Due.Add(rdb.PacedLate))) {
@@ -429,7 +387,7 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 		for k, i := range idx {
 			group[k] = jobs[i]
 		}
-		grs, err := d.Gate(ctx, t, f, group, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
+		grs, err := d.st.Gate(ctx, t, f, group, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
 		if err != nil {
 			d.log.Warn("flow control; the jobs wait and are asked about again", "tenant", tenant, "topic", topic, "err", err)
 			for _, i := range idx {
@@ -472,7 +430,7 @@ func (d *Dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 
 // requeue holds cs again, ahead of their topics' other ready jobs, after
 // fullRetry.
-func (d *Dispatcher) requeue(cs []rdb.Claimed) {
+func (d *dispatcher) requeue(cs []rdb.Claimed) {
 	if len(cs) > 0 {
 		d.requeueThen(cs, nil)
 	}
@@ -480,7 +438,7 @@ func (d *Dispatcher) requeue(cs []rdb.Claimed) {
 
 // requeueThen is requeue; then, with the lock held, it calls then (if
 // set) with the jobs' timer. After Close it releases the jobs.
-func (d *Dispatcher) requeueThen(cs []rdb.Claimed, then func(*time.Timer)) {
+func (d *dispatcher) requeueThen(cs []rdb.Claimed, then func(*time.Timer)) {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -498,7 +456,7 @@ func (d *Dispatcher) requeueThen(cs []rdb.Claimed, then func(*time.Timer)) {
 // requeueFull is requeue for the jobs of flow f ("tenant/flow") that found
 // its permits all taken: until fullRetry, the flow's other jobs wait too
 // without asking, and a permit given back here (Finish) wakes them all.
-func (d *Dispatcher) requeueFull(f string, cs []rdb.Claimed) {
+func (d *dispatcher) requeueFull(f string, cs []rdb.Claimed) {
 	d.requeueThen(cs, func(t *time.Timer) {
 		ff := d.full[f]
 		if ff == nil {
@@ -516,7 +474,7 @@ func (d *Dispatcher) requeueFull(f string, cs []rdb.Claimed) {
 }
 
 // wakeFull ends flow f's wait for a permit: its waiting jobs ask again now.
-func (d *Dispatcher) wakeFull(f string) {
+func (d *dispatcher) wakeFull(f string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ff := d.full[f]
@@ -535,29 +493,29 @@ func (d *Dispatcher) wakeFull(f string) {
 // asked about again.
 const fullRetry = 50 * time.Millisecond
 
-// Finish records an attempt (rdb.Store.Finish), after giving back the
+// finish records an attempt (Store.Finish), after giving back the
 // flow-control permit it held, if any, and telling its topic's circuit
 // breaker how it went.
-func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, ok, dead bool, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
+func (d *dispatcher) finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, o kairos.Outcome, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
 	p := attemptKey{key, a.N}
 	d.mu.Lock()
 	g, held := d.gated[p]
 	delete(d.gated, p)
 	d.mu.Unlock()
-	if held && g.probe && dead && a.Status != http.StatusGone {
+	if held && g.probe && o == kairos.OutcomeDead && a.Status != http.StatusGone {
 		// A probe of a receiver that is down tests the receiver, not the
 		// job: it does not use up the job's last attempt; the job waits
 		// with the others for the breaker.
-		dead, retryAt = false, d.Now()
+		o, retryAt = kairos.OutcomeRetrying, d.st.Now()
 	}
 	if held {
-		if err := d.Done(ctx, g.topic, g.job); err != nil {
+		if err := d.st.Done(ctx, g.topic, g.job); err != nil {
 			d.log.Warn("give back a flow-control permit; it lapses with its lease", "job", key, "err", err)
 		} else if g.topic.Parallelism > 0 {
 			d.wakeFull(flowKey(g.topic.Tenant, kairos.FlowOf(g.job, g.topic)))
 		}
 		if g.topic.BreakerFailures > 0 {
-			b, err := d.Outcome(ctx, g.topic, g.job, ok)
+			b, err := d.st.Outcome(ctx, g.topic, g.job, o == kairos.OutcomeDelivered)
 			switch {
 			case err != nil:
 				d.log.Warn("record an answer in the circuit breaker", "job", key, "err", err)
@@ -566,82 +524,16 @@ func (d *Dispatcher) Finish(ctx context.Context, key kairos.JobKey, a kairos.Att
 			}
 		}
 	}
-	return d.Store.Finish(ctx, key, a, ok, dead, retryAt, notice...) // a notice goes with a death only
-}
-
-// popReady takes up to n jobs from a topic's ready list without waiting.
-// At most remotePops run at once: a notification for every topic (after
-// the subscription was re-established) would otherwise have each topic's
-// consumer pop at the same moment, each on a connection of its own, and
-// the pool keeps them all open afterwards.
-func (d *Dispatcher) popReady(ctx context.Context, tenant, topic string, n int) ([]rdb.Claimed, error) {
-	select {
-	case d.pops <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	defer func() { <-d.pops }()
-	return d.PopReady(ctx, tenant, topic, n, 0)
-}
-
-// remotePops bounds the ready-list pops a dispatcher runs at once.
-const remotePops = 4
-
-// lookRemote reports whether q's ready list may hold jobs, and clears that
-// until the next notification.
-func (d *Dispatcher) lookRemote(q *queue) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	r := q.remote
-	q.remote = false
-	return r
-}
-
-// notify marks q's ready list as worth a look and nudges its consumer.
-func (d *Dispatcher) notify(q *queue) {
-	d.mu.Lock()
-	q.remote = true
-	d.mu.Unlock()
-	select {
-	case q.signal <- struct{}{}:
-	default:
-	}
-}
-
-// NotifyReady tells the consumer of a topic ("tenant/topic") that its
-// ready list got jobs (Config.Notified).
-func (d *Dispatcher) NotifyReady(name string) {
-	tenant, topic, ok := strings.Cut(name, "/")
-	if !ok {
-		return
-	}
-	d.mu.Lock()
-	q := d.queueLocked(tenant, topic)
-	d.mu.Unlock()
-	d.notify(q)
-}
-
-// NotifyAll makes every topic's consumer look at its ready list: after the
-// notifications' subscription was (re)established, when some may have been
-// lost.
-func (d *Dispatcher) NotifyAll() {
-	d.mu.Lock()
-	qs := make([]*queue, 0, len(d.topics))
-	for _, q := range d.topics {
-		qs = append(qs, q)
-	}
-	d.mu.Unlock()
-	for _, q := range qs {
-		d.notify(q)
-	}
+	return d.st.Finish(ctx, key, a, o, retryAt, notice...) // a notice goes with a death only
 }
 
 // take removes up to n ready jobs of a topic, and those overdue.
-func (d *Dispatcher) take(tenant, topic string, n int) (jobs []rdb.Claimed, overdue []rdb.Claimed, q *queue) {
-	now := d.Now()
+func (d *dispatcher) take(tenant, topic string, n int) (jobs []rdb.Claimed, overdue []rdb.Claimed, q *queue) {
+	now := d.st.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	q = d.queueLocked(tenant, topic)
+	before := d.held
 	i := 0
 	for ; i < len(q.ready) && len(jobs) < n; i++ {
 		c := q.ready[i]
@@ -653,6 +545,9 @@ func (d *Dispatcher) take(tenant, topic string, n int) (jobs []rdb.Claimed, over
 	}
 	q.ready = q.ready[i:]
 	d.held -= len(jobs) + len(overdue)
+	if before >= d.cfg.MaxHeld && d.held < d.cfg.MaxHeld {
+		d.nudgeRoom()
+	}
 	if len(q.ready) > 0 { // more for the next caller
 		select {
 		case q.signal <- struct{}{}:
@@ -662,7 +557,7 @@ func (d *Dispatcher) take(tenant, topic string, n int) (jobs []rdb.Claimed, over
 	return jobs, overdue, q
 }
 
-func (d *Dispatcher) release(ctx context.Context, cs []rdb.Claimed) {
+func (d *dispatcher) release(ctx context.Context, cs []rdb.Claimed) {
 	if len(cs) == 0 {
 		return
 	}
@@ -672,7 +567,7 @@ func (d *Dispatcher) release(ctx context.Context, cs []rdb.Claimed) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		err := d.Release(ctx, cs)
+		err := d.st.Release(ctx, cs)
 		if err == nil {
 			d.log.Debug("released held jobs", "jobs", len(cs))
 			return
@@ -686,10 +581,28 @@ func (d *Dispatcher) release(ctx context.Context, cs []rdb.Claimed) {
 	}
 }
 
+// nudgeRoom tells a pop waiting for room that there is some.
+func (d *dispatcher) nudgeRoom() {
+	select {
+	case d.room <- struct{}{}:
+	default:
+	}
+}
+
+// waiting returns how many of a topic's jobs are due and wait for a worker.
+func (d *dispatcher) waiting(tenant, topic string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if q := d.topics[tenant+"/"+topic]; q != nil {
+		return len(q.ready)
+	}
+	return 0
+}
+
 // Close stops holding: every job not handed out yet is released, so that
 // another process fires it without waiting for its lease. Jobs added later
 // are released at once.
-func (d *Dispatcher) Close(ctx context.Context) {
+func (d *dispatcher) Close(ctx context.Context) {
 	d.mu.Lock()
 	d.closed = true
 	var rest []rdb.Claimed
@@ -704,6 +617,7 @@ func (d *Dispatcher) Close(ctx context.Context) {
 	}
 	d.held = 0
 	d.mu.Unlock()
+	d.nudgeRoom()
 	d.release(ctx, rest)
 	if len(rest) > 0 {
 		d.log.Info("released held jobs at shutdown", "jobs", len(rest))

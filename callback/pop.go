@@ -1,0 +1,167 @@
+package callback
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// The scanners push what they claim onto per-topic ready lists, one a
+// topic in each shard (a shard is one hash slot). A worker pops them with
+// blocking pops (BLMPOP) that cover every topic it knows: one pop for all
+// shards on a single Redis, one a shard on a cluster (rdb's PopGroups), so
+// its Redis connections do not grow with topics; an idle worker costs
+// Redis one pop a group every Wait.
+
+// popTopic is a topic whose ready lists a worker pops.
+type popTopic struct {
+	h           string // its handle, which names its lists
+	tenant      string
+	name        string
+	concurrency int
+}
+
+// popLists are the topics popped, shared by the shards' pop loops.
+type popLists struct {
+	mu      sync.Mutex
+	topics  []popTopic
+	changed chan struct{} // closed and replaced when topics change
+}
+
+func newPopLists() popLists { return popLists{changed: make(chan struct{})} }
+
+// popBatch bounds the jobs one pop takes.
+const popBatch = 256
+
+// busyWait is how long a pop blocks while a topic is left out of it (its
+// jobs wait for its callback slots): short, so that it is popped again
+// soon after a slot frees.
+const busyWait = 50 * time.Millisecond
+
+// setLists makes the pops cover topics: the handles of those that have
+// one (a topic gets one with its first job; the wake message that follows
+// brings the worker here again). Pops under way are interrupted when the
+// set of lists changed.
+func (w *Worker) setLists(ctx context.Context, topics []kairos.Topic) {
+	hs, err := w.st.Handles(ctx, topics)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("read the topics' handles; their jobs are popped once they are read", "err", err)
+		}
+		return
+	}
+	next := make([]popTopic, 0, len(topics))
+	for i, t := range topics {
+		if hs[i] != "" {
+			next = append(next, popTopic{h: hs[i], tenant: t.Tenant, name: t.Name, concurrency: t.WithDefaults().Concurrency})
+		}
+	}
+	slices.SortFunc(next, func(a, b popTopic) int {
+		if a.h < b.h {
+			return -1
+		}
+		if a.h > b.h {
+			return 1
+		}
+		return 0
+	})
+	l := &w.lists
+	l.mu.Lock()
+	same := slices.EqualFunc(l.topics, next, func(a, b popTopic) bool { return a.h == b.h })
+	l.topics = next
+	if !same {
+		close(l.changed)
+		l.changed = make(chan struct{})
+	}
+	l.mu.Unlock()
+	if !same {
+		w.interruptPops()
+	}
+}
+
+// interruptPops ends the pops under way, so that they pop again with the
+// lists as they are now.
+func (w *Worker) interruptPops() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, g := range w.st.PopGroups() {
+		if err := w.st.Interrupt(ctx, g); err != nil {
+			w.log.Debug("interrupt a pop; it ends at its timeout", "shards", g, "err", err)
+		}
+	}
+}
+
+// pop is the pop loop of a group of shards: it takes the jobs pushed onto
+// their ready lists of the topics known, as many at once as the dispatcher has room
+// for, and hands them to it, until ctx ends. A topic whose due jobs
+// already wait for all its callback slots is left out of the pop until
+// they are taken; the lists are tried in turn, first to last, so that no
+// topic's list is always tried last.
+func (w *Worker) pop(ctx context.Context, group []int) {
+	errDelay := 100 * time.Millisecond
+	for turn := 0; ctx.Err() == nil; turn++ {
+		l := &w.lists
+		l.mu.Lock()
+		topics, changed := l.topics, l.changed
+		l.mu.Unlock()
+		hs := make([]string, 0, len(topics))
+		busy := false
+		for i := range topics {
+			t := topics[(i+turn)%len(topics)]
+			if w.disp.waiting(t.tenant, t.name) >= t.concurrency {
+				busy = true
+				continue
+			}
+			hs = append(hs, t.h)
+		}
+		room := w.disp.Capacity()
+		if room <= 0 || len(hs) == 0 {
+			wait := time.Duration(0) // until the topics change
+			if room <= 0 || busy {
+				wait = busyWait
+			}
+			w.idle(ctx, changed, wait)
+			continue
+		}
+		timeout := w.cfg.Wait
+		if busy {
+			timeout = busyWait
+		}
+		began := time.Now()
+		cs, err := w.st.Pop(ctx, group, hs, min(room, popBatch), timeout)
+		if len(cs) > 0 {
+			w.tracePop(ctx, began, cs)
+			w.disp.Add(context.WithoutCancel(ctx), cs)
+		}
+		if err == nil {
+			errDelay = 100 * time.Millisecond
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.Warn("pop ready jobs", "shards", group, "err", err)
+		w.idle(ctx, nil, errDelay)
+		errDelay = min(2*errDelay, 5*time.Second)
+	}
+}
+
+// idle waits until ctx ends, changed is closed, room frees in the
+// dispatcher, or wait passes (0: no limit).
+func (w *Worker) idle(ctx context.Context, changed <-chan struct{}, wait time.Duration) {
+	var after <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		after = t.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-changed:
+	case <-w.disp.room:
+	case <-after:
+	}
+}
