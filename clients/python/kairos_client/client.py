@@ -256,7 +256,7 @@ class Kairos:
 
     # Tenants (admin)
 
-    def create_token(self, tenant: str, *, admin: bool = False, ttl: Duration | None = None) -> Token:
+    def mint_token(self, tenant: str, *, admin: bool = False, ttl: Duration | None = None) -> Token:
         """POST /v1/tokens (admin): mints a token for a tenant."""
         body: dict[str, Any] = {"tenant": tenant}
         if admin:

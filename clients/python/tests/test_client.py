@@ -65,7 +65,7 @@ DESIGN_ROUTES: dict[str, tuple[Callable[[Kairos], Any], str, str]] = {
     "backfillSchedule": (lambda c: c.backfill_schedule("reports", "daily", "2026-11-01T00:00:00Z",
                                                        datetime(2026, 11, 8, tzinfo=timezone.utc)),
                          "POST", "/v1/topics/reports/schedules/daily/backfill"),
-    "createToken": (lambda c: c.create_token("acme", ttl="24h"), "POST", "/v1/tokens"),
+    "mintToken": (lambda c: c.mint_token("acme", ttl="24h"), "POST", "/v1/tokens"),
     "getTopicSigningKeys": (lambda c: c.get_topic_signing_keys("orders"), "GET", "/v1/topics/orders/signing-keys"),
     "rotateTopicSigningKeys": (lambda c: c.rotate_topic_signing_keys("orders"), "POST", "/v1/topics/orders/signing-keys/rotate"),
     "replayJob": (lambda c: c.replay_job("orders", "order-1"), "POST", "/v1/topics/orders/jobs/order-1/retry"),

@@ -292,7 +292,7 @@ export class Kairos {
   // Tenants (admin)
 
   /** POST /v1/tokens (admin): mints a token for a tenant. */
-  createToken(req: TokenRequest, signal?: AbortSignal): Promise<Token> {
+  mintToken(req: TokenRequest, signal?: AbortSignal): Promise<Token> {
     return this.call({ method: "POST", path: "/v1/tokens", body: req, signal });
   }
 

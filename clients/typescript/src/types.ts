@@ -343,7 +343,7 @@ export interface Revocation {
   jti?: string;
 }
 
-/** The body of createToken (admin only). */
+/** The body of mintToken (admin only). */
 export interface TokenRequest {
   tenant: string;
   admin?: boolean;
