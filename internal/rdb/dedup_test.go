@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -212,4 +213,23 @@ func TestOnConflictDebounceBoundedByMaxDelay(t *testing.T) {
 		t.Errorf("fired with payload %s, want the last one's", c.Payload)
 	}
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateActive: 1})
+}
+
+// TestDedupRetryAfterNotReplicated: a create whose replicas did not
+// confirm it (503 in the API) is retried with its dedup key: the retry
+// finds the job the master stored, and says again that replicas have not
+// confirmed it, rather than creating a second one.
+func TestDedupRetryAfterNotReplicated(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Shards: 2, WaitReplicas: 1, WaitTimeout: 10 * time.Millisecond})
+	newID := idSeq()
+	first := s.Upsert(ctx, dedupJob(s, newID, "k", 0, clk.Now().Add(time.Hour)))
+	if !errors.Is(first.Err, ErrNotReplicated) || first.Result != ResultCreated {
+		t.Fatalf("first: %v %s, want created and ErrNotReplicated (no replica here)", first.Err, first.Result)
+	}
+	retry := s.Upsert(ctx, dedupJob(s, newID, "k", 0, clk.Now().Add(time.Hour)))
+	if !errors.Is(retry.Err, ErrNotReplicated) || retry.Result != ResultDuplicate || retry.Job.ID != first.Job.ID {
+		t.Fatalf("retry: %v %s %s, want a duplicate of %s, not yet replicated", retry.Err, retry.Result, retry.Job.ID, first.Job.ID)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 1})
 }

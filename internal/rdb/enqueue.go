@@ -316,6 +316,9 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 			continue
 		case replyKept, replyDuplicate:
 			out[i] = s.stored(j, r)
+			if out[i].Err == nil {
+				out[i].Err = replicaErr // the job found may not have reached them either
+			}
 			continue
 		case replyOK:
 		case replyReplaced:
