@@ -197,6 +197,7 @@ func (s *Store) enqueueCalls(ctx context.Context, jobs []kairos.Job, idx []int, 
 	type group struct {
 		shard         int
 		tenant, topic string
+		opt           bool // jobs with a create option: a value more each
 	}
 	open := map[group]*enqueueCall{}
 	var calls []*enqueueCall
@@ -213,7 +214,8 @@ func (s *Store) enqueueCalls(ctx context.Context, jobs []kairos.Job, idx []int, 
 			out[i].Err = fmt.Errorf("enqueue %s: %w", j.JobKey, err)
 			continue
 		}
-		g := group{s.k.shardOf(j.JobKey), j.Tenant, j.Topic}
+		opt := createOpt(j.Create)
+		g := group{s.k.shardOf(j.JobKey), j.Tenant, j.Topic, opt != ""}
 		c := open[g]
 		if c == nil || len(c.idx) == maxPerCall {
 			h, err := s.handle(ctx, j.Tenant, j.Topic, true)
@@ -224,13 +226,17 @@ func (s *Store) enqueueCalls(ctx context.Context, jobs []kairos.Job, idx []int, 
 			c = &enqueueCall{
 				shard: g.shard,
 				keys:  []string{s.k.pool(g.shard), s.k.due(g.shard), s.k.gone(g.shard)},
-				argv:  []any{s.scriptNow(), s.k.tag(g.shard), h, WakeHorizon.Milliseconds(), j.Tenant},
+				argv:  []any{s.scriptNow(), s.k.tag(g.shard), h, WakeHorizon.Milliseconds(), j.Tenant, 5},
 			}
 			open[g] = c
 			calls = append(calls, c)
 		}
 		c.idx = append(c.idx, i)
-		c.argv = append(c.argv, j.ID, dueMS(j.RunAt), j.Timeout.Milliseconds(), len(set), string(set)+string(j.Payload), createOpt(j.Create))
+		c.argv = append(c.argv, j.ID, dueMS(j.RunAt), j.Timeout.Milliseconds(), len(set), string(set)+string(j.Payload))
+		if g.opt {
+			c.argv[5] = 6
+			c.argv = append(c.argv, opt)
+		}
 	}
 	return calls
 }

@@ -7,9 +7,9 @@
 -- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] the shard's key tag
 -- ("<prefix>:{s}:"), ARGV[3] the topic's handle, ARGV[4] wake horizon (ms):
 -- a job due later needs no wake-up, as scanners never sleep longer, ARGV[5]
--- tenant,
--- then 6 a job: id, run_at (ms), lease timeout (ms), settings length, the
--- settings followed by the payload, and the create's option: '' (replace a
+-- tenant, ARGV[6] the values a job: 5, or 6 with an option,
+-- then a job's: id, run_at (ms), lease timeout (ms), settings length, the
+-- settings followed by the payload, and (6) the create's option: '' (replace a
 -- job of the id that has not fired), 'k' (keep it), 'b<ms>' (debounce: replace
 -- it, its time at most <ms> after its first create), or 'u<ms>:<key>'
 -- (dedup: create nothing if a create of <key> took it within <ms>).
@@ -27,7 +27,7 @@ if redis.call('SISMEMBER', KEYS[3], h) == 1 then
   return {R.topic_gone}
 end
 local now, nowStr = clock(ARGV[1])
-local FIRST, PER = 6, 6
+local FIRST, PER = 7, tonumber(ARGV[6])
 local fields = {}
 for i = FIRST, #ARGV, PER do
   fields[#fields + 1] = h .. '/' .. ARGV[i]
@@ -40,8 +40,11 @@ for i = FIRST, #ARGV, PER do
   local id, field = ARGV[i], fields[nth]
   local oldv = written[field] or olds[nth]
   local old = parse(oldv)
-  local opt = ARGV[i + 5]
-  local mode, dkey, window, first = string.sub(opt, 1, 1), nil, 0, nil
+  local opt = PER == 6 and ARGV[i + 5] or ''
+  local mode, dkey, window, first = opt, nil, 0, nil
+  if opt ~= '' then
+    mode = string.sub(opt, 1, 1)
+  end
   if mode == 'u' then
     -- the key holds "<first id>,<until (ms, base 36)>"; until decides on
     -- the scripts' clock, PX only lets Redis drop it
