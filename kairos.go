@@ -222,7 +222,42 @@ type Job struct {
 	CreatedAt     time.Time
 	DoneAt        time.Time // when it was delivered or died
 	Log           []Attempt // the last attempts, oldest first
+
+	// Create says how a create treats a job of the same id or dedup key;
+	// it is not stored with the job.
+	Create CreateOptions
 }
+
+// CreateOptions are a create's answers to an earlier job: OnConflict for
+// one of the same id that has not fired, DedupKey for one created with the
+// same key within DedupWindow. The zero value replaces, as creates always did.
+type CreateOptions struct {
+	OnConflict OnConflict
+	// MaxDelay bounds a debounce: the job's time never moves past its
+	// first create's time plus MaxDelay.
+	MaxDelay time.Duration
+	// DedupKey, when set, makes a create within DedupWindow of the first
+	// create of that key (same tenant and topic) create nothing.
+	DedupKey    string
+	DedupWindow time.Duration
+}
+
+// OnConflict is what a create does to a job of its id that has not fired.
+type OnConflict string
+
+const (
+	ConflictReplace  OnConflict = "replace"  // new settings and time (the default)
+	ConflictKeep     OnConflict = "keep"     // nothing changes
+	ConflictDebounce OnConflict = "debounce" // new settings and time, the time bounded by MaxDelay
+)
+
+// Create limits: DefaultDedupWindow when a create names no dedup_window.
+const (
+	DefaultDedupWindow = 10 * time.Minute
+	MaxDedupWindow     = 7 * 24 * time.Hour
+	MaxDebounceDelay   = 30 * 24 * time.Hour
+	MaxDedupKey        = 200
+)
 
 // Attempt records one callback attempt.
 type Attempt struct {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // maxBatch is the largest batch create; maxBatchBody bounds its body, so
@@ -30,10 +31,13 @@ type batchItem struct {
 }
 
 type batchResponse struct {
-	Created  int         `json:"created"`
-	Replaced int         `json:"replaced"`
-	Failed   int         `json:"failed"`
-	Results  []batchItem `json:"results"`
+	Created  int `json:"created"`
+	Replaced int `json:"replaced"` // every 200: replaced, debounced, kept, duplicate
+	// Kept and Duplicate count, of Replaced, the items that changed nothing.
+	Kept      int         `json:"kept,omitempty"`
+	Duplicate int         `json:"duplicate,omitempty"`
+	Failed    int         `json:"failed"`
+	Results   []batchItem `json:"results"`
 }
 
 // createJobs handles POST /v1/topics/{topic}/jobs/batch: every item is
@@ -94,6 +98,7 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 			resp.Results[i] = batchItem{Index: i, Status: p.Status, Error: &p}
 			continue
 		}
+		s.dedupID(&j)
 		valid = append(valid, j)
 		at = append(at, i)
 	}
@@ -153,6 +158,12 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 			resp.Created++
 		case http.StatusOK:
 			resp.Replaced++
+			switch it.Job.Result {
+			case string(rdb.ResultKept):
+				resp.Kept++
+			case string(rdb.ResultDuplicate):
+				resp.Duplicate++
+			}
 		default:
 			resp.Failed++
 		}

@@ -54,6 +54,14 @@ func (req *jobRequest) decodeFastOf(body []byte, valid bool) bool {
 			return l.optString(&r.FlowKey)
 		case "failure_url":
 			return l.optString(&r.FailureURL)
+		case "on_conflict":
+			return l.optString(&r.OnConflict)
+		case "max_delay":
+			return l.optString(&r.MaxDelay)
+		case "dedup_key":
+			return l.optString(&r.DedupKey)
+		case "dedup_window":
+			return l.optString(&r.DedupWindow)
 		}
 		return false
 	})

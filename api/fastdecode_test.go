@@ -18,6 +18,9 @@ var fastBodies = []string{
 	`{"delay":"1m","headers":{"a":"1","A":"2"},"backoff":{"initial":"1s","max":null}}`,
 	`{"delay":"1m","payload":-1.5e3,"max_attempts":123456789012345678}`,
 	`{}`,
+	`{"dedup_key":"order-1234/charge","dedup_window":"1d","delay":"1m"}`,
+	`{"id":"debounce-me","on_conflict":"debounce","max_delay":"30s","payload":{"n":1}}`,
+	`{"on_conflict":null,"max_delay":null,"dedup_key":null,"dedup_window":null}`,
 	`{"jobs":[{"delay":"1m"}, {"delay":"2m","payload":{"jobs":[]}} ,3]}`,
 	`{"jobs":[]}`, `{"jobs":null}`,
 }
@@ -31,6 +34,7 @@ var slowBodies = []string{
 	`{"delay":"1m","max_attempts":1234567890123456789}`, `{"delay":"1m","max_attempts":"5"}`,
 	`{"delay":"1m","headers":{"a":null}}`, `{"delay":"1m","payload":[1,}`, `{"delay":"1m","payload":}`,
 	`{"delay":"1m",}`, `{"delay":"1m"`, `{"":""}`, `[]`, `null`, ``, "\ufeff{}",
+	`{"dedup_key":"a\u0000b"}`, `{"on_conflict":"keep","on_conflict":"replace"}`,
 	`{"jobs":[{"delay":"1m"},]}`, `{"jobs":[1 2]}`, `{"jobs":[],"jobs":[]}`,
 }
 

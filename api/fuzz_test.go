@@ -148,6 +148,17 @@ func canonicalJob(t *testing.T, j kairos.Job) []byte {
 		m["timeout"] = j.Timeout.String()
 	}
 	addBackoff(m, j.BackoffInitial, j.BackoffMax)
+	if c := j.Create; c.OnConflict != "" {
+		m["on_conflict"] = c.OnConflict
+		if c.MaxDelay != 0 {
+			m["max_delay"] = c.MaxDelay.String()
+		}
+	}
+	if c := j.Create; c.DedupKey != "" {
+		delete(m, "id") // kairos picks it
+		m["dedup_key"] = c.DedupKey
+		m["dedup_window"] = c.DedupWindow.String()
+	}
 	out := marshal(t, m)
 	if len(j.Payload) > 0 {
 		p := j.Payload
@@ -192,6 +203,15 @@ func FuzzDecodeJobRequest(f *testing.F) {
 		`{"delay":"1m","payload":"\ud800"}`, `{"delay":"1m","payload":"\ud83d\ude00"}`, `{"delay":"1m","payload":[-1E+400]}`,
 		`{"delay":"1m","payload":` + strings.Repeat("[", 129) + strings.Repeat("]", 129) + `}`,
 		`{"delay":"1m","payload":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`,
+		// create options: on_conflict, max_delay, dedup_key, dedup_window
+		`{"id":"a","on_conflict":"keep"}`, `{"id":"a","on_conflict":"replace"}`, `{"id":"a","on_conflict":"Keep"}`,
+		`{"id":"a","delay":"5m","on_conflict":"debounce","max_delay":"30d"}`, `{"id":"a","on_conflict":"debounce","max_delay":"30d1ms"}`,
+		`{"id":"a","on_conflict":"debounce"}`, `{"id":"a","max_delay":"1h"}`, `{"id":"a","on_conflict":"keep","max_delay":"1h"}`,
+		`{"on_conflict":"debounce","max_delay":"0s"}`, `{"on_conflict":null,"max_delay":null,"dedup_key":null,"dedup_window":null}`,
+		`{"dedup_key":"order-8412"}`, `{"dedup_key":"order-8412","dedup_window":"7d"}`, `{"dedup_key":"k","dedup_window":"7d1ms"}`,
+		`{"dedup_key":"k","dedup_window":"999ms"}`, `{"dedup_window":"1h"}`, `{"dedup_key":""}`, `{"dedup_key":"a\u0000b"}`,
+		`{"dedup_key":"` + strings.Repeat("é", 200) + `"}`, `{"dedup_key":"` + strings.Repeat("x", 201) + `"}`,
+		`{"id":"a","dedup_key":"k"}`, `{"dedup_key":"k","on_conflict":"keep"}`, `{"dedup_key":"a:b:c","delay":"1m","dedup_window":"1.5h"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -235,6 +255,13 @@ func FuzzDecodeJobRequest(f *testing.F) {
 			t.Errorf("timeout %s accepted", j.Timeout)
 		case j.ContentType != "" && func() bool { _, _, err := mime.ParseMediaType(j.ContentType); return err != nil }():
 			t.Errorf("Content-Type %q accepted", j.ContentType)
+		case j.Create.OnConflict == kairos.ConflictDebounce && (j.Create.MaxDelay <= 0 || j.Create.MaxDelay > kairos.MaxDebounceDelay),
+			j.Create.OnConflict != kairos.ConflictDebounce && j.Create.MaxDelay != 0:
+			t.Errorf("on_conflict %q with max_delay %s accepted", j.Create.OnConflict, j.Create.MaxDelay)
+		case j.Create.DedupKey != "" && (req.ID != nil || j.Create.OnConflict != "" || utf8.RuneCountInString(j.Create.DedupKey) > kairos.MaxDedupKey ||
+			!utf8.ValidString(j.Create.DedupKey) || j.Create.DedupWindow < time.Second || j.Create.DedupWindow > kairos.MaxDedupWindow),
+			j.Create.DedupKey == "" && j.Create.DedupWindow != 0:
+			t.Errorf("dedup_key %q with window %s accepted (id %v, on_conflict %q)", j.Create.DedupKey, j.Create.DedupWindow, req.ID, j.Create.OnConflict)
 		}
 		if _, ok := j.Headers["Content-Type"]; ok {
 			t.Error("Content-Type left among the headers")
@@ -253,6 +280,9 @@ func FuzzDecodeJobRequest(f *testing.F) {
 		j2, err := req2.toJob("acme", "orders", t0, fuzzLimit, false)
 		if err != nil {
 			t.Fatalf("canonical form %s: %v", canon, err)
+		}
+		if j.Create.DedupKey != "" {
+			j2.ID = j.ID // generated again
 		}
 		if d := cmp.Diff(j, j2, cmpopts.EquateEmpty()); d != "" {
 			t.Errorf("job read back from %s (-first +second):\n%s", canon, d)

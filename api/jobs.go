@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -30,6 +32,10 @@ type jobRequest struct {
 	Backoff     *backoffRequest   `json:"backoff"`
 	FlowKey     *string           `json:"flow_key"`
 	FailureURL  *string           `json:"failure_url"`
+	OnConflict  *string           `json:"on_conflict"`
+	MaxDelay    *string           `json:"max_delay"`
+	DedupKey    *string           `json:"dedup_key"`
+	DedupWindow *string           `json:"dedup_window"`
 }
 
 // rescheduleRequest is the body of PATCH /v1/topics/{topic}/jobs/{id}.
@@ -51,16 +57,21 @@ type attemptResponse struct {
 
 // jobResponse is a job as the API shows it, with the values of
 // secret-looking headers masked.
+//
+// State, RunAt, CreatedAt and Attempts are absent only from the answer to
+// a duplicate create whose first job's record is gone (cancelled, or past
+// its retention): it shows id, topic, tenant and result (JobForgotten in
+// openapi.yaml).
 type jobResponse struct {
 	ID        string       `json:"id"`
 	Topic     string       `json:"topic"`
 	Tenant    string       `json:"tenant"`
-	State     kairos.State `json:"state"`
-	RunAt     string       `json:"run_at"`
+	State     kairos.State `json:"state,omitempty"`
+	RunAt     string       `json:"run_at,omitempty"`
 	NextRunAt string       `json:"next_run_at,omitempty"`
-	CreatedAt string       `json:"created_at"`
+	CreatedAt string       `json:"created_at,omitempty"`
 	DoneAt    string       `json:"done_at,omitempty"`
-	Attempts  int          `json:"attempts"`
+	Attempts  attemptCount `json:"attempts,omitzero"`
 	// ReplayedAfter is the attempts made before the job's last replay;
 	// max_attempts counts those after it.
 	ReplayedAfter int               `json:"replayed_after,omitempty"`
@@ -75,32 +86,44 @@ type jobResponse struct {
 	Payload       json.RawMessage   `json:"payload,omitempty"`
 	LastAttempt   *attemptResponse  `json:"last_attempt,omitempty"`
 	AttemptLog    []attemptResponse `json:"attempt_log,omitempty"`
-	// Result is set in the answers to creates only: resultCreated, or
-	// resultReplaced for a job that replaced one of its id that had not fired.
+	// Result is set in the answers to creates only: what the create did
+	// (rdb.CreateResult: created, replaced, kept, debounced, duplicate).
 	Result string `json:"result,omitempty"`
 }
 
+// attemptCount is a job's attempts, shown even when 0; attemptsUnknown
+// leaves them out (a forgotten job's).
+type attemptCount int
+
+const attemptsUnknown attemptCount = -1
+
+// IsZero reports whether the count is unknown, for omitzero.
+func (n attemptCount) IsZero() bool { return n < 0 }
+
 const (
-	resultCreated  = "created"
-	resultReplaced = "replaced"
+	resultCreated  = string(rdb.ResultCreated)
+	resultReplaced = string(rdb.ResultReplaced)
 )
 
 // upserted shows the outcome of a create: the job with its result, and the
-// status that says the same (201 created, 200 replaced).
+// status that says whether it created one (201) or found one (200: replaced,
+// debounced, kept or duplicate).
 func upserted(res rdb.BatchResult) (jobResponse, int) {
 	v := jobView(res.Job)
-	if res.Replaced {
-		v.Result = resultReplaced
-		return v, http.StatusOK
+	if res.Job.State == "" { // a duplicate whose first job's record is gone
+		v = jobResponse{ID: res.Job.ID, Topic: res.Job.Topic, Tenant: res.Job.Tenant, Attempts: attemptsUnknown}
 	}
-	v.Result = resultCreated
-	return v, http.StatusCreated
+	v.Result = string(res.Result)
+	if res.Result == rdb.ResultCreated {
+		return v, http.StatusCreated
+	}
+	return v, http.StatusOK
 }
 
 func jobView(j kairos.Job) jobResponse {
 	v := jobResponse{
 		ID: j.ID, Topic: j.Topic, Tenant: j.Tenant, State: j.State, RunAt: formatTime(j.RunAt),
-		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: j.Attempts,
+		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: attemptCount(j.Attempts),
 		ReplayedAfter: j.ReplayedAfter, MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
 		FlowKey: j.FlowKey, FailureURL: j.FailureURL, Payload: payloadJSON(j),
 	}
@@ -220,6 +243,10 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 		checkURL(&fe, "failure_url", *req.FailureURL, allowPrivate)
 		j.FailureURL = *req.FailureURL
 	}
+	j.Create = req.createOptions(&fe)
+	if j.Create.DedupKey != "" && req.ID != nil {
+		fe.add("dedup_key", "not with id: give dedup_key and let kairos pick the id (it is in the answer), or give an id and on_conflict")
+	}
 	j.Payload = body(req.Payload, j.ContentType)
 	if int64(len(j.Payload)) > maxPayload {
 		return j, &ValidationError{Status: http.StatusRequestEntityTooLarge, Errors: []FieldError{{
@@ -229,6 +256,44 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 		fe.add("payload", "%s", msg)
 	}
 	return j, fe.err()
+}
+
+// createOptions reads on_conflict, max_delay, dedup_key and dedup_window.
+func (req jobRequest) createOptions(fe *fieldErrors) kairos.CreateOptions {
+	var o kairos.CreateOptions
+	if req.OnConflict != nil {
+		switch c := kairos.OnConflict(*req.OnConflict); c {
+		case kairos.ConflictReplace, kairos.ConflictKeep, kairos.ConflictDebounce:
+			o.OnConflict = c
+		default:
+			fe.add("on_conflict", "%q is not one: allowed replace (the default), keep or debounce", *req.OnConflict)
+		}
+	}
+	switch {
+	case req.MaxDelay != nil && o.OnConflict != kairos.ConflictDebounce:
+		fe.add("max_delay", "only with on_conflict: debounce")
+	case req.MaxDelay != nil:
+		o.MaxDelay = parseDuration(fe, "max_delay", *req.MaxDelay, time.Millisecond, kairos.MaxDebounceDelay)
+	case o.OnConflict == kairos.ConflictDebounce:
+		fe.add("max_delay", "required with on_conflict: debounce: a duration up to %s (the job's time never moves past its first create's time plus it)", fmtDuration(kairos.MaxDebounceDelay))
+	}
+	if req.DedupKey != nil {
+		if n := utf8.RuneCountInString(*req.DedupKey); n == 0 || n > kairos.MaxDedupKey || !utf8.ValidString(*req.DedupKey) || strings.ContainsFunc(*req.DedupKey, unicode.IsControl) {
+			fe.add("dedup_key", "use 1-%d characters of UTF-8 text, no control characters", kairos.MaxDedupKey)
+		} else if o.OnConflict != "" {
+			fe.add("on_conflict", "not with dedup_key: a create with a dedup_key has no id that could conflict")
+		}
+		o.DedupKey = *req.DedupKey
+	}
+	switch {
+	case req.DedupWindow != nil && req.DedupKey == nil:
+		fe.add("dedup_window", "only with dedup_key")
+	case req.DedupWindow != nil:
+		o.DedupWindow = parseDuration(fe, "dedup_window", *req.DedupWindow, time.Second, kairos.MaxDedupWindow)
+	case req.DedupKey != nil:
+		o.DedupWindow = kairos.DefaultDedupWindow
+	}
+	return o
 }
 
 // body turns the request's payload into the callback body: JSON as sent,
@@ -309,6 +374,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.dedupID(&j)
 	var end func(error)
 	j.TraceParent, j.TraceState, end = s.startCreate(r, tenant, topic, j.ID, 1)
 	res := s.store.Upsert(r.Context(), j)
@@ -319,6 +385,13 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 	}
 	v, status := upserted(res)
 	writeJSON(w, status, v)
+}
+
+// dedupID gives a create with a dedup key its id: one in the key's shard.
+func (s *Server) dedupID(j *kairos.Job) {
+	if j.Create.DedupKey != "" {
+		j.ID = s.store.DedupID(j.Tenant, j.Topic, j.Create.DedupKey, newID)
+	}
 }
 
 func (s *Server) jobTarget(r *http.Request) (kairos.JobKey, error) {

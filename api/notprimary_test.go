@@ -28,8 +28,8 @@ func TestNotPrimaryWritesAnswer503(t *testing.T) {
 		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 			t.Errorf("%v: %d, Retry-After %q; want 503 with Retry-After", err, w.Code, w.Header().Get("Retry-After"))
 		}
-		if err != redis.ErrClosed && !strings.Contains(w.Body.String(), "dedup_key") {
-			t.Errorf("%v: the advice does not name dedup_key: %s", err, w.Body)
+		if err != redis.ErrClosed && (!strings.Contains(w.Body.String(), "dedup_key") || !strings.Contains(w.Body.String(), "dedup_window (default 10m")) {
+			t.Errorf("%v: the advice does not name dedup_key and its window: %s", err, w.Body)
 		}
 	}
 }

@@ -60,8 +60,11 @@ const problemBase = "urn:kairos:problem:"
 
 // retrySafely is the advice of a 503 that a retry can follow without a
 // second delivery: an id is free again once its job fired, a dedup_key
-// holds for its whole window.
-const retrySafely = "retry after Retry-After with the same dedup_key, which finds the first job even once it was delivered (the same id alone would create it again after it fired)"
+// holds for its whole window (enqueue.lua checks and sets it with the
+// job, so a write that was lost took its key with it).
+const retrySafely = "retry after Retry-After with the same dedup_key and dedup_window (default 10m, at most 7d): " +
+	"within the window it answers the first job (200, result duplicate) even once that was delivered, and creates it if this write was lost " +
+	"(the same id alone would create the job again after it fired)"
 
 // writeError writes err as problem+json.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {

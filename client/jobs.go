@@ -17,15 +17,16 @@ import (
 // one); a job that names none in such a topic is refused with a 400 on
 // callback_url, not a 404 ([IsNotFound] is false).
 //
-// A create with an ID is retried as the policy allows; one without is
-// sent once.
+// A create with an ID or a DedupKey is retried as the policy allows (a
+// DedupKey's retry within its window finds the first job even once it was
+// delivered); one with neither is sent once.
 func (c *Client) CreateJob(ctx context.Context, topic string, req JobRequest) (*Job, error) {
 	body, err := req.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
 	var j Job
-	r := request{method: http.MethodPost, path: topicPath(topic, "jobs"), body: body, retry: req.ID != ""}
+	r := request{method: http.MethodPost, path: topicPath(topic, "jobs"), body: body, retry: req.ID != "" || req.DedupKey != ""}
 	if _, err := c.do(ctx, r, &j); err != nil {
 		return nil, err
 	}
@@ -39,8 +40,8 @@ func (c *Client) CreateJob(ctx context.Context, topic string, req JobRequest) (*
 // urn:kairos:problem:batch-failed returned with the BatchResult, whose
 // items say why each failed; nothing was stored.
 //
-// A batch whose jobs all carry an ID is retried as the policy allows;
-// any other is sent once.
+// A batch whose jobs all carry an ID or a DedupKey is retried as the
+// policy allows; any other is sent once.
 func (c *Client) CreateJobs(ctx context.Context, topic string, jobs []JobRequest) (*BatchResult, error) {
 	body, err := batchBody(jobs)
 	if err != nil {
@@ -48,7 +49,7 @@ func (c *Client) CreateJobs(ctx context.Context, topic string, jobs []JobRequest
 	}
 	retry := len(jobs) > 0
 	for _, j := range jobs {
-		retry = retry && j.ID != ""
+		retry = retry && (j.ID != "" || j.DedupKey != "")
 	}
 	var res, failed BatchResult
 	r := request{method: http.MethodPost, path: topicPath(topic, "jobs", "batch"), body: body, retry: retry, problemOut: &failed}

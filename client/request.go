@@ -33,7 +33,27 @@ type JobRequest struct {
 	Backoff     *Backoff          `json:"backoff,omitempty"`
 	FlowKey     string            `json:"flow_key,omitempty"`    // counts the job against that flow-control quota, not its topic's
 	FailureURL  string            `json:"failure_url,omitempty"` // told of the job's death instead of its topic's failure URL
+	// OnConflict is what the create does to a job of its ID that has not
+	// fired: ConflictReplace (the server's default when empty),
+	// ConflictKeep, or ConflictDebounce, which needs MaxDelay: the job's
+	// time never moves past its first create's time plus MaxDelay.
+	OnConflict string   `json:"on_conflict,omitempty"`
+	MaxDelay   Duration `json:"max_delay,omitempty"`
+	// DedupKey (with no ID) makes a create within DedupWindow (server
+	// default 10m, at most 7d) of the first create of the key on the topic
+	// create nothing: it answers the first job with ResultDuplicate, even
+	// once that was delivered. Such a create is retried as the policy
+	// allows, as one with an ID is.
+	DedupKey    string   `json:"dedup_key,omitempty"`
+	DedupWindow Duration `json:"dedup_window,omitempty"`
 }
+
+// What a create does to a job of its ID that has not fired ([JobRequest.OnConflict]).
+const (
+	ConflictReplace  = "replace"
+	ConflictKeep     = "keep"
+	ConflictDebounce = "debounce"
+)
 
 // RescheduleRequest is the new time of [Client.RescheduleJob]: RunAt, or
 // else Delay from now (zero: now, sent as a delay of 0s since the API asks

@@ -186,15 +186,23 @@ type Job struct {
 	Payload       json.RawMessage   `json:"payload,omitempty"`
 	LastAttempt   *Attempt          `json:"last_attempt,omitempty"`
 	AttemptLog    []Attempt         `json:"attempt_log,omitempty"` // the last 10 attempts, oldest first
-	// Result is set in the answer to a create only: ResultCreated, or
-	// ResultReplaced when the job replaced one of its id that had not fired.
+	// Result is set in the answer to a create only: what it did. A
+	// ResultDuplicate whose first job's record is gone (cancelled, or past
+	// the retention period) carries only ID, Topic and Tenant.
 	Result string `json:"result,omitempty"`
 }
 
-// The results of a create.
+// The results of a create: ResultCreated (201); ResultReplaced when the job
+// replaced one of its id that had not fired, ResultDebounced when it did so
+// under ConflictDebounce, ResultKept when ConflictKeep left it as it was,
+// ResultDuplicate when a create of the same DedupKey came within its
+// window (the job is that create's) (200).
 const (
-	ResultCreated  = "created"
-	ResultReplaced = "replaced"
+	ResultCreated   = "created"
+	ResultReplaced  = "replaced"
+	ResultKept      = "kept"
+	ResultDebounced = "debounced"
+	ResultDuplicate = "duplicate"
 )
 
 // JobList is a page of jobs, newest first. NextCursor, passed back as
@@ -215,10 +223,13 @@ type ListOptions struct {
 // BatchResult is the answer to [Client.CreateJobs]: counts, and one item
 // per requested job in request order.
 type BatchResult struct {
-	Created  int         `json:"created"`
-	Replaced int         `json:"replaced"`
-	Failed   int         `json:"failed"`
-	Results  []BatchItem `json:"results"`
+	Created  int `json:"created"`
+	Replaced int `json:"replaced"` // every 200: replaced, debounced, kept or duplicate
+	// Kept and Duplicate count, of Replaced, the items that changed nothing.
+	Kept      int         `json:"kept,omitempty"`
+	Duplicate int         `json:"duplicate,omitempty"`
+	Failed    int         `json:"failed"`
+	Results   []BatchItem `json:"results"`
 }
 
 // BatchItem is one job's outcome in a batch: Job when it was created

@@ -205,6 +205,25 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 	k.ok("", "jobs", "create", "orders", "--id", "now", "--delay", "0s")
 	k.waitState("orders", "now", client.StateDelivered)
 
+	// Create options: keep leaves j1 as it is, debounce moves it within
+	// --max-delay, and a --dedup-key's second create finds the first job,
+	// delivered or not.
+	k.json(&j, "jobs", "create", "orders", "--id", "j1", "--delay", "5h", "--on-conflict", "keep")
+	if j.Result != client.ResultKept || j.ID != "j1" {
+		t.Errorf("jobs create --on-conflict keep: %+v", j)
+	}
+	k.json(&j, "jobs", "create", "orders", "--id", "j1", "--delay", "5h", "--on-conflict", "debounce", "--max-delay", "1d")
+	if j.Result != client.ResultDebounced {
+		t.Errorf("jobs create --on-conflict debounce: %+v", j)
+	}
+	k.fails(exitError, []string{"jobs", "create", "orders", "--id", "j1", "--on-conflict", "debounce"}, "max_delay")
+	out = k.ok("", "jobs", "create", "orders", "--dedup-key", "order-1042", "--dedup-window", "1d", "--delay", "0s")
+	first := strings.Fields(out)[2]
+	k.waitState("orders", first, client.StateDelivered)
+	if out := k.ok("", "jobs", "create", "orders", "--dedup-key", "order-1042", "--dedup-window", "1d"); !strings.Contains(out, "duplicate job "+first+" in orders: delivered") {
+		t.Errorf("jobs create --dedup-key again said: %s", out)
+	}
+
 	// Dead letters: a receiver that answers 410 Gone kills its jobs at once.
 	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) }))
 	defer gone.Close()
@@ -244,7 +263,7 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 	}
 	var stats client.Stats
 	k.json(&stats, "stats")
-	if len(stats.Topics) != 2 || stats.Topics[1].Topic != "orders" || stats.Topics[1].Counts.Delivered != 1 {
+	if len(stats.Topics) != 2 || stats.Topics[1].Topic != "orders" || stats.Topics[1].Counts.Delivered != 2 { // "now" and the dedup-key job
 		t.Errorf("stats --json: %+v", stats)
 	}
 	if out := k.ok("", "stats"); !strings.Contains(out, "DELIVERED") || !strings.Contains(out, "orders") {

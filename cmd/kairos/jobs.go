@@ -22,15 +22,19 @@ var jobCommands = []apiCommand{
 		setup: func(fs *flag.FlagSet) runFunc {
 			var set settingFlags
 			set.define(fs, "this job's own callback URL (left out: its topic's)", " (left out: its topic's)")
-			id := fs.String("id", "", "the job's id; left out, kairos makes one (and the create is not retried)")
+			id := fs.String("id", "", "the job's id; left out, kairos makes one (and the create is not retried unless it has a --dedup-key)")
 			var when whenFlags
 			when.define(fs, "; neither: now")
+			var opts createFlags
+			opts.define(fs)
 			payloadFile := fs.String("payload-file", "", "read the payload, any JSON, from this file; - reads stdin")
 			payload := fs.String("payload", "", "the payload, any JSON, such as '{\"order\": 1042}'")
 			return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 				req := client.JobRequest{ID: *id, RunAt: when.runAt.t, Delay: client.Duration(when.delay),
 					CallbackURL: set.callbackURL, Method: set.method, Headers: set.headerMap(),
-					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff()}
+					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(),
+					OnConflict: opts.onConflict, MaxDelay: client.Duration(opts.maxDelay),
+					DedupKey: opts.dedupKey, DedupWindow: client.Duration(opts.dedupWindow)}
 				var err error
 				if req.Payload, err = readPayload("kairos jobs create", out.stdin, *payloadFile, *payload); err != nil {
 					return err
@@ -40,6 +44,10 @@ var jobCommands = []apiCommand{
 					return err
 				}
 				return out.print(j, func(w io.Writer) {
+					if j.State == "" { // a duplicate whose first job's record is gone
+						fmt.Fprintf(w, "%s job %s in %s: its record is gone (cancelled, or past the retention period)\n", j.Result, j.ID, j.Topic)
+						return
+					}
 					fmt.Fprintf(w, "%s job %s in %s: %s, runs at %s\n", j.Result, j.ID, j.Topic, j.State, formatTime(j.RunAt))
 				})
 			}
@@ -107,6 +115,33 @@ func replay(*flag.FlagSet) runFunc {
 		}
 		return out.print(j, func(w io.Writer) { fmt.Fprintf(w, "replaying job %s in %s: %s\n", j.ID, j.Topic, j.State) })
 	}
+}
+
+// createFlags are a create's answers to an earlier job: --on-conflict and
+// --max-delay for one of its id, --dedup-key and --dedup-window for one of
+// its key. The server checks how they combine and says which is wrong.
+type createFlags struct {
+	onConflict, dedupKey  string
+	maxDelay, dedupWindow time.Duration
+}
+
+func (f *createFlags) define(fs *flag.FlagSet) {
+	fs.StringVar(&f.onConflict, "on-conflict", "", "what to do to a job of this --id that has not fired: replace (the default), keep, or debounce (needs --max-delay)")
+	durationFlag(fs, &f.maxDelay, "max-delay", "with --on-conflict debounce: never move the job past its first create's time plus this, such as 5m (up to 30d)")
+	fs.StringVar(&f.dedupKey, "dedup-key", "", "create nothing if a create of this key on the topic came within --dedup-window (not with --id); the create is then retried safely")
+	durationFlag(fs, &f.dedupWindow, "dedup-window", "how long --dedup-key holds, such as 1h or 7d (default 10m)")
+}
+
+// durationFlag defines a flag of a duration such as 90s, 30m or 7d.
+func durationFlag(fs *flag.FlagSet, d *time.Duration, name, usage string) {
+	fs.Func(name, usage, func(v string) error {
+		p, err := duration.Parse(v)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration such as 90s, 30m, 1h30m or 7d", v)
+		}
+		*d = p
+		return nil
+	})
 }
 
 // whenFlags are --run-at and --delay.

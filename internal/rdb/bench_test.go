@@ -384,3 +384,89 @@ func BenchmarkJobLifeParts(b *testing.B) {
 	b.ReportMetric(outcome/n/batch, "outcome-µs/job")
 	b.ReportMetric(empty/n, "empty-claim-µs")
 }
+
+// commandCalls is how many commands Redis ran (INFO commandstats calls;
+// the commands a script runs count, as does its FCALL or EVALSHA), less
+// the INFO calls that read it.
+func commandCalls(b *testing.B, s *Store) float64 {
+	b.Helper()
+	info, err := s.c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for line := range strings.SplitSeq(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
+		if !ok || name == "info" {
+			continue
+		}
+		for kv := range strings.SplitSeq(rest, ",") {
+			if v, ok := strings.CutPrefix(kv, "calls="); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += f
+			}
+		}
+	}
+	return total
+}
+
+// BenchmarkCreateCommands is single creates one after another (a script
+// call of one job each) of jobs due in an hour, with no create options:
+// the Redis commands and script time each costs.
+//
+//	go test -run '^$' -bench 'CreateCommands|CreateDedup' -benchtime 2000x ./internal/rdb
+func BenchmarkCreateCommands(b *testing.B) {
+	s, clk := newBenchStore(b, Options{Shards: 1})
+	ctx := context.Background()
+	at := clk.Now().Add(time.Hour)
+	i := 0
+	s.Upsert(ctx, benchJob(-1, at)) // the topic's handle, once
+	calls, us := commandCalls(b, s), scriptUS(b, s)
+	for b.Loop() {
+		if r := s.Upsert(ctx, benchJob(i, at)); r.Err != nil {
+			b.Fatal(r.Err)
+		}
+		i++
+	}
+	b.ReportMetric((commandCalls(b, s)-calls)/float64(i), "redis-cmds/create")
+	b.ReportMetric((scriptUS(b, s)-us)/float64(i), "script-µs/create")
+}
+
+// BenchmarkCreateDedup is BenchmarkCreateCommands with a dedup key a
+// create (its id from DedupID), each key new; it also reports the bytes
+// one dedup key holds in Redis for its window (MEMORY USAGE).
+func BenchmarkCreateDedup(b *testing.B) {
+	s, clk := newBenchStore(b, Options{Shards: 1})
+	ctx := context.Background()
+	at := clk.Now().Add(time.Hour)
+	newID := func() string { return "job_" + strconv.FormatInt(time.Now().UnixNano(), 36) }
+	job := func(i int) kairos.Job {
+		j := benchJob(i, at)
+		j.Create = kairos.CreateOptions{DedupKey: "order-" + strconv.Itoa(100000+i) + "/charge", DedupWindow: kairos.DefaultDedupWindow}
+		j.ID = s.DedupID(j.Tenant, j.Topic, j.Create.DedupKey, newID)
+		return j
+	}
+	i := 0
+	s.Upsert(ctx, job(-1))
+	calls, us := commandCalls(b, s), scriptUS(b, s)
+	for b.Loop() {
+		if r := s.Upsert(ctx, job(i)); r.Err != nil || r.Result != ResultCreated {
+			b.Fatal(r.Err, r.Result)
+		}
+		i++
+	}
+	b.ReportMetric((commandCalls(b, s)-calls)/float64(i), "redis-cmds/create")
+	b.ReportMetric((scriptUS(b, s)-us)/float64(i), "script-µs/create")
+	h, err := s.handle(ctx, "bench", "bench-0123456789ab", false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := s.c.MemoryUsage(ctx, s.k.dedup(0, h, "order-100000/charge"), 0).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(n), "B/dedup-key")
+}

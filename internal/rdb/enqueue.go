@@ -2,8 +2,10 @@ package rdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -68,12 +70,62 @@ func (s *Store) writeCreates(batch []*create) {
 	}
 }
 
-// BatchResult is one item's outcome in EnqueueBatch. Replaced is set when
-// the job existed, had not fired, and was replaced rather than created.
+// BatchResult is one item's outcome in EnqueueBatch: what the create did
+// (Result, when Err is nil) and the job it left, which for ResultKept and
+// ResultDuplicate is the stored one. A duplicate whose job's record is gone
+// (cancelled, or past its retention) has a Job of its key alone, no State.
 type BatchResult struct {
-	Job      kairos.Job
-	Replaced bool
-	Err      error
+	Job    kairos.Job
+	Result CreateResult
+	Err    error
+}
+
+// CreateResult says what a create did; the API shows it as "result".
+type CreateResult string
+
+const (
+	ResultCreated   CreateResult = "created"   // a new job
+	ResultReplaced  CreateResult = "replaced"  // a job of the id that had not fired, replaced
+	ResultKept      CreateResult = "kept"      // on_conflict keep: the job of the id, unchanged
+	ResultDebounced CreateResult = "debounced" // on_conflict debounce: replaced, its time bounded
+	ResultDuplicate CreateResult = "duplicate" // within its dedup key's window: nothing written
+)
+
+// Replaced reports whether the create found a job of its id that had not
+// fired, and replaced it (a debounce included).
+func (r BatchResult) Replaced() bool {
+	return r.Result == ResultReplaced || r.Result == ResultDebounced
+}
+
+// DedupID returns a new id, drawn from newID, for a create of tenant's
+// topic with dedup key key: one that puts the job in the key's shard, so
+// that one script checks the key and creates the job (layout.go, "Dedup
+// keys"). It draws about as many ids as there are shards.
+func (s *Store) DedupID(tenant, topic, key string, newID func() string) string {
+	want := s.k.dedupShard(tenant, topic, key)
+	for {
+		id := newID()
+		if s.k.shardOf(kairos.JobKey{Tenant: tenant, Topic: topic, ID: id}) == want {
+			return id
+		}
+	}
+}
+
+// createOpt is a create's option as enqueue.lua takes it, empty to replace.
+func createOpt(o kairos.CreateOptions) string {
+	switch {
+	case o.DedupKey != "":
+		w := o.DedupWindow
+		if w <= 0 {
+			w = kairos.DefaultDedupWindow
+		}
+		return "u" + strconv.FormatInt(w.Milliseconds(), 10) + ":" + o.DedupKey
+	case o.OnConflict == kairos.ConflictKeep:
+		return "k"
+	case o.OnConflict == kairos.ConflictDebounce:
+		return "b" + strconv.FormatInt(o.MaxDelay.Milliseconds(), 10)
+	}
+	return ""
 }
 
 // EnqueueBatch enqueues jobs in one pipelined round trip per Redis node, one
@@ -145,6 +197,7 @@ func (s *Store) enqueueCalls(ctx context.Context, jobs []kairos.Job, idx []int, 
 	type group struct {
 		shard         int
 		tenant, topic string
+		opt           bool // jobs with a create option: a value more each
 	}
 	open := map[group]*enqueueCall{}
 	var calls []*enqueueCall
@@ -154,11 +207,15 @@ func (s *Store) enqueueCalls(ctx context.Context, jobs []kairos.Job, idx []int, 
 		if err == nil {
 			err = checkRecord(dueMS(j.RunAt), j.Timeout.Milliseconds(), len(set))
 		}
+		if err == nil && j.Create.DedupKey != "" && s.k.shardOf(j.JobKey) != s.k.dedupShard(j.Tenant, j.Topic, j.Create.DedupKey) {
+			err = errors.New("a create with a dedup key needs an id from DedupID")
+		}
 		if err != nil {
 			out[i].Err = fmt.Errorf("enqueue %s: %w", j.JobKey, err)
 			continue
 		}
-		g := group{s.k.shardOf(j.JobKey), j.Tenant, j.Topic}
+		opt := createOpt(j.Create)
+		g := group{s.k.shardOf(j.JobKey), j.Tenant, j.Topic, opt != ""}
 		c := open[g]
 		if c == nil || len(c.idx) == maxPerCall {
 			h, err := s.handle(ctx, j.Tenant, j.Topic, true)
@@ -169,13 +226,17 @@ func (s *Store) enqueueCalls(ctx context.Context, jobs []kairos.Job, idx []int, 
 			c = &enqueueCall{
 				shard: g.shard,
 				keys:  []string{s.k.pool(g.shard), s.k.due(g.shard), s.k.gone(g.shard)},
-				argv:  []any{s.scriptNow(), s.k.tag(g.shard), h, WakeHorizon.Milliseconds(), j.Tenant},
+				argv:  []any{s.scriptNow(), s.k.tag(g.shard), h, WakeHorizon.Milliseconds(), j.Tenant, 5},
 			}
 			open[g] = c
 			calls = append(calls, c)
 		}
 		c.idx = append(c.idx, i)
 		c.argv = append(c.argv, j.ID, dueMS(j.RunAt), j.Timeout.Milliseconds(), len(set), string(set)+string(j.Payload))
+		if g.opt {
+			c.argv[5] = 6
+			c.argv = append(c.argv, opt)
+		}
 	}
 	return calls
 }
@@ -249,16 +310,30 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 			out[i].Err = fmt.Errorf("enqueue %s: short reply from Redis", jobs[i].JobKey)
 			continue
 		}
-		code, created := results[n], nowMS
-		if r, ok := results[n].([]any); ok && len(r) == 2 {
+		j := jobs[i]
+		code, created, r := results[n], nowMS, []any(nil)
+		if r, _ = results[n].([]any); len(r) >= 2 {
 			code, created = r[0], toInt(r[1])
 		}
-		j := jobs[i]
+		result := ResultCreated
 		switch toInt(code) {
 		case replyActive:
 			out[i].Err = fmt.Errorf("%w: job %q is being delivered right now; try again when its attempt ends", kairos.ErrConflict, j.ID)
 			continue
-		case replyOK, replyReplaced:
+		case replyKept, replyDuplicate:
+			out[i] = s.stored(j, r)
+			if out[i].Err == nil {
+				out[i].Err = replicaErr // the job found may not have reached them either
+			}
+			continue
+		case replyOK:
+		case replyReplaced:
+			result = ResultReplaced
+		case replyDebounced:
+			result = ResultDebounced
+			if len(r) == 3 {
+				j.RunAt = fromMS(toInt(r[2])) // bounded by max_delay
+			}
 		default:
 			out[i].Err = fmt.Errorf("enqueue %s: unexpected reply %v from Redis", j.JobKey, code)
 			continue
@@ -271,12 +346,34 @@ func (s *Store) enqueued(ctx context.Context, c *enqueueCall, res []any, jobs []
 		}
 		j.RunAt = fromMS(dueMS(j.RunAt))
 		j.NextRunAt = j.RunAt
-		out[i] = BatchResult{Job: j, Replaced: toInt(code) == replyReplaced, Err: replicaErr}
+		out[i] = BatchResult{Job: j, Result: result, Err: replicaErr}
 		if replicaErr == nil && s.opts.OnEnqueued != nil {
 			s.opts.OnEnqueued(j.Tenant, j.Topic)
 		}
 	}
 	s.wakeFor(ctx, after, c.shard, res[1])
+}
+
+// stored is the result of a create that wrote nothing: {R.kept, record}
+// or {R.duplicate, first id, record or false}; the job is the stored one.
+func (s *Store) stored(j kairos.Job, r []any) BatchResult {
+	res := BatchResult{Result: ResultKept}
+	v := r[1]
+	if toInt(r[0]) == replyDuplicate {
+		res.Result = ResultDuplicate
+		j.ID, _ = r[1].(string)
+		v = nil
+		if len(r) > 2 {
+			v = r[2]
+		}
+	}
+	rec, ok := v.(string)
+	if !ok { // a duplicate of a job whose record is gone: its key is all we know
+		res.Job = kairos.Job{JobKey: j.JobKey}
+		return res
+	}
+	res.Job, res.Err = s.decode(j.JobKey, rec)
+	return res
 }
 
 // errTopicGone is the error of a write into a deleted topic.

@@ -165,5 +165,23 @@ func (k keys) rate(tenant string) string { return k.prefix + ":rate:{" + tenant 
 // -> the list's version (one more a revocation).
 func (k keys) revoked() string { return k.prefix + ":revoked" }
 
+// dedupShard is the shard of a topic's dedup key: its job is created there
+// (Store.DedupID), so that one script checks the key and writes the job.
+func (k keys) dedupShard(tenant, topic, key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(tenant))
+	h.Write([]byte{'/'})
+	h.Write([]byte(topic))
+	h.Write([]byte{'/', 'u', ':'})
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(k.shards))
+}
+
+// dedup is a topic's dedup key in its shard (layout.go, "Dedup keys"); the
+// scripts build it as tag .. DEDUP .. h .. ':' .. key.
+func (k keys) dedup(shard int, h, key string) string {
+	return k.tag(shard) + dedupMark + h + ":" + key
+}
+
 // field is a job's field in its shard's pool.
 func field(h, id string) string { return h + "/" + id }

@@ -52,6 +52,8 @@ import (
 //	P:{f:<tenant>/<flow>}:resv  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> the time reserved for it
 //	P:{f:<tenant>/<flow>}:perm  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> when its permit lapses
 //	P:{f:<tenant>/<flow>}:brk   HASH  the flow's circuit breaker: st, f, c, u, p, pd (lua/breaker.lua)
+//	P:{s}:u:<h>:<key>   STRING a dedup key of a topic's creates: "<first id>,<until (ms, base 36)>", PX the
+//	                           window; the job it names is in the same shard (Store.DedupID; see "Dedup keys")
 //	P:{s}:gone          SET    handles of deleted topics: no job or schedule is written under them (see "Deleting a topic")
 //	P:{s}:ht            HASH   topic handle -> its tenant (written when a process first resolves the handle)
 //	P:{s}:tp            HASH   tenant -> its pending jobs in the shard (see "Tenant quotas")
@@ -133,6 +135,19 @@ import (
 // their end. The mark costs no command: an occurrence's move is counted
 // in its own field instead of the plain one, so a call adds a field only
 // when it moves both plain jobs and occurrences of one topic.
+//
+// # Dedup keys
+//
+// A create with a dedup_key (and no id) takes a generated id that lands in
+// the shard of its key (Store.DedupID: ids are drawn until one does), so
+// that enqueue.lua checks and sets the key and writes the job in one call:
+// of racing creates of one key exactly one creates. The key stays for its
+// window whatever becomes of the job (delivered, dead, cancelled, past its
+// retention); a create within the window answers the job it names, or its
+// id alone once the record is gone. The until in its value decides on the
+// scripts' clock (tests pin it); PX lets Redis drop the key, and no sweep
+// is needed. A debounce needs no stored field: a replace keeps the
+// record's created time (ca), which is the first create's time.
 //
 // # Tenant quotas
 //
@@ -349,7 +364,14 @@ const (
 	replyDead      = -3 // the job is dead
 	replyNotDead   = -4 // replay of a job that is not dead
 	replyTopicGone = -5 // the topic was deleted (its handle is in P:{s}:gone)
+	replyKept      = 3  // on_conflict keep: an existing job that had not fired was left as it was
+	replyDebounced = 4  // on_conflict debounce: replaced, its time bounded by max_delay
+	replyDuplicate = 5  // a create within its dedup key's window: nothing written
 )
+
+// dedupMark starts a dedup key after the shard's tag (keys.dedup); the
+// scripts know it as DEDUP.
+const dedupMark = "u:"
 
 // Attempt outcomes, as Finish sends them to outcome.lua.
 const (
@@ -380,8 +402,9 @@ var luaPrelude = func() string {
 	}
 	sort.Strings(names)
 	fmt.Fprintf(&b, "local NAME = {%s} -- a state's name by its code (counter fields use names)\n", strings.Join(names, ", "))
-	fmt.Fprintf(&b, "local R = {not_found = %d, ok = %d, replaced = %d, active = %d, delivered = %d, dead = %d, not_dead = %d, topic_gone = %d}\n",
-		replyNotFound, replyOK, replyReplaced, replyActive, replyDelivered, replyDead, replyNotDead, replyTopicGone)
+	fmt.Fprintf(&b, "local R = {not_found = %d, ok = %d, replaced = %d, active = %d, delivered = %d, dead = %d, not_dead = %d, topic_gone = %d, kept = %d, debounced = %d, duplicate = %d}\n",
+		replyNotFound, replyOK, replyReplaced, replyActive, replyDelivered, replyDead, replyNotDead, replyTopicGone, replyKept, replyDebounced, replyDuplicate)
+	fmt.Fprintf(&b, "local DEDUP = '%s' -- starts a dedup key after the shard's tag\n", dedupMark)
 	fmt.Fprintf(&b, "local OUT = {delivered = %d, retrying = %d, dead = %d}\n",
 		outcomeDelivered, outcomeRetrying, outcomeDead)
 	fmt.Fprintf(&b, "local OCC = '%s' -- starts the counter fields of occurrences' moves\n", occurrenceMark)

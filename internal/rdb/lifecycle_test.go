@@ -147,7 +147,7 @@ func TestUpsertReplacesUnfiredJob(t *testing.T) {
 	s, clk := newStore(t, Options{})
 	first := enqueue(t, s, "o1", clk.Now().Add(time.Second))
 	res := s.EnqueueBatch(ctx, []kairos.Job{{JobKey: key("o1"), RunAt: clk.Now().Add(2 * time.Second), Payload: []byte(`"new"`)}})
-	if res[0].Err != nil || !res[0].Replaced || res[0].Job.UID != first.UID || !res[0].Job.CreatedAt.Equal(first.CreatedAt) {
+	if res[0].Err != nil || !res[0].Replaced() || res[0].Job.UID != first.UID || !res[0].Job.CreatedAt.Equal(first.CreatedAt) {
 		t.Fatalf("replace: %+v", res[0])
 	}
 	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 1})
@@ -179,8 +179,8 @@ func TestBatchRepeatsAndOldOnes(t *testing.T) {
 			t.Fatalf("item %d: %v", i, r.Err)
 		}
 	}
-	if res[0].Replaced || !res[1].Replaced || !res[2].Replaced || res[3].Replaced || res[1].Job.UID != old.UID {
-		t.Fatalf("replaced flags %v %v %v %v", res[0].Replaced, res[1].Replaced, res[2].Replaced, res[3].Replaced)
+	if res[0].Replaced() || !res[1].Replaced() || !res[2].Replaced() || res[3].Replaced() || res[1].Job.UID != old.UID {
+		t.Fatalf("replaced flags %v %v %v %v", res[0].Replaced(), res[1].Replaced(), res[2].Replaced(), res[3].Replaced())
 	}
 	if j := getJob(t, s, "a"); string(j.Payload) != `3` || !j.RunAt.Equal(clk.Now().Add(3*time.Hour)) {
 		t.Fatalf("a = %s at %v", j.Payload, j.RunAt)

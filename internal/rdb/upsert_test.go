@@ -26,7 +26,7 @@ func TestUpsertSaysCreatedOrReplaced(t *testing.T) {
 			if r.Err != nil {
 				t.Fatalf("item %d: %v", i, r.Err)
 			}
-			out = append(out, r.Replaced)
+			out = append(out, r.Replaced())
 		}
 		return out
 	}
@@ -48,7 +48,7 @@ func TestUpsertSaysCreatedOrReplaced(t *testing.T) {
 	check("due now", []bool{false}, s.Upsert(ctx, job("d", 0)))
 	check("ready", []bool{true}, s.Upsert(ctx, job("d", 0)))
 	j := claimKey(t, s, key("d"))
-	if r := s.Upsert(ctx, job("d", 0)); !errors.Is(r.Err, kairos.ErrConflict) || r.Replaced {
+	if r := s.Upsert(ctx, job("d", 0)); !errors.Is(r.Err, kairos.ErrConflict) || r.Replaced() {
 		t.Fatalf("upsert while active: %+v, want a conflict", r)
 	}
 	if _, err := s.Finish(ctx, j.JobKey, kairos.Attempt{N: j.Attempts, At: clk.Now(), Status: 500}, kairos.OutcomeDead, time.Time{}); err != nil {

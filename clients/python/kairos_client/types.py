@@ -146,6 +146,9 @@ class Job(TypedDict):
     payload: NotRequired[Any]
     last_attempt: NotRequired[Attempt]
     attempt_log: NotRequired[list[Attempt]]
+    # In the answer to a create: created, replaced, kept, debounced or
+    # duplicate. A duplicate whose first job's record is gone (cancelled, or
+    # past the retention period) carries only id, topic, tenant and result.
     result: NotRequired[str]
 
 
@@ -176,7 +179,9 @@ class BatchItem(TypedDict):
 
 class BatchResult(TypedDict):
     created: int
-    replaced: int
+    replaced: int  # every 200: replaced, debounced, kept or duplicate
+    kept: NotRequired[int]  # of replaced, kept as they were (on_conflict "keep")
+    duplicate: NotRequired[int]  # of replaced, duplicates of their dedup_key
     failed: int
     results: list[BatchItem]
 

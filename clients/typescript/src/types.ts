@@ -163,7 +163,11 @@ export interface Job {
   payload?: JSONValue;
   last_attempt?: Attempt;
   attempt_log?: Attempt[];
-  /** Set in the answer to a create: "created", "replaced", "kept", "debounced" or "duplicate". */
+  /**
+   * Set in the answer to a create: "created", "replaced", "kept", "debounced" or "duplicate".
+   * A duplicate whose first job's record is gone (cancelled, or past the retention period)
+   * carries only id, topic, tenant and result.
+   */
   result?: string;
 }
 
@@ -193,7 +197,12 @@ export interface BatchItem {
 /** The answer to createJobs. */
 export interface BatchResult {
   created: number;
+  /** Every 200: replaced, debounced, kept or duplicate. */
   replaced: number;
+  /** Of replaced, the items kept as they were (on_conflict "keep"); absent when none. */
+  kept?: number;
+  /** Of replaced, the duplicates of their dedup_key; absent when none. */
+  duplicate?: number;
   failed: number;
   results: BatchItem[];
 }
