@@ -29,7 +29,11 @@ type Config struct {
 	RedisURL     string
 	RedisCA      string // PEM file of the CA that signs the TLS Redis's certificate; empty: the system's roots
 	RedisCluster bool
-	WaitReplicas int
+	// RedisSentinelMaster, when set, is the name of the master the
+	// Sentinels in RedisURL watch (KAIROS_REDIS_SENTINEL_MASTER): kairos
+	// asks them where it is and follows it through failovers.
+	RedisSentinelMaster string
+	WaitReplicas        int
 	// AllowEviction lets kairos run on a Redis whose maxmemory-policy is
 	// not noeviction (KAIROS_ALLOW_EVICTION): eviction deletes jobs.
 	AllowEviction bool
@@ -115,6 +119,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&c.RedisURL, "redis-url", env("KAIROS_REDIS_URL", ""), "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (KAIROS_REDIS_URL)")
 	fs.StringVar(&c.RedisCA, "redis-ca", env("KAIROS_REDIS_CA", ""), "PEM file of the CA that signed a rediss:// Redis's certificate; default the system's roots (KAIROS_REDIS_CA)")
 	fs.BoolVar(&c.RedisCluster, "redis-cluster", envBool("KAIROS_REDIS_CLUSTER"), "KAIROS_REDIS_URL names Redis Cluster nodes, redis://host:port?addr=host2:port (KAIROS_REDIS_CLUSTER=1)")
+	fs.StringVar(&c.RedisSentinelMaster, "redis-sentinel-master", env("KAIROS_REDIS_SENTINEL_MASTER", ""), "name of the master that the Redis Sentinels of KAIROS_REDIS_URL watch, redis://sentinel1:26379?addr=sentinel2:26379&addr=sentinel3:26379; kairos follows it through failovers (KAIROS_REDIS_SENTINEL_MASTER)")
 	fs.StringVar(&waitReplicas, "wait-replicas", env("KAIROS_WAIT_REPLICAS", "0"), "acknowledge a create only once this many replicas have it (Redis WAIT), so a failover cannot lose it (KAIROS_WAIT_REPLICAS)")
 	fs.StringVar(&redisTimeout, "redis-timeout", env("KAIROS_REDIS_TIMEOUT", "1s"), "how long an API request may wait for Redis before it answers 503 (KAIROS_REDIS_TIMEOUT)")
 	fs.StringVar(&readTimeout, "read-timeout", env("KAIROS_READ_TIMEOUT", "15s"), "how long a request may take to arrive, headers and body; a body above 64 KiB gets a second more for each further 64 KiB, up to its route's size limit (KAIROS_READ_TIMEOUT)")
@@ -174,6 +179,18 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	}
 	if c.RedisCluster && c.RedisURL == "" {
 		errs = append(errs, errors.New("KAIROS_REDIS_CLUSTER needs KAIROS_REDIS_URL naming at least one cluster node"))
+	}
+	if c.RedisSentinelMaster != "" {
+		switch {
+		case c.RedisCluster:
+			errs = append(errs, errors.New("KAIROS_REDIS_SENTINEL_MASTER and KAIROS_REDIS_CLUSTER are both set: Sentinel watches a single master and its replicas, a cluster fails over by itself; set one of them"))
+		case c.RedisURL == "":
+			errs = append(errs, errors.New("KAIROS_REDIS_SENTINEL_MASTER needs KAIROS_REDIS_URL naming the Sentinels, redis://sentinel1:26379?addr=sentinel2:26379&addr=sentinel3:26379"))
+		default:
+			if _, err := sentinelOptions(c.RedisURL, c.RedisSentinelMaster); err != nil {
+				errs = append(errs, fmt.Errorf("KAIROS_REDIS_URL: %w", err))
+			}
+		}
 	}
 	if c.RedisCA != "" && !strings.HasPrefix(strings.ToLower(c.RedisURL), "rediss://") {
 		errs = append(errs, errors.New("KAIROS_REDIS_CA is set but KAIROS_REDIS_URL is not a rediss:// URL: the CA verifies TLS connections only"))

@@ -99,6 +99,29 @@ func TestParseConfig(t *testing.T) {
 				c.AllowPrivate, c.DevPrivateDefault = false, false
 				c.RedisCluster, c.RedisURL, c.AuthSecret, c.Addr = true, "redis://r:1", "0123456789abcdef", ":8080"
 			}},
+		{name: "sentinel master from env", env: map[string]string{"KAIROS_REDIS_URL": "redis://s1:26379?addr=s2:26379", "KAIROS_REDIS_SENTINEL_MASTER": "mymaster", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
+			want: func(c *Config) {
+				c.AllowPrivate, c.DevPrivateDefault = false, false
+				c.RedisURL, c.RedisSentinelMaster, c.AuthSecret, c.Addr = "redis://s1:26379?addr=s2:26379", "mymaster", "0123456789abcdef", ":8080"
+			}},
+		{name: "sentinel master flag beats env", args: []string{"--redis-sentinel-master", "other"},
+			env: map[string]string{"KAIROS_REDIS_URL": "redis://s1:26379", "KAIROS_REDIS_SENTINEL_MASTER": "mymaster", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
+			want: func(c *Config) {
+				c.AllowPrivate, c.DevPrivateDefault = false, false
+				c.RedisURL, c.RedisSentinelMaster, c.AuthSecret, c.Addr = "redis://s1:26379", "other", "0123456789abcdef", ":8080"
+			}},
+		{name: "sentinel and cluster", env: map[string]string{"KAIROS_REDIS_URL": "redis://s1:26379", "KAIROS_REDIS_SENTINEL_MASTER": "mymaster", "KAIROS_REDIS_CLUSTER": "1", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
+			wantErr: "KAIROS_REDIS_SENTINEL_MASTER and KAIROS_REDIS_CLUSTER are both set"},
+		{name: "sentinel master without a URL", args: []string{"--redis-sentinel-master", "mymaster"}, wantErr: "KAIROS_REDIS_SENTINEL_MASTER needs KAIROS_REDIS_URL naming the Sentinels"},
+		{name: "sentinel URL checked at start", env: map[string]string{"KAIROS_REDIS_URL": "redis://s1:26379?master_name=x", "KAIROS_REDIS_SENTINEL_MASTER": "mymaster", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
+			wantErr: "KAIROS_REDIS_URL: parameter master_name is not taken with KAIROS_REDIS_SENTINEL_MASTER"},
+		{name: "sentinel URL that is not one", env: map[string]string{"KAIROS_REDIS_URL": "unix:///run/redis.sock", "KAIROS_REDIS_SENTINEL_MASTER": "mymaster", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
+			wantErr: "want redis://[user:password@]sentinel1:26379"},
+		{name: "sentinel over TLS with a CA", env: map[string]string{"KAIROS_REDIS_URL": "rediss://s1:26379", "KAIROS_REDIS_SENTINEL_MASTER": "m", "KAIROS_REDIS_CA": "/ca.pem", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
+			want: func(c *Config) {
+				c.AllowPrivate, c.DevPrivateDefault = false, false
+				c.RedisURL, c.RedisSentinelMaster, c.RedisCA, c.AuthSecret, c.Addr = "rediss://s1:26379", "m", "/ca.pem", "0123456789abcdef", ":8080"
+			}},
 		{name: "redis CA", env: map[string]string{"KAIROS_REDIS_URL": "rediss://r:6380", "KAIROS_REDIS_CA": "/etc/ca.pem", "KAIROS_AUTH_SECRET": "0123456789abcdef"},
 			want: func(c *Config) {
 				c.AllowPrivate, c.DevPrivateDefault = false, false

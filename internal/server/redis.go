@@ -15,7 +15,8 @@ import (
 )
 
 // redisClients connects to KAIROS_REDIS_URL (a Redis Cluster when
-// KAIROS_REDIS_CLUSTER is set) or starts the embedded Redis. It returns the
+// KAIROS_REDIS_CLUSTER is set, the master that its Sentinels name when
+// KAIROS_REDIS_SENTINEL_MASTER is) or starts the embedded Redis. It returns the
 // main client and the one for blocking pops (see redisPool). A rediss://
 // URL verifies the server against KAIROS_REDIS_CA when it is set.
 func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.UniversalClient, closeEmbedded func(), err error) {
@@ -34,6 +35,20 @@ func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.Universa
 		mainPool.set(&opt.ClientName, &opt.PoolSize, &opt.MaxIdleConns)
 		blockingPool.set(&bopt.ClientName, &bopt.PoolSize, &bopt.MaxIdleConns)
 		return redis.NewClusterClient(opt), redis.NewClusterClient(&bopt), func() {}, nil
+	}
+	if cfg.RedisSentinelMaster != "" {
+		opt, err := sentinelOptions(cfg.RedisURL, cfg.RedisSentinelMaster)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("KAIROS_REDIS_URL: %w", err)
+		}
+		trustCA(opt.TLSConfig, roots)
+		opt.ContextTimeoutEnabled = true
+		bopt := *opt
+		mainPool.set(&opt.ClientName, &opt.PoolSize, &opt.MaxIdleConns)
+		blockingPool.set(&bopt.ClientName, &bopt.PoolSize, &bopt.MaxIdleConns)
+		// Each asks the Sentinels where the master is when it dials, and
+		// drops its connections to the old one when they announce a new.
+		return redis.NewFailoverClient(opt), redis.NewFailoverClient(&bopt), func() {}, nil
 	}
 	var opt *redis.Options
 	closeEmbedded = func() {}
