@@ -31,6 +31,7 @@ type Server struct {
 	CAFile string // for a TLS server (StartTLS): the PEM file of the CA that signed its certificate
 	tls    *tls.Config
 	args   []string
+	bin    string // what runs it; empty: redis-server (Binary)
 	cmd    *exec.Cmd
 	done   chan struct{}
 }
@@ -152,6 +153,9 @@ func New(tb testing.TB, extra ...string) *Server {
 
 // Restart starts the server again on the same port and directory.
 func (s *Server) Restart() error {
+	if s.bin != "" {
+		return s.start(s.bin)
+	}
 	bin, err := Binary()
 	if err != nil {
 		return err
