@@ -47,8 +47,13 @@ func redisClients(cfg Config, log *slog.Logger) (client, blocking redis.Universa
 		mainPool.set(&opt.ClientName, &opt.PoolSize, &opt.MaxIdleConns)
 		blockingPool.set(&bopt.ClientName, &bopt.PoolSize, &bopt.MaxIdleConns)
 		// Each asks the Sentinels where the master is when it dials, and
-		// drops its connections to the old one when they announce a new.
-		return redis.NewFailoverClient(opt), redis.NewFailoverClient(&bopt), func() {}, nil
+		// drops its connections to the old one when they announce a new;
+		// masterConns closes the rest, its pub/sub ones.
+		client, blocking := redis.NewFailoverClient(opt), redis.NewFailoverClient(&bopt)
+		mc := newMasterConns(log)
+		client.AddHook(mc)
+		blocking.AddHook(mc)
+		return client, blocking, func() {}, nil
 	}
 	var opt *redis.Options
 	closeEmbedded = func() {}

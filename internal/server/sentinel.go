@@ -1,9 +1,14 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/url"
+	"sync"
+	"syscall"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -64,4 +69,96 @@ func sentinelOptions(raw, master string) (*redis.FailoverOptions, error) {
 		opt.TLSConfig.ServerName = ""
 	}
 	return opt, nil
+}
+
+// masterConns follows which server the failover clients of a process talk
+// to and, when one of them dials a new master, closes every connection
+// still open to the old one, in both clients' pools. go-redis drops its
+// command connections when the Sentinels announce the switch, but not its
+// pub/sub ones: the wake subscription would stay on the old master, which
+// keeps taking it while it is demoted and resynced, and kairos would never
+// learn that the Redis it writes to changed. Closed, it resubscribes on
+// the new master and says so (rdb.Wake.Resubscribed), so that every part
+// looks at the new master's data afresh: the scanners claim what is due
+// there now rather than sleeping on the plan they made on the old master,
+// whose last writes the new one may lack.
+type masterConns struct {
+	log    *slog.Logger
+	mu     sync.Mutex
+	master string // the address of the last connection dialed
+	conns  map[*masterConn]struct{}
+}
+
+func newMasterConns(log *slog.Logger) *masterConns {
+	return &masterConns{log: log, conns: map[*masterConn]struct{}{}}
+}
+
+// DialHook records each new connection, by the address it reached.
+func (m *masterConns) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		mc := &masterConn{Conn: c, m: m, addr: c.RemoteAddr().String()}
+		m.add(mc)
+		return mc, nil
+	}
+}
+
+func (m *masterConns) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (m *masterConns) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (m *masterConns) add(mc *masterConn) {
+	m.mu.Lock()
+	old := m.master
+	var stale []*masterConn
+	if old != mc.addr {
+		for c := range m.conns {
+			if c.addr != mc.addr {
+				stale = append(stale, c)
+				delete(m.conns, c)
+			}
+		}
+		m.master = mc.addr
+	}
+	m.conns[mc] = struct{}{}
+	m.mu.Unlock()
+	if old != "" && old != mc.addr {
+		m.log.Warn("the Redis Sentinels name a new master: closing the connections to the old one", "old_master", old, "master", mc.addr, "closed", len(stale))
+	}
+	for _, c := range stale {
+		c.Conn.Close()
+	}
+}
+
+func (m *masterConns) forget(mc *masterConn) {
+	m.mu.Lock()
+	delete(m.conns, mc)
+	m.mu.Unlock()
+}
+
+// masterConn is a connection masterConns follows until it is closed.
+type masterConn struct {
+	net.Conn
+	m    *masterConns
+	addr string
+}
+
+func (c *masterConn) Close() error {
+	c.m.forget(c)
+	return c.Conn.Close()
+}
+
+// SyscallConn lets go-redis check an idle connection's socket, as it does
+// for the connection this one wraps.
+func (c *masterConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
 }
