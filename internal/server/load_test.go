@@ -31,9 +31,19 @@ type faultLoad struct {
 	hits     map[string][]time.Time // callbacks by job id
 	due      map[string]time.Time   // Kairos-Scheduled-At by job id
 	stalls   []stall                // every API answer's duration
+	answers  []answer               // every create, in the order answered
 	began    time.Time              // when run started
 	seq      atomic.Int64
 	wg       sync.WaitGroup
+}
+
+// answer is one create: when it was sent, how long it took and its
+// status (0: no answer).
+type answer struct {
+	id     string
+	at     time.Time
+	dur    time.Duration
+	status int
 }
 
 type stall struct {
@@ -109,6 +119,7 @@ func (l *faultLoad) create(ti *testInstance, id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.statuses[status]++
+	l.answers = append(l.answers, answer{id: id, at: start, dur: dur, status: status})
 	if status != 0 { // not a process killed meanwhile
 		l.stalls = append(l.stalls, stall{at: start, dur: dur})
 	}
