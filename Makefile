@@ -1,7 +1,7 @@
 # kairos: `make run` tries it out on an embedded Redis; `make test` runs every test.
 GO ?= go
 
-.PHONY: run test test-deps vet build fuzz soak chaos
+.PHONY: run test test-deps vet build fuzz soak chaos sentinel
 
 run:
 	$(GO) run ./cmd/kairos serve
@@ -43,3 +43,9 @@ soak: test-deps
 CHAOS ?= 10m
 chaos: test-deps
 	KAIROS_CHAOS_DURATION=$(CHAOS) $(GO) test -count=1 -run '^TestChaos$$' -timeout 30m -v ./internal/server
+
+# Sentinel: kairos on a master, two replicas and three redis-sentinel
+# processes at 20 creates/s, through SENTINEL FAILOVER and a SIGKILL of the
+# master, reporting stall, lost and duplicated jobs.
+sentinel: test-deps
+	KAIROS_SENTINEL_FAILOVER=1 $(GO) test -count=1 -run '^TestSentinelFailover$$' -timeout 10m -v ./internal/server

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -41,7 +42,16 @@ var sentinelFailovers = []struct {
 // until it restarts). The servers run with repl-diskless-sync-delay 0, as
 // docs/operations.md advises with KAIROS_WAIT_REPLICAS: by default a new
 // master waits 5 s before it syncs the replica re-pointed to it.
+//
+// It runs as its own target (make sentinel), as the chaos and soak runs
+// do: it holds kairos to "no acknowledged job lost and creates answered
+// again within 5 s" through Sentinel's failovers, which Redis 7.0's
+// manual failover does not yet allow (docs/operations.md, "Failover under
+// Redis Sentinel").
 func TestSentinelFailover(t *testing.T) { // not parallel: the 5 s bound is measured on a machine of 2 cores
+	if os.Getenv("KAIROS_SENTINEL_FAILOVER") == "" {
+		t.Skip("a failover run of its own: make sentinel (KAIROS_SENTINEL_FAILOVER=1)")
+	}
 	for _, f := range sentinelFailovers {
 		t.Run(f.name, func(t *testing.T) {
 			// A new master syncs its replicas at once (Redis waits 5 s by
