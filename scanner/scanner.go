@@ -320,13 +320,13 @@ func (s *Scanner) overLoaded() bool {
 func (s *Scanner) scan(ctx context.Context, sh *shard) {
 	timer := time.NewTimer(0) // look at once
 	defer timer.Stop()
-	var planned time.Time // Redis clock; zero: none
+	planned := s.store.Now() // Redis clock: a wake-up only brings it forward
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-sh.wake:
-			if at := sh.takeWake(); !at.IsZero() && (planned.IsZero() || at.Before(planned)) {
+			if at := sh.takeWake(); !at.IsZero() && at.Before(planned) {
 				planned = at
 				timer.Reset(max(time.Until(s.store.Local(at)), 0))
 			}
@@ -407,7 +407,8 @@ func (s *Scanner) hold(ctx context.Context, sh *shard, m *redsync.Mutex) time.Du
 	window := s.cfg.LockTTL / 2
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	var woken time.Time // the earliest wake-up taken here since the last pass began (Redis clock)
+	planned := time.Now() // when the timer fires (local clock): a wake-up only brings it forward
+	var woken time.Time   // the earliest wake-up taken here since the last pass began (Redis clock)
 	for {
 		select {
 		case <-ctx.Done():
@@ -417,7 +418,10 @@ func (s *Scanner) hold(ctx context.Context, sh *shard, m *redsync.Mutex) time.Du
 				if woken.IsZero() || at.Before(woken) {
 					woken = at
 				}
-				timer.Reset(max(time.Until(s.store.Local(at)), 0))
+				if local := s.store.Local(at); local.Before(planned) {
+					planned = local
+					timer.Reset(max(time.Until(local), 0))
+				}
 			}
 			continue
 		case <-timer.C:
@@ -429,6 +433,9 @@ func (s *Scanner) hold(ctx context.Context, sh *shard, m *redsync.Mutex) time.Du
 				if ctx.Err() == nil {
 					s.log.Warn("extend a shard's mutex; giving the shard up", "shard", sh.n, "err", err)
 				}
+				if !woken.IsZero() {
+					sh.notify(woken)
+				}
 				return 0
 			}
 			extended = time.Now()
@@ -439,6 +446,7 @@ func (s *Scanner) hold(ctx context.Context, sh *shard, m *redsync.Mutex) time.Du
 				return 0
 			}
 			s.log.Warn("claim", "shard", sh.n, "err", err)
+			planned = time.Now().Add(250 * time.Millisecond)
 			timer.Reset(250 * time.Millisecond)
 			continue
 		}
@@ -468,6 +476,7 @@ func (s *Scanner) hold(ctx context.Context, sh *shard, m *redsync.Mutex) time.Du
 			}
 			return wait
 		}
+		planned = time.Now().Add(wait)
 		timer.Reset(wait)
 	}
 }

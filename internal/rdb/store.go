@@ -115,6 +115,7 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	}
 	s := &Store{c: c, blocking: opts.Blocking, k: keys{prefix: opts.Prefix, shards: shards}, opts: opts}
 	s.finishes.write = s.writeFinishes
+	s.finishes.linger, s.finishes.lingerMax = outcomeLinger, finishBatch
 	var b [8]byte
 	rand.Read(b[:])
 	s.id = hex.EncodeToString(b[:])
