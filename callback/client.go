@@ -52,10 +52,12 @@ type Result struct {
 	// HasRetryAfter says it gave one (see the RetryAfter func).
 	RetryAfter    time.Duration
 	HasRetryAfter bool
-	// Permanent is true when retrying cannot succeed: the address policy
-	// refused the target (Err is then a *BlockedAddressError), or the
-	// receiver answered 410 Gone, which Standard Webhooks defines as "stop
-	// calling me".
+	// Permanent is true when retrying cannot succeed: the receiver
+	// answered 410 Gone, which Standard Webhooks defines as "stop calling
+	// me". A target the address policy refused (Err is then a
+	// *BlockedAddressError) is not: it is retried with backoff like a
+	// connection error, so that a process started with the setting that
+	// allows it (KAIROS_ALLOW_PRIVATE_URLS) delivers the job.
 	Permanent bool
 }
 
@@ -138,8 +140,6 @@ func (c *Client) Fire(ctx context.Context, req Request) Result {
 	res := Result{Duration: time.Since(start)}
 	if err != nil {
 		res.Err = describe(ctx, err, timeout)
-		var blocked *BlockedAddressError
-		res.Permanent = errors.As(err, &blocked)
 		return res
 	}
 	defer resp.Body.Close()

@@ -248,8 +248,8 @@ func TestFireRefusedAndBlocked(t *testing.T) {
 	srv := serve(t, func(w http.ResponseWriter, r *http.Request) { t.Error("the blocked receiver was called") })
 	res = NewClient(false, nil).Fire(t.Context(), Request{URL: srv.URL})
 	var blocked *BlockedAddressError
-	if !errors.As(res.Err, &blocked) || !res.Permanent || res.OK() {
-		t.Fatalf("Result = %+v, want a permanent *BlockedAddressError", res)
+	if !errors.As(res.Err, &blocked) || res.Permanent || res.OK() {
+		t.Fatalf("Result = %+v, want a *BlockedAddressError, retried like a connection error", res)
 	}
 	// refused after resolution: the message names the kind of address, not
 	// the address (what an internal host name resolves to is nobody's business)

@@ -187,8 +187,8 @@ func TestProxyKeepsTheAddressRule(t *testing.T) {
 	for _, u := range []string{rcv.URL, "http://localhost" + port, "https://rebind.example/", "http://[::ffff:10.0.0.1]/", "http://169.254.169.254/latest"} {
 		res := c.Fire(context.Background(), Request{URL: u})
 		var blocked *BlockedAddressError
-		if !errors.As(res.Err, &blocked) || !res.Permanent {
-			t.Errorf("%s: %+v, want a permanent *BlockedAddressError", u, res)
+		if !errors.As(res.Err, &blocked) || res.Permanent {
+			t.Errorf("%s: %+v, want a *BlockedAddressError, retried like a connection error", u, res)
 		}
 		if u == "https://rebind.example/" && strings.Contains(res.Err.Error(), "10.1.2.3") {
 			t.Errorf("%s: %q names the private address its name resolves to", u, res.Err)

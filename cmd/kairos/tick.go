@@ -34,6 +34,12 @@ func tick(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err != nil {
 		return err
 	}
+	if cfg.RedisURL == "" {
+		// the embedded Redis starts empty and ends with the process: a tick
+		// on it would find nothing to do, and say so as if all were well
+		return usagef("tick", "KAIROS_REDIS_URL is not set: a tick delivers the jobs of a Redis that outlives it; "+
+			"set KAIROS_REDIS_URL (or --redis-url) to the Redis your kairos API stores jobs in")
+	}
 	log := server.NewLogger(cfg, stderr)
 	server.TuneRuntime(getenv, log)
 	sum, err := server.Tick(ctx, cfg, log, d)

@@ -1,10 +1,27 @@
 package main
 
 import (
+	"context"
+	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
+
+// TestTickRefusesTheEmbeddedRedis: without KAIROS_REDIS_URL a tick would
+// run on a fresh, empty embedded Redis and report nothing done; it refuses,
+// naming the setting.
+func TestTickRefusesTheEmbeddedRedis(t *testing.T) {
+	var out strings.Builder
+	err := tick(context.Background(), []string{"--for", "1s"}, func(string) string { return "" }, &out, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "KAIROS_REDIS_URL") {
+		t.Fatalf("tick without KAIROS_REDIS_URL: %v (printed %q), want a refusal naming KAIROS_REDIS_URL", err, out.String())
+	}
+	if out.Len() != 0 {
+		t.Errorf("a refused tick printed a summary: %q", out.String())
+	}
+}
 
 func TestTickForFlag(t *testing.T) {
 	for _, c := range []struct {
