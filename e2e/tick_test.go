@@ -158,3 +158,32 @@ func TestConcurrentTicksDeliverEachJobOnce(t *testing.T) {
 		t.Errorf("the ticks delivered %d + %d, want %d in all", sa.Delivered, sb.Delivered, n)
 	}
 }
+
+// TestTickEndsWhenItsWorkIsDone: a tick given a minute ends soon after its
+// last delivery, not when the delivered job's lease would have lapsed: a
+// delivered job leaves nothing for a claim to do.
+func TestTickEndsWhenItsWorkIsDone(t *testing.T) {
+	t.Parallel()
+	prefix := testredis.Prefix(t)
+	store := procStore(t, prefix)
+	rcv := newReceiver(t, nil)
+	putTopic(t, store, "t", rcv.URL, 30*time.Second) // a long lease: due + 30s + 4s
+	if _, err := testproc.Binary(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Enqueue(context.Background(), kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "t", ID: "one"},
+		RunAt: store.Now().Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	p := startTick(t, "tick", prefix, "--for", "55s")
+	sum := tickSummary(t, p)
+	hs := rcv.waitHits(t, 1, 10*time.Second)
+	after := time.Since(hs[0].At)
+	t.Logf("the tick printed its summary %v after the delivery (its own figure: %.2fs in all)", after.Round(time.Millisecond), sum.Seconds)
+	if sum.Delivered != 1 {
+		t.Errorf("summary %+v: want the job delivered", sum)
+	}
+	if sum.Seconds > 30 {
+		t.Errorf("the tick ran %.1fs for one job due after 1s: it waited for something a delivered job left behind", sum.Seconds)
+	}
+}
