@@ -33,8 +33,12 @@ type popLists struct {
 
 func newPopLists() popLists { return popLists{changed: make(chan struct{})} }
 
-// popBatch bounds the jobs one pop takes.
-const popBatch = 256
+// popBatch bounds the jobs one pop takes; popStarts the starts of popped
+// jobs under way at once, beside the pops.
+const (
+	popBatch  = 1000
+	popStarts = 4
+)
 
 // busyWait is how long a pop blocks while a topic is left out of it (its
 // jobs wait for its callback slots): short, so that it is popped again
@@ -101,6 +105,9 @@ func (w *Worker) interruptPops() {
 // they are taken; the lists are tried in turn, first to last, so that no
 // topic's list is always tried last.
 func (w *Worker) pop(ctx context.Context, group []int) {
+	var startWG sync.WaitGroup
+	defer startWG.Wait()
+	starts := make(chan struct{}, popStarts)
 	errDelay := 100 * time.Millisecond
 	for turn := 0; ctx.Err() == nil; turn++ {
 		l := &w.lists
@@ -133,8 +140,20 @@ func (w *Worker) pop(ctx context.Context, group []int) {
 		began := time.Now()
 		cs, err := w.st.Pop(ctx, group, hs, min(room, popBatch), timeout)
 		if len(cs) > 0 {
-			w.tracePop(ctx, began, cs)
-			w.disp.Add(context.WithoutCancel(ctx), cs)
+			// the start runs beside the next pop: a burst's pops follow
+			// one another without waiting for each start's round trip
+			starts <- struct{}{}
+			startWG.Go(func() {
+				defer func() { <-starts }()
+				started, err := w.st.Start(context.WithoutCancel(ctx), cs)
+				if err != nil {
+					w.log.Warn("start popped jobs; they are pushed again when their pop leases lapse", "jobs", len(cs)-len(started), "err", err)
+				}
+				if len(started) > 0 {
+					w.tracePop(ctx, began, started)
+					w.disp.Add(context.WithoutCancel(ctx), started)
+				}
+			})
 		}
 		if err == nil {
 			errDelay = 100 * time.Millisecond

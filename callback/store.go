@@ -25,9 +25,11 @@ type Store interface {
 	// or "" for one that never had a job.
 	Handles(ctx context.Context, topics []kairos.Topic) ([]string, error)
 	// Pop takes up to n jobs from the ready lists hs of the shards of
-	// group, blocking up to timeout, and starts them; Interrupt ends this
-	// process's pop of group under way.
+	// group, blocking up to timeout; Start starts what a pop took (a job
+	// fires only once started); Interrupt ends this process's pop of group
+	// under way.
 	Pop(ctx context.Context, group []int, hs []string, n int, timeout time.Duration) ([]rdb.Claimed, error)
+	Start(ctx context.Context, cs []rdb.Claimed) ([]rdb.Claimed, error)
 	Interrupt(ctx context.Context, group []int) error
 	// Release gives back popped jobs that will not start here: each keeps
 	// its due time (or the later Due set) and loses no attempt.

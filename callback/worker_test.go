@@ -82,6 +82,8 @@ func (f *fakeStore) Pop(ctx context.Context, _ []int, _ []string, n int, timeout
 	return out, nil
 }
 
+func (f *fakeStore) Start(_ context.Context, cs []rdb.Claimed) ([]rdb.Claimed, error) { return cs, nil }
+
 func (f *fakeStore) Release(_ context.Context, cs []rdb.Claimed) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -25,6 +25,8 @@ type Claimed struct {
 	Paced     bool
 	lease     int64  // its lease's end (ms), as the claim set it
 	entryHead string // "<due>,<claimed at>" as its ready list entry has them
+	shard     int    // where it was popped from: its shard and topic handle
+	h         string
 }
 
 // Pass is the result of one Claim call.
@@ -100,6 +102,9 @@ func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTime
 		for {
 			cs, err := s.Pop(ctx, []int{shard}, []string{h}, maxClaim, 0)
 			if err != nil {
+				return c, err
+			}
+			if cs, err = s.Start(ctx, cs); err != nil {
 				return c, err
 			}
 			if len(cs) == 0 {

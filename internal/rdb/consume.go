@@ -39,7 +39,7 @@ func (s *Store) PopGroups() [][]int {
 // Pop takes up to n jobs from the ready lists of the topics with handles
 // hs in the shards of group (a PopGroups group), blocking up to timeout
 // for the first (BLMPOP, on the blocking client; a timeout of 0 does not
-// wait), and starts them (start.lua). The lists are tried in the order
+// wait); the caller starts them (Start). The lists are tried in the order
 // given, the shards in turn from one call to the next, so a caller that
 // rotates hs shares the pops fairly. One pop also covers this Store's
 // interrupt list of the group (Interrupt), so that a pop under way can be
@@ -108,11 +108,42 @@ func (s *Store) Pop(ctx context.Context, group []int, hs []string, n int, timeou
 		}
 		out = append(out, c)
 	}
-	out, err = s.start(ctx, shard, h, out)
-	if err != nil {
-		return nil, err // left to their pop leases
+	for i := range out {
+		out[i].shard, out[i].h = shard, h
 	}
 	return out, first
+}
+
+// Start starts jobs that Pop took (start.lua): it returns those this call
+// started, leaving out a job pushed twice whose other entry started it
+// already. Until started, a popped job is under its pop lease, and pushed
+// again when it lapses: a worker starts what it popped before it fires it.
+func (s *Store) Start(ctx context.Context, cs []Claimed) ([]Claimed, error) {
+	if len(cs) == 0 {
+		return cs, nil
+	}
+	type list struct {
+		shard int
+		h     string
+	}
+	var order []list
+	byList := map[list][]Claimed{}
+	for _, c := range cs {
+		l := list{c.shard, c.h}
+		if _, ok := byList[l]; !ok {
+			order = append(order, l)
+		}
+		byList[l] = append(byList[l], c)
+	}
+	var out []Claimed
+	for _, l := range order {
+		started, err := s.start(ctx, l.shard, l.h, byList[l])
+		if err != nil {
+			return out, err // the rest are left to their pop leases
+		}
+		out = append(out, started...)
+	}
+	return out, nil
 }
 
 // start starts the jobs cs of topic h that a pop took (start.lua): it

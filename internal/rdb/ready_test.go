@@ -29,6 +29,9 @@ func popAll(t *testing.T, s *Store, shard int) []Claimed {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cs, err = s.Start(context.Background(), cs); err != nil {
+		t.Fatal(err)
+	}
 	return cs
 }
 
