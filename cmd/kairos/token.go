@@ -13,8 +13,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/kairos-sh/kairos/auth"
-	"github.com/kairos-sh/kairos/internal/duration"
 	"github.com/kairos-sh/kairos/client"
+	"github.com/kairos-sh/kairos/internal/duration"
 )
 
 // token prints an API token for a tenant: signed here with
