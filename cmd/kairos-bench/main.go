@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -91,6 +92,9 @@ func main() {
 // this process or a running one. -h or --help prints the usage on stdout
 // and returns flag.ErrHelp.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	// progress lines and the logs of the kairos started here share stderr,
+	// written from many goroutines
+	stderr = &lockedWriter{w: stderr}
 	fs := flag.NewFlagSet("kairos-bench", flag.ContinueOnError)
 	fs.SetOutput(usageOut(args, stdout, stderr))
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usage); fs.PrintDefaults() }
@@ -281,4 +285,16 @@ func usageOut(args []string, stdout, stderr io.Writer) io.Writer {
 		}
 	}
 	return stderr
+}
+
+// lockedWriter serialises the writes of several goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
