@@ -184,22 +184,26 @@ func (h errorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // a command that kairos itself cancelled (a consumer stopped, shutdown);
 // the optional parts of go-redis's connection handshake (CLIENT SETINFO,
 // CLIENT MAINT_NOTIFICATIONS), which servers before Redis 7.2 refuse and
-// go-redis ignores; and a FUNCTION command that a server without functions
-// (before Redis 7.0, the embedded one) does not know: the FUNCTION LOAD
-// that finds this out, after which the scripts run with EVALSHA.
+// go-redis ignores; and the probes of commands that a server before Redis
+// 7.0 (or the embedded one) does not know: the FUNCTION LOAD after which
+// the scripts run with EVALSHA, and the first BLMPOP or LMPOP, after which
+// the workers pop with BRPOP and RPOP.
 func failed(cmd redis.Cmder, err error) bool {
 	switch {
 	case err == nil, errors.Is(err, redis.Nil), redis.HasErrorPrefix(err, "NOSCRIPT"),
 		errors.Is(err, context.Canceled), errors.Is(err, redis.ErrClosed):
 		return false
 	}
-	return !optionalHandshake(cmd) && !functionsProbe(cmd, err)
+	return !optionalHandshake(cmd) && !commandProbe(cmd, err)
 }
 
-// functionsProbe reports whether cmd is a FUNCTION command refused by a
-// server that has no such command (rdb's loadScripts then uses EVALSHA).
-func functionsProbe(cmd redis.Cmder, err error) bool {
-	if !strings.EqualFold(cmd.Name(), "function") {
+// commandProbe reports whether cmd is one that kairos tries and falls back
+// from on a server that has no such command: FUNCTION (rdb's loadScripts
+// then uses EVALSHA), BLMPOP and LMPOP (rdb's Pop then uses BRPOP and RPOP).
+func commandProbe(cmd redis.Cmder, err error) bool {
+	switch strings.ToLower(cmd.Name()) {
+	case "function", "blmpop", "lmpop":
+	default:
 		return false
 	}
 	msg := strings.ToLower(err.Error())
