@@ -155,7 +155,7 @@ func (s *Store) Release(ctx context.Context, cs []Claimed) error {
 		cl.argv = append(cl.argv, h, j.ID, j.Attempts, ms(c.Due))
 	}
 	cmds := s.evalAll(ctx, releaseScript, len(calls), func(i int) ([]string, []any) {
-		return []string{s.k.pool(calls[i].shard), s.k.due(calls[i].shard), s.k.leases(calls[i].shard), s.k.popLeases(calls[i].shard)}, calls[i].argv
+		return []string{s.k.pool(calls[i].shard), s.k.due(calls[i].shard), s.k.leases(calls[i].shard)}, calls[i].argv
 	})
 	var first error
 	for i, c := range cmds {
