@@ -404,8 +404,8 @@ func TestLargeSlotsTakeSeveralCalls(t *testing.T) {
 		jobs = jobs[1000:]
 	}
 	clk.Add(25 * time.Second)
-	// claim all (each call at most maxClaim), finishing each call's jobs
-	// before the next claim applies their outcomes
+	// claim all (each call at most maxClaim), recording each call's
+	// outcomes before the next claim
 	claimed, calls := 0, 0
 	for calls = 1; calls < 100; calls++ {
 		c, err := s.ClaimDue(ctx, 0, maxClaim, 0, 5*time.Second)

@@ -148,3 +148,43 @@ func TestMigrateRefusesOtherLayouts(t *testing.T) {
 		t.Fatalf("Migrate on an empty prefix: %+v, %v; want nothing done", res, err)
 	}
 }
+
+// Layout 5 kept outcomes on a list a shard for its next claim to apply;
+// Migrate records them, drops layout 5's lease hash and ready lists, and
+// records layout 6.
+func TestMigrateLayout5(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	ctx := context.Background()
+	j := enqueue(t, s, "a", clk.Now())
+	c := claimOne(t, s, "a")
+	sh := s.k.shardOf(j.JobKey)
+	h, err := s.handle(ctx, "acme", "orders", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := logLine(kairos.Attempt{N: c.Job.Attempts, At: clk.Now(), Status: 204})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the outcome as layout 5's Finish appended it
+	entry := field(h, "a") + "," + strconv.FormatInt(int64(c.Job.Attempts), 36) + ",1,," + "acme|" + line
+	s.c.RPush(ctx, s.k.tag(sh)+"o", entry)
+	s.c.HSet(ctx, s.k.prefix+":{scanners}:lease", "s:0", "old")
+	s.c.RPush(ctx, s.k.prefix+":ready:{acme/orders}", "a|1|0")
+	s.c.HSet(ctx, s.k.meta(), "layout", 5)
+	res, err := Migrate(ctx, s.c, s.k.prefix)
+	if err != nil || res.From != 5 || res.To != LayoutVersion {
+		t.Fatalf("Migrate: %+v, %v", res, err)
+	}
+	if got := getJob(t, s, "a"); got.State != kairos.StateDelivered {
+		t.Errorf("state %s after the migration, want the outcome on the list applied", got.State)
+	}
+	for _, k := range []string{s.k.tag(sh) + "o", s.k.prefix + ":{scanners}:lease", s.k.prefix + ":ready:{acme/orders}"} {
+		if n := s.c.Exists(ctx, k).Val(); n != 0 {
+			t.Errorf("%s left after the migration", k)
+		}
+	}
+	if v := s.c.HGet(ctx, s.k.meta(), "layout").Val(); v != strconv.Itoa(LayoutVersion) {
+		t.Errorf("layout %s after the migration, want %d", v, LayoutVersion)
+	}
+}
