@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
-	"strings"
 	"sync"
 	"time"
 )
@@ -59,7 +57,7 @@ func metricsRoutes(cfg Config, h http.Handler) (onAPI, own http.Handler) {
 		return metricsPrivate("/metrics is served on its own listener (KAIROS_METRICS_ADDR), not here"), protect(h, cfg.MetricsToken)
 	case cfg.MetricsToken != "":
 		return protect(h, cfg.MetricsToken), nil
-	case loopbackAddr(cfg.Addr):
+	case loopbackOnly(cfg.Addr):
 		return h, nil
 	}
 	return metricsPrivate("/metrics is private: set KAIROS_METRICS_TOKEN to scrape it here with that bearer token, or KAIROS_METRICS_ADDR to serve it on a listener of its own (such as 127.0.0.1:9090)"), nil
@@ -67,20 +65,6 @@ func metricsRoutes(cfg Config, h http.Handler) (onAPI, own http.Handler) {
 
 func metricsPrivate(msg string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, msg, http.StatusNotFound) })
-}
-
-// loopbackAddr reports whether the listen address addr accepts loopback
-// connections only: its host is localhost or a loopback IP address.
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.IsLoopback()
 }
 
 // serveMetrics starts the listener of /metrics alone on cfg.MetricsAddr
