@@ -20,13 +20,13 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/kairos-sh/kairos"
-	"github.com/kairos-sh/kairos/internal/api"
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/api"
 	"github.com/kairos-sh/kairos/internal/metrics"
 	"github.com/kairos-sh/kairos/internal/rdb"
-	"github.com/kairos-sh/kairos/internal/tracing"
 	"github.com/kairos-sh/kairos/internal/scanner"
+	"github.com/kairos-sh/kairos/internal/tracing"
 	"github.com/kairos-sh/kairos/web"
 )
 
