@@ -93,6 +93,14 @@ type Topic struct {
 	// the topic goes dead (a job of its own, id NoticeID, retried like
 	// any; a notification's own death notifies no one).
 	FailureURL string
+	// SuccessURL, when set, is sent a signed notification after each of
+	// the topic's jobs is delivered (a job of its own, id SuccessNoticeID,
+	// retried like any), carrying the receiver's answer.
+	SuccessURL string
+	// ResponseBytes is how much of each answer's body an attempt keeps in
+	// its job's log: 0 is DefaultResponseBytes, ResponseBytesNone keeps
+	// none (KeptResponse says which).
+	ResponseBytes int
 	// Signing names the secret that signs the topic's callbacks:
 	// SigningTenant ("" too), the tenant's, shared by its topics; or
 	// SigningTopic, a secret of the topic's own, so that a receiver of one
@@ -211,6 +219,9 @@ type Job struct {
 	// topic's settings otherwise.
 	FlowKey    string
 	FailureURL string
+	// SuccessURL is told of the job's delivery instead of its topic's
+	// SuccessURL.
+	SuccessURL string
 
 	State     State
 	RunAt     time.Time // the time this schedule is for
@@ -267,6 +278,9 @@ type Attempt struct {
 	Status   int           `json:"status,omitempty"`
 	Error    string        `json:"error,omitempty"`
 	Response string        `json:"response,omitempty"`
+	// ResponseHeaders are the answer's Content-Type, Retry-After and
+	// Location, those it had (KeptHeaders); nil when none.
+	ResponseHeaders map[string]string `json:"response_headers,omitempty"`
 	// Event is set on an entry that is not an attempt: AttemptReplay for
 	// a replay of the dead job (N is then the attempts made before it).
 	Event string `json:"event,omitempty"`
@@ -391,23 +405,16 @@ const NoticeMark = "~dead."
 // after attempt n: "<id>~dead.<n>". Such ids are reserved.
 func NoticeID(id string, n int) string { return id + NoticeMark + strconv.Itoa(n) }
 
-// NoticeOf returns the dead job's id of a failure notification's job id,
-// or false when id is not one.
+// NoticeOf returns the job id of a failure or success notification's job
+// id (ParseNotice), or false when id is not one.
 func NoticeOf(id string) (string, bool) {
-	i := strings.LastIndex(id, NoticeMark)
-	if i <= 0 || i+len(NoticeMark) == len(id) {
-		return "", false
-	}
-	for _, c := range id[i+len(NoticeMark):] {
-		if c < '0' || c > '9' {
-			return "", false
-		}
-	}
-	return id[:i], true
+	j, _, ok := ParseNotice(id)
+	return j, ok
 }
 
-// Notice is a failure notification to create with a job's death: its
-// body is POSTed, signed, to URL.
+// Notice is a notification to create with a job's death (a failure
+// notification, NoticeID) or delivery (a success notification,
+// SuccessNoticeID): its body is POSTed, signed, to URL.
 type Notice struct {
 	URL  string
 	Body []byte

@@ -9,6 +9,7 @@
 package callback
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,14 +25,18 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/redact"
 )
 
 const (
 	defaultTimeout = 30 * time.Second
-	snippetLen     = 512
+	defaultRead    = 512
 	drainLen       = 64 << 10
 )
+
+// NoBody is a Request.Read that reads none of the answer's body.
+const NoBody = -1
 
 // Request is one callback attempt.
 type Request struct {
@@ -40,6 +45,9 @@ type Request struct {
 	Header  http.Header   // sent as is, signatures included; may be nil. Fire sends this map itself: leave it unchanged until Fire returns
 	Body    []byte        // sent as is
 	Timeout time.Duration // for the whole attempt, body read included; default 30s
+	// Read is how many bytes of the answer's body Fire keeps in
+	// Result.Body: 0 is 512, NoBody none.
+	Read int
 }
 
 // Result is the outcome of one attempt.
@@ -47,7 +55,10 @@ type Result struct {
 	Status   int           // HTTP status; 0 if no response arrived
 	Duration time.Duration // from sending to the response headers, or to the error
 	Err      error         // why no response arrived: timeout, refused, reset, ...
-	Snippet  string        // the first 512 bytes of the response body, as valid UTF-8
+	Body     []byte        // the start of the response body, as sent, up to Request.Read bytes
+	// Header holds the response's kairos.KeptHeaders that it had
+	// (kairos.ResponseHeaders); nil when none.
+	Header map[string]string
 	// RetryAfter is the wait asked for by a 429 or 503 response, when
 	// HasRetryAfter says it gave one (see the RetryAfter func).
 	RetryAfter    time.Duration
@@ -104,10 +115,10 @@ func NewEgressClient(e Egress, logger *slog.Logger) *Client {
 
 // Fire sends req once and reports the result; it does not return an error
 // of its own and does not panic on bad input (a bad URL or method is an Err).
-// The attempt ends at req.Timeout or when ctx is done. It reads at most 512
-// bytes of the response body for Result.Snippet and discards at most 64 KiB
-// more, so that a large response costs little; errors while reading the body
-// are ignored, since the status has already decided the outcome.
+// The attempt ends at req.Timeout or when ctx is done. It reads at most
+// req.Read bytes of the response body for Result.Body and discards at most
+// 64 KiB more, so that a large response costs little; errors while reading
+// the body are ignored, since the status has already decided the outcome.
 func (c *Client) Fire(ctx context.Context, req Request) Result {
 	timeout := req.Timeout
 	if timeout <= 0 {
@@ -150,11 +161,39 @@ func (c *Client) Fire(ctx context.Context, req Request) Result {
 	case http.StatusGone:
 		res.Permanent = true
 	}
-	buf := make([]byte, snippetLen)
-	n, _ := io.ReadFull(resp.Body, buf)
-	res.Snippet = validUTF8(buf[:n])
+	res.Header = kairos.ResponseHeaders(resp.Header, resp.ContentLength)
+	res.Body = readBody(resp.Body, cmp.Or(req.Read, defaultRead))
 	_, _ = io.CopyN(io.Discard, resp.Body, drainLen)
 	return res
+}
+
+// readBody reads up to n bytes of r; nil for n <= 0 or an empty body. A
+// small n is read into a buffer of its size; a large one grows as the body
+// comes, so that a short answer to a job that may keep 64 KiB costs its
+// own size.
+func readBody(r io.Reader, n int) []byte {
+	if n <= 0 {
+		return nil
+	}
+	if n <= defaultRead {
+		buf := make([]byte, n)
+		k, _ := io.ReadFull(r, buf)
+		if k == 0 {
+			return nil
+		}
+		return buf[:k]
+	}
+	b, _ := io.ReadAll(io.LimitReader(r, int64(n)))
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// Snippet returns the first n bytes of the response body as valid UTF-8:
+// a rune cut off at the end is dropped and other invalid bytes become '?'.
+func (r Result) Snippet(n int) string {
+	return validUTF8(r.Body[:min(n, len(r.Body))])
 }
 
 // attemptError gives a transport error a short message and keeps it for errors.Is/As.

@@ -48,7 +48,7 @@ func TestFireOK(t *testing.T) {
 		Header: http.Header{"Content-Type": {"application/json"}, "X-Custom": {"1"}},
 		Body:   []byte(`{"a":1}`),
 	})
-	if diff := cmp.Diff(Result{Status: 202, Snippet: "thanks"}, res, ignoreTiming); diff != "" || res.Err != nil {
+	if diff := cmp.Diff(Result{Status: 202, Body: []byte("thanks"), Header: map[string]string{"Content-Type": "text/plain; charset=utf-8"}}, res, ignoreTiming); diff != "" || res.Err != nil {
 		t.Fatalf("Result (-want +got):\n%s\nErr: %v", diff, res.Err)
 	}
 	if !res.OK() {
@@ -70,7 +70,7 @@ func TestFireStatuses(t *testing.T) {
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "database is down", http.StatusInternalServerError)
 			},
-			want: Result{Status: 500, Snippet: "database is down\n"},
+			want: Result{Status: 500, Body: []byte("database is down\n"), Header: map[string]string{"Content-Type": "text/plain; charset=utf-8"}},
 		},
 		{
 			name: "429 with Retry-After",
@@ -78,7 +78,7 @@ func TestFireStatuses(t *testing.T) {
 				w.Header().Set("Retry-After", "120")
 				w.WriteHeader(http.StatusTooManyRequests)
 			},
-			want: Result{Status: 429, RetryAfter: 2 * time.Minute, HasRetryAfter: true},
+			want: Result{Status: 429, RetryAfter: 2 * time.Minute, HasRetryAfter: true, Header: map[string]string{"Retry-After": "120"}},
 		},
 		{
 			name: "503 without Retry-After",
@@ -93,7 +93,7 @@ func TestFireStatuses(t *testing.T) {
 				w.Header().Set("Retry-After", "120")
 				w.WriteHeader(http.StatusInternalServerError)
 			},
-			want: Result{Status: 500},
+			want: Result{Status: 500, Header: map[string]string{"Retry-After": "120"}},
 		},
 		{
 			name: "410 Gone is permanent",
@@ -101,7 +101,7 @@ func TestFireStatuses(t *testing.T) {
 				w.Header().Set("Retry-After", "120")
 				http.Error(w, "unsubscribed", http.StatusGone)
 			},
-			want: Result{Status: 410, Snippet: "unsubscribed\n", Permanent: true},
+			want: Result{Status: 410, Body: []byte("unsubscribed\n"), Permanent: true, Header: map[string]string{"Retry-After": "120", "Content-Type": "text/plain; charset=utf-8"}},
 		},
 		{
 			name: "invalid UTF-8 in the body",
@@ -109,7 +109,7 @@ func TestFireStatuses(t *testing.T) {
 				w.WriteHeader(http.StatusBadRequest)
 				w.Write([]byte("bad \xff\xfe input"))
 			},
-			want: Result{Status: 400, Snippet: "bad ? input"},
+			want: Result{Status: 400, Body: []byte("bad \xff\xfe input"), Header: map[string]string{"Content-Type": "text/plain; charset=utf-8"}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,8 +200,8 @@ func TestFireHugeBody(t *testing.T) {
 		t.Errorf("Fire took %v for a 50 MB response", elapsed)
 	}
 	want := strings.Repeat("0123456789abcdef", 32)
-	if res.Status != 200 || res.Snippet != want || res.Err != nil {
-		t.Fatalf("Result = %d, %d-byte snippet, %v; want 200, the first 512 bytes", res.Status, len(res.Snippet), res.Err)
+	if res.Status != 200 || string(res.Body) != want || res.Err != nil {
+		t.Fatalf("Result = %d, %d-byte body, %v; want 200, the first 512 bytes", res.Status, len(res.Body), res.Err)
 	}
 	select {
 	case o := <-done:

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -313,6 +312,7 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	} else if req, err := w.request(tctx, j, secret, start); err != nil {
 		res = Result{Err: err}
 	} else {
+		req.Read = bodyToRead(j, t)
 		res = w.client.Fire(ctx, req)
 	}
 	// A topic with a circuit breaker keeps its slot until the outcome is
@@ -321,7 +321,8 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	if !slotWaits {
 		called()
 	}
-	a.Duration, a.Status, a.Response = res.Duration, res.Status, res.Snippet
+	a.Duration, a.Status, a.Response = res.Duration, res.Status, res.Snippet(t.KeptResponse())
+	a.ResponseHeaders = res.Header
 	o := outcomeOf(res, j)
 	if o != kairos.OutcomeDelivered {
 		a.Error = failure(res)
@@ -336,10 +337,8 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	}
 	endAttempt(span, res, o)
 	var notices []kairos.Notice
-	if _, isNotice := kairos.NoticeOf(j.ID); o == kairos.OutcomeDead && !isNotice { // a notification's death notifies no one
-		if url := cmp.Or(j.FailureURL, t.FailureURL); url != "" {
-			notices = append(notices, kairos.Notice{URL: url, Body: noticeBody(j, a, w.st.Now())})
-		}
+	if n, ok := noticeOf(j, t, a, o, res.Body, w.st.Now()); ok {
+		notices = append(notices, n)
 	}
 	state, err := w.finish(ctx, j, a, o, retryAt, notices...)
 	if slotWaits {
@@ -399,31 +398,44 @@ func (w *Worker) finish(ctx context.Context, j kairos.Job, a kairos.Attempt, o k
 // stale and changes nothing.
 const finishPatience = 20 * time.Second
 
-// noticeBody is the failure notification of job j, dead after attempt a.
-func noticeBody(j kairos.Job, a kairos.Attempt, now time.Time) []byte {
-	type lastAttempt struct {
-		N        int     `json:"n"`
-		At       string  `json:"at"`
-		Status   int     `json:"status,omitempty"`
-		Error    string  `json:"error,omitempty"`
-		Response string  `json:"response,omitempty"`
-		Duration float64 `json:"duration_ms"`
+// noticeURLs are where job j of topic t tells of its delivery and of its
+// death: its own URLs, else its topic's. A notification tells no one of
+// its own.
+func noticeURLs(j kairos.Job, t kairos.Topic) (success, failure string) {
+	if _, isNotice := kairos.NoticeOf(j.ID); isNotice {
+		return "", ""
 	}
-	b, _ := json.Marshal(struct {
-		Type        string      `json:"type"`
-		JobID       string      `json:"job_id"`
-		Topic       string      `json:"topic"`
-		Tenant      string      `json:"tenant"`
-		Attempts    int         `json:"attempts"`
-		DeadAt      string      `json:"dead_at"`
-		LastAttempt lastAttempt `json:"last_attempt"`
-	}{Type: "job.dead", JobID: j.ID, Topic: j.Topic, Tenant: j.Tenant, Attempts: a.N, DeadAt: rfc3339ms(now),
-		LastAttempt: lastAttempt{N: a.N, At: rfc3339ms(a.At), Status: a.Status, Error: a.Error, Response: a.Response,
-			Duration: float64(a.Duration) / float64(time.Millisecond)}})
-	return b
+	return cmp.Or(j.SuccessURL, t.SuccessURL), cmp.Or(j.FailureURL, t.FailureURL)
 }
 
-func rfc3339ms(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+// bodyToRead is how much of the answer to attempt j.Attempts the worker
+// reads (Request.Read): its topic's response_bytes for the log, or the
+// most a notification carries when the answer may be one's: any answer
+// with a success URL, the last attempt's with a failure URL.
+func bodyToRead(j kairos.Job, t kairos.Topic) int {
+	success, failure := noticeURLs(j, t)
+	if success != "" || (failure != "" && j.AttemptsLeft() <= 0) {
+		return kairos.MaxNoticeResponse
+	}
+	if n := t.KeptResponse(); n > 0 {
+		return n
+	}
+	return NoBody
+}
+
+// noticeOf is the notification that outcome o of attempt a at job j of
+// topic t files with it, if any: a success notification for a delivery, a
+// failure notification for a death. body is the answer's (Result.Body).
+func noticeOf(j kairos.Job, t kairos.Topic, a kairos.Attempt, o kairos.Outcome, body []byte, now time.Time) (kairos.Notice, bool) {
+	success, failure := noticeURLs(j, t)
+	switch {
+	case o == kairos.OutcomeDelivered && success != "":
+		return kairos.SuccessNotice(success, j, a, body), true
+	case o == kairos.OutcomeDead && failure != "":
+		return kairos.FailureNotice(failure, j, a, body, kairos.StateDead, now), true
+	}
+	return kairos.Notice{}, false
+}
 
 // outcomeOf is what attempt res at job j came to: delivered on a 2xx;
 // dead on a permanent failure or when j has no attempt left; else retried.

@@ -46,6 +46,10 @@ type JobRequest struct {
 	// allows, as one with an ID is.
 	DedupKey    string   `json:"dedup_key,omitempty"`
 	DedupWindow Duration `json:"dedup_window,omitempty"`
+
+	// SuccessURL is told of the job's delivery (a Notification) instead
+	// of its topic's success URL.
+	SuccessURL string `json:"success_url,omitempty"`
 }
 
 // What a create does to a job of its ID that has not fired ([JobRequest.OnConflict]).

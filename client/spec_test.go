@@ -366,6 +366,7 @@ var mirrors = map[string]any{
 	"JobForgotten":      jobForgotten{},
 	"Health":            status{},
 	"Ready":             status{},
+	"Notification":      client.Notification{},
 }
 
 // The wrappers the client takes apart: ListTopics returns the list,

@@ -91,6 +91,14 @@ type TopicRequest struct {
 	// (GetTopicSigningKeys), so that its receivers hold no secret another
 	// topic's receivers accept.
 	Signing string `json:"signing,omitempty"`
+
+	// SuccessURL is sent a Notification after each of the topic's jobs
+	// is delivered, carrying the receiver's answer.
+	SuccessURL string `json:"success_url,omitempty"`
+	// ResponseBytes is how much of each answer's body an attempt keeps
+	// (Attempt.Response): nil for the server's default (256), a pointer
+	// to 0 for none, at most 16384.
+	ResponseBytes *int `json:"response_bytes,omitempty"`
 }
 
 // The secrets a topic's callbacks may be signed with (TopicRequest.Signing).
@@ -145,6 +153,9 @@ type Topic struct {
 	Paused      bool              `json:"paused"`            // deliveries stopped (PauseTopic)
 	CreatedAt   Time              `json:"created_at"`
 	UpdatedAt   Time              `json:"updated_at"`
+
+	SuccessURL    string `json:"success_url,omitempty"`
+	ResponseBytes int    `json:"response_bytes"` // bytes of each answer's body an attempt keeps; 0 none
 }
 
 // Attempt is one callback attempt.
@@ -154,10 +165,13 @@ type Attempt struct {
 	DurationMS float64 `json:"duration_ms"`
 	Status     int     `json:"status,omitempty"`   // the HTTP status; 0 when there was no answer
 	Error      string  `json:"error,omitempty"`    // why the attempt failed
-	Response   string  `json:"response,omitempty"` // the start of a failed attempt's response body
+	Response   string  `json:"response,omitempty"` // the start of the response body, up to the topic's ResponseBytes
 	// Event is set on an entry that is not an attempt: "replay" when the
 	// dead job was replayed (N is then the attempts made before it).
 	Event string `json:"event,omitempty"`
+	// ResponseHeaders are the answer's Content-Type, Retry-After and
+	// Location, those it had.
+	ResponseHeaders map[string]string `json:"response_headers,omitempty"`
 }
 
 // Job is a job as the API shows it. The settings it does not set itself
@@ -190,6 +204,8 @@ type Job struct {
 	// ResultDuplicate whose first job's record is gone (cancelled, or past
 	// the retention period) carries only ID, Topic and Tenant.
 	Result string `json:"result,omitempty"`
+
+	SuccessURL string `json:"success_url,omitempty"`
 }
 
 // The results of a create: ResultCreated (201); ResultReplaced when the job

@@ -54,6 +54,8 @@ func (req *jobRequest) decodeFastOf(body []byte, valid bool) bool {
 			return l.optString(&r.FlowKey)
 		case "failure_url":
 			return l.optString(&r.FailureURL)
+		case "success_url":
+			return l.optString(&r.SuccessURL)
 		case "on_conflict":
 			return l.optString(&r.OnConflict)
 		case "max_delay":

@@ -36,6 +36,9 @@ type jobRequest struct {
 	MaxDelay    *string           `json:"max_delay"`
 	DedupKey    *string           `json:"dedup_key"`
 	DedupWindow *string           `json:"dedup_window"`
+
+	// success_url: told of the delivery (docs/callbacks.md)
+	SuccessURL *string `json:"success_url"`
 }
 
 // rescheduleRequest is the body of PATCH /v1/topics/{topic}/jobs/{id}.
@@ -53,6 +56,9 @@ type attemptResponse struct {
 	Error      string  `json:"error,omitempty"`
 	Response   string  `json:"response,omitempty"`
 	Event      string  `json:"event,omitempty"`
+	// ResponseHeaders are the answer's Content-Type, Retry-After and
+	// Location, those it had.
+	ResponseHeaders map[string]string `json:"response_headers,omitempty"`
 }
 
 // jobResponse is a job as the API shows it, with the values of
@@ -89,6 +95,9 @@ type jobResponse struct {
 	// Result is set in the answers to creates only: what the create did
 	// (rdb.CreateResult: created, replaced, kept, debounced, duplicate).
 	Result string `json:"result,omitempty"`
+
+	// success_url: told of the delivery (docs/callbacks.md)
+	SuccessURL string `json:"success_url,omitempty"`
 }
 
 // attemptCount is a job's attempts, shown even when 0; attemptsUnknown
@@ -125,7 +134,7 @@ func jobView(j kairos.Job) jobResponse {
 		ID: j.ID, Topic: j.Topic, Tenant: j.Tenant, State: j.State, RunAt: formatTime(j.RunAt),
 		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: attemptCount(j.Attempts),
 		ReplayedAfter: j.ReplayedAfter, MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
-		FlowKey: j.FlowKey, FailureURL: j.FailureURL, Payload: payloadJSON(j),
+		FlowKey: j.FlowKey, FailureURL: j.FailureURL, Payload: payloadJSON(j), SuccessURL: j.SuccessURL,
 	}
 	if j.ContentType != "" { // a Content-Type of its own is shown, masked or not, with its headers
 		v.Headers = maskHeaders(ownHeaders(j))
@@ -150,6 +159,7 @@ func jobView(j kairos.Job) jobResponse {
 		v.AttemptLog = append(v.AttemptLog, attemptResponse{
 			N: a.N, At: formatTime(a.At), DurationMS: float64(a.Duration.Microseconds()) / 1000,
 			Status: a.Status, Error: a.Error, Response: a.Response, Event: a.Event,
+			ResponseHeaders: a.ResponseHeaders,
 		})
 	}
 	for i := len(v.AttemptLog) - 1; i >= 0; i-- {
@@ -199,8 +209,8 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 	if req.ID != nil {
 		if !validID(*req.ID) {
 			fe.add("id", "%q is not a valid job id: %s", *req.ID, idRule)
-		} else if dead, ok := kairos.NoticeOf(*req.ID); ok {
-			fe.add("id", "%q has the form of the failure notification of job %q: ids ending in '~dead.' and digits are reserved for them; use another separator", *req.ID, dead)
+		} else if of, mark, ok := kairos.ParseNotice(*req.ID); ok {
+			fe.add("id", "%q has the form of a notification of job %q: ids ending in '%s' and digits are reserved for them; use another separator", *req.ID, of, mark)
 		} else if sid, ok := kairos.ScheduleOf(*req.ID); ok {
 			fe.add("id", "%q has the form of an occurrence of schedule %q: ids ending in '@' and digits are reserved for schedules' occurrences; use another separator", *req.ID, sid)
 		}
@@ -242,6 +252,10 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 	if req.FailureURL != nil {
 		checkURL(&fe, "failure_url", *req.FailureURL, allowPrivate)
 		j.FailureURL = *req.FailureURL
+	}
+	if req.SuccessURL != nil {
+		checkURL(&fe, "success_url", *req.SuccessURL, allowPrivate)
+		j.SuccessURL = *req.SuccessURL
 	}
 	j.Create = req.createOptions(&fe)
 	if j.Create.DedupKey != "" && req.ID != nil {

@@ -26,6 +26,10 @@ type topicRequest struct {
 	Breaker     *breakerRequest   `json:"breaker"`
 	FailureURL  *string           `json:"failure_url"`
 	Signing     *string           `json:"signing"`
+
+	// success_url and response_bytes: delivery history (docs/callbacks.md)
+	SuccessURL    *string `json:"success_url"`
+	ResponseBytes *int    `json:"response_bytes"`
 }
 
 // breakerRequest turns a topic's circuit breaker on.
@@ -81,6 +85,10 @@ type topicResponse struct {
 	Paused      bool              `json:"paused"`
 	CreatedAt   string            `json:"created_at"`
 	UpdatedAt   string            `json:"updated_at"`
+
+	// success_url and response_bytes: delivery history (docs/callbacks.md)
+	SuccessURL    string `json:"success_url,omitempty"`
+	ResponseBytes int    `json:"response_bytes"`
 }
 
 // backoffResponse shows backoff durations; a job shows only the ones it sets.
@@ -134,6 +142,7 @@ func topicView(t kairos.Topic) topicResponse {
 		Timeout: d.Timeout.String(), MaxAttempts: d.MaxAttempts,
 		Backoff:     backoffResponse{Initial: d.BackoffInitial.String(), Max: d.BackoffMax.String()},
 		Concurrency: d.Concurrency, Paused: t.Paused, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
+		SuccessURL: t.SuccessURL, ResponseBytes: t.KeptResponse(),
 	}
 }
 
@@ -185,6 +194,13 @@ func (req topicRequest) toTopic(tenant, name string, allowPrivate bool) (kairos.
 		checkURL(&fe, "failure_url", *req.FailureURL, allowPrivate)
 		t.FailureURL = *req.FailureURL
 	}
+	if req.SuccessURL != nil {
+		checkURL(&fe, "success_url", *req.SuccessURL, allowPrivate)
+		t.SuccessURL = *req.SuccessURL
+	}
+	if req.ResponseBytes != nil {
+		t.ResponseBytes = checkResponseBytes(&fe, "response_bytes", *req.ResponseBytes)
+	}
 	if req.Signing != nil {
 		switch *req.Signing {
 		case kairos.SigningTenant, kairos.SigningTopic:
@@ -225,6 +241,20 @@ func (r rateRequest) parse(fe *fieldErrors, field string) (int, time.Duration) {
 		return 0, 0
 	}
 	return *r.Limit, period
+}
+
+// checkResponseBytes returns n as kairos.Topic.ResponseBytes keeps it
+// (0 is kairos.ResponseBytesNone there) when it is in range.
+func checkResponseBytes(fe *fieldErrors, field string, n int) int {
+	switch {
+	case n < 0 || n > kairos.MaxResponseBytes:
+		fe.add(field, "%d is out of range: allowed 0 (keep no response body) to %d bytes of each answer's body (default %d)",
+			n, kairos.MaxResponseBytes, kairos.DefaultResponseBytes)
+		return 0
+	case n == 0:
+		return kairos.ResponseBytesNone
+	}
+	return n
 }
 
 // checkFlowKey returns k when it is a valid flow key.

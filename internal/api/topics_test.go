@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/rdb"
 
 	"github.com/google/go-cmp/cmp"
@@ -27,6 +28,7 @@ func TestTopicLifecycle(t *testing.T) {
 		Name: "orders", Tenant: "acme", CallbackURL: hook, Method: "PUT", Headers: map[string]string{"X-Shop": "eu-1"},
 		Timeout: "10s", MaxAttempts: 5, Backoff: backoffResponse{Initial: "2s", Max: "30m0s"}, Concurrency: 20,
 		Breaker: breakerResponse{State: "closed"}, Signing: "tenant", CreatedAt: ms(t0), UpdatedAt: ms(t0),
+		ResponseBytes: kairos.DefaultResponseBytes,
 	}
 	if d := cmp.Diff(wantTopic, got); d != "" {
 		t.Errorf("created topic (-want +got):\n%s", d)
@@ -39,6 +41,7 @@ func TestTopicLifecycle(t *testing.T) {
 		Name: "orders", Tenant: "acme", CallbackURL: hook + "/v2", Method: "POST",
 		Timeout: "30s", MaxAttempts: 10, Backoff: backoffResponse{Initial: "1s", Max: "1h0m0s"}, Concurrency: 10,
 		Breaker: breakerResponse{State: "closed"}, Signing: "tenant", CreatedAt: ms(t0), UpdatedAt: ms(t0.Add(time.Minute)),
+		ResponseBytes: kairos.DefaultResponseBytes,
 	}
 	if d := cmp.Diff(wantTopic, got); d != "" {
 		t.Errorf("replaced topic (-want +got):\n%s", d)

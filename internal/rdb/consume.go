@@ -340,8 +340,9 @@ func (s *Store) ints(ctx context.Context, n int, cmd func(pipe redis.Pipeliner, 
 // one that finds none waits outcomeLinger for company.
 //
 // A notice given with a dead outcome becomes the job's failure
-// notification (kairos.NoticeID), created in the same script: it exists
-// exactly when the job died.
+// notification (kairos.NoticeID), one given with a delivered outcome its
+// success notification (kairos.SuccessNoticeID), created in the same
+// script: it exists exactly when the job died or was delivered.
 func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, o kairos.Outcome, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
 	line, err := logLine(a)
 	if err != nil {
@@ -365,12 +366,12 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 	}
 	entry := field(at.h, key.ID) + "," + strconv.FormatInt(int64(a.N), 36) + "," + strconv.Itoa(code) + "," +
 		retry + "," + key.Tenant + "|" + line // logLine ends the line
-	if o == kairos.OutcomeDead && len(notice) > 0 && notice[0].URL != "" {
+	if len(notice) > 0 && notice[0].URL != "" && o != kairos.OutcomeRetrying {
 		set, err := encodeSettings(kairos.Job{CallbackURL: notice[0].URL, ContentType: "application/json"})
 		if err != nil {
 			return "", err
 		}
-		entry += strconv.Itoa(len(set)) + "|" + string(set) + string(notice[0].Body)
+		entry += noticeKind(o) + strconv.Itoa(len(set)) + "|" + string(set) + string(notice[0].Body)
 	}
 	f := &finish{ctx: ctx, shard: at.shard, entry: entry, done: make(chan struct{})}
 	s.finishes.do(f)
@@ -384,6 +385,15 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 		return "", nil
 	}
 	return o.State(), nil
+}
+
+// noticeKind tells outcome.lua which notification a notice is: "d" for a
+// death (kairos.NoticeMark), "s" for a delivery (kairos.SuccessMark).
+func noticeKind(o kairos.Outcome) string {
+	if o == kairos.OutcomeDelivered {
+		return "s"
+	}
+	return "d"
 }
 
 // finish is one outcome waiting to be written.

@@ -409,6 +409,7 @@ var luaPrelude = func() string {
 		outcomeDelivered, outcomeRetrying, outcomeDead)
 	fmt.Fprintf(&b, "local OCC = '%s' -- starts the counter fields of occurrences' moves\n", occurrenceMark)
 	fmt.Fprintf(&b, "local NOTICE_MARK = '%s' -- joins a dead job's id and its attempt in its failure notification's id\n", kairos.NoticeMark)
+	fmt.Fprintf(&b, "local SUCCESS_MARK = '%s' -- joins a delivered job's id and its attempt in its success notification's id\n", kairos.SuccessMark)
 	fmt.Fprintf(&b, "local REC, REC_LEN = '%s', %d -- a job record's header (recordFields), for struct.pack and struct.unpack\n",
 		recordHeader, recordHeaderLen)
 	fmt.Fprintf(&b, "local LOG_KEEP, CHORES_MAX = %d, %d\n", LogKeep, maxChores)

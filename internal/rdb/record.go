@@ -39,6 +39,7 @@ type settings struct {
 	TraceState     string            `json:"ts,omitempty"`
 	FlowKey        string            `json:"fk,omitempty"`
 	FailureURL     string            `json:"fu,omitempty"`
+	SuccessURL     string            `json:"su,omitempty"`
 	// ReplayedAfter is how many attempts the job made before its last
 	// replay (replay.lua writes it; a create never does).
 	ReplayedAfter int `json:"rb,omitempty"`
@@ -49,9 +50,11 @@ func encodeSettings(j kairos.Job) ([]byte, error) {
 	s := settings{URL: j.CallbackURL, Method: j.Method, ContentType: j.ContentType, Headers: j.Headers,
 		TimeoutMS: j.Timeout.Milliseconds(), MaxAttempts: j.MaxAttempts,
 		BackoffInitial: j.BackoffInitial.Milliseconds(), BackoffMax: j.BackoffMax.Milliseconds(),
-		TraceParent: j.TraceParent, TraceState: j.TraceState, FlowKey: j.FlowKey, FailureURL: j.FailureURL}
+		TraceParent: j.TraceParent, TraceState: j.TraceState, FlowKey: j.FlowKey, FailureURL: j.FailureURL,
+		SuccessURL: j.SuccessURL}
 	if s.URL == "" && s.Method == "" && s.ContentType == "" && len(s.Headers) == 0 && s.TimeoutMS == 0 &&
-		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 && s.TraceParent == "" && s.FlowKey == "" && s.FailureURL == "" {
+		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 && s.TraceParent == "" && s.FlowKey == "" && s.FailureURL == "" &&
+		s.SuccessURL == "" {
 		return nil, nil
 	}
 	b, err := json.Marshal(s)
@@ -174,6 +177,7 @@ func (r record) job(key kairos.JobKey, webhookID func(kairos.JobKey, int64) stri
 		j.BackoffMax = time.Duration(s.BackoffMax) * time.Millisecond
 		j.TraceParent, j.TraceState, j.FlowKey, j.FailureURL = s.TraceParent, s.TraceState, s.FlowKey, s.FailureURL
 		j.ReplayedAfter = s.ReplayedAfter
+		j.SuccessURL = s.SuccessURL
 	}
 	log, err := decodeLogLines(r.log)
 	if err != nil {
@@ -197,6 +201,7 @@ func decodeLogLines(b []byte) ([]kairos.Attempt, error) {
 		out = append(out, kairos.Attempt{
 			N: a.N, At: fromMS(a.T), Duration: time.Duration(a.MS * float64(time.Millisecond)),
 			Status: a.Status, Error: a.Error, Response: a.Response, Event: a.Event,
+			ResponseHeaders: longHeaders(a.RH),
 		})
 	}
 	return out, nil

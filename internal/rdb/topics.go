@@ -35,6 +35,8 @@ type topicRecord struct {
 	BreakerCoolMS int64             `json:"breaker_cooldown_ms,omitempty"`
 	FailureURL    string            `json:"failure_url,omitempty"`
 	Signing       string            `json:"signing,omitempty"` // "" is kairos.SigningTenant
+	SuccessURL    string            `json:"success_url,omitempty"`
+	ResponseBytes int               `json:"response_bytes,omitempty"` // as kairos.Topic's: 0 the default, -1 none
 	CreatedMS     int64             `json:"created_ms"`
 	UpdatedMS     int64             `json:"updated_ms"`
 }
@@ -57,7 +59,7 @@ func encodeTopic(t kairos.Topic) ([]byte, error) {
 		BackoffInitMS: t.BackoffInitial.Milliseconds(), BackoffMaxMS: t.BackoffMax.Milliseconds(),
 		Concurrency: t.Concurrency, RateLimit: t.RateLimit, RatePeriodMS: t.RatePeriod.Milliseconds(),
 		Parallelism: t.Parallelism, FlowKey: t.FlowKey, BreakerFails: t.BreakerFailures, BreakerCoolMS: t.BreakerCooldown.Milliseconds(),
-		FailureURL: t.FailureURL, Signing: recordSigning(t),
+		FailureURL: t.FailureURL, Signing: recordSigning(t), SuccessURL: t.SuccessURL, ResponseBytes: t.ResponseBytes,
 		CreatedMS: ms(t.CreatedAt), UpdatedMS: ms(t.UpdatedAt),
 	})
 }
@@ -76,6 +78,7 @@ func decodeTopic(field, raw string) (kairos.Topic, error) {
 		Concurrency:    r.Concurrency, RateLimit: r.RateLimit, RatePeriod: time.Duration(r.RatePeriodMS) * time.Millisecond,
 		Parallelism: r.Parallelism, FlowKey: r.FlowKey, BreakerFailures: r.BreakerFails,
 		BreakerCooldown: time.Duration(r.BreakerCoolMS) * time.Millisecond, FailureURL: r.FailureURL, Signing: r.Signing, CreatedAt: fromMS(r.CreatedMS), UpdatedAt: fromMS(r.UpdatedMS),
+		SuccessURL: r.SuccessURL, ResponseBytes: r.ResponseBytes,
 	}, nil
 }
 

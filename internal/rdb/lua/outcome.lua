@@ -3,16 +3,18 @@
 -- in that attempt: a stale one (its lease lapsed and the job was handed
 -- out again, or it was released) changes nothing. A delivered job keeps
 -- its record for the retention period (an entry at its expiry, which the
--- claim that meets it deletes); a retrying one is filed again at its retry
--- time; a dead one joins the dead letters, and may carry its failure
--- notification, filed then as a job of its own. The attempt's lease entry
+-- claim that meets it deletes), and may carry its success notification; a
+-- retrying one is filed again at its retry time; a dead one joins the dead
+-- letters, and may carry its failure notification. A notification is filed
+-- then as a job of its own. The attempt's lease entry
 -- goes in every case, so nothing of a finished attempt is left to a claim.
 -- KEYS[1] the shard's pool, KEYS[2] its wheel (due), KEYS[3] its leases
 -- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] the shard's key
 -- tag, ARGV[3] how long a delivered job stays readable (ms), ARGV[4] the
 -- wake horizon (ms), then an outcome an argument:
 -- "<h>/<id>,<attempt>,<outcome>,<retry at>,<tenant>|<log line>\n[<notice>]"
--- (attempt and retry at in base 36; the notice is "<settings length>|<settings><payload>")
+-- (attempt and retry at in base 36; the notice is "<kind><settings length>|<settings><payload>",
+-- kind d for a dead outcome's failure notification, s for a delivered one's success notification)
 -- Reply: {applied, earliest}: applied holds 1 for each outcome that changed
 -- its job and 0 for a stale one, in order; earliest is the earliest wheel
 -- score this call wrote when a sleeping scanner must be woken for it
@@ -29,12 +31,20 @@ local function keepRaw(field, v)
   return v
 end
 
--- notify files the failure notification of job id of topic h, dead after
--- attempt n: a job "<id>~dead.<n>" due now.
-local function notify(h, id, n, note)
-  local ls, body = string.match(note, '^(%d+)|(.*)$')
-  if ls then
-    fileNew(pool, h, id .. NOTICE_MARK .. string.format('%d', n), newRecord(ST.ready, now, now, 0, tonumber(ls), body),
+-- notify files the notification note of job id of topic h, ended by
+-- attempt n, when it is of kind (d: dead, s: delivered): a job
+-- "<id>~dead.<n>" or "<id>~ok.<n>" due now.
+local function notify(h, id, n, note, kind)
+  local k, ls, body = string.match(note, '^(%a)(%d+)|(.*)$')
+  if not k then -- no kind: a failure notification of layout 5's outcome lists (migrateOutcomes)
+    k, ls, body = 'd', string.match(note, '^(%d+)|(.*)$')
+  end
+  if k == kind and ls then
+    local mark = NOTICE_MARK
+    if k == 's' then
+      mark = SUCCESS_MARK
+    end
+    fileNew(pool, h, id .. mark .. string.format('%d', n), newRecord(ST.ready, now, now, 0, tonumber(ls), body),
       ST.ready, now, now, keepRaw, written)
   end
 end
@@ -42,7 +52,7 @@ end
 local fields, ns, ocs, ats, tenants, lines, notes = {}, {}, {}, {}, {}, {}, {}
 for i = 5, #ARGV do
   local o = ARGV[i]
-  -- the log line ends with a newline; a failure notice may follow it
+  -- the log line ends with a newline; a notice may follow it
   local f, n, oc, at, tenant, line, note = string.match(o, '^([^,|]*),(%w*),(%d),(%w*),([^|]*)|([^\n]*\n)(.*)$')
   if not f then
     f, n, oc, at, tenant, line = string.match(o, '^([^,|]*),(%w*),(%d),(%w*),([^|]*)|(.*)$')
@@ -70,6 +80,9 @@ for i, field in ipairs(fields) do
       r.st, r.fa, r.nx = ST.delivered, now, now + retention
       wheelPut(field, r.nx, now)
       count(h, TO_DELIVERED[isOccurrence(id)])
+      if notes[i] and notes[i] ~= '' then
+        notify(h, id, r.n, notes[i], 's')
+      end
     elseif oc == OUT.retrying then
       r.st, r.nx = ST.retrying, num(ats[i])
       wheelPut(field, r.nx, now)
@@ -79,7 +92,7 @@ for i, field in ipairs(fields) do
       deadAdd(tag, tenants[i], h, id, now)
       count(h, TO_DEAD[isOccurrence(id)])
       if notes[i] and notes[i] ~= '' then
-        notify(h, id, r.n, notes[i])
+        notify(h, id, r.n, notes[i], 'd')
       end
     end
     keepRaw(field, format(r))
