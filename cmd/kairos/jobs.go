@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -29,8 +30,9 @@ var jobCommands = []apiCommand{
 			opts.define(fs)
 			payloadFile := fs.String("payload-file", "", "read the payload, any JSON, from this file; - reads stdin")
 			payload := fs.String("payload", "", "the payload, any JSON, such as '{\"order\": 1042}'")
+			successURL := fs.String("success-url", "", "told of the job's delivery, with the receiver's answer, instead of its topic's success URL")
 			return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
-				req := client.JobRequest{ID: *id, RunAt: when.runAt.t, Delay: client.Duration(when.delay),
+				req := client.JobRequest{ID: *id, RunAt: when.runAt.t, Delay: client.Duration(when.delay), SuccessURL: *successURL,
 					CallbackURL: set.callbackURL, Method: set.method, Headers: set.headerMap(),
 					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(),
 					OnConflict: opts.onConflict, MaxDelay: client.Duration(opts.maxDelay),
@@ -296,6 +298,9 @@ func showJob(w io.Writer, j *client.Job) {
 		fmt.Fprintf(w, "backoff\t%s initial, %s max\n", durationOrDash(b.Initial), durationOrDash(b.Max))
 	}
 	showHeaders(w, j.Headers)
+	if j.SuccessURL != "" {
+		fmt.Fprintf(w, "success_url\t%s\n", j.SuccessURL)
+	}
 	if len(j.Payload) > 0 {
 		fmt.Fprintf(w, "payload\t%s\n", j.Payload)
 	}
@@ -309,9 +314,22 @@ func showJob(w io.Writer, j *client.Job) {
 			if a.Event != "" {
 				status = a.Event // a replay: attempts go on from N+1
 			}
-			fmt.Fprintf(w, "%d\t%s\t%s\t%g\t%s\t%s\n", a.N, formatTime(a.At), status, a.DurationMS, orDash(a.Error), orDash(oneLine(a.Response)))
+			fmt.Fprintf(w, "%d\t%s\t%s\t%g\t%s\t%s\n", a.N, formatTime(a.At), status, a.DurationMS, orDash(a.Error), orDash(answerLine(a)))
 		}
 	}
+}
+
+// answerLine shows an attempt's answer on one line of a table: its kept
+// headers, then the start of its body.
+func answerLine(a client.Attempt) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(a.ResponseHeaders)) {
+		parts = append(parts, k+": "+a.ResponseHeaders[k])
+	}
+	if a.Response != "" {
+		parts = append(parts, oneLine(a.Response))
+	}
+	return strings.Join(parts, " | ")
 }
 
 // durationOrDash shows a duration the job leaves to its topic as "-".

@@ -61,6 +61,8 @@ var topicCommands = []apiCommand{
 			parallelism := fs.Int("parallelism", 0, "at most this many callbacks in flight across all processes (default none)")
 			flowKey := fs.String("flow-key", "", "share one rate and parallelism quota with the topics of this key (default the topic's own)")
 			failureURL := fs.String("failure-url", "", "sent a signed notification when a job of the topic goes dead (default none)")
+			successURL := fs.String("success-url", "", "sent a signed notification, with the receiver's answer, after each delivery (default none)")
+			responseBytes := fs.Int("response-bytes", -1, "bytes of each answer's body an attempt keeps, 0 to 16384; 0 keeps none (left out: 256)")
 			breaker := fs.String("breaker", "", "circuit breaker: FAILURES/COOLDOWN, such as 5/10s: opens after that many failed attempts in a row (default off)")
 			return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 				if set.callbackURL == "" {
@@ -69,6 +71,10 @@ var topicCommands = []apiCommand{
 				req := client.TopicRequest{CallbackURL: set.callbackURL, Method: set.method, Headers: set.headerMap(),
 					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(), Concurrency: *concurrency,
 					Parallelism: *parallelism, FlowKey: *flowKey, FailureURL: *failureURL}
+				req.SuccessURL = *successURL
+				if *responseBytes >= 0 {
+					req.ResponseBytes = responseBytes
+				}
 				if *rate != "" {
 					n, d, err := countPer("--rate", *rate, "LIMIT/PERIOD, such as 50/1s")
 					if err != nil {
@@ -162,6 +168,10 @@ func showTopic(w io.Writer, t *client.Topic) {
 	if t.FailureURL != "" {
 		fmt.Fprintf(w, "failure_url\t%s\n", t.FailureURL)
 	}
+	if t.SuccessURL != "" {
+		fmt.Fprintf(w, "success_url\t%s\n", t.SuccessURL)
+	}
+	fmt.Fprintf(w, "response_bytes\t%d\n", t.ResponseBytes)
 	switch b := t.Breaker; {
 	case b != nil && b.Failures > 0:
 		fmt.Fprintf(w, "breaker\t%s (opens after %d failures in a row, for %s)\n", b.State, b.Failures, b.Cooldown)
