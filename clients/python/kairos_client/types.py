@@ -328,3 +328,35 @@ class Stats(TypedDict):
 
 class Health(TypedDict):
     status: str
+
+
+class NotificationLastAttempt(TypedDict):
+    n: int
+    at: Time
+    duration_ms: float
+    status: NotRequired[int]
+    error: NotRequired[str]
+    response: NotRequired[str]
+
+
+class Notification(TypedDict):
+    """The body kairos POSTs, signed like a callback, to a success_url after a
+    delivery ("job.delivered") and to a failure_url when a job ends without one
+    ("job.dead", "job.expired"). ``response`` is the receiver's answer to the
+    last attempt, whole up to 64 KiB: text, or base64 when
+    ``response_encoding`` is "base64" (notification_body decodes it)."""
+
+    type: Literal["job.delivered", "job.dead", "job.expired"]
+    job_id: str
+    topic: str
+    tenant: str
+    attempt: int
+    status: int
+    response_headers: dict[str, str]
+    response: str
+    response_encoding: NotRequired[Literal["base64"]]
+    state: NotRequired[Literal["dead", "expired"]]
+    error: NotRequired[str]
+    attempts: NotRequired[int]
+    dead_at: NotRequired[Time]
+    last_attempt: NotRequired[NotificationLastAttempt]

@@ -224,3 +224,18 @@ class TestVerify(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestNotification(unittest.TestCase):
+    BASE = {"type": "job.delivered", "job_id": "a", "topic": "t", "tenant": "x", "attempt": 1, "status": 200,
+            "response_headers": {}}
+
+    def test_a_notifications_answer_reads_back_as_bytes(self) -> None:
+        from kairos_client import notification_body
+        self.assertEqual(notification_body({**self.BASE, "response": "café"}), "café".encode())
+        self.assertEqual(notification_body({**self.BASE, "response": "/wD+eA==", "response_encoding": "base64"}),
+                         b"\xff\x00\xfex")
+        with self.assertRaisesRegex(ValueError, "unknown response_encoding"):
+            notification_body({**self.BASE, "response": "x", "response_encoding": "gzip"})
+        with self.assertRaisesRegex(ValueError, "malformed base64"):
+            notification_body({**self.BASE, "response": "%%%", "response_encoding": "base64"})

@@ -5,4 +5,5 @@ export type { KairosOptions } from "./client.js";
 export { KairosError, parseRetryAfter } from "./errors.js";
 export { VerificationError, verifyCallback, verifyRequest, signCallback } from "./verify.js";
 export type { HeadersLike, KairosClaims, VerifiedCallback, VerifyOptions } from "./verify.js";
+export { notificationBody } from "./notification.js";
 export type * from "./types.js";

@@ -448,3 +448,30 @@ export interface Problem {
 export interface Health {
   status: string;
 }
+
+/**
+ * The body kairos POSTs, signed like a callback, to a success_url after a delivery
+ * ("job.delivered") and to a failure_url when a job ends without one ("job.dead",
+ * "job.expired"). `response` is the receiver's answer to the last attempt, whole up to
+ * 64 KiB: text, or base64 when `response_encoding` is "base64" (notificationBody decodes it).
+ */
+export interface Notification {
+  type: "job.delivered" | "job.dead" | "job.expired";
+  job_id: string;
+  topic: string;
+  tenant: string;
+  /** The attempt that ended the job; 0 for one that ended without an attempt. */
+  attempt: number;
+  /** The answer's HTTP status; 0 when there was none. */
+  status: number;
+  response_headers: Record<string, string>;
+  response: string;
+  response_encoding?: "base64";
+  /** Failure notifications only. */
+  state?: "dead" | "expired";
+  error?: string;
+  /** Failure notifications only: the fields they carried before the ones above. */
+  attempts?: number;
+  dead_at?: Time;
+  last_attempt?: { n: number; at: Time; status?: number; error?: string; response?: string; duration_ms: number };
+}

@@ -174,3 +174,13 @@ test("a callback signed as kairos signs verifies; a tampered one does not", asyn
   const none = Buffer.from('{"alg":"none","typ":"JWT"}').toString("base64url") + "." + p + ".";
   await refused({ ...h, "kairos-signature": none }, body, {}, "invalid");
 });
+
+// A notification's answer reads back as bytes: text as UTF-8, base64 decoded, and an
+// encoding kairos does not send is refused.
+test("notificationBody decodes a notification's response", async () => {
+  const { notificationBody } = await import("../dist/index.js");
+  const base = { type: "job.delivered", job_id: "a", topic: "t", tenant: "x", attempt: 1, status: 200, response_headers: {} };
+  assert.deepEqual(notificationBody({ ...base, response: "café" }), new TextEncoder().encode("café"));
+  assert.deepEqual(notificationBody({ ...base, response: "/wD+eA==", response_encoding: "base64" }), new Uint8Array([0xff, 0x00, 0xfe, 0x78]));
+  assert.throws(() => notificationBody({ ...base, response: "x", response_encoding: "gzip" }), /unknown response_encoding/);
+});
