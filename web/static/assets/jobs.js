@@ -124,7 +124,7 @@ function render(j, topic) {
     ['Error', a.event === 'replay' ? `replayed: the next attempt is #${a.n + 1}` : (a.error || '—'), 'wrap'],
     ['Duration', ms(a.duration_ms), 'num'],
     ['Request headers', a.event ? '—' : requestHeaders(j, topic, a), 'wrap'],
-    ['Response', a.response ? h('code', { text: a.response }) : '—', 'wrap'],
+    ['Response', a.event ? '—' : response(a, topic), 'wrap'],
   ]);
   $('attempt-empty').hidden = log.length > 0;
 }
@@ -178,7 +178,7 @@ function requestHeaders(j, t, a) {
     const at = hs.findIndex(([n]) => n.toLowerCase() === k.toLowerCase());
     at >= 0 ? (hs[at] = [k, v]) : hs.push([k, v]);
   };
-  if (!/~dead\.\d+$/.test(j.id)) for (const [k, v] of Object.entries(t?.headers || {})) put(k, v);
+  if (!/~(dead|ok)\.\d+$/.test(j.id)) for (const [k, v] of Object.entries(t?.headers || {})) put(k, v);
   for (const [k, v] of Object.entries(j.headers || {})) put(k, v);
   if (!hs.some(([k]) => k.toLowerCase() === 'content-type')) put('Content-Type', 'application/json');
   put('User-Agent', 'kairos');
@@ -195,6 +195,23 @@ function requestHeaders(j, t, a) {
   return h('details', { class: 'req', 'data-testid': `request-headers-${a.n}` },
     h('summary', { text: `${hs.length} headers` }),
     h('dl', { class: 'kv small' }, hs.flatMap(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })])));
+}
+
+// response shows what the receiver answered attempt a, beside the
+// request: its status, the headers kairos keeps (Content-Type,
+// Retry-After, Location) and the start of its body, up to the topic's
+// response_bytes.
+function response(a, t) {
+  const hs = Object.entries(a.response_headers || {});
+  let body;
+  if (a.response) body = h('pre', { class: 'resp-body', 'data-testid': `response-body-${a.n}`, text: a.response });
+  else if (!a.status) body = h('span', { class: 'muted', text: 'no answer' });
+  else if (t && t.response_bytes === 0) body = h('span', { class: 'muted', text: 'body not kept (response_bytes 0)' });
+  else body = h('span', { class: 'muted', text: '(empty body)' });
+  return h('div', { class: 'resp', 'data-testid': `response-${a.n}` },
+    a.status ? h('span', { class: a.status < 300 ? 'good' : 'bad', 'data-testid': `response-status-${a.n}`, text: `HTTP ${a.status}` }) : null,
+    hs.length ? h('dl', { class: 'kv small', 'data-testid': `response-headers-${a.n}` }, hs.flatMap(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })])) : null,
+    body);
 }
 
 async function act(button, f, done) {
