@@ -234,8 +234,9 @@ const SlotWidth = 100 * time.Millisecond
 //     minutes.
 //   - ls, 3 bytes (up to 16 MiB): settings are a URL (at most 2 KiB), at most
 //     50 headers of values up to 4 KiB, trace context and a flow key.
-//   - ll, 3 bytes: LogKeep lines, each with a response excerpt and an error
-//     text that logLine cuts to maxLogText bytes.
+//   - ll, 3 bytes: LogKeep lines, each with a response excerpt that logLine
+//     cuts to kairos.MaxResponseBytes (16 KiB; JSON escapes can make it six
+//     times that) and an error text it cuts to maxLogText bytes.
 //
 // The scripts' struct.pack would cut a value that does not fit without a
 // word, so Go checks what it hands them (checkRecord).
