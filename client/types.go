@@ -155,7 +155,7 @@ type Topic struct {
 	UpdatedAt   Time              `json:"updated_at"`
 
 	SuccessURL    string `json:"success_url,omitempty"`
-	ResponseBytes int    `json:"response_bytes"` // bytes of each answer's body an attempt keeps; 0 none
+	ResponseBytes int    `json:"response_bytes,omitempty"` // bytes of each answer's body an attempt keeps; 0 none
 }
 
 // Attempt is one callback attempt.
