@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -94,4 +95,49 @@ func TestEmptyAnswerAddsNoBytes(t *testing.T) {
 	if want := `{"n":1,"t":1750000000000,"ms":3,"status":200}` + "\n"; line != want {
 		t.Errorf("log line = %q; want %q", line, want)
 	}
+}
+
+// A job created again under an id whose notification of an earlier job
+// is finished (delivered or dead, within its retention) gets its own
+// notification: the finished one is replaced, not kept in its place.
+func TestNotificationOfAReusedIDIsSent(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	for round, end := range []kairos.Outcome{kairos.OutcomeDelivered, kairos.OutcomeDead, kairos.OutcomeDelivered} {
+		enqueue(t, s, "r1", clk.Now())
+		c := claimOne(t, s, "r1")
+		body := fmt.Sprintf(`{"round":%d}`, round)
+		notice := kairos.Notice{URL: "https://hooks.example.com/done", Body: []byte(body)}
+		a := kairos.Attempt{N: 1, At: clk.Now(), Status: 200}
+		if _, err := s.Finish(ctx, c.Job.JobKey, a, kairos.OutcomeDelivered, time.Time{}, notice); err != nil {
+			t.Fatal(err)
+		}
+		cs := claimAll(t, s, 0)
+		if len(cs) != 1 || cs[0].Job.ID != kairos.SuccessNoticeID("r1", 1) || string(cs[0].Job.Payload) != body {
+			t.Fatalf("round %d: claimed %v, want the notification with %s", round, claimedIDs(cs), body)
+		}
+		// the notification itself ends delivered or dead
+		na := kairos.Attempt{N: 1, At: clk.Now(), Status: 200}
+		if end == kairos.OutcomeDead {
+			na.Status = 410
+		}
+		if _, err := s.Finish(ctx, cs[0].Job.JobKey, na, end, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Add(time.Millisecond)
+	}
+	n := getJob(t, s, kairos.SuccessNoticeID("r1", 1))
+	if n.State != kairos.StateDelivered {
+		t.Fatalf("the last notification is %s", n.State)
+	}
+	for sh := range s.k.shards {
+		for _, k := range []string{s.k.deadTenant(sh, "acme"), s.k.deadAll(sh)} {
+			if n := s.c.ZCard(ctx, k).Val(); n != 0 {
+				t.Fatalf("%s holds %d dead letters; the replaced dead notification must leave", k, n)
+			}
+		}
+	}
+	// r1 delivered, its three notifications: one dead, replaced; two
+	// delivered, the first replaced
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateDelivered: 5})
 }

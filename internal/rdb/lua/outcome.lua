@@ -31,22 +31,50 @@ local function keepRaw(field, v)
   return v
 end
 
--- notify files the notification note of job id of topic h, ended by
--- attempt n, when it is of kind (d: dead, s: delivered): a job
--- "<id>~dead.<n>" or "<id>~ok.<n>" due now.
-local function notify(h, id, n, note, kind)
+-- notify files the notification note of job id of topic h (of tenant),
+-- ended by attempt n, when it is of kind (d: dead, s: delivered): a job
+-- "<id>~dead.<n>" or "<id>~ok.<n>" due now. A finished notification of
+-- that id (of an earlier job of the same id, within its retention) is
+-- replaced as a create replaces a finished job: the new one is told too.
+local function notify(h, id, n, note, kind, tenant)
   local k, ls, body = string.match(note, '^(%a)(%d+)|(.*)$')
   if not k then -- no kind: a failure notification of layout 5's outcome lists (migrateOutcomes)
     k, ls, body = 'd', string.match(note, '^(%d+)|(.*)$')
   end
-  if k == kind and ls then
-    local mark = NOTICE_MARK
-    if k == 's' then
-      mark = SUCCESS_MARK
-    end
-    fileNew(pool, h, id .. mark .. string.format('%d', n), newRecord(ST.ready, now, now, 0, tonumber(ls), body),
-      ST.ready, now, now, keepRaw, written)
+  if k ~= kind or not ls then
+    return
   end
+  local mark = NOTICE_MARK
+  if k == 's' then
+    mark = SUCCESS_MARK
+  end
+  local nid = id .. mark .. string.format('%d', n)
+  local field = h .. '/' .. nid
+  local old = written[field]
+  if old == nil then
+    old = redis.call('HGET', pool, field)
+  end
+  local o = parse(old)
+  if not o then
+    fileNew(pool, h, nid, newRecord(ST.ready, now, now, 0, tonumber(ls), body), ST.ready, now, now, keepRaw, written,
+      false)
+    return
+  end
+  if o.st ~= ST.delivered and o.st ~= ST.dead then -- the earlier one is still on its way
+    return
+  end
+  unindex(tag, h, nid, o.ca)
+  if o.st == ST.dead then
+    deadRemove(tag, tenant, h, nid)
+    count(h, 'dead>' .. NAME[ST.ready])
+  else
+    count(h, NAME[ST.ready])
+  end
+  -- its webhook id comes from its creation time, which must differ
+  local ca = math.max(now, o.ca + 1)
+  keepRaw(field, newRecord(ST.ready, ca, now, 0, tonumber(ls), body))
+  wheelPut(field, now, now)
+  indexAdd(h, nid, ca)
 end
 
 local fields, ns, ocs, ats, tenants, lines, notes = {}, {}, {}, {}, {}, {}, {}
@@ -81,7 +109,7 @@ for i, field in ipairs(fields) do
       wheelPut(field, r.nx, now)
       count(h, TO_DELIVERED[isOccurrence(id)])
       if notes[i] and notes[i] ~= '' then
-        notify(h, id, r.n, notes[i], 's')
+        notify(h, id, r.n, notes[i], 's', tenants[i])
       end
     elseif oc == OUT.retrying then
       r.st, r.nx = ST.retrying, num(ats[i])
@@ -92,7 +120,7 @@ for i, field in ipairs(fields) do
       deadAdd(tag, tenants[i], h, id, now)
       count(h, TO_DEAD[isOccurrence(id)])
       if notes[i] and notes[i] ~= '' then
-        notify(h, id, r.n, notes[i], 'd')
+        notify(h, id, r.n, notes[i], 'd', tenants[i])
       end
     end
     keepRaw(field, format(r))
