@@ -52,7 +52,7 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
   sustained  jobs created and due continuously, each --sustained-lead after its
              creation, at each of --sustained-rates for --sustained-step: lateness,
              CPU, and the sustained capacity (about 1.5 minutes; not in the default)
-  scale      --scale-jobs jobs pending (10M took 2.33 GiB of Redis memory), then precision again
+  scale      --scale-jobs jobs pending (10M take gigabytes of Redis memory: docs/performance.md), then precision again
   schedules  --schedules schedules every --schedules-every (1s) for --schedules-window:
              occurrences/s, lateness, missing or doubled occurrences, Redis CPU per
              occurrence; then --scale-schedules every --scale-schedules-every (1m) for
