@@ -1,7 +1,7 @@
 # kairos: `make run` tries it out on an embedded Redis; `make test` runs every test.
 GO ?= go
 
-.PHONY: run test test-deps vet build fuzz soak chaos sentinel
+.PHONY: run test test-short test-deps vet build fuzz soak chaos sentinel bench bench-build
 
 run:
 	$(GO) run ./cmd/kairos serve
@@ -16,9 +16,30 @@ vet:
 	$(GO) vet ./...
 
 # Installs redis-server when missing, then runs vet and the whole suite
-# (fuzz seed corpora included) with the race detector.
-test: test-deps vet
+# (fuzz seed corpora included) with the race detector, then the load
+# tool's build, vet and tests (bench/ is a module of its own, which
+# ./... does not reach).
+test: test-deps vet bench-build
 	$(GO) test -race -count=1 -timeout 15m ./...
+	cd bench && $(GO) test -race -count=1 -timeout 10m ./...
+
+# The quick tier: every test that needs neither Chromium, node nor python
+# and no long wait (the others skip under -short), without the race
+# detector. `make test` is the full suite CI runs.
+test-short:
+	$(GO) test -short -count=1 -timeout 5m ./...
+	cd bench && $(GO) test -short -count=1 ./...
+
+# The load tool (bench/README.md): bench-build builds bin/kairos-bench and
+# vets its module; bench runs it against bin/kairos on BENCH_REDIS, a
+# dedicated Redis, with BENCH_ARGS (such as --scenario burst).
+bench-build:
+	cd bench && $(GO) build -o ../bin/kairos-bench ./cmd/kairos-bench && $(GO) vet ./...
+
+BENCH_REDIS ?= redis://127.0.0.1:6390
+BENCH_ARGS ?=
+bench: build bench-build
+	./bin/kairos-bench --redis-url $(BENCH_REDIS) --kairos-bin bin/kairos $(BENCH_ARGS)
 
 # Runs each fuzzer for FUZZTIME (default 30s).
 FUZZTIME ?= 30s

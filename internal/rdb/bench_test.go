@@ -17,7 +17,7 @@ import (
 // The hot paths of a job's life against the real redis-server of TestMain:
 // go test -run '^$' -bench . ./internal/rdb
 
-// benchPayload is the size of the load tool's payload (internal/bench).
+// benchPayload is the size of the load tool's payload (bench/internal/bench).
 var benchPayload = []byte(`{"run":"prec-ab12cd","seq":12345,"due":1763721000250,"pad":""}`)
 
 func newBenchStore(b *testing.B, opts Options) (*Store, *testclock.Clock) {

@@ -329,11 +329,6 @@ const (
 	refillBelow   = 8
 )
 
-// OccurrencesPerRefill is how many occurrences a schedule fires from its
-// put until its first refill, and then about between two refills (for the
-// load tool).
-const OccurrencesPerRefill = scheduleQueue - refillBelow + 1
-
 // stateCodes are the states as one stored byte.
 var stateCodes = map[kairos.State]byte{
 	kairos.StateScheduled: 's',

@@ -228,6 +228,9 @@ func TestSchedulePutReplaces(t *testing.T) {
 // chain; a pattern that ends is marked so, and its claims stop asking for
 // refills (a claim per occurrence used to ask once the queue ran short).
 func TestScheduleRefillsBatchAndStopAtTheEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits on many occurrences: not in the quick tier (-short); make test runs it")
+	}
 	s, now, add := newScheduleStore(t)
 	ctx := context.Background()
 	start := now().Add(500 * time.Millisecond)

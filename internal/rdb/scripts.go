@@ -167,18 +167,6 @@ var library = func() (lib struct{ name, src string }) {
 // fn is the script's function name in the library.
 func (sc *script) fn() string { return library.name + "_" + sc.name }
 
-// ScriptNames maps each script's SHA1 (EVALSHA calls name it) and function
-// name (FCALL calls name it) to its name, for tools that break Redis's time
-// down by script.
-func ScriptNames() map[string]string {
-	out := make(map[string]string, 2*len(allScripts))
-	for _, sc := range allScripts {
-		out[sc.eval.Hash()] = sc.name
-		out[sc.fn()] = sc.name
-	}
-	return out
-}
-
 // loadScripts loads the function library on every master, or, where Redis
 // has no functions, the scripts' EVALSHA cache; it records which in
 // s.functions.

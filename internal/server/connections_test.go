@@ -24,6 +24,7 @@ import (
 // must report the same. It logs the figures the README quotes, and those
 // of a process running the worker role alone, held to the same bound.
 func TestIdleConnections(t *testing.T) {
+	skipShort(t)
 	const topics = 100
 	srv := testredis.New(t)
 	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": srv.URL()})

@@ -17,6 +17,7 @@ import (
 // second or two (none waits for a lease, not even those whose claim ran
 // as Redis froze and whose reply was lost).
 func TestRedisFrozen(t *testing.T) { // not parallel: the 2 s bound is measured on a machine of 2 cores
+	skipShort(t)
 	srv := testredis.New(t)
 	env := map[string]string{"KAIROS_REDIS_URL": srv.URL()}
 	a, b := startTestInstanceOn(t, env), startTestInstanceOn(t, env)

@@ -41,6 +41,7 @@ func commandCounts(t *testing.T, c *redis.Client) map[string]int64 {
 // An API process (--roles api) that gets no request sends Redis nothing:
 // no subscription, no polls, no lease. Scaled to zero, it costs nothing.
 func TestAPIRoleIdleSendsRedisNothing(t *testing.T) {
+	skipShort(t)
 	srv := testredis.New(t)
 	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": srv.URL(), "KAIROS_ROLES": "api"})
 	ti.call(t, "PUT", "/v1/topics/t", `{"callback_url": "`+ti.rcvURL+`"}`, http.StatusCreated)

@@ -31,10 +31,9 @@ import (
 )
 
 // Instance is kairos running in this process: the roles its config asks
-// for, wired to one store and one HTTP listener. `kairos serve` and the
-// load tool (cmd/kairos-bench) both start one.
+// for, wired to one store and one HTTP listener. `kairos serve` starts one.
 type Instance struct {
-	Client redis.UniversalClient // the main Redis client (its pool's figures)
+	Client redis.UniversalClient // the main Redis client
 	Authn  *auth.Authenticator   // verifies the API's tokens; mints them too
 	URL    string                // where the HTTP listener answers
 	// MetricsURL is the URL of /metrics on its own listener (Config.MetricsAddr), or "".
@@ -48,19 +47,17 @@ type Instance struct {
 // server drains, Redis closes last. Call it once.
 func (in *Instance) Stop() { in.stop() }
 
-// Start connects to Redis (adding hooks to both clients), checks the store
+// Start connects to Redis (with the metrics' hook on both clients), checks the store
 // and starts the roles of cfg and the HTTP listener.
-func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hook) (*Instance, error) {
+func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error) {
 	client, blocking, closeEmbedded, err := redisClients(cfg, log)
 	if err != nil {
 		return nil, err
 	}
 	closeRedis := func() { blocking.Close(); client.Close(); closeEmbedded() }
 	m := metrics.New()
-	for _, h := range append([]redis.Hook{m.Hook()}, hooks...) {
-		client.AddHook(h)
-		blocking.AddHook(h)
-	}
+	client.AddHook(m.Hook())
+	blocking.AddHook(m.Hook())
 	tp, stopTracing := trace.TracerProvider(noop.NewTracerProvider()), func(context.Context) error { return nil }
 	if cfg.Tracing {
 		// The OTLP exporter reads the OTEL_* variables of the process.

@@ -42,6 +42,7 @@ func TestEvictingRedisRefusedAtStart(t *testing.T) {
 // unchanged), jobs created before are still delivered and cancels work,
 // and creates succeed again once memory is freed.
 func TestRedisOutOfMemory(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	srv := testredis.New(t, "--maxmemory-policy", "noeviction")
 	rc := redis.NewClient(srv.Options())

@@ -83,6 +83,7 @@ func (f netFault) inject(t *testing.T, p *toxiproxy.Proxy, ti *testInstance) rea
 // unreachable), /readyz failing while Redis is away, and recovery without
 // a restart.
 func TestNetworkFaults(t *testing.T) { // not parallel: the 2 s bound is measured on a machine of 2 cores
+	skipShort(t)
 	for _, f := range netFaults {
 		t.Run(strings.ReplaceAll(f.name, " ", "_"), func(t *testing.T) {
 			srv := testredis.New(t)

@@ -21,6 +21,7 @@ import (
 // counters) both count 5 fired, 4 delivered, 1 dead; a plain job of the
 // topic is no occurrence.
 func TestOccurrencesCountedInStatsAndMetrics(t *testing.T) {
+	skipShort(t)
 	var mu sync.Mutex
 	rank := map[string]int{} // an occurrence's job id -> its rank by first call
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

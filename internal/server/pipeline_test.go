@@ -57,6 +57,7 @@ func TestAllInOneDeliversThroughBlockingPops(t *testing.T) {
 // blocking pops time out now and then, its scanner says it is alive, and
 // its subscription is pinged. It logs the commands a second.
 func TestIdleProcessCostsRedisLittle(t *testing.T) {
+	skipShort(t)
 	srv := testredis.New(t)
 	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": srv.URL()})
 	for i := range 100 {

@@ -24,6 +24,7 @@ import (
 // be held to its quota (429s, never more than 100 created). Both tenants'
 // figures are printed; timings are reported, not asserted.
 func TestNoisyTenantOverQuotaDoesNotSlowAnother(t *testing.T) {
+	skipShort(t)
 	var mu sync.Mutex
 	late := map[string][]time.Duration{} // phase -> quiet jobs' delivery lateness
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -16,6 +16,7 @@ import (
 // process pushes onto ready lists, with one blocking pop that covers
 // every topic: idle, it makes no pop that returns within seconds.
 func TestWorkerAlonePopsReadyJobs(t *testing.T) {
+	skipShort(t)
 	srv := testredis.New(t)
 	url := srv.URL()
 	a := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": url, "KAIROS_ROLES": "api,scanner"})

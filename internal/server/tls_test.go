@@ -17,6 +17,7 @@ import (
 // created and fired to a loopback receiver. Then the same over a Redis
 // Cluster whose nodes speak only TLS.
 func TestServeOverTLSWithCustomCA(t *testing.T) {
+	skipShort(t)
 	t.Run("single", func(t *testing.T) {
 		srv := testredis.NewTLS(t)
 		createAndFire(t, startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": srv.URL(), "KAIROS_REDIS_CA": srv.CAFile}))

@@ -68,6 +68,7 @@ func Start(tb testing.TB, name string, env ...string) *Proc {
 // StartArgs is Start with flags after `kairos serve`.
 func StartArgs(tb testing.TB, name string, args []string, env ...string) *Proc {
 	tb.Helper()
+	SkipShort(tb) // before the build
 	bin, err := Binary()
 	if err != nil {
 		tb.Fatal(err)
@@ -79,9 +80,10 @@ func StartArgs(tb testing.TB, name string, args []string, env ...string) *Proc {
 
 // StartCmd starts cmd, any program, the way Start starts kairos: in its own
 // process group, its stdout and stderr kept (they must be unset), killed by
-// PID at cleanup if still running.
+// PID at cleanup if still running. Under -short it skips the test.
 func StartCmd(tb testing.TB, name string, cmd *exec.Cmd) *Proc {
 	tb.Helper()
+	SkipShort(tb)
 	p := &Proc{Name: name, Cmd: cmd, out: &Buffer{}, done: make(chan struct{})}
 	p.Cmd.Stdout, p.Cmd.Stderr = p.out, p.out
 	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -96,6 +98,16 @@ func StartCmd(tb testing.TB, name string, cmd *exec.Cmd) *Proc {
 		}
 	})
 	return p
+}
+
+// SkipShort skips a test that runs child processes when the tests run with
+// -short (make test-short, the quick tier); make test, which CI runs,
+// passes no -short and runs it.
+func SkipShort(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("starts child processes: not in the quick tier (-short); make test runs it")
+	}
 }
 
 // Output returns what the child printed so far.

@@ -12,7 +12,6 @@ import (
 )
 
 func TestTallyGroupsScriptCommandsWithTheirScript(t *testing.T) {
-	names := map[string]string{"aaaa1111": "claim", "bbbb2222": "finish"}
 	e := func(id, usec int64, client, name string, args ...string) SlowlogEntry {
 		return SlowlogEntry{ID: id, USec: usec, Args: args, Client: client, ClientName: name}
 	}
@@ -22,17 +21,17 @@ func TestTallyGroupsScriptCommandsWithTheirScript(t *testing.T) {
 		e(12, 3, scriptClient, "", "GET", "lock"), // a script whose own entry is not there
 		e(11, 9, kairos, ClientName, "info", "cpu"),
 		e(10, 2, kairos, "", "blmpop", "1", "1", "ready", "RIGHT"),
-		e(9, 20, kairos, "", "evalsha", "BBBB2222", "5"),
+		e(9, 20, kairos, "", "fcall", "kairos_0123456789ab_finish", "5"),
 		e(8, 4, scriptClient, "", "ZREM", "b", "m"),
 		e(7, 5, scriptClient, "", "HSET", "j", "st", "d"),
-		e(6, 30, kairos, "", "evalsha", "aaaa1111", "2"),
+		e(6, 30, kairos, "", "fcall", "kairos_0123456789ab_claim", "2"),
 		e(5, 2, scriptClient, "", "ZRANGE", "b", "0", "1"),
 		e(4, 1, scriptClient, "", "hset", "j", "st", "r"),
 		e(3, 2, scriptClient, "", "HSET", "k", "st", "r"),
 		e(2, 7, kairos, "", "evalsha", "cccc3333dddd", "1"),
 		e(1, 1, kairos, "", "lpush", "ready", "j"),
 	}
-	scripts, commands, orphans := tally(entries, names)
+	scripts, commands, orphans := tally(entries)
 	if orphans != 1 {
 		t.Errorf("orphans = %d, want 1", orphans)
 	}
@@ -67,21 +66,23 @@ type fakeRedis struct {
 	resets int
 }
 
-// TestScriptNameOfFunctionCalls: an FCALL entry is named by its function,
-// as an EVALSHA one by its SHA1.
+// TestScriptNameOfFunctionCalls: an FCALL of kairos's library is named by
+// the script its function runs; another function, or an EVALSHA, by what
+// the entry shows.
 func TestScriptNameOfFunctionCalls(t *testing.T) {
-	names := map[string]string{"kairos_ab12_finish": "finish", "aaaa1111": "claim"}
 	for _, c := range []struct {
 		cmd  string
 		args []string
 		want string
 	}{
-		{"fcall", []string{"FCALL", "kairos_ab12_finish", "2"}, "finish"},
+		{"fcall", []string{"FCALL", "kairos_0123456789ab_finish", "2"}, "finish"},
+		{"fcall_ro", []string{"FCALL_RO", "kairos_0123456789ab_read_job", "1"}, "read_job"},
+		{"fcall", []string{"FCALL", "kairos_ab12_finish", "2"}, "function kairos_ab12_finish"},
 		{"fcall", []string{"FCALL", "other_lib_fn", "0"}, "function other_lib_fn"},
-		{"evalsha", []string{"EVALSHA", "AAAA1111", "2"}, "claim"},
+		{"evalsha", []string{"EVALSHA", "AAAA1111", "2"}, "sha aaaa1111"},
 		{"get", []string{"GET", "k"}, ""},
 	} {
-		if got, _ := scriptName(c.cmd, c.args, names); got != c.want {
+		if got, _ := scriptName(c.cmd, c.args); got != c.want {
 			t.Errorf("%s %v: %q, want %q", c.cmd, c.args, got, c.want)
 		}
 	}

@@ -9,33 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Wholesale removal for the load tool (cmd/kairos-bench), which runs a
-// kairos of its own on a fresh prefix and must leave nothing behind. Each
-// walks the whole keyspace with SCAN, so nothing in kairos itself calls
-// them. They take a client of the caller's, so that their commands are
-// not counted as the store's.
-
-// PrefixInUse reports whether a kairos store lives under prefix on c (its
-// meta key exists).
-func PrefixInUse(ctx context.Context, c redis.UniversalClient, prefix string) (bool, error) {
-	n, err := c.Exists(ctx, keys{prefix: prefix}.meta()).Result()
-	return n > 0, err
-}
-
-// DropJobs deletes at once every job under prefix, pending or not, with
-// everything kept per shard (pools, timing wheels, counters, listings,
-// dead letters, schedules, ready lists). Topics, their handles,
-// signing keys and the layout stay. It returns the keys deleted.
-func DropJobs(ctx context.Context, c redis.UniversalClient, prefix string) (int, error) {
-	p := globEscape(prefix)
-	// A shard's tag is {N}: a digit first, unlike {handles} and {scanners}.
-	return unlinkMatching(ctx, c, p+":{[0-9]*")
-}
-
-// DropPrefix deletes every key under prefix. It returns the keys deleted.
-func DropPrefix(ctx context.Context, c redis.UniversalClient, prefix string) (int, error) {
-	return unlinkMatching(ctx, c, globEscape(prefix)+":*")
-}
+// Wholesale removal by pattern, for a migration that drops keys an older
+// layout kept (the ready lists of layout 5). It walks the whole keyspace
+// with SCAN, so nothing on a request's path calls it.
 
 // unlinkMatching deletes every key matching pattern with SCAN and UNLINK,
 // on every master of a cluster.

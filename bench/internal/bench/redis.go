@@ -81,28 +81,19 @@ var ownCommands = map[string]bool{"info": true, "config|resetstat": true, "time"
 // CommandCount is one command's share.
 type CommandCount struct {
 	Command  string  `json:"command"`
-	Executed float64 `json:"executed"`       // as Redis counts: inside scripts included
-	Sent     float64 `json:"sent,omitempty"` // sent by the kairos process (a script call counts once)
-	USec     float64 `json:"redis_usec"`     // Redis's time in the command (a script's includes its commands)
+	Executed float64 `json:"executed"`   // as Redis counts: inside scripts included
+	USec     float64 `json:"redis_usec"` // Redis's time in the command (a script's includes its commands)
 }
 
-// commandTable merges executed and sent counts, each divided by div,
+// commandTable turns executed counts and times, each divided by div, into rows,
 // largest first, leaving out the bench's own commands.
-func commandTable(executed, sent, usec map[string]int64, div float64) (rows []CommandCount, exTotal, sentTotal float64) {
-	names := map[string]bool{}
+func commandTable(executed, usec map[string]int64, div float64) (rows []CommandCount, exTotal float64) {
 	for n := range executed {
-		names[n] = true
-	}
-	for n := range sent {
-		names[n] = true
-	}
-	for n := range names {
 		if ownCommands[n] {
 			continue
 		}
-		c := CommandCount{Command: n, Executed: float64(executed[n]) / div, Sent: float64(sent[n]) / div, USec: float64(usec[n]) / div}
+		c := CommandCount{Command: n, Executed: float64(executed[n]) / div, USec: float64(usec[n]) / div}
 		exTotal += c.Executed
-		sentTotal += c.Sent
 		rows = append(rows, c)
 	}
 	sort.Slice(rows, func(i, j int) bool {
@@ -111,7 +102,7 @@ func commandTable(executed, sent, usec map[string]int64, div float64) (rows []Co
 		}
 		return rows[i].Command < rows[j].Command
 	})
-	return rows, exTotal, sentTotal
+	return rows, exTotal
 }
 
 func (b *Bench) info(ctx context.Context, section string) (map[string]string, bool) {
@@ -182,7 +173,7 @@ func (b *Bench) clockOffset(ctx context.Context) time.Duration {
 
 // Usage is CPU use over a phase, in percent of one core.
 type Usage struct {
-	ProcessPct float64 `json:"process_cpu_pct"` // this process: kairos and the tool when self-started
+	ProcessPct float64 `json:"process_cpu_pct"` // this process and the kairos process it runs
 	RedisPct   float64 `json:"redis_cpu_pct,omitempty"`
 	// RedisSeconds is the growth of Redis's used_cpu_user+used_cpu_sys:
 	// everything Redis did meanwhile, whoever asked.
@@ -222,7 +213,7 @@ type cpuMark struct {
 var scriptCommands = []string{"fcall", "fcall_ro", "evalsha", "eval", "evalsha_ro", "eval_ro"}
 
 func (b *Bench) mark(ctx context.Context) cpuMark {
-	m := cpuMark{wall: time.Now(), proc: processCPU(), counters: b.counters(), stall: cpuStall()}
+	m := cpuMark{wall: time.Now(), proc: b.processCPU(), counters: b.counters(), stall: cpuStall()}
 	if in, ok := b.info(ctx, "cpu"); ok {
 		u, err1 := strconv.ParseFloat(in["used_cpu_user"], 64)
 		s, err2 := strconv.ParseFloat(in["used_cpu_sys"], 64)
@@ -307,6 +298,16 @@ func cpuStall() time.Duration {
 		return 0
 	}
 	return time.Duration(us) * time.Microsecond
+}
+
+// processCPU is the CPU time of this process and of the target's kairos
+// process, when known.
+func (b *Bench) processCPU() time.Duration {
+	d := processCPU()
+	if b.t.ProcessCPU != nil {
+		d += b.t.ProcessCPU()
+	}
+	return d
 }
 
 // counters are the target's counters plus this process's garbage collector's.

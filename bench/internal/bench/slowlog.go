@@ -88,10 +88,10 @@ func (t *slowTally) add(usec int64) { t.calls++; t.usec += usec }
 
 // tally groups slow log entries into script calls, by script name, and
 // top-level commands, by command name. Commands a script ran go with the
-// script entry that follows them. names maps SHA1 to script name; the tool's
+// script entry that follows them; the tool's
 // own commands are left out. orphans counts commands of scripts whose
 // entry is missing (the slow log dropped it).
-func tally(entries []SlowlogEntry, names map[string]string) (scripts, commands map[string]*slowTally, orphans int) {
+func tally(entries []SlowlogEntry) (scripts, commands map[string]*slowTally, orphans int) {
 	entries = slices.SortedFunc(slices.Values(entries), func(a, b SlowlogEntry) int { return cmp.Compare(a.ID, b.ID) })
 	scripts, commands = map[string]*slowTally{}, map[string]*slowTally{}
 	get := func(m map[string]*slowTally, k string) *slowTally {
@@ -110,7 +110,7 @@ func tally(entries []SlowlogEntry, names map[string]string) (scripts, commands m
 			continue
 		}
 		name := strings.ToLower(e.Args[0])
-		script, ok := scriptName(name, e.Args, names)
+		script, ok := scriptName(name, e.Args)
 		switch {
 		case e.ClientName == ClientName || ownCommands[name] || strings.HasPrefix(name, "slowlog") || strings.HasPrefix(name, "config"):
 		case ok:
@@ -133,13 +133,17 @@ func tally(entries []SlowlogEntry, names map[string]string) (scripts, commands m
 }
 
 // scriptName names the script an EVALSHA, EVAL or FCALL entry ran.
-func scriptName(cmd string, args []string, names map[string]string) (string, bool) {
+// kairos's scripts are functions of one library, named
+// kairos_<12 hex digits of its version>_<script>: the script's name is read
+// off the function's. A Redis without functions runs them by EVALSHA, whose
+// SHA1 names no script here.
+func scriptName(cmd string, args []string) (string, bool) {
 	switch cmd {
 	case "fcall", "fcall_ro":
 		if len(args) < 2 {
 			return "function ?", true
 		}
-		if n, ok := names[args[1]]; ok {
+		if n, ok := kairosFunction(args[1]); ok {
 			return n, true
 		}
 		return "function " + args[1], true
@@ -148,14 +152,25 @@ func scriptName(cmd string, args []string, names map[string]string) (string, boo
 			return "script ?", true
 		}
 		sha := strings.ToLower(args[1])
-		if n, ok := names[sha]; ok {
-			return n, true
-		}
 		return "sha " + sha[:min(8, len(sha))], true
 	case "eval", "eval_ro":
 		return "eval", true
 	}
 	return "", false
+}
+
+// kairosFunction returns the script a function of kairos's library runs.
+func kairosFunction(fn string) (string, bool) {
+	rest, ok := strings.CutPrefix(fn, "kairos_")
+	if !ok || len(rest) < 14 || rest[12] != '_' {
+		return "", false
+	}
+	for _, c := range rest[:12] {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return "", false
+		}
+	}
+	return rest[13:], true
 }
 
 // scriptCosts turns a pass's tallies into per-job rows.
@@ -274,7 +289,7 @@ func (b *Bench) scriptPass(ctx context.Context, jobs int, unlogged float64) (*Sc
 	if err != nil {
 		return r, err
 	}
-	scripts, commands, orphans := tally(entries, b.t.Scripts)
+	scripts, commands, orphans := tally(entries)
 	r.Entries = len(entries)
 	r.Rows = scriptCosts(scripts, commands, jobs)
 	for _, row := range r.Rows {
@@ -324,13 +339,13 @@ func (r *ScriptCosts) tables() []Table {
 	if len(r.Rows) > 0 {
 		t.Rows = append(t.Rows, []string{"TOTAL", "", "", f2(r.TotalUSecPerJob)})
 		t.Notes = append(t.Notes,
-			"each call's time is Redis's own timing, as the slow log recorded it with every command logged (CONFIG SET slowlog-log-slower-than 0, restored after); EVALSHA calls grouped by script SHA1; the commands kairos sent outside scripts below them",
+			"each call's time is Redis's own timing, as the slow log recorded it with every command logged (CONFIG SET slowlog-log-slower-than 0, restored after); FCALL calls grouped by kairos's script; the commands kairos sent outside scripts below them",
 			fmt.Sprintf("agreement: the scripts' slow log time %s µs/job, INFO commandstats evalsha usec of the same pass %s µs/job (%s)",
 				f2(r.ScriptUSecPerJob), f2(r.StatsUSecPerJob), ratio(r.ScriptUSecPerJob, r.StatsUSecPerJob)),
 			fmt.Sprintf("logging costs Redis time inside a script, per command it runs: evalsha took %s µs/job in this pass, %s µs/job in the first pass with the slow log off (%s, run-to-run noise included); the figures here are as logged",
 				f2(r.StatsUSecPerJob), f2(r.UnloggedUSecPerJob), ratio(r.StatsUSecPerJob, r.UnloggedUSecPerJob)),
 			"redis.call/call and in them µs/call: the commands each script call ran and Redis's time in them; Lua µs/call is the rest: the interpreter, cjson, argument handling, and logging those commands",
-			"scripts shown as \"sha ...\" are not kairos's; \"eval\" is a script sent as text after a NOSCRIPT")
+			"scripts shown as \"function ...\" are not kairos's; \"sha ...\" are scripts run by EVALSHA (kairos uses them where Redis has no functions); \"eval\" is a script sent as text after a NOSCRIPT")
 		t.Notes = append(t.Notes, "these times (like commandstats usec) are wall-clock inside Redis: on a machine where CPU was waited for they include time Redis was not running, so they may add up to more than INFO's CPU time")
 	}
 	t.Notes = append(t.Notes, r.Notes...)

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // Tables prints the result, a table per phase.
@@ -205,13 +203,21 @@ func fmtDuration(s float64) string {
 	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
 }
 
+// occurrencesPerRefill is how many occurrences a schedule fires from its
+// put until its first refill, and then about between two refills: kairos
+// keeps 16 instants queued after the pending one and refills below 8
+// (scheduleQueue and refillBelow in internal/rdb/layout.go). The tool
+// cannot import them; the figure only words the note below, so a change
+// there makes the note wrong, not the measure.
+const occurrencesPerRefill = 16 - 8 + 1
+
 // refillNote says whether a phase whose schedules fire each times in its
 // window pays for refills of their queues of instants.
 func refillNote(each int) string {
-	if each < rdb.OccurrencesPerRefill {
+	if each < occurrencesPerRefill {
 		return fmt.Sprintf("no refill falls in the window: a schedule refills its queue of instants after %d occurrences, then about every %d, "+
 			"and these fire %d times each (BenchmarkOccurrences in internal/rdb measures the refills' share of a schedule that goes on: refill-µs/occurrence)",
-			rdb.OccurrencesPerRefill, rdb.OccurrencesPerRefill, each)
+			occurrencesPerRefill, occurrencesPerRefill, each)
 	}
-	return fmt.Sprintf("the window holds refills of the schedules' queues of instants: a schedule refills after %d occurrences, then about every %d", rdb.OccurrencesPerRefill, rdb.OccurrencesPerRefill)
+	return fmt.Sprintf("the window holds refills of the schedules' queues of instants: a schedule refills after %d occurrences, then about every %d", occurrencesPerRefill, occurrencesPerRefill)
 }

@@ -17,7 +17,7 @@ var Names = []string{"enqueue", "precision", "burst", "cost", "sustained", "scal
 
 // DefaultScenarios run when none are named: all but sustained, which
 // saturates the machine for about a minute and a half, scale, which at its
-// default of 10M jobs loads gigabytes into Redis (6 GiB in November 2026),
+// default of 10M jobs loads gigabytes into Redis (docs/performance.md, Scale),
 // and schedules, which takes about five minutes.
 const DefaultScenarios = "enqueue,precision,burst,cost"
 

@@ -3,8 +3,9 @@
 // server of its own and reads Redis INFO (and, for the cost scenario, the
 // slow log) for its figures: create throughput, firing precision, burst
 // drain time, Redis CPU, commands and memory per job. It measures a
-// kairos it starts in this process, wired as `kairos serve` wires one
-// (internal/server), on a fresh key prefix, or a running one on loopback.
+// kairos binary it runs as `kairos serve` on a fresh key prefix, or a
+// running one on loopback. It is a module of its own: it reaches kairos
+// only through the public client, the binary and Redis.
 package main
 
 import (
@@ -13,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -23,17 +23,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kairos-sh/kairos/internal/bench"
-	"github.com/kairos-sh/kairos/internal/rdb"
-	"github.com/kairos-sh/kairos/internal/server"
+	"github.com/kairos-sh/kairos/bench/internal/bench"
 )
 
 const usage = `kairos-bench: the load tool of kairos
 
 usage:
-  kairos-bench --redis-url redis://HOST:PORT [flags]
-      start a kairos in this process on that Redis, under a fresh key prefix
-      that is removed afterwards, and measure it
+  kairos-bench --redis-url redis://HOST:PORT [--kairos-bin bin/kairos] [flags]
+      run the kairos binary (kairos serve) on that Redis, under a fresh key
+      prefix that is removed afterwards, and measure it
   kairos-bench --url http://127.0.0.1:PORT --token TOKEN [--redis-url URL] [flags]
       measure a running kairos; it must allow private URLs
       (KAIROS_ALLOW_PRIVATE_URLS=1), since callbacks go to this tool on
@@ -54,7 +52,7 @@ Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,
   sustained  jobs created and due continuously, each --sustained-lead after its
              creation, at each of --sustained-rates for --sustained-step: lateness,
              CPU, and the sustained capacity (about 1.5 minutes; not in the default)
-  scale      --scale-jobs jobs pending (10M took 2.33 GiB of Redis memory), then precision again
+  scale      --scale-jobs jobs pending (10M take gigabytes of Redis memory: docs/performance.md), then precision again
   schedules  --schedules schedules every --schedules-every (1s) for --schedules-window:
              occurrences/s, lateness, missing or doubled occurrences, Redis CPU per
              occurrence; then --scale-schedules every --scale-schedules-every (1m) for
@@ -88,12 +86,12 @@ func main() {
 	}
 }
 
-// run runs the load tool (internal/bench) against a kairos it starts in
-// this process or a running one. -h or --help prints the usage on stdout
+// run runs the load tool (internal/bench) against a kairos binary it
+// starts or a running one. -h or --help prints the usage on stdout
 // and returns flag.ErrHelp.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	// progress lines and the logs of the kairos started here share stderr,
-	// written from many goroutines
+	// progress lines and the logs of the kairos processes started here
+	// share stderr, written from many goroutines
 	stderr = &lockedWriter{w: stderr}
 	fs := flag.NewFlagSet("kairos-bench", flag.ContinueOnError)
 	fs.SetOutput(usageOut(args, stdout, stderr))
@@ -107,7 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		timeout                   time.Duration
 		quiet                     bool
 	)
-	fs.StringVar(&redisURL, "redis-url", "", "Redis to start kairos on (or, with --url, the Redis of that kairos)")
+	fs.StringVar(&redisURL, "redis-url", "", "Redis to run kairos on (or, with --url, the Redis of that kairos)")
 	fs.StringVar(&apiURL, "url", "", "API URL of a running kairos on loopback, instead of starting one")
 	fs.StringVar(&token, "token", "", "API token for --url (default $KAIROS_TOKEN)")
 	fs.StringVar(&scenarios, "scenario", bench.DefaultScenarios, "scenarios: "+strings.Join(bench.Names, ", ")+", comma-separated, or all")
@@ -142,14 +140,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.DurationVar(&o.Lead, "lead", 0, "how long before the first due time a run starts being created (default: from the measured create rate)")
 	fs.DurationVar(&o.Grace, "grace", 5*time.Second, "how long after the last due time missing callbacks are waited for")
 	fs.DurationVar(&o.LifeTail, "life-tail", 0, "how long after the last delivery Redis CPU per job life goes on being counted (the work jobs leave behind; 60s in docs/performance.md)")
-	fs.IntVar(&shards, "shards", 0, "Delay Bucket shards of the kairos started here (0: kairos's default)")
-	fs.StringVar(&prefix, "prefix", "", "Redis key prefix of the kairos started here; must be unused (default: a fresh kbench-* prefix)")
+	fs.IntVar(&shards, "shards", 0, "Delay Bucket shards of the kairos run here (0: kairos's default)")
+	fs.StringVar(&prefix, "prefix", "", "Redis key prefix of the kairos run here; must be unused (default: a fresh kbench-* prefix)")
 	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "stop every scenario after this long (clean-up still runs)")
-	fs.StringVar(&o.ColdStart.Binary, "kairos-bin", "bin/kairos", "coldstart: the kairos binary to start (make build puts it in bin/kairos)")
+	fs.StringVar(&o.ColdStart.Binary, "kairos-bin", "bin/kairos", "the kairos binary run with --redis-url, and by coldstart (make build puts it in bin/kairos)")
 	fs.IntVar(&o.ColdStart.Starts, "coldstart-starts", 20, "coldstart: starts measured")
 	fs.BoolVar(&o.JSON, "json", false, "write one JSON document instead of tables")
-	fs.StringVar(&o.ProfileDir, "cpuprofile", "", "directory for CPU profiles of each measured phase (<phase>.pprof)")
-	fs.StringVar(&logLvl, "log-level", "warn", "log level of the kairos started here")
+	fs.StringVar(&o.ProfileDir, "cpuprofile", "", "directory for CPU profiles of this tool's process in each measured phase (<phase>.pprof); kairos runs in processes of its own")
+	fs.StringVar(&logLvl, "log-level", "warn", "log level of the kairos processes run here (KAIROS_LOG_LEVEL)")
 	fs.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -208,18 +206,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			defer probe.Close()
 			t.Redis = benchRedis{probe}
 		}
-		t.Scripts = rdb.ScriptNames() // the scripts of this build; a kairos of another shows SHA1s
 	case redisURL != "":
 		if prefix == "" {
 			prefix = "kbench-" + randomHex(4)
 		}
-		level := slog.LevelWarn
-		if err := level.UnmarshalText([]byte(logLvl)); err != nil {
+		switch logLvl {
+		case "debug", "info", "warn", "error":
+		default:
 			return fmt.Errorf("--log-level %q: use debug, info, warn or error", logLvl)
 		}
-		log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-		server.TuneRuntime(getenv, log) // as kairos serve runs: this process is that kairos too
-		k, err := startKairos(ctx, redisURL, prefix, shards, log)
+		k, err := startKairos(ctx, o.ColdStart.Binary, redisURL, prefix, shards, logLvl, stderr)
 		if err != nil {
 			return err
 		}
@@ -231,7 +227,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		t = k.target
 	default:
 		fs.Usage()
-		return errors.New("give --redis-url to start kairos here, or --url and --token to measure a running one")
+		return errors.New("give --redis-url to run kairos here, or --url and --token to measure a running one")
 	}
 	return bench.Run(ctx, t, o, stdout)
 }

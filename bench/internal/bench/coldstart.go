@@ -102,8 +102,8 @@ func (b *Bench) ColdStart(ctx context.Context, c ColdStartConfig) (*ColdStartRes
 	}
 	r.ReadyMS, r.FirstCreateMS, r.SecondCreateMS = spread(ready), spread(first), spread(second)
 	r.StartupCommands, r.FirstCreateCommands, r.SecondCreateCommands = spread(startup).Median, spread(firstN).Median, spread(secondN).Median
-	r.FirstCreateBy, _, _ = commandTable(firstBy, nil, nil, float64(c.Starts))
-	r.SecondCreateBy, _, _ = commandTable(secondBy, nil, nil, float64(c.Starts))
+	r.FirstCreateBy, _ = commandTable(firstBy, nil, float64(c.Starts))
+	r.SecondCreateBy, _ = commandTable(secondBy, nil, float64(c.Starts))
 	r.Checks = []Check{atMost("median time from exec to ready", r.ReadyMS.Median, 100, " ms")}
 	return r, nil
 }

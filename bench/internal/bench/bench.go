@@ -3,8 +3,8 @@
 // callbacks on a loopback server of its own, and measures create
 // throughput, firing precision, burst drain time, Redis commands per job
 // and Redis memory per pending job against the targets of issue 5.
-// cmd/kairos-bench starts the kairos under test (or names a running one)
-// and hands it over as a Target.
+// cmd/kairos-bench runs the kairos binary under test (or names a running
+// one) and hands it over as a Target.
 package bench
 
 import (
@@ -34,14 +34,11 @@ type Target struct {
 	// kairos the tool started itself on its own key prefix. When nil, the
 	// bench cancels its pending jobs through the API.
 	DropJobs func(ctx context.Context) (int, error)
-	// Sent returns the commands the kairos process has sent to Redis so
-	// far, by lowercase name, a script call counting once; nil if unknown.
-	Sent func() map[string]int64
-	// Scripts maps the SHA1 of each of kairos's scripts to its name, for
-	// the cost scenario's figures by script; nil shows them by SHA1.
-	Scripts map[string]string
+	// ProcessCPU returns the CPU time the kairos process has used so far,
+	// added to this process's in the figures; nil when unknown.
+	ProcessCPU func() time.Duration
 	// Counters returns monotonic counters of the kairos process worth
-	// reading next to the figures, such as its Redis pool's waits; nil if none.
+	// reading next to the figures, such as its garbage collections; nil if none.
 	Counters func() map[string]int64
 	// StartProcess starts one more kairos process on the target's Redis
 	// and prefix (all roles), for the idle figures of several processes;

@@ -7,14 +7,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/bench/internal/testenv"
 )
 
 // TestCommandStatsCountScriptCommands pins the Redis behaviour the cost
 // scenario relies on: INFO commandstats counts each redis.call a script
 // makes under its own name, besides the EVAL itself (Redis 7).
 func TestCommandStatsCountScriptCommands(t *testing.T) {
-	srv := testredis.New(t)
+	srv := testenv.NewRedis(t)
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
 	ctx := context.Background()

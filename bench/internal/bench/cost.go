@@ -21,14 +21,11 @@ type CostResult struct {
 	Delivery Delivery `json:"delivery"`
 	// ExecutedPerJob counts as Redis does (INFO commandstats): commands run
 	// by scripts count one by one, the EVALSHA itself once more.
-	ExecutedPerJob float64 `json:"executed_per_job"`
-	// SentPerJob counts the commands the kairos process sent (round-trip
-	// commands; pipelined ones each count); 0 when unknown.
-	SentPerJob float64        `json:"sent_per_job,omitempty"`
-	ByCommand  []CommandCount `json:"by_command"`
+	ExecutedPerJob float64        `json:"executed_per_job"`
+	ByCommand      []CommandCount `json:"by_command"`
 	// CPU per job over the jobs' whole life (the window of the precision
-	// and burst figures), in microseconds: Redis's, and this process's
-	// (kairos and the tool when self-started).
+	// and burst figures), in microseconds: Redis's, and the processes'
+	// (the tool, and the kairos it runs).
 	RedisCPUPerJobUS   float64 `json:"redis_cpu_per_job_us,omitempty"`
 	ProcessCPUPerJobUS float64 `json:"process_cpu_per_job_us"`
 	Life               Usage   `json:"cpu_life"`
@@ -46,7 +43,6 @@ type IdleResult struct {
 	Pending        int            `json:"pending"`
 	WindowSeconds  float64        `json:"window_seconds"`
 	ExecutedPerSec float64        `json:"executed_per_sec"`
-	SentPerSec     float64        `json:"sent_per_sec,omitempty"`
 	ByCommand      []CommandCount `json:"by_command"`
 	Cells          []IdleCell     `json:"cells"`
 }
@@ -89,13 +85,6 @@ func (c CostConfig) withDefaults() CostConfig {
 
 var errNoRedis = errors.New("needs access to kairos's Redis: give --redis-url")
 
-func (b *Bench) sent() map[string]int64 {
-	if b.t.Sent == nil {
-		return nil
-	}
-	return b.t.Sent()
-}
-
 func diff(after, before map[string]int64) map[string]int64 {
 	if after == nil {
 		return nil
@@ -119,7 +108,6 @@ func (b *Bench) Cost(ctx context.Context, c CostConfig) (*CostResult, error) {
 	if err := b.t.Redis.ResetStat(ctx); err != nil {
 		return nil, fmt.Errorf("cost: CONFIG RESETSTAT: %w", err)
 	}
-	sent0 := b.sent()
 	var measureErr error
 	var evalUSec int64
 	// The settle lets the last acks and the stats recorder's flush land.
@@ -130,7 +118,7 @@ func (b *Bench) Cost(ctx context.Context, c CostConfig) (*CostResult, error) {
 			return
 		}
 		evalUSec = usec["evalsha"] + usec["eval"] + usec["fcall"]
-		r.ByCommand, r.ExecutedPerJob, r.SentPerJob = commandTable(ex, diff(b.sent(), sent0), usec, float64(c.Jobs))
+		r.ByCommand, r.ExecutedPerJob = commandTable(ex, usec, float64(c.Jobs))
 	})
 	r.Delivery, r.Life, r.Seconds = f.delivery, f.life, f.life.Seconds
 	r.RedisCPUPerJobUS = f.life.redisUSPerJob(c.Jobs)
@@ -207,7 +195,6 @@ func (b *Bench) idle(ctx context.Context, c CostConfig) (*IdleResult, error) {
 		if err := b.t.Redis.ResetStat(ctx); err != nil {
 			return err
 		}
-		sent0 := b.sent()
 		sleep(ctx, c.IdleWindow)
 		if err := ctx.Err(); err != nil {
 			return err
@@ -216,16 +203,12 @@ func (b *Bench) idle(ctx context.Context, c CostConfig) (*IdleResult, error) {
 		if !ok {
 			return errors.New("read INFO commandstats")
 		}
-		var sent map[string]int64
-		if procs == 1 {
-			sent = diff(b.sent(), sent0) // the first process's only
-		}
 		cell := IdleCell{Processes: procs, Topics: ntopics}
-		cell.ByCommand, cell.ExecutedPerSec, _ = commandTable(ex, nil, usec, c.IdleWindow.Seconds())
+		cell.ByCommand, cell.ExecutedPerSec = commandTable(ex, usec, c.IdleWindow.Seconds())
 		cell.ExecutedPerDay = cell.ExecutedPerSec * 86400
 		r.Cells = append(r.Cells, cell)
 		if procs == 1 && ntopics == 1 {
-			r.ByCommand, r.ExecutedPerSec, r.SentPerSec = commandTable(ex, sent, usec, c.IdleWindow.Seconds())
+			r.ByCommand, r.ExecutedPerSec = cell.ByCommand, cell.ExecutedPerSec
 		}
 		return nil
 	}
@@ -288,22 +271,20 @@ func (r *CostResult) Tables() []Table {
 	if len(r.Checks) > 0 {
 		lifeCheck = r.Checks[0]
 	}
-	sentKnown := r.SentPerJob > 0
 	life := Table{
 		Title: fmt.Sprintf("cost: Redis commands per job over its life (create, claim, fire, ack), %s jobs", fmtInt(int64(r.Jobs))),
-		Head:  []string{"command", "executed/job", "sent/job", "redis µs/job"},
+		Head:  []string{"command", "executed/job", "redis µs/job"},
 	}
 	for _, c := range r.ByCommand {
-		life.Rows = append(life.Rows, []string{c.Command, f2(c.Executed), sentCell(c.Sent, sentKnown), f2(c.USec)})
+		life.Rows = append(life.Rows, []string{c.Command, f2(c.Executed), f2(c.USec)})
 	}
-	life.Rows = append(life.Rows, []string{"TOTAL", f2(r.ExecutedPerJob), sentCell(r.SentPerJob, sentKnown), ""},
-		[]string{"Redis CPU per job life (INFO)", "", "", f2(r.RedisCPUPerJobUS)})
+	life.Rows = append(life.Rows, []string{"TOTAL", f2(r.ExecutedPerJob), ""},
+		[]string{"Redis CPU per job life (INFO)", "", f2(r.RedisCPUPerJobUS)})
 	life.Notes = []string{
 		"executed: INFO commandstats after CONFIG RESETSTAT; Redis 7 counts each redis.call inside a script under its own name, plus the EVALSHA itself",
-		"sent: commands the kairos process sent (a script call counts once); background work (lease renewals, wake-up PINGs) is included",
 		fmt.Sprintf("target: <= 12 commands per job life: executed %s -> %s", f2(r.ExecutedPerJob), lifeCheck.verdict()),
 		"redis µs/job: Redis's time in the command (INFO commandstats usec); an EVALSHA's includes the commands its script runs",
-		fmt.Sprintf("CPU per job life: Redis %s µs, this process %s µs (kairos and, self-started, the tool) over %.1f s (%s)",
+		fmt.Sprintf("CPU per job life: Redis %s µs, processes %s µs (the tool, and the kairos it runs) over %.1f s (%s)",
 			f2(r.RedisCPUPerJobUS), f2(r.ProcessCPUPerJobUS), r.Life.Seconds, fmtCPU(r.Life)),
 		lifeWindow,
 		fmt.Sprintf("delivered %d of %d, missing %d, duplicated %d, early %d", r.Delivery.Delivered, r.Delivery.Jobs, r.Delivery.Missing, r.Delivery.Duplicated, r.Delivery.Early),
@@ -313,14 +294,14 @@ func (r *CostResult) Tables() []Table {
 		out = append(out, r.ByScript.tables()...)
 	}
 	if r.Idle != nil {
-		out = append(out, r.Idle.tables(sentKnown, r.Checks)...)
+		out = append(out, r.Idle.tables(r.Checks)...)
 	}
 	return out
 }
 
 // tables prints the idle figures: commands per second and per day by
 // processes and topics, then the commands of one process with one topic.
-func (r *IdleResult) tables(sentKnown bool, checks []Check) []Table {
+func (r *IdleResult) tables(checks []Check) []Table {
 	cells := Table{
 		Title: fmt.Sprintf("cost: idle Redis commands with nothing due, %s jobs pending far ahead (%gs window each)", fmtInt(int64(r.Pending)), r.WindowSeconds),
 		Head:  []string{"processes", "topics", "executed/s", "executed/day", "target", ""},
@@ -344,20 +325,13 @@ func (r *IdleResult) tables(sentKnown bool, checks []Check) []Table {
 	}
 	one := Table{
 		Title: "cost: idle Redis commands by command, one process, one topic",
-		Head:  []string{"command", "executed/s", "sent/s"},
+		Head:  []string{"command", "executed/s"},
 	}
 	for _, c := range r.ByCommand {
-		one.Rows = append(one.Rows, []string{c.Command, f2(c.Executed), sentCell(c.Sent, sentKnown)})
+		one.Rows = append(one.Rows, []string{c.Command, f2(c.Executed)})
 	}
-	one.Rows = append(one.Rows, []string{"TOTAL", f2(r.ExecutedPerSec), sentCell(r.SentPerSec, sentKnown)})
+	one.Rows = append(one.Rows, []string{"TOTAL", f2(r.ExecutedPerSec)})
 	return []Table{cells, one}
 }
 
 func f2(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
-
-func sentCell(v float64, known bool) string {
-	if !known {
-		return "n/a"
-	}
-	return f2(v)
-}
