@@ -38,7 +38,6 @@ func finishDelivered(t *testing.T, s *Store, cl Claimed) {
 	}
 }
 
-
 // max_runs: exactly that many occurrences fire, then the schedule is
 // completed, has no pending occurrence, and refuses triggers and backfills.
 func TestScheduleMaxRunsCompletes(t *testing.T) {
