@@ -357,7 +357,31 @@ type Schedule struct {
 	Pending       time.Time // the instant of the occurrence waiting to fire; zero when none
 	LastFired     time.Time // the instant of the last occurrence the pattern fired; zero when none
 	LastTriggered time.Time // the instant of the last occurrence a manual trigger fired; zero when none
+
+	Overlap Overlap       // what an instant does while the previous occurrence runs; "" is OverlapAllow
+	Jitter  time.Duration // each occurrence fires its instant plus a delay in [0, Jitter), fixed per instant
+	MaxRuns int           // after this many occurrences fired the schedule is completed; 0: no bound
+
+	// As stored, read back:
+	Runs           int       // occurrences fired (kept when only Overlap or MaxRuns is set)
+	Skipped        int64     // instants overlap "skip" or "buffer_one" did not fire
+	Completed      bool      // MaxRuns occurrences fired: nothing more fires
+	LastBackfilled time.Time // the latest instant the last backfill fired; zero when none
+	BackfilledAt   time.Time // when that backfill ran
 }
+
+// Overlap says what a schedule's instant does while its previous
+// occurrence is still active or retrying.
+type Overlap string
+
+const (
+	OverlapAllow     Overlap = "allow"      // fire anyway (the default)
+	OverlapSkip      Overlap = "skip"       // do not fire; counted as skipped
+	OverlapBufferOne Overlap = "buffer_one" // fire once the previous one ends; at most one waits, others are skipped
+)
+
+// MaxBackfill bounds the instants one backfill may name.
+const MaxBackfill = 1000
 
 // CatchUp says what a schedule does with occurrences missed while no kairos
 // ran (or while one was claimed more than MisfireGrace late).

@@ -42,6 +42,15 @@ type ScheduleRequest struct {
 	MaxAttempts int               `json:"max_attempts,omitempty"`
 	Timeout     Duration          `json:"timeout,omitempty"`
 	Backoff     *Backoff          `json:"backoff,omitempty"`
+	// Overlap is what an instant does while the previous occurrence is
+	// still active or retrying ("" is OverlapAllow).
+	Overlap Overlap `json:"overlap,omitempty"`
+	// Jitter delays each occurrence by [0, Jitter), the same for an
+	// instant every time; shorter than the gaps between instants, at most 7d.
+	Jitter Duration `json:"jitter,omitzero"`
+	// MaxRuns completes the schedule after that many occurrences fired
+	// (0: no bound).
+	MaxRuns int `json:"max_runs,omitempty"`
 }
 
 // MarshalJSON encodes r as the API's schedule request, its times as given
@@ -92,7 +101,16 @@ type Schedule struct {
 	UpdatedAt    Time              `json:"updated_at"`
 	// Result is set in the answer to PutSchedule only: ResultCreated or
 	// ResultReplaced.
-	Result string `json:"result,omitempty"`
+	Result  string   `json:"result,omitempty"`
+	Overlap Overlap  `json:"overlap"`
+	Jitter  Duration `json:"jitter,omitzero"`
+	MaxRuns int      `json:"max_runs,omitempty"`
+	// Runs and Skipped are counted for a schedule with MaxRuns or an
+	// overlap rule other than allow.
+	Runs    *int   `json:"runs,omitempty"`
+	Skipped *int64 `json:"skipped,omitempty"`
+	// State is "active", "paused" or "completed" (MaxRuns fired).
+	State string `json:"state"`
 }
 
 // LastRun is the last occurrence a schedule fired, and how its job went

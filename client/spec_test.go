@@ -197,6 +197,10 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		_, err := c.TriggerSchedule(ctx, "reports", "daily-report")
 		return err
 	},
+	"backfillSchedule": func(ctx context.Context, c *client.Client) error {
+		_, err := c.BackfillSchedule(ctx, "reports", "daily-report", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 8, 0, 0, 0, 0, time.UTC))
+		return err
+	},
 	"getStats": func(ctx context.Context, c *client.Client) error {
 		_, err := c.GetStats(ctx)
 		return err
@@ -367,6 +371,8 @@ var mirrors = map[string]any{
 	"Health":            status{},
 	"Ready":             status{},
 	"Notification":      client.Notification{},
+	"BackfillRequest":   backfillRequest{},
+	"BackfillResult":    backfillResult{},
 }
 
 // The wrappers the client takes apart: ListTopics returns the list,

@@ -301,6 +301,8 @@ type Occurrences struct {
 	Fired     int64 `json:"fired"`
 	Delivered int64 `json:"delivered"` // answered 2xx
 	Dead      int64 `json:"dead"`      // failed their last attempt
+	// Skipped counts instants a schedule's overlap rule did not fire.
+	Skipped int64 `json:"skipped"`
 }
 
 // Counts are a topic's jobs by state.

@@ -318,6 +318,18 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 	k.ok("", "schedules", "delete", "orders", "beat")
 	k.fails(exitNotFound, []string{"schedules", "get", "orders", "beat"}, "Not Found (404)")
 	k.fails(exitUsage, []string{"schedules", "put", "orders", "x"}, "--cron or --every")
+	out = k.ok("", "schedules", "put", "orders", "capped", "--every", "1h", "--overlap", "skip", "--jitter", "2s", "--max-runs", "2")
+	for _, want := range []string{"overlap", "skip", "jitter", "2s", "max_runs", "runs", "state", "active"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("schedules put --overlap --jitter --max-runs: no %q in\n%s", want, out)
+		}
+	}
+	now := time.Now().UTC()
+	out = k.ok("", "schedules", "backfill", "orders", "daily", "--from", now.Add(-7*24*time.Hour).Format(time.RFC3339), "--to", now.Format(time.RFC3339))
+	if !strings.Contains(out, "backfilled schedule daily in orders: 5 instants fired") {
+		t.Errorf("schedules backfill said:\n%s", out)
+	}
+	k.fails(exitUsage, []string{"schedules", "backfill", "orders", "daily"}, "--from and --to")
 	k.fails(exitError, []string{"schedules", "put", "orders", "x", "--cron", "0 25 * * *"}, "Invalid request (400)", "  cron: ")
 	k.fails(exitError, []string{"schedules", "put", "orders", "x", "--every", "1h", "--timezone", "Mars/Olympus"}, "  timezone: ")
 

@@ -11,7 +11,7 @@ import (
 	"github.com/kairos-sh/kairos/internal/duration"
 )
 
-// scheduleCommands are `kairos schedules put|get|list|delete|pause|resume|trigger`.
+// scheduleCommands are `kairos schedules put|get|list|delete|pause|resume|trigger|backfill`.
 var scheduleCommands = []apiCommand{
 	{name: "put", args: []string{"TOPIC", "ID"}, summary: "create a recurring schedule, or replace it whole (--cron or --every); the payload comes from --payload-file FILE, or - for stdin",
 		setup: func(fs *flag.FlagSet) runFunc {
@@ -26,6 +26,9 @@ var scheduleCommands = []apiCommand{
 			fs.Var(&end, "end-at", "fire no later than this RFC 3339 time")
 			catchUp := fs.String("catch-up", "", "what fires for occurrences missed while kairos was down: one (default), none, or all (at most 100)")
 			paused := fs.Bool("paused", false, "create it paused")
+			overlap := fs.String("overlap", "", "while the previous occurrence runs: allow (default), skip, or buffer_one (fire once it ends; at most one waits)")
+			jitter := duration.Flag(fs, "jitter", 0, "delay each occurrence by up to this, the same for an instant every time (shorter than the gaps between instants)")
+			maxRuns := fs.Int("max-runs", 0, "complete the schedule after this many occurrences fired (0: no bound)")
 			payloadFile := fs.String("payload-file", "", "read the payload, any JSON, from this file; - reads stdin")
 			payload := fs.String("payload", "", "the payload of every occurrence, any JSON")
 			return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
@@ -35,7 +38,8 @@ var scheduleCommands = []apiCommand{
 				req := client.ScheduleRequest{Cron: *cron, Every: client.Duration(*every), Timezone: *tz,
 					StartAt: start.t, EndAt: end.t, CatchUp: client.CatchUp(*catchUp), Paused: *paused,
 					CallbackURL: set.callbackURL, Method: set.method, Headers: set.headerMap(),
-					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff()}
+					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(),
+					Overlap: client.Overlap(*overlap), Jitter: client.Duration(*jitter), MaxRuns: *maxRuns}
 				var err error
 				if req.Payload, err = readPayload(cmd, out.stdin, *payloadFile, *payload); err != nil {
 					return err
@@ -112,6 +116,23 @@ var scheduleCommands = []apiCommand{
 			})
 		}
 	}},
+	{name: "backfill", args: []string{"TOPIC", "ID"}, summary: "fire each instant of the pattern in [--from, --to) that has not fired (at most 1000)", setup: func(fs *flag.FlagSet) runFunc {
+		var from, to timeFlag
+		fs.Var(&from, "from", "the first instant of the range (RFC 3339, inclusive)")
+		fs.Var(&to, "to", "the end of the range (RFC 3339, exclusive)")
+		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
+			if from.t.IsZero() || to.t.IsZero() {
+				return usagef("kairos schedules backfill", "give --from and --to")
+			}
+			n, err := c.BackfillSchedule(ctx, args[0], args[1], from.t, to.t)
+			if err != nil {
+				return err
+			}
+			return out.print(map[string]int{"instants": n}, func(w io.Writer) {
+				fmt.Fprintf(w, "backfilled schedule %s in %s: %d instants fired\n", args[1], args[0], n)
+			})
+		}
+	}},
 }
 
 func pauseCommand(pause bool) func(*flag.FlagSet) runFunc {
@@ -157,6 +178,7 @@ func scheduleTable(w io.Writer, ss []client.Schedule) {
 
 func showSchedule(w io.Writer, s *client.Schedule) {
 	fmt.Fprintf(w, "id\t%s\ntopic\t%s\ntenant\t%s\npattern\t%s\ncatch_up\t%s\npaused\t%t\n", s.ID, s.Topic, s.Tenant, pattern(*s), s.CatchUp, s.Paused)
+	showScheduleExt(w, s)
 	if !s.StartAt.IsZero() {
 		fmt.Fprintf(w, "start_at\t%s\n", formatTime(s.StartAt))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/duration"
 	recur "github.com/kairos-sh/kairos/internal/schedule"
 )
 
@@ -21,7 +22,8 @@ import (
 // names them (a nested one as "headers.X" or "backoff.initial").
 var scheduleFields = map[string]bool{"cron": true, "every": true, "timezone": true, "start_at": true,
 	"end_at": true, "catch_up": true, "paused": true, "payload": true, "callback_url": true, "method": true,
-	"headers": true, "max_attempts": true, "timeout": true, "backoff": true, "body": true}
+	"headers": true, "max_attempts": true, "timeout": true, "backoff": true, "body": true,
+	"overlap": true, "jitter": true, "max_runs": true}
 
 // lockedBuffer is a log sink the server writes and the test reads.
 type lockedBuffer struct {
@@ -66,8 +68,12 @@ func FuzzScheduleRequest(f *testing.F) {
 		`{"every":"1m","payload":{"a":[1,2,{"b":null}]},"headers":{"X-A":"1"},"max_attempts":3,"timeout":"5s","backoff":{"initial":"1s","max":"1m"},"method":"put"}`,
 		`{"every":"1m","payload":"\"text\"","headers":{"content-type":"text/plain"}}`, `{"every":"1m","payload":null,"paused":false}`,
 		`{"every":"1m","callback_url":"https://hooks.example.com/fresh"}`, `{"cron":"@weekly","callback_url":"HTTPS://Example.com:8443/x?y#z","paused":true}`,
+		`{"every":"1m","overlap":"skip","max_runs":3}`, `{"every":"1m","overlap":"buffer_one","jitter":"30s"}`,
+		`{"cron":"0 9 * * *","jitter":"1h","overlap":"allow","max_runs":0}`, `{"every":"1h","jitter":"1.5ms","max_runs":1000000000}`,
 		// invalid
-		`{}`, `{"cron":"","every":""}`, `{"cron":"* * * *"}`, `{"cron":"0 9 * * MON-FRI","every":"1m"}`, `{"cron":"61 * * * *"}`,
+		`{}`, `{"every":"1m","overlap":"queue"}`, `{"every":"1m","overlap":""}`, `{"every":"1m","jitter":"1m"}`, `{"every":"1m","jitter":"-1s"}`,
+		`{"every":"1m","jitter":"8d"}`, `{"every":"1m","jitter":30}`, `{"every":"1m","max_runs":-1}`, `{"every":"1m","max_runs":1.5}`,
+		`{"every":"1m","max_runs":1000000001}`, `{"every":"1m","max_runs":"3"}`, `{"cron":"0,1 * * * *","jitter":"2m"}`, `{"cron":"","every":""}`, `{"cron":"* * * *"}`, `{"cron":"0 9 * * MON-FRI","every":"1m"}`, `{"cron":"61 * * * *"}`,
 		`{"cron":"0 0 30 2 *"}`, `{"cron":"@every 1m"}`, `{"cron":"@reboot"}`, `{"cron":"0 9 * * MON-XYZ"}`, `{"cron":"*/0 * * * *"}`,
 		`{"every":"0s"}`, `{"every":"-1s"}`, `{"every":"500ms"}`, `{"every":"1y"}`, `{"every":90}`, `{"every":"9999999h"}`,
 		`{"every":"1m","timezone":"Mars/Olympus"}`, `{"every":"1m","timezone":"Local"}`, `{"cron":"0 9 * * *","timezone":"utc"}`,
@@ -172,8 +178,15 @@ func checkAcceptedSchedule(t *testing.T, e *env, authz, path string, body []byte
 	case len(v.NextRuns) > nextRunsShown:
 		t.Errorf("%d next runs", len(v.NextRuns))
 	}
-	sc := kairos.Schedule{Cron: v.Cron, Timezone: v.Timezone, StartAt: parseShown(t, v.StartAt), EndAt: parseShown(t, v.EndAt),
+	sc := kairos.Schedule{ID: "s", Cron: v.Cron, Timezone: v.Timezone, StartAt: parseShown(t, v.StartAt), EndAt: parseShown(t, v.EndAt),
 		CreatedAt: parseShown(t, v.CreatedAt)}
+	if v.Jitter != "" {
+		d, err := duration.Parse(v.Jitter)
+		if err != nil {
+			t.Fatalf("jitter %q shown: %v", v.Jitter, err)
+		}
+		sc.Jitter = d
+	}
 	if v.Every != "" {
 		d, err := time.ParseDuration(v.Every)
 		if err != nil {
@@ -218,11 +231,14 @@ func checkAcceptedSchedule(t *testing.T, e *env, authz, path string, body []byte
 	if err := json.Unmarshal(body, &m); err != nil {
 		t.Fatalf("accepted body is no JSON object: %v", err)
 	}
-	for _, k := range []string{"cron", "every", "timezone", "start_at", "end_at", "catch_up", "paused"} {
+	for _, k := range []string{"cron", "every", "timezone", "start_at", "end_at", "catch_up", "paused", "overlap", "jitter", "max_runs"} {
 		delete(m, k)
 	}
 	shown := map[string]any{"cron": v.Cron, "every": v.Every, "timezone": v.Timezone, "start_at": v.StartAt,
-		"end_at": v.EndAt, "catch_up": v.CatchUp, "paused": v.Paused}
+		"end_at": v.EndAt, "catch_up": v.CatchUp, "paused": v.Paused, "overlap": v.Overlap, "jitter": v.Jitter}
+	if v.MaxRuns != 0 {
+		shown["max_runs"] = v.MaxRuns
+	}
 	for k, x := range shown {
 		if x != "" {
 			m[k] = marshal(t, x)

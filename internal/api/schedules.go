@@ -32,6 +32,10 @@ type scheduleRequest struct {
 	MaxAttempts *int              `json:"max_attempts"`
 	Timeout     *string           `json:"timeout"`
 	Backoff     *backoffRequest   `json:"backoff"`
+
+	Overlap *string `json:"overlap"`
+	Jitter  *string `json:"jitter"`
+	MaxRuns *int    `json:"max_runs"`
 }
 
 // scheduleResponse is a schedule as the API shows it.
@@ -62,6 +66,14 @@ type scheduleResponse struct {
 	CreatedAt    string            `json:"created_at"`
 	UpdatedAt    string            `json:"updated_at"`
 	Result       string            `json:"result,omitempty"`
+	Overlap      kairos.Overlap    `json:"overlap"`
+	Jitter       string            `json:"jitter,omitempty"`
+	MaxRuns      int               `json:"max_runs,omitempty"`
+	// Runs and Skipped are counted for a schedule with max_runs or an
+	// overlap rule other than allow.
+	Runs    *int   `json:"runs,omitempty"`
+	Skipped *int64 `json:"skipped,omitempty"`
+	State   string `json:"state"`
 }
 
 // lastRunResponse is the last occurrence fired, by the pattern or a manual
@@ -122,6 +134,7 @@ func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, m
 	if req.Paused != nil {
 		sc.Paused = *req.Paused
 	}
+	req.extFields(&fe, &sc)
 	delay := "0s"
 	jr := jobRequest{ID: &id, Delay: &delay, Payload: req.Payload, CallbackURL: req.CallbackURL, Method: req.Method,
 		Headers: req.Headers, MaxAttempts: req.MaxAttempts, Timeout: req.Timeout, Backoff: req.Backoff}
@@ -153,6 +166,8 @@ func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, m
 			// Parse checks that the pattern fires from start_at on; a
 			// start_at in the past leaves end_at free to end it already
 			fe.add("end_at", "%s is before the schedule's next instant after now (%s): it would never fire", formatTime(sc.EndAt), formatTime(now))
+		default:
+			checkJitter(&fe, sc, p, now)
 		}
 		if every != "" {
 			sc.Every, _ = duration.Parse(every) // Parse accepted it
@@ -213,6 +228,7 @@ func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		if old, gerr := s.store.GetSchedule(r.Context(), tenant, topic, id); gerr == nil {
 			sc.CreatedAt, sc.LastTriggered = old.CreatedAt, old.LastTriggered
+			sc.LastBackfilled, sc.BackfilledAt = old.LastBackfilled, old.BackfilledAt
 		}
 	}
 	var replaced bool
@@ -285,19 +301,26 @@ func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResp
 		}
 		v.LastRun = lr
 	}
+	showExt(&v, sc)
 	return v, nil
 }
 
 // The triggers of a last run.
 const (
-	triggerPattern = "pattern"
-	triggerManual  = "manual"
+	triggerPattern  = "pattern"
+	triggerManual   = "manual"
+	triggerBackfill = "backfill"
 )
 
 // lastRun is the instant of the last occurrence sc fired, and what fired
 // it: the later of the pattern's last and the last manual trigger (a
 // trigger never takes an instant of the pattern, so they never tie).
 func lastRun(sc kairos.Schedule) (time.Time, string) {
+	// a backfill fires instants of the past: it is the last run when it
+	// ran after the others fired
+	if !sc.BackfilledAt.IsZero() && sc.BackfilledAt.After(sc.LastTriggered) && sc.BackfilledAt.After(sc.LastFired) {
+		return sc.LastBackfilled, triggerBackfill
+	}
 	if sc.LastTriggered.After(sc.LastFired) {
 		return sc.LastTriggered, triggerManual
 	}

@@ -143,6 +143,7 @@ func (s *Server) routes() chi.Router {
 			r.Post("/schedules/{id}/pause", s.pauseSchedule(true))
 			r.Post("/schedules/{id}/resume", s.pauseSchedule(false))
 			r.Post("/schedules/{id}/trigger", s.triggerSchedule)
+			r.Post("/schedules/{id}/backfill", s.backfillSchedule)
 		})
 		r.Get("/dead", s.listDead)
 		r.Get("/signing-keys", s.getSigningKeys)

@@ -34,6 +34,7 @@ type occurrenceStats struct {
 	Fired     int64 `json:"fired"`
 	Delivered int64 `json:"delivered"`
 	Dead      int64 `json:"dead"`
+	Skipped   int64 `json:"skipped"` // instants a schedule's overlap rule did not fire
 }
 
 // breakerStats is the state of a topic's circuit breaker.
@@ -102,7 +103,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		}
 		resp.Topics = append(resp.Topics, topicStats{Tenant: t.Tenant, Topic: t.Name, Counts: counters.States, Ready: ready[i],
 			Paused: t.Paused, Breaker: brk,
-			Occurrences: occurrenceStats{Fired: occ.Fired, Delivered: occ.Delivered, Dead: occ.Dead},
+			Occurrences: occurrenceStats{Fired: occ.Fired, Delivered: occ.Delivered, Dead: occ.Dead, Skipped: occ.Skipped},
 			Recent: recentStats{Minutes: rec.Minutes, Delivered: rec.Delivered, Failed: rec.Failed, Dead: rec.Dead,
 				DeliveredPS: float64(rec.Delivered) / secs, FailedPS: float64(rec.Failed) / secs,
 				Lateness: latencyStats{Samples: rec.Sampled, P50: rec.P50, P90: rec.P90, P99: rec.P99, Max: rec.Worst}}})

@@ -31,11 +31,18 @@ type Occurrences struct {
 	Fired     int64
 	Delivered int64 // answered 2xx
 	Dead      int64 // failed their last attempt
+	// Skipped counts instants that did not fire because the previous
+	// occurrence was still active or retrying (overlap skip, buffer_one).
+	Skipped int64
 }
 
 // add adds counter field f, holding n.
 func (c *Counters) add(f string, n int64) {
 	f, occ := strings.CutPrefix(f, occurrenceMark)
+	if occ && f == occurrenceSkipped {
+		c.Occurrences.Skipped += n
+		return
+	}
 	from, to, moved := strings.Cut(f, ">")
 	if !moved {
 		c.States[kairos.State(f)] += n

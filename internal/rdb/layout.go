@@ -111,6 +111,15 @@ import (
 // no instant after hi (end_at, or a cron that ends) is marked ended, and its
 // claims ask for no refill.
 //
+// A schedule with an overlap rule or a max_runs has an extension between
+// its header and its queue (scheduleExtFields, flag 4): the claim that
+// fires an occurrence counts it there (so that max_runs holds whatever
+// process dies when), looks there for the previous occurrence (overlap),
+// and drops an occurrence past max_runs. A put keeps the counts. Jitter
+// needs nothing stored beyond the meta: Go adds each instant's delay
+// before it queues the instant, so the queue, cur and the occurrences'
+// ids hold the times they fire.
+//
 // # Counters
 //
 // P:{s}:c:<h> holds a topic's counters in one shard; the scripts that
@@ -128,6 +137,7 @@ import (
 //	  occ:active>scheduled, occ:active>ready   un-fired: a first attempt given back unstarted (Release)
 //	  occ:active>delivered                     delivered
 //	  occ:active>dead                          dead
+//	occ:skipped        instants overlap skip or buffer_one did not fire (claim.lua, gate)
 //
 // The occurrence counts only grow (fired less the ones given back), from
 // the topic's first job until DeleteTopic removes the hash: fired less
@@ -302,7 +312,7 @@ var scheduleFields = []headerField{
 	{"hi", 6, false, "the latest instant ever queued (ms): a refill computes the instants after it"},
 	{"lf", 6, false, "the instant of the last occurrence the pattern fired (ms)"},
 	{"cu", 1, true, "catch-up: o one, n none, a all"},
-	{"fl", 1, false, "flags: 1 when paused, plus 2 when the pattern has no instant after hi (ended: no refill is asked for)"},
+	{"fl", 1, false, "flags: 1 when paused, plus 2 when the pattern has no instant after hi (ended: no refill is asked for), plus 4 when the extension (scheduleExtFields) follows the header"},
 	{"lt", 3, false, "lease timeout of the occurrences (ms), as a job's lt"},
 	{"ls", 3, false, "length of the settings in the body (the occurrences' own, as a job's)"},
 	{"lm", 3, false, "length of the meta in the body (JSON, read by Go only: the pattern and its bounds)"},
@@ -315,9 +325,41 @@ var scheduleHeader, scheduleHeaderLen = structFormat(scheduleFields)
 
 const queueEntry = 6
 
+// scheduleExtFields are the fields of a schedule's extension: a part
+// between its header and its queue that only a schedule with an overlap
+// rule other than allow, or a max_runs, has (flag 4 of fl says so), so that
+// a schedule using neither is stored, read and written as before.
+var scheduleExtFields = []headerField{
+	{"ov", 1, true, "overlap: a allow, s skip, b buffer_one"},
+	{"mr", 4, false, "max_runs; 0 for none"},
+	{"rn", 4, false, "occurrences fired (counted by the claim that fires each: pattern, trigger and backfill; a replay is not counted)"},
+	{"lo", 6, false, "the instant (id ms) of the last occurrence fired, whatever fired it: the previous occurrence overlap looks at"},
+	{"bw", 6, false, "buffer_one: the instant of the occurrence waiting for the previous one to end; 0 when none waits"},
+	{"sk", 4, false, "instants skipped because the previous occurrence was still active or retrying"},
+}
+
+// scheduleExt is the extension as a format of Lua's struct library, and
+// its length in bytes.
+var scheduleExt, scheduleExtLen = structFormat(scheduleExtFields)
+
+// overlapCodes are the overlap rules as one stored byte.
+var overlapCodes = map[kairos.Overlap]byte{kairos.OverlapAllow: 'a', kairos.OverlapSkip: 's', kairos.OverlapBufferOne: 'b'}
+
+// bufferPoll is how often an occurrence that buffer_one holds back looks
+// again whether the previous one has ended (its claim re-files it this far
+// ahead): the delay between that end and its firing is at most about this.
+const bufferPoll = time.Second
+
+// replyCompleted answers a backfill of a schedule that fired its max_runs.
+const replyCompleted = 37
+
 // occurrenceMark starts the counter fields of occurrences' moves (see
 // "Counters"); the scripts know it as OCC.
 const occurrenceMark = "occ:"
+
+// occurrenceSkipped is the counter field, after occurrenceMark, of the
+// instants overlap did not fire.
+const occurrenceSkipped = "skipped"
 
 // catchUpCodes are the catch-up settings as one stored byte.
 var catchUpCodes = map[kairos.CatchUp]byte{kairos.CatchUpOne: 'o', kairos.CatchUpNone: 'n', kairos.CatchUpAll: 'a'}
@@ -415,6 +457,9 @@ var luaPrelude = func() string {
 		scheduleHeader, scheduleHeaderLen, queueEntry)
 	fmt.Fprintf(&b, "local MISFIRE_GRACE, CATCHUP_MAX, REFILL_BELOW = %d, %d, %d\n",
 		kairos.MisfireGrace.Milliseconds(), kairos.MaxCatchUp, refillBelow)
+	fmt.Fprintf(&b, "local SCHX, SCHX_LEN, SCH_EXT = '%s', %d, 4 -- a schedule's extension (scheduleExtFields) and its flag in fl\n",
+		scheduleExt, scheduleExtLen)
+	fmt.Fprintf(&b, "local BUFFER_POLL, R_COMPLETED = %d, %d\n", bufferPoll.Milliseconds(), replyCompleted)
 	ws := make([]string, len(wheelWidths))
 	for i, w := range wheelWidths {
 		ws[i] = strconv.FormatInt(w, 10)

@@ -34,6 +34,11 @@ type scheduleMeta struct {
 	// Triggered is the instant of the last occurrence a manual trigger
 	// fired (its id's ms), or 0: the header's lf holds the pattern's.
 	Triggered int64 `json:"trig,omitempty"`
+	JitterMS  int64 `json:"jit,omitempty"`
+	// Backfilled is the latest instant the last backfill filed, and
+	// BackfilledAt when it ran (ms).
+	Backfilled   int64 `json:"bf,omitempty"`
+	BackfilledAt int64 `json:"bfat,omitempty"`
 }
 
 // scheduleRecord is a schedule as stored (layout.go, "Schedules").
@@ -44,12 +49,13 @@ type scheduleRecord struct {
 	paused, ended           bool
 	settings, meta, payload []byte
 	queue                   []int64
+	ext                     *scheduleExtension // nil when the schedule has none
 }
 
 // decodeSchedule reads a schedule's header (with its queue) and body as
 // stored (layout.go, "Schedules").
 func decodeSchedule(head, body string) (scheduleRecord, error) {
-	if len(head) < scheduleHeaderLen || (len(head)-scheduleHeaderLen)%queueEntry != 0 {
+	if len(head) < scheduleHeaderLen {
 		return scheduleRecord{}, fmt.Errorf("schedule record: %w", errBadRecord)
 	}
 	var r scheduleRecord
@@ -70,7 +76,14 @@ func decodeSchedule(head, body string) (scheduleRecord, error) {
 	}
 	r.gen, r.cur, r.hi, r.lastFired, r.leaseTimeout = nums["gen"], nums["cur"], nums["hi"], nums["lf"], nums["lt"]
 	fl, ls, lm := nums["fl"], nums["ls"], nums["lm"]
-	if r.catchUp == "" || fl > 3 || ls+lm > int64(len(body)) {
+	if fl&scheduleExtFlag != 0 {
+		x, n, err := decodeScheduleExt(head[at:])
+		if err != nil {
+			return scheduleRecord{}, err
+		}
+		r.ext, at = &x, at+n
+	}
+	if r.catchUp == "" || fl > 7 || ls+lm > int64(len(body)) || (len(head)-at)%queueEntry != 0 {
 		return scheduleRecord{}, fmt.Errorf("schedule record: %w", errBadRecord)
 	}
 	r.paused, r.ended = fl&1 == 1, fl&2 == 2
@@ -105,6 +118,7 @@ func (r scheduleRecord) schedule(tenant, topic, id string) (kairos.Schedule, err
 	if m.Triggered != 0 {
 		sc.LastTriggered = fromMS(m.Triggered)
 	}
+	r.showExt(&sc, m)
 	j, err := record{settings: r.settings, payload: r.payload}.job(kairos.JobKey{Tenant: tenant, Topic: topic},
 		func(kairos.JobKey, int64) string { return "" })
 	if err != nil {
@@ -160,6 +174,10 @@ func (s *Store) PutSchedule(ctx context.Context, sc kairos.Schedule) (bool, erro
 	if !sc.LastTriggered.IsZero() {
 		m.Triggered = ms(sc.LastTriggered) // a replace keeps it, as it keeps lf
 	}
+	m.JitterMS = sc.Jitter.Milliseconds()
+	if !sc.LastBackfilled.IsZero() {
+		m.Backfilled, m.BackfilledAt = ms(sc.LastBackfilled), ms(sc.BackfilledAt)
+	}
 	meta, err := json.Marshal(m)
 	if err != nil {
 		return false, fmt.Errorf("encode schedule: %w", err)
@@ -170,7 +188,8 @@ func (s *Store) PutSchedule(ctx context.Context, sc kairos.Schedule) (bool, erro
 		paused = "1"
 	}
 	argv := []any{s.scriptNow(), s.k.tag(shard), h, sc.ID, "put", WakeHorizon.Milliseconds(), "",
-		string(cu), paused, sc.Job.Timeout.Milliseconds(), len(set), len(meta), string(meta) + string(set) + string(sc.Job.Payload)}
+		string(cu), paused, sc.Job.Timeout.Milliseconds(), len(set), len(meta), string(meta) + string(set) + string(sc.Job.Payload),
+		extArg(sc)}
 	argv = instantsArgs(argv, p, now)
 	res, err := s.run(ctx, schedsetScript, s.scheduleKeys(shard, h), argv...).Slice()
 	if err != nil {
@@ -368,6 +387,9 @@ func (s *Store) TriggerSchedule(ctx context.Context, tenant, topic, id string) (
 	if err != nil {
 		return kairos.Job{}, err
 	}
+	if sc.Completed {
+		return kairos.Job{}, fmt.Errorf("%w: schedule %q fired its max_runs: it is completed and fires no more", kairos.ErrConflict, id)
+	}
 	j := sc.Job
 	now := s.Now().Truncate(time.Millisecond)
 	// Not the id of an occurrence of the pattern: this process's clock may
@@ -504,7 +526,7 @@ func (s *Store) refillArgs(ctx context.Context, f, head, body string, now time.T
 	if err != nil {
 		return nil, fmt.Errorf("schedule %s: %w", f, err)
 	}
-	if r.paused || r.ended {
+	if r.paused || r.ended || r.ext.completed() {
 		return []any{h, id, r.gen, r.hi, 0, 0, ""}, nil // nothing to add: it leaves the set
 	}
 	tenant, topic, err := s.topicOf(ctx, h)

@@ -116,6 +116,14 @@ var (
 	revokeScript = newScript("revoke", revokeSrc, allowOOM)
 )
 
+// The backfill of a schedule, in a block of its own.
+var (
+	//go:embed lua/schedfill.lua
+	schedfillSrc string
+
+	schedfillScript = newScript("schedfill", schedfillSrc)
+)
+
 // helpersSrc is what every script body runs after.
 var helpersSrc = luaPrelude + jobSrc + indexSrc + schedSrc
 
@@ -135,7 +143,8 @@ func newScript(name, body string, oom ...bool) *script {
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
 	schedsetScript, scheddelScript, schedrefillScript, schedmarkScript, unholdScript, flowgateScript, breakerScript, outcomeScript, startScript, lockScript,
-	topicretireScript, topicdelScript, quotaScript, tenantpendingScript, revokeScript}
+	topicretireScript, topicdelScript, quotaScript, tenantpendingScript, revokeScript,
+	schedfillScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions

@@ -20,6 +20,8 @@ type Pattern struct {
 	start  time.Time // first instant allowed; zero: unbounded
 	end    time.Time // last instant allowed; zero: unbounded
 	period time.Duration
+	jitter time.Duration // each instant fires this much later at most (jitter.go)
+	seed   string        // what the delays derive from with each instant: the schedule id
 }
 
 // FieldError is a request field whose value Parse rejects, with a reason a
@@ -139,6 +141,14 @@ func (p *Pattern) checkFires() error {
 // millisecond) at which the schedule fires, in UTC, and false when there is
 // none (past end_at). Instants before start_at are never returned.
 func (p *Pattern) Next(t time.Time) (time.Time, bool) {
+	if p.jitter > 0 {
+		return p.nextJittered(t)
+	}
+	return p.nextInstant(t)
+}
+
+// nextInstant is Next without jitter.
+func (p *Pattern) nextInstant(t time.Time) (time.Time, bool) {
 	lower := t.Truncate(time.Millisecond)
 	if !p.start.IsZero() && lower.Before(p.start) {
 		lower = p.start.Add(-time.Millisecond)
@@ -224,7 +234,11 @@ func Of(sc kairos.Schedule) (*Pattern, error) {
 	if sc.Every > 0 {
 		every = sc.Every.String()
 	}
-	return Parse(sc.Cron, every, sc.Timezone, Anchor(sc), sc.StartAt, sc.EndAt)
+	p, err := Parse(sc.Cron, every, sc.Timezone, Anchor(sc), sc.StartAt, sc.EndAt)
+	if err != nil || sc.Jitter <= 0 {
+		return p, err
+	}
+	return p.WithJitter(sc.ID, sc.Jitter), nil
 }
 
 // Anchor is the instant a schedule's interval counts from: its start_at,

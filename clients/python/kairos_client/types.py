@@ -261,6 +261,8 @@ class Schedule(TypedDict):
     overlap: NotRequired[str]
     jitter: NotRequired[Duration]
     max_runs: NotRequired[int]
+    runs: NotRequired[int]
+    skipped: NotRequired[int]
     result: NotRequired[str]
 
 

@@ -294,6 +294,10 @@ export interface Schedule {
   overlap?: string;
   jitter?: Duration;
   max_runs?: number;
+  /** occurrences fired; counted with max_runs or an overlap rule other than allow */
+  runs?: number;
+  /** instants the overlap rule did not fire */
+  skipped?: number;
   created_at: Time;
   updated_at: Time;
   result?: string;
@@ -409,6 +413,8 @@ export interface Occurrences {
   fired: number;
   delivered: number;
   dead: number;
+  /** instants a schedule's overlap rule did not fire */
+  skipped: number;
 }
 
 export interface TopicStats {

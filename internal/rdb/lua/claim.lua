@@ -118,17 +118,94 @@ local function schedFlush()
   callMany('HSET', KEYS[3], hs)
 end
 
+-- occurrenceState returns the state of schedule sid's occurrence at t
+-- (topic h) as this call sees it, or nil when there is none.
+local function occurrenceState(h, sid, t)
+  local field = h .. '/' .. occurrenceID(sid, t)
+  local v = written[field]
+  if v == nil then
+    v = redis.call('HGET', KEYS[1], field)
+  end
+  if not v then
+    return nil, nil
+  end
+  local r = parse(v)
+  return r.st, r
+end
+
+-- gate applies schedule s's extension (overlap, max_runs) to its
+-- occurrence r of topic h about to fire; pattern is true for an instant of
+-- the pattern (the pending occurrence, or the one buffer_one holds back),
+-- the ones overlap applies to. It answers nil when r fires (counted),
+-- 'drop' when it must not (max_runs reached, or skipped) and 'wait' when
+-- buffer_one holds it back.
+local function gate(h, sid, s, r, pattern)
+  local x = s.x
+  if done(s) then
+    return 'drop'
+  end
+  if pattern and x.ov ~= 'a' then
+    local busy = false
+    if x.bw ~= 0 and x.bw ~= r.ra then
+      local st, w = occurrenceState(h, sid, x.bw)
+      busy = (st == ST.scheduled or st == ST.ready) and w.ra == x.bw and fresh(w)
+      if not busy then
+        x.bw = 0 -- it fired, or was cancelled or rescheduled
+      end
+    end
+    if not busy and x.lo ~= 0 and x.lo ~= r.ra then
+      local st = occurrenceState(h, sid, x.lo)
+      busy = st == ST.active or st == ST.retrying
+    end
+    if busy then
+      if x.ov == 'b' and (x.bw == 0 or x.bw == r.ra) then
+        x.bw = r.ra
+        return 'wait'
+      end
+      x.sk = x.sk + 1
+      count(h, OCC .. 'skipped')
+      return 'drop'
+    end
+  end
+  if x.bw == r.ra then
+    x.bw = 0
+  end
+  x.rn = x.rn + 1
+  x.lo = r.ra
+  return nil
+end
+
+-- changed marks schedule s to be written as the call ends.
+local function changed(s)
+  if not s.changed then
+    s.changed = true
+    schanged[#schanged + 1] = s
+  end
+end
+
 -- chain is called as schedule sid's occurrence r (of topic h; sf is the
 -- schedule's field) is claimed for its first attempt: when it is the
 -- schedule's pending one, the next instant becomes pending, in this call.
 -- Instants that passed meanwhile (all kairos down) are missed: catch-up
 -- "all" fires each, "one" lets this occurrence stand for them, "none"
--- drops them and this one too when it is itself missed. It returns true
--- when r must not fire.
+-- drops them and this one too when it is itself missed. A schedule with
+-- an extension gates each occurrence that is not a replay (gate). It
+-- answers nil when r fires, 'drop' when it must not, and 'wait' when it
+-- waits for the previous occurrence to end.
 local function chain(h, sid, sf, r)
   local s = sobj[sf] -- read by claimChained
   if not s or s.cur ~= r.ra then
-    return false -- a trigger, or the schedule changed
+    -- a trigger, a backfill, one buffer_one holds back, or the schedule changed
+    if s and s.x and r.ll == 0 then
+      local buffered = s.x.bw == r.ra
+      local verdict = gate(h, sid, s, r, buffered)
+      if buffered and not verdict and r.ra > s.lf then
+        s.lf = r.ra
+      end
+      changed(s)
+      return verdict
+    end
+    return nil
   end
   if not s.ob and r.ll == 0 and r.ls == s.ls then
     -- the pending occurrence was filed from the schedule's body as it is
@@ -144,27 +221,30 @@ local function chain(h, sid, sf, r)
     qdrop(s)
     first = qfirst(s)
   end
-  local skip = s.cu == 'n' and (missed ~= nil or now - r.ra > MISFIRE_GRACE)
-  if missed and s.cu == 'a' then
+  local verdict = nil
+  if s.cu == 'n' and (missed ~= nil or now - r.ra > MISFIRE_GRACE) then
+    verdict = 'drop'
+  elseif s.x and r.ll == 0 then
+    verdict = gate(h, sid, s, r, true)
+  end
+  local stop = s.x and done(s) -- max_runs: nothing more is filed
+  if missed and s.cu == 'a' and not stop then
     for i = 1, math.min(#missed, CATCHUP_MAX) do
       occurLater(h, sid, s, missed[i])
     end
   end
-  if not skip then
+  if not verdict then
     s.lf = r.ra
   end
   s.cur = 0
-  if first then
+  if first and not stop then
     s.cur = first
     qdrop(s)
     occurLater(h, sid, s, s.cur)
   end
   askRefill(KEYS[4], s)
-  if not s.changed then
-    s.changed = true
-    schanged[#schanged + 1] = s
-  end
-  return skip
+  changed(s)
+  return verdict
 end
 
 -- held reports whether topic h is paused (the shard's hold set, read once
@@ -318,11 +398,18 @@ local function claimChained()
   for i = 1, nLater do
     local field, r, h = laterF[i], laterR[i], laterH[i]
     laterField[field] = nil
-    if chain(h, laterSid[i], laterSf[i], r) then
-      hdel[#hdel + 1] = field -- missed, and catch-up "none"
+    local verdict = chain(h, laterSid[i], laterSf[i], r)
+    if verdict == 'drop' then
+      hdel[#hdel + 1] = field -- missed with catch-up "none", skipped, or past max_runs
       written[field] = false
       unindex(tag, h, laterID[i], r.ca)
       count(h, NAME[r.st], -1)
+    elseif verdict == 'wait' then
+      -- buffer_one: it looks again later, as it is (its state and run_at)
+      r.nx = now + math.max(BUFFER_POLL, tonumber(ARGV[3]) + WHEEL[1])
+      keep(field, r)
+      wheelPut(field, r.nx, now)
+      chores = chores - 1
     else
       count(h, TO_ACTIVE[true][r.st])
       start(field, h, laterID[i], r, laterDue[i])

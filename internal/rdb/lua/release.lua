@@ -8,7 +8,9 @@
 -- scanner that sleeps past it; then for each job: its topic's handle, id,
 -- the attempt it was claimed for, its due time (ms)
 -- A job whose claim is no longer this process's (its lease lapsed, or the
--- job is gone) is left alone.
+-- job is gone) is left alone. An occurrence given back is taken off its
+-- schedule's count of runs (the schedule's hash, <tag>sch, when it has
+-- an extension).
 -- Reply: {jobs released, earliest}
 local pool, due, tag = KEYS[1], KEYS[2], ARGV[1]
 local now = tonumber(ARGV[2])
@@ -28,8 +30,17 @@ for i = 4, #ARGV, 4 do
     wheelPut(field, r.nx, now)
     redis.call('HSET', pool, field, format(r))
     redis.call('ZREM', KEYS[3], field)
-    if first and scheduleOf(id) then
+    local sid = first and scheduleOf(id)
+    if sid then
       count(h, OCC .. 'active>' .. NAME[r.st]) -- an occurrence that did not fire after all
+      if r.ll == 0 then
+        -- its schedule's max_runs counted it (claim.lua, gate): not any more
+        local s = sget(tag .. 'sch', tag, h .. '/' .. sid)
+        if s and s.x and s.x.rn > 0 then
+          s.x.rn = s.x.rn - 1
+          sput(tag .. 'sch', s)
+        end
+      end
     else
       count(h, 'active>' .. NAME[r.st])
     end

@@ -13,8 +13,22 @@ local function sparse(v, bk, sf)
     return nil
   end
   local gen, cur, hi, lf, cu, fl, lt, ls, lm = (structLib or findStruct()).unpack(SCH, v)
-  return {gen = gen, cur = cur, hi = hi, lf = lf, cu = cu, pa = fl % 2 == 1, en = fl >= 2, lt = lt, ls = ls, lm = lm,
-    qs = string.sub(v, SCH_LEN + 1), bk = bk, sf = sf}
+  local s = {gen = gen, cur = cur, hi = hi, lf = lf, cu = cu, pa = fl % 2 == 1, en = fl % 4 >= 2, lt = lt, ls = ls, lm = lm,
+    bk = bk, sf = sf}
+  if fl < SCH_EXT then
+    s.qs = string.sub(v, SCH_LEN + 1)
+    return s
+  end
+  -- the extension (overlap, max_runs): only schedules that use them
+  local ov, mr, rn, lo, bw, sk = (structLib or findStruct()).unpack(SCHX, string.sub(v, SCH_LEN + 1, SCH_LEN + SCHX_LEN))
+  s.x = {ov = ov, mr = mr, rn = rn, lo = lo, bw = bw, sk = sk}
+  s.qs = string.sub(v, SCH_LEN + SCHX_LEN + 1)
+  return s
+end
+
+-- done reports whether schedule s fired its max_runs: it fires no more.
+local function done(s)
+  return s.x ~= nil and s.x.mr > 0 and s.x.rn >= s.x.mr
 end
 
 local SCH_QF = '>I' .. SCH_Q -- one queued instant
@@ -32,6 +46,12 @@ local function sformat(s)
   end
   if s.en then
     fl = fl + 2
+  end
+  local x = s.x
+  if x then
+    fl = fl + SCH_EXT
+    return (structLib or findStruct()).pack(SCH, s.gen, s.cur, s.hi, s.lf, s.cu, fl, s.lt, s.ls, s.lm) ..
+      (structLib or findStruct()).pack(SCHX, x.ov, x.mr, x.rn, x.lo, x.bw, x.sk) .. s.qs
   end
   return (structLib or findStruct()).pack(SCH, s.gen, s.cur, s.hi, s.lf, s.cu, fl, s.lt, s.ls, s.lm) .. s.qs
 end
@@ -68,7 +88,7 @@ end
 -- askRefill adds s to the shard's refill set (refills) when its queue
 -- runs short (under REFILL_BELOW instants) and its pattern has not ended.
 local function askRefill(refills, s)
-  if not s.en and #s.qs < REFILL_BELOW * SCH_Q then
+  if not s.en and #s.qs < REFILL_BELOW * SCH_Q and not done(s) then
     redis.call('SADD', refills, s.sf)
   end
 end
@@ -179,6 +199,9 @@ local function skipPending(tag, pool, scheds, refills, h, id, r, now)
     return -- not the pending one: a trigger, or one the schedule passed
   end
   s.cur = qpop(s) or 0
+  if done(s) then
+    s.cur = 0 -- max_runs reached: nothing more fires
+  end
   if s.cur ~= 0 then
     occur(pool, h, sid, s, s.cur, now)
   end

@@ -8,8 +8,11 @@
 -- Go can compute more instants after the last given (the pattern has not
 -- ended); for 'put' ARGV[8] catch-up code, ARGV[9] paused (1/0), ARGV[10]
 -- lease timeout (ms), ARGV[11] settings length, ARGV[12] meta length,
--- ARGV[13] the body: meta, settings and payload; then (put and resume) the next
--- instants (ms), ascending, the first of them after now.
+-- ARGV[13] the body: meta, settings and payload, ARGV[14] the extension:
+-- '' for none, else the overlap code and max_runs ('s0', 'a5'); then (put
+-- and resume) the next instants (ms), ascending, the first of them after
+-- now. A put keeps the counts of the extension the schedule had; one that
+-- reached its max_runs files nothing.
 -- The pending occurrence of the schedule as it was is removed unless it
 -- is being delivered; the first instant given becomes the pending one.
 -- Reply: {R.ok (created) or R.replaced, earliest} ({R.not_found} when
@@ -31,7 +34,16 @@ if mode == 'put' then
   if old then
     s.gen, s.lf = old.gen + 1, old.lf
   end
-  first = 14
+  if ARGV[14] ~= '' then
+    s.x = {ov = string.sub(ARGV[14], 1, 1), mr = tonumber(string.sub(ARGV[14], 2)), rn = 0, lo = 0, bw = 0, sk = 0}
+    if old and old.x then
+      s.x.rn, s.x.lo, s.x.sk = old.x.rn, old.x.lo, old.x.sk
+      if s.x.ov == 'b' then
+        s.x.bw = old.x.bw
+      end
+    end
+  end
+  first = 15
 else
   if not old then
     return {R.not_found}
@@ -47,7 +59,7 @@ if pending ~= 0 then
   unoccur(tag, pool, h, sid, pending)
 end
 redis.call('SREM', refills, sf)
-if not s.pa then
+if not s.pa and not done(s) then
   for i = first + 1, #ARGV do
     qpush(s, tonumber(ARGV[i]))
   end

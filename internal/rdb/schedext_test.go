@@ -1,0 +1,236 @@
+package rdb
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kairos-sh/kairos"
+)
+
+// claimHeld claims everything due now without finishing it: the
+// occurrences stay active, as with a receiver slower than the period.
+func claimHeld(t *testing.T, s *Store) []Claimed {
+	t.Helper()
+	var out []Claimed
+	for sh := range s.Shards() {
+		c, err := s.ClaimDue(context.Background(), sh, 500, 0, 30*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c.Jobs...)
+		if c.Refills > 0 {
+			if err := s.RefillSchedules(context.Background(), sh, 100); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return out
+}
+
+func finishDelivered(t *testing.T, s *Store, cl Claimed) {
+	t.Helper()
+	a := kairos.Attempt{N: cl.Job.Attempts, At: s.Now(), Duration: time.Millisecond, Status: 200}
+	if _, err := s.Finish(context.Background(), cl.Job.JobKey, a, kairos.OutcomeDelivered, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// max_runs: exactly that many occurrences fire, then the schedule is
+// completed, has no pending occurrence, and refuses triggers and backfills.
+func TestScheduleMaxRunsCompletes(t *testing.T) {
+	s, now, add := newScheduleStore(t)
+	ctx := context.Background()
+	start := now().Add(500 * time.Millisecond)
+	sc := everySecond("tick", start, "")
+	sc.MaxRuns = 3
+	if _, err := s.PutSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	var fired []string
+	for range 10 {
+		add(time.Second)
+		fired = append(fired, fireDue(t, s)...)
+	}
+	if len(fired) != 3 {
+		t.Fatalf("max_runs 3 fired %v", fired)
+	}
+	got, err := s.GetSchedule(ctx, "acme", "orders", "tick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Completed || got.Runs != 3 || !got.Pending.IsZero() || got.MaxRuns != 3 {
+		t.Fatalf("after max_runs: completed %v runs %d pending %v", got.Completed, got.Runs, got.Pending)
+	}
+	if _, err := s.TriggerSchedule(ctx, "acme", "orders", "tick"); !errors.Is(err, kairos.ErrConflict) {
+		t.Fatalf("trigger of a completed schedule: %v", err)
+	}
+	if _, err := s.BackfillSchedule(ctx, "acme", "orders", "tick", []time.Time{start.Add(-time.Second)}); !errors.Is(err, kairos.ErrConflict) {
+		t.Fatalf("backfill of a completed schedule: %v", err)
+	}
+	// a replace keeps the count: still completed, nothing filed
+	if _, err := s.PutSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	add(5 * time.Second)
+	if more := fireDue(t, s); len(more) != 0 {
+		t.Fatalf("a completed schedule replaced fired %v", more)
+	}
+}
+
+// Triggers count against max_runs, and an occurrence given back unstarted
+// (Release) is not counted twice.
+func TestScheduleMaxRunsCountsTriggersAndReleases(t *testing.T) {
+	s, now, add := newScheduleStore(t)
+	ctx := context.Background()
+	start := now().Add(500 * time.Millisecond)
+	sc := everySecond("tick", start, "")
+	sc.MaxRuns = 2
+	if _, err := s.PutSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	add(time.Second)
+	cs := claimHeld(t, s)
+	if len(cs) != 1 {
+		t.Fatalf("claimed %v", claimedIDs(cs))
+	}
+	if err := s.Release(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetSchedule(ctx, "acme", "orders", "tick"); got.Runs != 0 {
+		t.Fatalf("released: runs %d, want 0", got.Runs)
+	}
+	if got := fireDue(t, s); len(got) != 2 { // the released one and nothing else yet... plus the next if due
+		if len(got) != 1 {
+			t.Fatalf("after release fired %v", got)
+		}
+	}
+	if _, err := s.TriggerSchedule(ctx, "acme", "orders", "tick"); err != nil {
+		t.Fatal(err)
+	}
+	var fired []string
+	for range 5 {
+		fired = append(fired, fireDue(t, s)...)
+		add(time.Second)
+	}
+	got, _ := s.GetSchedule(ctx, "acme", "orders", "tick")
+	if !got.Completed || got.Runs != 2 {
+		t.Fatalf("runs %d completed %v after %v", got.Runs, got.Completed, fired)
+	}
+}
+
+// Backfill fires each instant of a range once; twice over one range fires
+// nothing more, and instants the pattern fired are not fired again.
+func TestScheduleBackfillTwice(t *testing.T) {
+	s, now, add := newScheduleStore(t)
+	ctx := context.Background()
+	start := now().Add(-10*time.Second + 500*time.Millisecond)
+	if _, err := s.PutSchedule(ctx, everySecond("tick", start, "")); err != nil {
+		t.Fatal(err)
+	}
+	add(time.Second)
+	byPattern := fireDue(t, s) // the first instant after the put
+	if len(byPattern) != 1 {
+		t.Fatalf("pattern fired %v", byPattern)
+	}
+	var instants []time.Time
+	for i := range 14 { // the past ten seconds, the one the pattern fired, and future ones
+		instants = append(instants, start.Add(time.Duration(i)*time.Second))
+	}
+	n, err := s.BackfillSchedule(ctx, "acme", "orders", "tick", instants)
+	if err != nil || n != 10 {
+		t.Fatalf("backfill filed %d (%v), want the 10 past instants", n, err)
+	}
+	if n, err := s.BackfillSchedule(ctx, "acme", "orders", "tick", instants); err != nil || n != 0 {
+		t.Fatalf("second backfill filed %d (%v), want 0", n, err)
+	}
+	fired := fireDue(t, s)
+	if len(fired) != 10 || slices.Contains(fired, byPattern[0]) {
+		t.Fatalf("backfill fired %v", fired)
+	}
+	if n, err := s.BackfillSchedule(ctx, "acme", "orders", "tick", instants); err != nil || n != 0 {
+		t.Fatalf("backfill after delivery filed %d (%v), want 0", n, err)
+	}
+	sc, _ := s.GetSchedule(ctx, "acme", "orders", "tick")
+	if want := start.Add(9 * time.Second); !sc.LastBackfilled.Equal(want) {
+		t.Fatalf("last backfilled %v, want %v", sc.LastBackfilled, want)
+	}
+	add(time.Second)
+	if got := fireDue(t, s); len(got) != 1 {
+		t.Fatalf("the pattern goes on: fired %v", got)
+	}
+}
+
+// overlap skip: while the previous occurrence is active, the next instant
+// does not fire and is counted; once it ends, instants fire again.
+func TestScheduleOverlapSkip(t *testing.T) {
+	s, now, add := newScheduleStore(t)
+	ctx := context.Background()
+	start := now().Add(500 * time.Millisecond)
+	sc := everySecond("tick", start, "")
+	sc.Overlap = kairos.OverlapSkip
+	if _, err := s.PutSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	add(time.Second)
+	first := claimHeld(t, s)
+	if len(first) != 1 {
+		t.Fatalf("claimed %v", claimedIDs(first))
+	}
+	for range 3 {
+		add(time.Second)
+		if cs := claimHeld(t, s); len(cs) != 0 {
+			t.Fatalf("previous still active, yet fired %v", claimedIDs(cs))
+		}
+	}
+	got, _ := s.GetSchedule(ctx, "acme", "orders", "tick")
+	if got.Skipped != 3 || got.Runs != 1 {
+		t.Fatalf("skipped %d runs %d, want 3 and 1", got.Skipped, got.Runs)
+	}
+	c, err := s.TopicCounters(ctx, "acme", "orders")
+	if err != nil || c.Occurrences.Skipped != 3 || c.States["skipped"] != 0 {
+		t.Fatalf("counters %+v %v", c, err)
+	}
+	finishDelivered(t, s, first[0])
+	add(time.Second)
+	if cs := claimHeld(t, s); len(cs) != 1 {
+		t.Fatalf("previous ended, yet fired %v", claimedIDs(cs))
+	}
+}
+
+// overlap buffer_one: the first instant that finds the previous one active
+// waits and fires once it ends; the others meanwhile are skipped.
+func TestScheduleOverlapBufferOne(t *testing.T) {
+	s, now, add := newScheduleStore(t)
+	ctx := context.Background()
+	start := now().Add(500 * time.Millisecond)
+	sc := everySecond("tick", start, "")
+	sc.Overlap = kairos.OverlapBufferOne
+	if _, err := s.PutSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	add(time.Second)
+	first := claimHeld(t, s)
+	if len(first) != 1 {
+		t.Fatalf("claimed %v", claimedIDs(first))
+	}
+	for range 3 {
+		add(time.Second)
+		if cs := claimHeld(t, s); len(cs) != 0 {
+			t.Fatalf("previous still active, yet fired %v", claimedIDs(cs))
+		}
+	}
+	got, _ := s.GetSchedule(ctx, "acme", "orders", "tick")
+	if got.Skipped != 2 {
+		t.Fatalf("skipped %d, want 2 (one waits)", got.Skipped)
+	}
+	finishDelivered(t, s, first[0])
+	add(bufferPoll + 100*time.Millisecond)
+	cs := claimHeld(t, s)
+	want := kairos.OccurrenceID("tick", start.Add(time.Second))
+	if !slices.Contains(claimedIDs(cs), want) {
+		t.Fatalf("after the previous ended fired %v, want the buffered %s", claimedIDs(cs), want)
+	}
+}
