@@ -303,6 +303,10 @@ func (r *topicRun) release(n int64) {
 func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, called func()) {
 	j := job.Resolve(t)
 	start := w.st.Now()
+	if j.Expired(start) {
+		w.expire(ctx, j, t, start, called)
+		return
+	}
 	a := kairos.Attempt{N: j.Attempts, At: start}
 	tctx, span := w.startAttempt(ctx, j, time.Now())
 	var res Result
@@ -333,6 +337,9 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 			wait = res.RetryAfter
 		}
 		retryAt = w.st.Now().Add(wait)
+		if j.Expired(retryAt) { // its next attempt could not start: it ends now
+			o = kairos.OutcomeExpired
+		}
 	}
 	endAttempt(span, res, o)
 	var notices []kairos.Notice
@@ -340,6 +347,9 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 		if url := cmp.Or(j.FailureURL, t.FailureURL); url != "" {
 			notices = append(notices, kairos.Notice{URL: url, Body: noticeBody(j, a, w.st.Now())})
 		}
+	}
+	if o == kairos.OutcomeExpired {
+		notices = w.expiredNotice(j, t, a)
 	}
 	state, err := w.finish(ctx, j, a, o, retryAt, notices...)
 	if slotWaits {
@@ -360,6 +370,8 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 		log().Warn("job dead", "status", a.Status, "error", a.Error)
 	case state == kairos.StateRetrying:
 		log().Info("attempt failed; retrying", "status", a.Status, "error", a.Error, "retry_at", retryAt)
+	case state == kairos.StateExpired:
+		log().Warn("attempt failed; its retry would start after the job's expiry: expired", "status", a.Status, "error", a.Error, "expires_at", j.ExpiresAt)
 	case w.log.Enabled(ctx, slog.LevelDebug):
 		log().Debug("delivered", "status", a.Status, "duration", a.Duration)
 	}

@@ -36,6 +36,9 @@ type jobRequest struct {
 	MaxDelay    *string           `json:"max_delay"`
 	DedupKey    *string           `json:"dedup_key"`
 	DedupWindow *string           `json:"dedup_window"`
+	ExpiresAt   *string           `json:"expires_at"`
+	TTL         *string           `json:"ttl"`
+	Priority    *int              `json:"priority"`
 }
 
 // rescheduleRequest is the body of PATCH /v1/topics/{topic}/jobs/{id}.
@@ -88,7 +91,9 @@ type jobResponse struct {
 	AttemptLog    []attemptResponse `json:"attempt_log,omitempty"`
 	// Result is set in the answers to creates only: what the create did
 	// (rdb.CreateResult: created, replaced, kept, debounced, duplicate).
-	Result string `json:"result,omitempty"`
+	Result    string `json:"result,omitempty"`
+	ExpiresAt string `json:"expires_at,omitempty"`
+	Priority  int    `json:"priority,omitempty"`
 }
 
 // attemptCount is a job's attempts, shown even when 0; attemptsUnknown
@@ -126,6 +131,7 @@ func jobView(j kairos.Job) jobResponse {
 		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: attemptCount(j.Attempts),
 		ReplayedAfter: j.ReplayedAfter, MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
 		FlowKey: j.FlowKey, FailureURL: j.FailureURL, Payload: payloadJSON(j),
+		ExpiresAt: formatTime(j.ExpiresAt), Priority: j.Priority,
 	}
 	if j.ContentType != "" { // a Content-Type of its own is shown, masked or not, with its headers
 		v.Headers = maskHeaders(ownHeaders(j))
@@ -243,6 +249,7 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 		checkURL(&fe, "failure_url", *req.FailureURL, allowPrivate)
 		j.FailureURL = *req.FailureURL
 	}
+	j.ExpiresAt, j.Priority = req.expiryAndPriority(&fe, j.RunAt, now)
 	j.Create = req.createOptions(&fe)
 	if j.Create.DedupKey != "" && req.ID != nil {
 		fe.add("dedup_key", "not with id: give dedup_key and let kairos pick the id (it is in the answer), or give an id and on_conflict")

@@ -16,7 +16,7 @@ type storedAttempt struct {
 	Status   int     `json:"status,omitempty"`
 	Error    string  `json:"error,omitempty"`
 	Response string  `json:"response,omitempty"`
-	Event    string  `json:"event,omitempty"` // "replay": not an attempt but a replay (replay.lua)
+	Event    string  `json:"event,omitempty"` // "replay": not an attempt but a replay (replay.lua); "expired": the job expired before it (Finish)
 }
 
 // maxLogText is the most bytes of an attempt's error and response excerpt
@@ -29,7 +29,7 @@ const maxLogText = 2048
 func logLine(a kairos.Attempt) (string, error) {
 	b, err := json.Marshal(storedAttempt{
 		N: a.N, T: ms(a.At), MS: float64(a.Duration.Microseconds()) / 1000,
-		Status: a.Status, Error: cutText(a.Error), Response: cutText(a.Response),
+		Status: a.Status, Error: cutText(a.Error), Response: cutText(a.Response), Event: a.Event,
 	})
 	return string(b) + "\n", err
 }

@@ -42,6 +42,10 @@ type settings struct {
 	// ReplayedAfter is how many attempts the job made before its last
 	// replay (replay.lua writes it; a create never does).
 	ReplayedAfter int `json:"rb,omitempty"`
+	// ExpiresAt is the job's expiry (unix ms), Priority its priority;
+	// left out when unset (layout.go, "Expiry and priority").
+	ExpiresAt int64 `json:"ex,omitempty"`
+	Priority  int   `json:"pr,omitempty"`
 }
 
 // encodeSettings returns j's own settings as stored; nil when it has none.
@@ -49,9 +53,14 @@ func encodeSettings(j kairos.Job) ([]byte, error) {
 	s := settings{URL: j.CallbackURL, Method: j.Method, ContentType: j.ContentType, Headers: j.Headers,
 		TimeoutMS: j.Timeout.Milliseconds(), MaxAttempts: j.MaxAttempts,
 		BackoffInitial: j.BackoffInitial.Milliseconds(), BackoffMax: j.BackoffMax.Milliseconds(),
-		TraceParent: j.TraceParent, TraceState: j.TraceState, FlowKey: j.FlowKey, FailureURL: j.FailureURL}
+		TraceParent: j.TraceParent, TraceState: j.TraceState, FlowKey: j.FlowKey, FailureURL: j.FailureURL,
+		Priority: j.Priority}
+	if !j.ExpiresAt.IsZero() {
+		s.ExpiresAt = ms(j.ExpiresAt)
+	}
 	if s.URL == "" && s.Method == "" && s.ContentType == "" && len(s.Headers) == 0 && s.TimeoutMS == 0 &&
-		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 && s.TraceParent == "" && s.FlowKey == "" && s.FailureURL == "" {
+		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 && s.TraceParent == "" && s.FlowKey == "" && s.FailureURL == "" &&
+		s.ExpiresAt == 0 && s.Priority == 0 {
 		return nil, nil
 	}
 	b, err := json.Marshal(s)
@@ -174,6 +183,10 @@ func (r record) job(key kairos.JobKey, webhookID func(kairos.JobKey, int64) stri
 		j.BackoffMax = time.Duration(s.BackoffMax) * time.Millisecond
 		j.TraceParent, j.TraceState, j.FlowKey, j.FailureURL = s.TraceParent, s.TraceState, s.FlowKey, s.FailureURL
 		j.ReplayedAfter = s.ReplayedAfter
+		if s.ExpiresAt > 0 {
+			j.ExpiresAt = fromMS(s.ExpiresAt)
+		}
+		j.Priority = s.Priority
 	}
 	log, err := decodeLogLines(r.log)
 	if err != nil {
