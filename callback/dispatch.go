@@ -83,15 +83,15 @@ type queue struct {
 	ready  []rdb.Claimed
 	signal chan struct{} // a nudge when ready grows
 	ranked bool          // kept in heldOrder (put)
+	turn   sync.Mutex    // held across a take and its gate while ranked (Next)
 }
 
 // put puts c in the queue: behind the jobs of its heldOrder, or ahead of
 // them (front). A queue keeps the order jobs are put in until a job of
-// priority joins it; from then until it empties it is kept in heldOrder.
+// priority joins it; from then on it is kept in heldOrder (its topic's
+// jobs of priority 0 too: they are ordered against the others even when
+// they come back from flow control in groups of their own).
 func (q *queue) put(c rdb.Claimed, front bool) {
-	if len(q.ready) == 0 {
-		q.ranked = false
-	}
 	if !q.ranked && c.Job.Priority == 0 {
 		if front {
 			q.ready = slices.Insert(q.ready, 0, c)
@@ -346,11 +346,25 @@ func (d *dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		cs, overdue, q := d.take(tenant, topic, n)
+		// a queue kept in priority order is taken and gated by one caller
+		// at a time: two takes asking flow control at once could let the
+		// second one's job (of lower priority) have the flow's permit
+		d.mu.Lock()
+		q := d.queueLocked(tenant, topic)
+		turn := q.ranked
+		d.mu.Unlock()
+		if turn {
+			q.turn.Lock()
+		}
+		cs, overdue, _ := d.take(tenant, topic, n)
 		if len(overdue) > 0 {
 			d.release(context.WithoutCancel(ctx), overdue)
 		}
-		if jobs := d.gate(context.WithoutCancel(ctx), tenant, topic, cs); len(jobs) > 0 {
+		jobs := d.gate(context.WithoutCancel(ctx), tenant, topic, cs)
+		if turn {
+			q.turn.Unlock()
+		}
+		if len(jobs) > 0 {
 			return jobs
 		}
 		select {

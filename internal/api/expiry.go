@@ -22,7 +22,7 @@ func (req jobRequest) expiryAndPriority(fe *fieldErrors, runAt, now time.Time) (
 			exp = time.Time{}
 		}
 	case req.TTL != nil:
-		exp = runAt.Add(parseDuration(fe, "ttl", *req.TTL, 0, maxFuture))
+		exp = floorMS(runAt.Add(parseDuration(fe, "ttl", *req.TTL, 0, maxFuture))).UTC()
 	}
 	p := 0
 	if req.Priority != nil {

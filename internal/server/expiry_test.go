@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -188,5 +189,68 @@ func TestExpiryFields(t *testing.T) {
 	}
 	if l := ti.call(t, "GET", "/v1/topics/f/jobs", "", http.StatusOK); strings.Contains(l, `"id"`) {
 		t.Errorf("refused creates left jobs: %s", l)
+	}
+}
+
+// TestPriorityUnderParallelismOne: 20 jobs of a topic of parallelism 1,
+// due together (held by a pause, then resumed) with mixed priorities and
+// run_at times, reach the receiver highest priority first, and in run_at
+// order within a priority, whatever order they were created in.
+func TestPriorityUnderParallelismOne(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("Kairos-Job-Id"))
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond) // the flow's one permit is held a moment: the others wait
+	}))
+	t.Cleanup(rcv.Close)
+	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL(), "KAIROS_SHARDS": "1"})
+	ti.call(t, "PUT", "/v1/topics/prio", `{"callback_url": "`+rcv.URL+`", "parallelism": 1}`, http.StatusCreated)
+	ti.call(t, "POST", "/v1/topics/prio/pause", "", http.StatusOK)
+	base := time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
+	type job struct {
+		id   string
+		prio int
+		at   time.Time
+	}
+	var jobs []job
+	for i := range 20 {
+		// created in an order of their own: i*7 mod 20 walks every index once
+		k := i * 7 % 20
+		jobs = append(jobs, job{id: fmt.Sprintf("j%02d", k), prio: []int{0, 3, 9, 3, 0}[k%5], at: base.Add(time.Duration(k) * time.Millisecond)})
+	}
+	for _, j := range jobs {
+		body := fmt.Sprintf(`{"id": %q, "run_at": %q, "priority": %d}`, j.id, j.at.Format(time.RFC3339Nano), j.prio)
+		ti.call(t, "POST", "/v1/topics/prio/jobs", body, http.StatusCreated)
+	}
+	ti.call(t, "POST", "/v1/topics/prio/resume", "", http.StatusOK)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 20 delivered after 30s", n)
+		}
+	}
+	want := slices.Clone(jobs)
+	slices.SortFunc(want, func(a, b job) int {
+		if a.prio != b.prio {
+			return b.prio - a.prio
+		}
+		return a.at.Compare(b.at)
+	})
+	var wantIDs []string
+	for _, j := range want {
+		wantIDs = append(wantIDs, j.id)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, wantIDs) {
+		t.Errorf("delivery order\n got %v\nwant %v", got, wantIDs)
 	}
 }
