@@ -384,7 +384,7 @@ export interface Counts {
   retrying: number;
   delivered: number;
   dead: number;
-  expired?: number;
+  expired: number;
 }
 
 export interface Lateness {
