@@ -21,10 +21,11 @@ const (
 	StateRetrying  State = "retrying"  // an attempt failed; waiting for its backoff
 	StateDelivered State = "delivered" // a callback answered 2xx; kept for the retention period
 	StateDead      State = "dead"      // every attempt failed; kept until replayed or deleted
+	StateExpired   State = "expired"   // its expires_at passed before an attempt could start; kept for the retention period
 )
 
 // States lists every state in life order.
-var States = []State{StateScheduled, StateReady, StateActive, StateRetrying, StateDelivered, StateDead}
+var States = []State{StateScheduled, StateReady, StateActive, StateRetrying, StateDelivered, StateDead, StateExpired}
 
 // Valid reports whether s is one of the known states.
 func (s State) Valid() bool {
@@ -237,6 +238,36 @@ type Job struct {
 	// Create says how a create treats a job of the same id or dedup key;
 	// it is not stored with the job.
 	Create CreateOptions
+
+	// ExpiresAt, when set, is the last instant an attempt may start: a
+	// job not delivered by then ends StateExpired. Zero: it never expires.
+	ExpiresAt time.Time
+	// Priority (0 to MaxPriority) orders the flow's jobs that a flow limit
+	// holds back together (PriorityStep).
+	Priority int
+}
+
+// MaxPriority is the highest job priority; 0, the default, the lowest.
+const MaxPriority = 9
+
+// PriorityStep is what one step of priority is worth against due time
+// while a flow limit holds jobs back: a job of priority p waits as if it
+// were due p steps earlier. A higher priority goes first among jobs due
+// within a few steps of one another, and no job is overtaken by one due
+// more than MaxPriority steps after it, however many of higher priority
+// arrive.
+const PriorityStep = time.Minute
+
+// HeldOrder is the time job j queues at while a flow limit holds it back,
+// due at due: its due time less Priority steps.
+func HeldOrder(j Job, due time.Time) time.Time {
+	return due.Add(-time.Duration(j.Priority) * PriorityStep)
+}
+
+// Expired reports whether no attempt at j may start at now: it has an
+// expiry and now is past it.
+func (j Job) Expired(now time.Time) bool {
+	return !j.ExpiresAt.IsZero() && now.After(j.ExpiresAt)
 }
 
 // CreateOptions are a create's answers to an earlier job: OnConflict for
@@ -288,6 +319,11 @@ type Attempt struct {
 
 // AttemptReplay is the Event of the log entry a replay adds.
 const AttemptReplay = "replay"
+
+// AttemptExpired is the Event of the log entry of a job that expired
+// before the attempt it was handed out for started (N is then the
+// attempts made before it).
+const AttemptExpired = "expired"
 
 // AttemptsLeft is how many attempts the job may still start: MaxAttempts
 // counts from its last replay.
@@ -538,6 +574,7 @@ const (
 	OutcomeDelivered Outcome = iota + 1 // the receiver answered 2xx
 	OutcomeRetrying                     // it failed and is tried again at its retry time
 	OutcomeDead                         // it failed for good: the job is dead
+	OutcomeExpired                      // its expiry came before its next attempt could start
 )
 
 // State is the state an outcome moves its job to.
@@ -549,6 +586,8 @@ func (o Outcome) State() State {
 		return StateRetrying
 	case OutcomeDead:
 		return StateDead
+	case OutcomeExpired:
+		return StateExpired
 	}
 	return ""
 }

@@ -116,6 +116,8 @@ type NoticeEnvelope struct {
 	Attempts    int                `json:"attempts,omitempty"`
 	DeadAt      string             `json:"dead_at,omitempty"`
 	LastAttempt *NoticeLastAttempt `json:"last_attempt,omitempty"`
+	// ExpiresAt is an expired job's expiry.
+	ExpiresAt string `json:"expires_at,omitempty"`
 }
 
 // NoticeLastAttempt is a failure notification's last_attempt, as it was
@@ -157,6 +159,9 @@ func FailureNotice(url string, j Job, a Attempt, body []byte, state State, now t
 	e := NoticeEnvelope{Type: typ, JobID: j.ID, Topic: j.Topic, Tenant: j.Tenant,
 		Attempt: a.N, Status: a.Status, ResponseHeaders: a.ResponseHeaders, State: state, Error: a.Error,
 		Attempts: j.Attempts, DeadAt: rfc3339ms(now)}
+	if !j.ExpiresAt.IsZero() && state == StateExpired {
+		e.ExpiresAt = rfc3339ms(j.ExpiresAt)
+	}
 	if a.N > 0 {
 		e.LastAttempt = &NoticeLastAttempt{N: a.N, At: rfc3339ms(a.At), Status: a.Status, Error: a.Error,
 			Response: a.Response, Duration: float64(a.Duration) / float64(time.Millisecond)}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -76,10 +77,51 @@ type attemptKey struct {
 	attempt int
 }
 
-// queue is one topic's jobs whose due time has come, oldest due first.
+// queue is one topic's jobs whose due time has come, oldest due first;
+// with jobs of priority among them, in heldOrder.
 type queue struct {
 	ready  []rdb.Claimed
 	signal chan struct{} // a nudge when ready grows
+	ranked bool          // kept in heldOrder (put)
+	turn   sync.Mutex    // held across a take and its gate while ranked (Next)
+}
+
+// put puts c in the queue: behind the jobs of its heldOrder, or ahead of
+// them (front). A queue keeps the order jobs are put in until a job of
+// priority joins it; from then on it is kept in heldOrder (its topic's
+// jobs of priority 0 too: they are ordered against the others even when
+// they come back from flow control in groups of their own).
+func (q *queue) put(c rdb.Claimed, front bool) {
+	if !q.ranked && c.Job.Priority == 0 {
+		if front {
+			q.ready = slices.Insert(q.ready, 0, c)
+		} else {
+			q.ready = append(q.ready, c)
+		}
+		return
+	}
+	if !q.ranked {
+		q.ranked = true
+		slices.SortStableFunc(q.ready, func(a, b rdb.Claimed) int { return heldOrder(a).Compare(heldOrder(b)) })
+	}
+	k := heldOrder(c)
+	i := sort.Search(len(q.ready), func(i int) bool {
+		o := heldOrder(q.ready[i])
+		return o.After(k) || (front && o.Equal(k))
+	})
+	q.ready = slices.Insert(q.ready, i, c)
+}
+
+// heldOrder is when c queues while flow control holds its flow's jobs
+// back (kairos.HeldOrder): its due time, or its run_at when earlier (a job
+// claimed after its time was due since its run_at, and Due only says when
+// it was claimed), less its priority's steps.
+func heldOrder(c rdb.Claimed) time.Time {
+	due := c.Due
+	if !c.Job.RunAt.IsZero() && c.Job.RunAt.Before(due) {
+		due = c.Job.RunAt
+	}
+	return kairos.HeldOrder(c.Job, due)
 }
 
 // newDispatcher returns a dispatcher over st.
@@ -164,8 +206,9 @@ func (d *dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 		ok bool // found, and Paceable
 	}
 	topics := map[kairos.JobKey]topicOf{} // one lookup a topic of the claim (the ID left empty)
+	now := d.st.Now()
 	for i, c := range cs {
-		if _, ok := kairos.NoticeOf(c.Job.ID); ok || c.Paced {
+		if _, ok := kairos.NoticeOf(c.Job.ID); ok || c.Paced || c.Job.Expired(now) {
 			continue
 		}
 		tk := kairos.JobKey{Tenant: c.Job.Tenant, Topic: c.Job.Topic}
@@ -195,8 +238,14 @@ func (d *dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 	var wait []rdb.Claimed
 	back := make([]bool, len(cs))
 	for _, g := range groups {
-		// oldest due first: each then mostly takes its own time from the pace on
-		slices.SortStableFunc(g.idx, func(a, b int) int { return cs[a].Due.Compare(cs[b].Due) })
+		// oldest due first: each then mostly takes its own time from the
+		// pace on; with jobs of priority among them, in heldOrder, so that
+		// those take the earlier times
+		order := func(a, b int) int { return cs[a].Due.Compare(cs[b].Due) }
+		if slices.ContainsFunc(g.idx, func(i int) bool { return cs[i].Job.Priority > 0 }) {
+			order = func(a, b int) int { return heldOrder(cs[a]).Compare(heldOrder(cs[b])) }
+		}
+		slices.SortStableFunc(g.idx, order)
 		jobs, dues := make([]kairos.Job, len(g.idx)), make([]time.Time, len(g.idx))
 		for k, i := range g.idx {
 			jobs[k], dues[k] = cs[i].Job, cs[i].Due
@@ -251,14 +300,7 @@ func (d *dispatcher) timerLocked(cs []rdb.Claimed, wait time.Duration, front boo
 			}
 			return
 		}
-		for i := len(cs) - 1; i >= 0; i-- {
-			q := d.queueLocked(cs[i].Job.Tenant, cs[i].Job.Topic)
-			q.ready = append([]rdb.Claimed{cs[i]}, q.ready...)
-			select {
-			case q.signal <- struct{}{}:
-			default:
-			}
-		}
+		d.frontLocked(cs)
 	})
 	d.timers[t] = cs
 	return t
@@ -276,10 +318,23 @@ func (d *dispatcher) queueLocked(tenant, topic string) *queue {
 
 func (d *dispatcher) readyLocked(c rdb.Claimed) {
 	q := d.queueLocked(c.Job.Tenant, c.Job.Topic)
-	q.ready = append(q.ready, c)
+	q.put(c, false)
 	select {
 	case q.signal <- struct{}{}:
 	default:
+	}
+}
+
+// frontLocked puts cs ahead of their topics' other ready jobs (of no
+// higher priority), in order.
+func (d *dispatcher) frontLocked(cs []rdb.Claimed) {
+	for i := len(cs) - 1; i >= 0; i-- {
+		q := d.queueLocked(cs[i].Job.Tenant, cs[i].Job.Topic)
+		q.put(cs[i], true)
+		select {
+		case q.signal <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -291,11 +346,25 @@ func (d *dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		cs, overdue, q := d.take(tenant, topic, n)
+		// a queue kept in priority order is taken and gated by one caller
+		// at a time: two takes asking flow control at once could let the
+		// second one's job (of lower priority) have the flow's permit
+		d.mu.Lock()
+		q := d.queueLocked(tenant, topic)
+		turn := q.ranked
+		d.mu.Unlock()
+		if turn {
+			q.turn.Lock()
+		}
+		cs, overdue, _ := d.take(tenant, topic, n)
 		if len(overdue) > 0 {
 			d.release(context.WithoutCancel(ctx), overdue)
 		}
-		if jobs := d.gate(context.WithoutCancel(ctx), tenant, topic, cs); len(jobs) > 0 {
+		jobs := d.gate(context.WithoutCancel(ctx), tenant, topic, cs)
+		if turn {
+			q.turn.Unlock()
+		}
+		if len(jobs) > 0 {
 			return jobs
 		}
 		select {
@@ -328,13 +397,14 @@ func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	}
 	// Some go without asking: failure notifications (they go to the
 	// failure URL: the limits and the breaker of the topic's callback URL
-	// are not theirs), and jobs paced as they were claimed, at their time
+	// are not theirs), jobs past their expiry, and jobs paced as they were claimed, at their time
 	// (one later than rdb.PacedLate asks again, for a new time).
 	var unasked []kairos.Job
 	paceable, now := rdb.Paceable(t), d.st.Now()
 	for i := 0; i < len(cs); {
 		_, notice := kairos.NoticeOf(cs[i].Job.ID)
-		if notice || (paceable && cs[i].Paced && !now.After(cs[i].Due.Add(rdb.PacedLate))) {
+		// an expired job takes no place in the limits: the consumer ends it (Worker.expire)
+		if notice || cs[i].Job.Expired(now) || (paceable && cs[i].Paced && !now.After(cs[i].Due.Add(rdb.PacedLate))) {
 			unasked = append(unasked, cs[i].Job)
 			cs, jobs = slices.Delete(cs, i, i+1), slices.Delete(jobs, i, i+1)
 			continue
@@ -482,9 +552,14 @@ func (d *dispatcher) wakeFull(f string) {
 		return
 	}
 	delete(d.full, f)
+	// the waiting jobs are ready again at once, all in this one hold of the
+	// lock, so that a take cannot find some of them back and not others
+	// (which would let a job of lower priority take the permit)
 	for _, t := range ff.timers {
-		if _, ok := d.timers[t]; ok {
-			t.Reset(0)
+		if cs, ok := d.timers[t]; ok {
+			t.Stop()
+			delete(d.timers, t)
+			d.frontLocked(cs)
 		}
 	}
 }
@@ -502,6 +577,7 @@ func (d *dispatcher) finish(ctx context.Context, key kairos.JobKey, a kairos.Att
 	g, held := d.gated[p]
 	delete(d.gated, p)
 	d.mu.Unlock()
+	unstarted := o == kairos.OutcomeExpired && a.Event == kairos.AttemptExpired // no answer to tell the breaker
 	if held && g.probe && o == kairos.OutcomeDead && a.Status != http.StatusGone {
 		// A probe of a receiver that is down tests the receiver, not the
 		// job: it does not use up the job's last attempt; the job waits
@@ -514,7 +590,7 @@ func (d *dispatcher) finish(ctx context.Context, key kairos.JobKey, a kairos.Att
 		} else if g.topic.Parallelism > 0 {
 			d.wakeFull(flowKey(g.topic.Tenant, kairos.FlowOf(g.job, g.topic)))
 		}
-		if g.topic.BreakerFailures > 0 {
+		if g.topic.BreakerFailures > 0 && !unstarted {
 			b, err := d.st.Outcome(ctx, g.topic, g.job, o == kairos.OutcomeDelivered)
 			switch {
 			case err != nil:

@@ -302,6 +302,10 @@ func (r *topicRun) release(n int64) {
 func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, called func()) {
 	j := job.Resolve(t)
 	start := w.st.Now()
+	if j.Expired(start) {
+		w.expire(ctx, j, t, start, called)
+		return
+	}
 	a := kairos.Attempt{N: j.Attempts, At: start}
 	tctx, span := w.startAttempt(ctx, j, time.Now())
 	var res Result
@@ -334,11 +338,17 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 			wait = res.RetryAfter
 		}
 		retryAt = w.st.Now().Add(wait)
+		if j.Expired(retryAt) { // its next attempt could not start: it ends now
+			o = kairos.OutcomeExpired
+		}
 	}
 	endAttempt(span, res, o)
 	var notices []kairos.Notice
 	if n, ok := noticeOf(j, t, a, o, res.Body, w.st.Now()); ok {
 		notices = append(notices, n)
+	}
+	if o == kairos.OutcomeExpired {
+		notices = w.expiredNotice(j, t, a, res.Body)
 	}
 	state, err := w.finish(ctx, j, a, o, retryAt, notices...)
 	if slotWaits {
@@ -359,6 +369,8 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 		log().Warn("job dead", "status", a.Status, "error", a.Error)
 	case state == kairos.StateRetrying:
 		log().Info("attempt failed; retrying", "status", a.Status, "error", a.Error, "retry_at", retryAt)
+	case state == kairos.StateExpired:
+		log().Warn("attempt failed; its retry would start after the job's expiry: expired", "status", a.Status, "error", a.Error, "expires_at", j.ExpiresAt)
 	case w.log.Enabled(ctx, slog.LevelDebug):
 		log().Debug("delivered", "status", a.Status, "duration", a.Duration)
 	}

@@ -30,6 +30,7 @@ type Notification struct {
 	Attempts    int                      `json:"attempts,omitempty"`
 	DeadAt      *Time                    `json:"dead_at,omitempty"`
 	LastAttempt *NotificationLastAttempt `json:"last_attempt,omitempty"`
+	ExpiresAt   *Time                    `json:"expires_at,omitempty"`
 }
 
 // NotificationLastAttempt is a failure notification's last_attempt.

@@ -50,6 +50,13 @@ type JobRequest struct {
 	// SuccessURL is told of the job's delivery (a Notification) instead
 	// of its topic's success URL.
 	SuccessURL string `json:"success_url,omitempty"`
+	// ExpiresAt, or TTL from the run time (not both), is the last instant
+	// an attempt may start: a job not delivered by then ends StateExpired.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	TTL       Duration  `json:"ttl,omitempty"`
+	// Priority (0 to 9) orders the jobs a flow limit holds back: higher
+	// first, each step worth a minute of due time.
+	Priority int `json:"priority,omitempty"`
 }
 
 // What a create does to a job of its ID that has not fired ([JobRequest.OnConflict]).

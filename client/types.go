@@ -57,10 +57,11 @@ const (
 	StateRetrying  State = "retrying"  // an attempt failed; waiting for its backoff
 	StateDelivered State = "delivered" // a callback answered 2xx; kept for the retention period
 	StateDead      State = "dead"      // every attempt failed; kept until replayed or cancelled
+	StateExpired   State = "expired"   // its expiry came before its next attempt; kept for the retention period
 )
 
 // States lists every state in life order.
-var States = []State{StateScheduled, StateReady, StateActive, StateRetrying, StateDelivered, StateDead}
+var States = []State{StateScheduled, StateReady, StateActive, StateRetrying, StateDelivered, StateDead, StateExpired}
 
 // Backoff bounds the waits between a job's failed attempts (full jitter:
 // the n-th retry waits a random time up to min(Max, Initial·2^(n-1))). In a
@@ -206,6 +207,8 @@ type Job struct {
 	Result string `json:"result,omitempty"`
 
 	SuccessURL string `json:"success_url,omitempty"`
+	ExpiresAt  Time   `json:"expires_at,omitzero"` // its expiry, if it has one
+	Priority   int    `json:"priority,omitempty"`
 }
 
 // The results of a create: ResultCreated (201); ResultReplaced when the job
@@ -313,6 +316,7 @@ type Counts struct {
 	Retrying  int64 `json:"retrying"`
 	Delivered int64 `json:"delivered"`
 	Dead      int64 `json:"dead"`
+	Expired   int64 `json:"expired"`
 }
 
 // Recent are a topic's figures over the last Minutes minutes.

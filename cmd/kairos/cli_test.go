@@ -224,6 +224,17 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 		t.Errorf("jobs create --dedup-key again said: %s", out)
 	}
 
+	// Expiry and priority: --ttl and --priority are stored and shown;
+	// --ttl with --expires-at is refused, naming both.
+	k.json(&j, "jobs", "create", "orders", "--id", "later", "--delay", "5h", "--ttl", "1h", "--priority", "7")
+	if j.Priority != 7 || !j.ExpiresAt.Equal(j.RunAt.Add(time.Hour)) {
+		t.Errorf("jobs create --ttl 1h --priority 7: %+v", j)
+	}
+	if out := k.ok("", "jobs", "get", "orders", "later"); !strings.Contains(out, "priority") || !strings.Contains(out, "expires_at") {
+		t.Errorf("jobs get shows no expiry or priority: %s", out)
+	}
+	k.fails(exitError, []string{"jobs", "create", "orders", "--ttl", "1h", "--expires-at", "2030-01-01T00:00:00Z"}, "ttl")
+
 	// Dead letters: a receiver that answers 410 Gone kills its jobs at once.
 	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) }))
 	defer gone.Close()

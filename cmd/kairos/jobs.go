@@ -28,6 +28,8 @@ var jobCommands = []apiCommand{
 			when.define(fs, "; neither: now")
 			var opts createFlags
 			opts.define(fs)
+			var life lifeFlags
+			life.define(fs)
 			payloadFile := fs.String("payload-file", "", "read the payload, any JSON, from this file; - reads stdin")
 			payload := fs.String("payload", "", "the payload, any JSON, such as '{\"order\": 1042}'")
 			successURL := fs.String("success-url", "", "told of the job's delivery, with the receiver's answer, instead of its topic's success URL")
@@ -37,6 +39,7 @@ var jobCommands = []apiCommand{
 					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(),
 					OnConflict: opts.onConflict, MaxDelay: client.Duration(opts.maxDelay),
 					DedupKey: opts.dedupKey, DedupWindow: client.Duration(opts.dedupWindow)}
+				req.ExpiresAt, req.TTL, req.Priority = life.expiresAt.t, client.Duration(life.ttl), life.priority
 				var err error
 				if req.Payload, err = readPayload("kairos jobs create", out.stdin, *payloadFile, *payload); err != nil {
 					return err
@@ -105,7 +108,7 @@ var jobCommands = []apiCommand{
 			})
 		}
 	}},
-	{name: "retry", args: []string{"TOPIC", "ID"}, summary: "replay a dead job now, with a fresh set of attempts", setup: replay},
+	{name: "retry", args: []string{"TOPIC", "ID"}, summary: "replay a dead or expired job now, with a fresh set of attempts", setup: replay},
 }
 
 // replay is `kairos jobs retry` and `kairos dead replay`.
@@ -132,6 +135,19 @@ func (f *createFlags) define(fs *flag.FlagSet) {
 	durationFlag(fs, &f.maxDelay, "max-delay", "with --on-conflict debounce: never move the job past its first create's time plus this, such as 5m (up to 30d)")
 	fs.StringVar(&f.dedupKey, "dedup-key", "", "create nothing if a create of this key on the topic came within --dedup-window (not with --id); the create is then retried safely")
 	durationFlag(fs, &f.dedupWindow, "dedup-window", "how long --dedup-key holds, such as 1h or 7d (default 10m)")
+}
+
+// lifeFlags are a create's --expires-at or --ttl, and --priority.
+type lifeFlags struct {
+	expiresAt timeFlag
+	ttl       time.Duration
+	priority  int
+}
+
+func (f *lifeFlags) define(fs *flag.FlagSet) {
+	fs.Var(&f.expiresAt, "expires-at", "no attempt starts after this time, RFC 3339; the job then ends expired (not with --ttl)")
+	durationFlag(fs, &f.ttl, "ttl", "--expires-at as a duration from the run time, such as 15m")
+	fs.IntVar(&f.priority, "priority", 0, "0 to 9: higher goes first when a flow limit holds the topic's jobs back")
 }
 
 // durationFlag defines a flag of a duration such as 90s, 30m or 7d.
@@ -281,6 +297,12 @@ func showJob(w io.Writer, j *client.Job) {
 		fmt.Fprintf(w, "done_at\t%s\n", formatTime(j.DoneAt))
 	}
 	fmt.Fprintf(w, "attempts\t%d\n", j.Attempts)
+	if !j.ExpiresAt.IsZero() {
+		fmt.Fprintf(w, "expires_at\t%s\n", formatTime(j.ExpiresAt))
+	}
+	if j.Priority != 0 {
+		fmt.Fprintf(w, "priority\t%d\n", j.Priority)
+	}
 	// The settings the job sets itself; the others are its topic's.
 	if j.MaxAttempts != 0 {
 		fmt.Fprintf(w, "max_attempts\t%d\n", j.MaxAttempts)

@@ -64,6 +64,12 @@ func (req *jobRequest) decodeFastOf(body []byte, valid bool) bool {
 			return l.optString(&r.DedupKey)
 		case "dedup_window":
 			return l.optString(&r.DedupWindow)
+		case "expires_at":
+			return l.optString(&r.ExpiresAt)
+		case "ttl":
+			return l.optString(&r.TTL)
+		case "priority":
+			return l.optInt(&r.Priority)
 		}
 		return false
 	})

@@ -21,6 +21,8 @@ var fastBodies = []string{
 	`{"dedup_key":"order-1234/charge","dedup_window":"1d","delay":"1m"}`,
 	`{"id":"debounce-me","on_conflict":"debounce","max_delay":"30s","payload":{"n":1}}`,
 	`{"on_conflict":null,"max_delay":null,"dedup_key":null,"dedup_window":null}`,
+	`{"ttl":"15m","priority":9,"delay":"1m"}`, `{"expires_at":"2026-11-21T10:30:00.250Z","priority":0}`,
+	`{"expires_at":null,"ttl":null,"priority":null}`,
 	`{"jobs":[{"delay":"1m"}, {"delay":"2m","payload":{"jobs":[]}} ,3]}`,
 	`{"jobs":[]}`, `{"jobs":null}`,
 }
@@ -35,6 +37,7 @@ var slowBodies = []string{
 	`{"delay":"1m","headers":{"a":null}}`, `{"delay":"1m","payload":[1,}`, `{"delay":"1m","payload":}`,
 	`{"delay":"1m",}`, `{"delay":"1m"`, `{"":""}`, `[]`, `null`, ``, "\ufeff{}",
 	`{"dedup_key":"a\u0000b"}`, `{"on_conflict":"keep","on_conflict":"replace"}`,
+	`{"priority":1.0}`, `{"priority":"5"}`, `{"priority":5,"priority":6}`,
 	`{"jobs":[{"delay":"1m"},]}`, `{"jobs":[1 2]}`, `{"jobs":[],"jobs":[]}`,
 }
 

@@ -154,6 +154,12 @@ func canonicalJob(t *testing.T, j kairos.Job) []byte {
 			m["max_delay"] = c.MaxDelay.String()
 		}
 	}
+	if !j.ExpiresAt.IsZero() {
+		m["expires_at"] = formatTime(j.ExpiresAt)
+	}
+	if j.Priority != 0 {
+		m["priority"] = j.Priority
+	}
 	if c := j.Create; c.DedupKey != "" {
 		delete(m, "id") // kairos picks it
 		m["dedup_key"] = c.DedupKey
@@ -212,6 +218,12 @@ func FuzzDecodeJobRequest(f *testing.F) {
 		`{"dedup_key":"k","dedup_window":"999ms"}`, `{"dedup_window":"1h"}`, `{"dedup_key":""}`, `{"dedup_key":"a\u0000b"}`,
 		`{"dedup_key":"` + strings.Repeat("é", 200) + `"}`, `{"dedup_key":"` + strings.Repeat("x", 201) + `"}`,
 		`{"id":"a","dedup_key":"k"}`, `{"dedup_key":"k","on_conflict":"keep"}`, `{"dedup_key":"a:b:c","delay":"1m","dedup_window":"1.5h"}`,
+		// expiry and priority
+		`{"ttl":"15m"}`, `{"ttl":"0s"}`, `{"ttl":"-1s"}`, `{"ttl":"0.0005s","delay":"1m"}`, `{"ttl":"1825d1ns"}`, `{"ttl":"x"}`,
+		`{"expires_at":"2026-11-21T10:30:00.2509Z"}`, `{"run_at":"2026-11-21T10:30:00Z","expires_at":"2026-11-21T10:29:59.999Z"}`,
+		`{"run_at":"2026-11-21T10:30:00.0001Z","expires_at":"2026-11-21T10:30:00.0001Z"}`, `{"expires_at":"2026-11-21T10:00:00Z","ttl":"1m"}`,
+		`{"expires_at":"yesterday"}`, `{"expires_at":null,"ttl":null,"priority":null}`, `{"priority":0}`, `{"priority":9}`,
+		`{"priority":10}`, `{"priority":-1}`, `{"priority":1.5}`, `{"priority":"5"}`, `{"priority":99999999999999999999}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -262,6 +274,16 @@ func FuzzDecodeJobRequest(f *testing.F) {
 			!utf8.ValidString(j.Create.DedupKey) || j.Create.DedupWindow < time.Second || j.Create.DedupWindow > kairos.MaxDedupWindow),
 			j.Create.DedupKey == "" && j.Create.DedupWindow != 0:
 			t.Errorf("dedup_key %q with window %s accepted (id %v, on_conflict %q)", j.Create.DedupKey, j.Create.DedupWindow, req.ID, j.Create.OnConflict)
+		case req.ExpiresAt != nil && req.TTL != nil:
+			t.Error("expires_at and ttl accepted together")
+		case !j.ExpiresAt.IsZero() && (j.ExpiresAt.Before(j.RunAt) || !j.ExpiresAt.Equal(j.ExpiresAt.Truncate(time.Millisecond)) || j.ExpiresAt.Location() != time.UTC):
+			t.Errorf("expires_at %s accepted for run_at %s", j.ExpiresAt, j.RunAt)
+		case req.ExpiresAt != nil && func() bool { asked, _ := time.Parse(time.RFC3339Nano, *req.ExpiresAt); return j.ExpiresAt.After(asked) }():
+			t.Errorf("expires_at %s stored as %s: an attempt could start after it", *req.ExpiresAt, formatTime(j.ExpiresAt))
+		case (req.ExpiresAt != nil || req.TTL != nil) != !j.ExpiresAt.IsZero() && !(req.TTL != nil && j.RunAt.IsZero()):
+			t.Errorf("expires_at %v, ttl %v: expiry %s", req.ExpiresAt, req.TTL, j.ExpiresAt)
+		case j.Priority < 0 || j.Priority > kairos.MaxPriority:
+			t.Errorf("priority %d accepted", j.Priority)
 		}
 		if _, ok := j.Headers["Content-Type"]; ok {
 			t.Error("Content-Type left among the headers")

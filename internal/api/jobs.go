@@ -39,6 +39,9 @@ type jobRequest struct {
 
 	// success_url: told of the delivery (docs/callbacks.md)
 	SuccessURL *string `json:"success_url"`
+	ExpiresAt  *string `json:"expires_at"`
+	TTL        *string `json:"ttl"`
+	Priority   *int    `json:"priority"`
 }
 
 // rescheduleRequest is the body of PATCH /v1/topics/{topic}/jobs/{id}.
@@ -98,6 +101,8 @@ type jobResponse struct {
 
 	// success_url: told of the delivery (docs/callbacks.md)
 	SuccessURL string `json:"success_url,omitempty"`
+	ExpiresAt  string `json:"expires_at,omitempty"`
+	Priority   int    `json:"priority,omitempty"`
 }
 
 // attemptCount is a job's attempts, shown even when 0; attemptsUnknown
@@ -135,6 +140,7 @@ func jobView(j kairos.Job) jobResponse {
 		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: attemptCount(j.Attempts),
 		ReplayedAfter: j.ReplayedAfter, MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
 		FlowKey: j.FlowKey, FailureURL: j.FailureURL, Payload: payloadJSON(j), SuccessURL: j.SuccessURL,
+		ExpiresAt: formatTime(j.ExpiresAt), Priority: j.Priority,
 	}
 	if j.ContentType != "" { // a Content-Type of its own is shown, masked or not, with its headers
 		v.Headers = maskHeaders(ownHeaders(j))
@@ -257,6 +263,7 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 		checkURL(&fe, "success_url", *req.SuccessURL, allowPrivate)
 		j.SuccessURL = *req.SuccessURL
 	}
+	j.ExpiresAt, j.Priority = req.expiryAndPriority(&fe, j.RunAt, now)
 	j.Create = req.createOptions(&fe)
 	if j.Create.DedupKey != "" && req.ID != nil {
 		fe.add("dedup_key", "not with id: give dedup_key and let kairos pick the id (it is in the answer), or give an id and on_conflict")

@@ -35,6 +35,7 @@ type Metrics struct {
 	duration  *prometheus.HistogramVec
 	lateness  *prometheus.HistogramVec
 	redisErrs prometheus.Counter
+	expired   *prometheus.CounterVec
 }
 
 // Gauges are read from Redis and the process at scrape time.
@@ -87,9 +88,11 @@ func New() *Metrics {
 			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 5, 30}}, []string{"topic"}),
 		redisErrs: prometheus.NewCounter(prometheus.CounterOpts{Name: "kairos_redis_errors_total",
 			Help: "Redis commands that failed (not counting empty replies)."}),
+		expired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_jobs_expired_total",
+			Help: "Jobs that ended expired: their expires_at came before their next attempt could start."}, []string{"topic"}),
 	}
 	reg.MustRegister(m.created, m.delivered, m.failed, m.dead, m.gone, m.occFired, m.occDone, m.occDead,
-		m.duration, m.lateness, m.redisErrs,
+		m.duration, m.lateness, m.redisErrs, m.expired,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -114,6 +117,12 @@ func (m *Metrics) Created(tenant, topic string) {
 // and delivered or dead when it ended so.
 func (m *Metrics) Attempt(e callback.Event) {
 	topic := e.Job.Tenant + "/" + e.Job.Topic
+	if e.Attempt.Event == kairos.AttemptExpired { // no attempt was made: an expiry only
+		if e.State == kairos.StateExpired {
+			m.expired.WithLabelValues(topic).Inc()
+		}
+		return
+	}
 	m.duration.WithLabelValues(topic).Observe(e.Attempt.Duration.Seconds())
 	if e.Attempt.N == 1 {
 		m.lateness.WithLabelValues(topic).Observe(max(e.Lateness, 0).Seconds())
@@ -130,6 +139,9 @@ func (m *Metrics) Attempt(e callback.Event) {
 		}
 	case kairos.StateRetrying:
 		m.failed.WithLabelValues(topic).Inc()
+	case kairos.StateExpired:
+		m.failed.WithLabelValues(topic).Inc()
+		m.expired.WithLabelValues(topic).Inc()
 	case kairos.StateDead:
 		m.failed.WithLabelValues(topic).Inc()
 		m.dead.WithLabelValues(topic).Inc()

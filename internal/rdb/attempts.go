@@ -16,7 +16,7 @@ type storedAttempt struct {
 	Status   int     `json:"status,omitempty"`
 	Error    string  `json:"error,omitempty"`
 	Response string  `json:"response,omitempty"`
-	Event    string  `json:"event,omitempty"` // "replay": not an attempt but a replay (replay.lua)
+	Event    string  `json:"event,omitempty"` // "replay": not an attempt but a replay (replay.lua); "expired": the job expired before it (Finish)
 	// RH holds the answer's kept headers (kairos.KeptHeaders) under the
 	// short names of storedHeaders.
 	RH map[string]string `json:"rh,omitempty"`
@@ -37,7 +37,7 @@ var storedHeaders = map[string]string{"Content-Type": "ct", "Retry-After": "ra",
 func logLine(a kairos.Attempt) (string, error) {
 	b, err := json.Marshal(storedAttempt{
 		N: a.N, T: ms(a.At), MS: float64(a.Duration.Microseconds()) / 1000,
-		Status: a.Status, Error: cutText(a.Error, maxLogText), Response: cutText(a.Response, kairos.MaxResponseBytes),
+		Status: a.Status, Error: cutText(a.Error, maxLogText), Response: cutText(a.Response, kairos.MaxResponseBytes), Event: a.Event,
 		RH: shortHeaders(a.ResponseHeaders),
 	})
 	return string(b) + "\n", err

@@ -331,7 +331,8 @@ func (s *Store) ints(ctx context.Context, n int, cmd func(pipe redis.Pipeliner, 
 }
 
 // Finish records attempt a of a job as outcome o: delivered, retrying at
-// retryAt, or dead. It returns the state the outcome moved the job to, or
+// retryAt, dead, or expired (with a.Event kairos.AttemptExpired: before
+// attempt a started, which is then taken back). It returns the state the outcome moved the job to, or
 // "" when the attempt was stale (its lease lapsed and the job was handed
 // out again, or it was released): then it changed nothing. Outcomes
 // recorded at the same moment by many callbacks share one round trip: one
@@ -339,12 +340,16 @@ func (s *Store) ints(ctx context.Context, n int, cmd func(pipe redis.Pipeliner, 
 // meanwhile go together in the next (batcher), one script call a shard;
 // one that finds none waits outcomeLinger for company.
 //
-// A notice given with a dead outcome becomes the job's failure
+// A notice given with a dead or expired outcome becomes the job's failure
 // notification (kairos.NoticeID), one given with a delivered outcome its
 // success notification (kairos.SuccessNoticeID), created in the same
-// script: it exists exactly when the job died or was delivered.
+// script: it exists exactly when the job died, expired or was delivered.
 func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt, o kairos.Outcome, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
-	line, err := logLine(a)
+	logged := a
+	if o == kairos.OutcomeExpired && a.Event == kairos.AttemptExpired {
+		logged.N = a.N - 1 // the attempt handed out never started: the line names the attempts made
+	}
+	line, err := logLine(logged)
 	if err != nil {
 		return "", err
 	}
@@ -361,6 +366,11 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 		code, retry = outcomeRetrying, strconv.FormatInt(ms(retryAt), 36)
 	case kairos.OutcomeDead:
 		code = outcomeDead
+	case kairos.OutcomeExpired:
+		code = outcomeExpired
+		if a.Event == kairos.AttemptExpired {
+			code = outcomeExpiredUnstarted
+		}
 	default:
 		return "", fmt.Errorf("finish %s attempt %d: unknown outcome %d", key, a.N, o)
 	}

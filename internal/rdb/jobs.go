@@ -113,14 +113,15 @@ func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Ti
 	case replyDelivered:
 		return kairos.Job{}, fmt.Errorf("%w: job %q was already delivered; create it again to schedule a new delivery", kairos.ErrConflict, key.ID)
 	case replyDead:
-		return kairos.Job{}, fmt.Errorf("%w: job %q is dead; replay it with POST .../jobs/%s/retry", kairos.ErrConflict, key.ID, key.ID)
+		return kairos.Job{}, fmt.Errorf("%w: job %q is dead or expired; replay it with POST .../jobs/%s/retry", kairos.ErrConflict, key.ID, key.ID)
 	}
 	s.wakeFor(ctx, s.c, at.shard, res[1])
 	v, _ := res[2].(string)
 	return s.decode(key, v)
 }
 
-// Replay gives a dead job a fresh set of attempts, due now.
+// Replay gives a dead or expired job a fresh set of attempts, due now; an
+// expired one loses its expiry.
 func (s *Store) Replay(ctx context.Context, key kairos.JobKey) (kairos.Job, error) {
 	at, err := s.locate(ctx, key)
 	if err != nil {
@@ -135,7 +136,7 @@ func (s *Store) Replay(ctx context.Context, key kairos.JobKey) (kairos.Job, erro
 	case replyNotFound:
 		return kairos.Job{}, fmt.Errorf("job %q: %w", key.ID, kairos.ErrNotFound)
 	case replyNotDead:
-		return kairos.Job{}, fmt.Errorf("%w: job %q is not dead; only dead jobs can be replayed", kairos.ErrConflict, key.ID)
+		return kairos.Job{}, fmt.Errorf("%w: job %q is not dead or expired; only those can be replayed", kairos.ErrConflict, key.ID)
 	}
 	s.wakeFor(ctx, s.c, at.shard, res[1])
 	v, _ := res[2].(string)

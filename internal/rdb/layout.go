@@ -159,6 +159,18 @@ import (
 // is needed. A debounce needs no stored field: a replace keeps the
 // record's created time (ca), which is the first create's time.
 //
+// # Expiry and priority
+//
+// A job's expires_at and priority are settings (ex: unix ms, pr: 0-9),
+// left out when unset, so a job without them stores nothing more. Go reads
+// them: the worker ends a job whose expiry passed, on the Redis clock
+// (Store.Now), at the point an attempt would start, and a failed attempt
+// whose retry would start after it; outcome.lua then makes it expired
+// (code e), kept for the retention period like a delivered job (an entry at
+// its record's expiry) and counted as <from>>expired. Replay lifts the
+// expiry (replay.lua drops ex). Priority orders the jobs a flow limit
+// holds back in a worker (callback's dispatcher): no script reads it.
+//
 // # Tenant quotas
 //
 // A tenant's pending jobs (scheduled, ready, active, retrying) are counted
@@ -255,7 +267,7 @@ var recordFields = []headerField{
 	{"n", 3, false, "attempts started"},
 	{"ca", 6, false, "created at (ms)"},
 	{"ra", 6, false, "run_at: the time the job was scheduled for (ms)"},
-	{"nx", 6, false, "next time: due (scheduled, ready, retrying), lease expiry (active; dead keeps it), record expiry (delivered: filed with the outcome)"},
+	{"nx", 6, false, "next time: due (scheduled, ready, retrying), lease expiry (active; dead keeps it), record expiry (delivered, expired: filed with the outcome)"},
 	{"fa", 6, false, "finished at: delivered or dead (ms); 0 before"},
 	{"lt", 3, false, "lease timeout: the callback timeout in force when the job was created (ms); 0 for the claim's default"},
 	{"ls", 3, false, "length of the settings"},
@@ -379,6 +391,7 @@ var stateCodes = map[kairos.State]byte{
 	kairos.StateRetrying:  't',
 	kairos.StateDelivered: 'd',
 	kairos.StateDead:      'x',
+	kairos.StateExpired:   'e',
 }
 
 // stateOf returns the state of a stored code, or "" for an unknown one.
@@ -416,6 +429,12 @@ const (
 	outcomeDelivered = 1
 	outcomeRetrying  = 2
 	outcomeDead      = 3
+	// outcomeExpired: the job's expiry comes before its next attempt
+	// (the attempt made is logged); outcomeExpiredUnstarted: it passed
+	// before the attempt it was handed out for started, which is taken
+	// back (its attempt count goes down by one, as a release's does).
+	outcomeExpired          = 4
+	outcomeExpiredUnstarted = 5
 )
 
 // readyLook bounds how many entries of a ready list, from its oldest end,
@@ -443,8 +462,8 @@ var luaPrelude = func() string {
 	fmt.Fprintf(&b, "local R = {not_found = %d, ok = %d, replaced = %d, active = %d, delivered = %d, dead = %d, not_dead = %d, topic_gone = %d, kept = %d, debounced = %d, duplicate = %d}\n",
 		replyNotFound, replyOK, replyReplaced, replyActive, replyDelivered, replyDead, replyNotDead, replyTopicGone, replyKept, replyDebounced, replyDuplicate)
 	fmt.Fprintf(&b, "local DEDUP = '%s' -- starts a dedup key after the shard's tag\n", dedupMark)
-	fmt.Fprintf(&b, "local OUT = {delivered = %d, retrying = %d, dead = %d}\n",
-		outcomeDelivered, outcomeRetrying, outcomeDead)
+	fmt.Fprintf(&b, "local OUT = {delivered = %d, retrying = %d, dead = %d, expired = %d, expired_unstarted = %d}\n",
+		outcomeDelivered, outcomeRetrying, outcomeDead, outcomeExpired, outcomeExpiredUnstarted)
 	fmt.Fprintf(&b, "local OCC = '%s' -- starts the counter fields of occurrences' moves\n", occurrenceMark)
 	fmt.Fprintf(&b, "local NOTICE_MARK = '%s' -- joins a dead job's id and its attempt in its failure notification's id\n", kairos.NoticeMark)
 	fmt.Fprintf(&b, "local SUCCESS_MARK = '%s' -- joins a delivered job's id and its attempt in its success notification's id\n", kairos.SuccessMark)

@@ -43,6 +43,10 @@ type settings struct {
 	// ReplayedAfter is how many attempts the job made before its last
 	// replay (replay.lua writes it; a create never does).
 	ReplayedAfter int `json:"rb,omitempty"`
+	// ExpiresAt is the job's expiry (unix ms), Priority its priority;
+	// left out when unset (layout.go, "Expiry and priority").
+	ExpiresAt int64 `json:"ex,omitempty"`
+	Priority  int   `json:"pr,omitempty"`
 }
 
 // encodeSettings returns j's own settings as stored; nil when it has none.
@@ -51,10 +55,13 @@ func encodeSettings(j kairos.Job) ([]byte, error) {
 		TimeoutMS: j.Timeout.Milliseconds(), MaxAttempts: j.MaxAttempts,
 		BackoffInitial: j.BackoffInitial.Milliseconds(), BackoffMax: j.BackoffMax.Milliseconds(),
 		TraceParent: j.TraceParent, TraceState: j.TraceState, FlowKey: j.FlowKey, FailureURL: j.FailureURL,
-		SuccessURL: j.SuccessURL}
+		SuccessURL: j.SuccessURL, Priority: j.Priority}
+	if !j.ExpiresAt.IsZero() {
+		s.ExpiresAt = ms(j.ExpiresAt)
+	}
 	if s.URL == "" && s.Method == "" && s.ContentType == "" && len(s.Headers) == 0 && s.TimeoutMS == 0 &&
 		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 && s.TraceParent == "" && s.FlowKey == "" && s.FailureURL == "" &&
-		s.SuccessURL == "" {
+		s.SuccessURL == "" && s.ExpiresAt == 0 && s.Priority == 0 {
 		return nil, nil
 	}
 	b, err := json.Marshal(s)
@@ -178,6 +185,10 @@ func (r record) job(key kairos.JobKey, webhookID func(kairos.JobKey, int64) stri
 		j.TraceParent, j.TraceState, j.FlowKey, j.FailureURL = s.TraceParent, s.TraceState, s.FlowKey, s.FailureURL
 		j.ReplayedAfter = s.ReplayedAfter
 		j.SuccessURL = s.SuccessURL
+		if s.ExpiresAt > 0 {
+			j.ExpiresAt = fromMS(s.ExpiresAt)
+		}
+		j.Priority = s.Priority
 	}
 	log, err := decodeLogLines(r.log)
 	if err != nil {

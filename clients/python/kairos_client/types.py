@@ -362,3 +362,4 @@ class Notification(TypedDict):
     attempts: NotRequired[int]
     dead_at: NotRequired[Time]
     last_attempt: NotRequired[NotificationLastAttempt]
+    expires_at: NotRequired[Time]

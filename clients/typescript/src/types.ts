@@ -388,7 +388,7 @@ export interface Counts {
   retrying: number;
   delivered: number;
   dead: number;
-  expired?: number;
+  expired: number;
 }
 
 export interface Lateness {
@@ -480,4 +480,5 @@ export interface Notification {
   attempts?: number;
   dead_at?: Time;
   last_attempt?: { n: number; at: Time; status?: number; error?: string; response?: string; duration_ms: number };
+  expires_at?: Time;
 }

@@ -62,7 +62,7 @@ for i = FIRST, #ARGV, PER do
   if first then
     local f = h .. '/' .. first
     out[nth] = {R.duplicate, first, written[f] or redis.call('HGET', pool, f)}
-  elseif old and mode == 'k' and old.st ~= ST.delivered and old.st ~= ST.dead then
+  elseif old and mode == 'k' and old.st ~= ST.delivered and old.st ~= ST.dead and old.st ~= ST.expired then
     out[nth] = {R.kept, oldv}
   elseif old and old.st == ST.active then
     out[nth] = R.active
@@ -74,7 +74,7 @@ for i = FIRST, #ARGV, PER do
     local result = R.ok
     if not old then
       count(h, state)
-    elseif old.st == ST.delivered or old.st == ST.dead then
+    elseif old.st == ST.delivered or old.st == ST.dead or old.st == ST.expired then
       -- a new job of the same id: the old one leaves the listing; the new
       -- one's webhook id comes from its creation time, which must differ
       unindex(tag, h, id, old.ca)

@@ -1,12 +1,13 @@
 -- outcome.lua: record the outcomes of attempts at one shard's jobs
 -- (Store.Finish). An outcome changes its job only while the job is active
 -- in that attempt: a stale one (its lease lapsed and the job was handed
--- out again, or it was released) changes nothing. A delivered job keeps
+-- out again, or it was released) changes nothing. A delivered job (and an
+-- expired one: its expiry came before its next attempt) keeps
 -- its record for the retention period (an entry at its expiry, which the
 -- claim that meets it deletes), and may carry its success notification; a
 -- retrying one is filed again at its retry time; a dead one joins the dead
--- letters, and may carry its failure notification. A notification is filed
--- then as a job of its own. The attempt's lease entry
+-- letters, and may carry its failure notification (so may an expired one).
+-- A notification is filed then as a job of its own. The attempt's lease entry
 -- goes in every case, so nothing of a finished attempt is left to a claim.
 -- KEYS[1] the shard's pool, KEYS[2] its wheel (due), KEYS[3] its leases
 -- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] the shard's key
@@ -115,6 +116,18 @@ for i, field in ipairs(fields) do
       r.st, r.nx = ST.retrying, num(ats[i])
       wheelPut(field, r.nx, now)
       count(h, 'active>retrying')
+    elseif oc == OUT.expired or oc == OUT.expired_unstarted then
+      -- kept for the retention period, as a delivered job; an attempt
+      -- handed out but not started is taken back
+      if oc == OUT.expired_unstarted then
+        r.n = r.n - 1
+      end
+      r.st, r.fa, r.nx = ST.expired, now, now + retention
+      wheelPut(field, r.nx, now)
+      count(h, 'active>expired')
+      if notes[i] and notes[i] ~= '' then
+        notify(h, id, r.n, notes[i], 'd', tenants[i])
+      end
     else
       r.st, r.fa = ST.dead, now
       deadAdd(tag, tenants[i], h, id, now)

@@ -1,4 +1,5 @@
--- replay.lua: give a dead job a fresh set of attempts, due now. Its
+-- replay.lua: give a dead (or expired) job a fresh set of attempts, due
+-- now; an expired one loses its expiry. Its
 -- attempt numbers go on from the last one: its settings' rb says how many
 -- attempts it made before this replay (max_attempts counts from there), and
 -- its log gets a line marking the replay (REPLAY_LINE).
@@ -13,14 +14,23 @@ local r = parse(redis.call('HGET', pool, field))
 if not r then
   return {R.not_found}
 end
-if r.st ~= ST.dead then
+if r.st ~= ST.dead and r.st ~= ST.expired then
   return {R.not_dead}
 end
+local was = r.st
 local now = tonumber(ARGV[4])
 -- settings are JSON that Go wrote: an object, or '' for none; "rb":<digits>
 -- cannot occur inside one of its strings (a quote there is escaped)
 local settings, rb = string.sub(bodyOf(r), 1, r.ls), string.format('"rb":%d', r.n)
 local n
+if was == ST.expired then
+  -- a replay asks for the job now: its expiry is lifted ("ex":<digits>,
+  -- which no string of the settings holds either)
+  settings, n = string.gsub(settings, ',"ex":%d+', '', 1)
+  if n == 0 then
+    settings = string.gsub(settings, '"ex":%d+,?', '', 1)
+  end
+end
 settings, n = string.gsub(settings, '"rb":%d+', rb, 1)
 if n == 0 then
   if settings == '' or settings == '{}' then
@@ -36,7 +46,9 @@ r.st, r.ra, r.nx, r.fa = ST.ready, now, now, 0
 wheelPut(field, now, now)
 local v = format(r)
 redis.call('HSET', pool, field, v)
-deadRemove(tag, ARGV[5], h, id)
-count(h, 'dead>ready')
+if was == ST.dead then
+  deadRemove(tag, ARGV[5], h, id)
+end
+count(h, NAME[was] .. '>ready')
 countFlush(tag)
 return {R.ok, earliestOf(due, wheelFlush(tag, due), now + 1), v}

@@ -21,7 +21,7 @@ end
 if r.st == ST.delivered then
   return {R.delivered}
 end
-if r.st == ST.dead then
+if r.st == ST.dead or r.st == ST.expired then -- replay it instead
   return {R.dead}
 end
 local now = tonumber(ARGV[5])

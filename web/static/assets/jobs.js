@@ -87,8 +87,9 @@ function render(j, topic) {
   $('job-state').replaceChildren(stateBadge(j.state));
   const pending = ['scheduled', 'ready', 'active', 'retrying'].includes(j.state);
   $('job-fire').hidden = $('job-resched-group').hidden = $('job-cancel').hidden = !pending;
-  $('job-replay').hidden = j.state !== 'dead';
-  $('job-noactions').hidden = pending || j.state === 'dead';
+  const replayable = j.state === 'dead' || j.state === 'expired';
+  $('job-replay').hidden = !replayable;
+  $('job-noactions').hidden = pending || replayable;
   if (!$('job-resched-at').value && pending) {
     $('job-resched-at').value = toLocalInput(new Date(Math.max(Date.now() + 60000, Date.parse(j.next_run_at || j.run_at) || 0)));
   }
@@ -98,6 +99,8 @@ function render(j, topic) {
     ...(flowNote(j, topic) ? [['Flow control', flowNote(j, topic), 'job-held']] : []),
     ['Created at', timeEl(j.created_at)],
     ['Done at', timeEl(j.done_at), 'job-done-at'],
+    ...(j.expires_at ? [['Expires at', timeEl(j.expires_at), 'job-expires-at']] : []),
+    ...(j.priority ? [['Priority', `${j.priority} (first among the flow's jobs held back together)`, 'job-priority']] : []),
   ]);
   const dflt = (v, f) => v || (topic ? `${f(topic)} (topic default)` : 'topic default');
   const max = j.max_attempts || topic?.max_attempts;
@@ -121,7 +124,8 @@ function render(j, topic) {
     ['#', String(a.n), 'num'],
     ['At', timeEl(a.at)],
     ['Status', a.status ? h('span', { class: a.status < 300 ? 'good' : 'bad', text: String(a.status) }) : '—'],
-    ['Error', a.event === 'replay' ? `replayed: the next attempt is #${a.n + 1}` : (a.error || '—'), 'wrap'],
+    ['Error', a.event === 'replay' ? `replayed: the next attempt is #${a.n + 1}`
+      : a.event === 'expired' ? 'expired: no attempt may start after expires_at' : (a.error || '—'), 'wrap'],
     ['Duration', ms(a.duration_ms), 'num'],
     ['Request headers', a.event ? '—' : requestHeaders(j, topic, a), 'wrap'],
     ['Response', a.event ? '—' : response(a, topic), 'wrap'],

@@ -40,6 +40,7 @@ export async function refresh() {
       ['Retrying', cell(c(t, 'retrying'), t, 'retrying'), 'num'],
       ['Delivered', cell(t.recent?.delivered || 0, t, 'delivered'), 'num'],
       ['Dead', c(t, 'dead') ? h('a', { href: link('dead', at), class: 'bad', 'data-testid': `ov-dead-${t.topic}`, text: num(c(t, 'dead')) }) : cell(0, t, 'dead'), 'num'],
+      ['Expired', c(t, 'expired') ? h('a', { href: link('jobs', { ...at, state: 'expired' }), 'data-testid': `ov-expired-${t.topic}`, text: num(c(t, 'expired')) }) : cell(0, t, 'expired'), 'num'],
       ['Rate /s', `${(t.recent?.delivered_per_second || 0).toFixed(2)}` + (t.recent?.failed_per_second ? ` (${t.recent.failed_per_second.toFixed(2)} failing)` : ''), 'num'],
       ['Lateness', lat.samples ? `${ms(lat.p50_ms)} / ${ms(lat.p90_ms)} / ${ms(lat.p99_ms)}` : '—', 'num'],
     ];
