@@ -65,8 +65,10 @@ CHAOS ?= 10m
 chaos: test-deps
 	KAIROS_CHAOS_DURATION=$(CHAOS) $(GO) test -count=1 -run '^TestChaos$$' -timeout 30m -v ./internal/server
 
-# Sentinel: kairos on a master, two replicas and three redis-sentinel
-# processes at 20 creates/s, through SENTINEL FAILOVER and a SIGKILL of the
-# master, reporting stall, lost and duplicated jobs.
+# Sentinel: TestSentinelFailover (which make test runs once) SENTINEL_RUNS
+# times in a row: kairos on a master, two replicas and three Sentinels at 20
+# creates/s, through SENTINEL FAILOVER and a SIGKILL of the master, printing
+# the stall, lost and duplicated jobs of each run.
+SENTINEL_RUNS ?= 5
 sentinel: test-deps
-	KAIROS_SENTINEL_FAILOVER=1 $(GO) test -count=1 -run '^TestSentinelFailover$$' -timeout 10m -v ./internal/server
+	$(GO) test -count=$(SENTINEL_RUNS) -run '^TestSentinelFailover$$' -timeout 30m -v ./internal/server

@@ -253,8 +253,10 @@ func (s *Store) enqueueGroup(ctx context.Context, target redis.Cmdable, calls []
 		cmds[n] = s.call(ctx, pipe, enqueueScript, c.keys, c.argv...)
 	}
 	var wait *redis.Cmd
+	var repl *redis.StringCmd
 	if s.opts.WaitReplicas > 0 {
 		wait = pipe.Do(ctx, "WAIT", s.opts.WaitReplicas, s.opts.WaitTimeout.Milliseconds())
+		repl = pipe.Info(ctx, "replication") // which replicas confirmed: see ReplicaLeftGrace
 	}
 	pipe.Exec(ctx)
 	var missing []*enqueueCall
@@ -275,6 +277,10 @@ func (s *Store) enqueueGroup(ctx context.Context, target redis.Cmdable, calls []
 			replicaErr = fmt.Errorf("%w: %v", ErrNotReplicated, err)
 		case n < int64(s.opts.WaitReplicas):
 			replicaErr = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, n, s.opts.WaitReplicas, s.opts.WaitTimeout)
+		case repl.Err() != nil:
+			replicaErr = fmt.Errorf("%w: %v", ErrNotReplicated, repl.Err())
+		default:
+			replicaErr = s.replicas.check(repl.Val(), time.Now())
 		}
 	}
 	for n, c := range cmds {

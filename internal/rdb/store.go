@@ -81,6 +81,7 @@ type Store struct {
 	idSalt    []byte           // the deployment's webhook id salt, read by Init
 	id        string           // this Store's own name, for its interrupt lists
 	locks     *redsync.Redsync // the scanners' shard mutexes
+	replicas  replicaWatch     // the replicas each master had, for creates waiting on them
 }
 
 // New returns a Store over c. Call Init before using it.

@@ -15,9 +15,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrNoSentinel is returned by StartSentinels when redis-sentinel (Debian's
-// redis-sentinel package) is not installed.
+// ErrNoSentinel is returned by StartSentinels when neither redis-sentinel
+// (Debian's redis-sentinel package) nor redis-server, which runs as a
+// Sentinel with --sentinel, is installed.
 var ErrNoSentinel = errors.New("redis-sentinel not found on PATH: run `make test`, which installs it with apt-get (or apt-get install redis-sentinel)")
+
+// sentinelBinary is the command that runs a Sentinel: redis-sentinel, or
+// else redis-server with --sentinel after its configuration file.
+func sentinelBinary() (bin string, extra []string, err error) {
+	if bin, err := exec.LookPath("redis-sentinel"); err == nil {
+		return bin, nil, nil
+	}
+	if bin, err := exec.LookPath("redis-server"); err == nil {
+		return bin, []string{"--sentinel"}, nil
+	}
+	return "", nil, ErrNoSentinel
+}
 
 // MasterName is the name the Sentinels of StartSentinels give the master.
 const MasterName = "mymaster"
@@ -36,9 +49,9 @@ type Sentinels struct {
 // then be forced or happen by itself. extra is appended to every
 // redis-server's arguments.
 func StartSentinels(dir string, replicas int, extra ...string) (*Sentinels, error) {
-	bin, err := exec.LookPath("redis-sentinel")
+	bin, binArgs, err := sentinelBinary()
 	if err != nil {
-		return nil, ErrNoSentinel
+		return nil, err
 	}
 	s := &Sentinels{}
 	fail := func(err error) (*Sentinels, error) {
@@ -68,7 +81,7 @@ func StartSentinels(dir string, replicas int, extra ...string) (*Sentinels, erro
 		if err := mkdir(ndir); err != nil {
 			return fail(err)
 		}
-		srv, err := startSentinel(bin, ndir, s.Servers[0].Addr)
+		srv, err := startSentinel(bin, binArgs, ndir, s.Servers[0].Addr)
 		if err != nil {
 			return fail(err)
 		}
@@ -82,7 +95,7 @@ func StartSentinels(dir string, replicas int, extra ...string) (*Sentinels, erro
 
 // startSentinel starts redis-sentinel on a free port with a configuration
 // file of its own (Sentinel rewrites it) that monitors master.
-func startSentinel(bin, dir, master string) (*Server, error) {
+func startSentinel(bin string, binArgs []string, dir, master string) (*Server, error) {
 	host, port, _ := strings.Cut(master, ":")
 	var lastErr error
 	for range 5 {
@@ -98,7 +111,7 @@ func startSentinel(bin, dir, master string) (*Server, error) {
 		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 			return nil, err
 		}
-		s := &Server{Addr: "127.0.0.1:" + ps, Dir: dir, bin: bin, args: []string{conf}}
+		s := &Server{Addr: "127.0.0.1:" + ps, Dir: dir, bin: bin, args: append([]string{conf}, binArgs...)}
 		if lastErr = s.start(bin); lastErr == nil {
 			return s, nil
 		}
