@@ -144,8 +144,8 @@ local function chain(h, sid, sf, r)
     qdrop(s)
     first = qfirst(s)
   end
-  local skip = s.cu == 'n' and (missed ~= nil or now - r.ra > MISFIRE_GRACE)
-  if missed and s.cu == 'a' then
+  local skip = s.cu == CU.none and (missed ~= nil or now - r.ra > MISFIRE_GRACE)
+  if missed and s.cu == CU.all then
     for i = 1, math.min(#missed, CATCHUP_MAX) do
       occurLater(h, sid, s, missed[i])
     end
@@ -195,7 +195,7 @@ end
 
 local function holdFlush()
   for h, es in pairs(heldEntries) do
-    callMany('RPUSH', tag .. 'held:' .. h, es)
+    callMany('RPUSH', tag .. KEY.held .. h, es)
   end
 end
 
@@ -312,7 +312,7 @@ local function claimChained()
   if #sfs > 0 then
     local hs = redis.call('HMGET', KEYS[3], unpack(sfs))
     for i, sf in ipairs(sfs) do
-      sobj[sf] = sparse(hs[i], tag .. 'sb', sf) or false
+      sobj[sf] = sparse(hs[i], tag .. KEY.scheduleBodies, sf) or false
     end
   end
   for i = 1, nLater do
@@ -355,7 +355,7 @@ if budget > 0 then
       if r and r.st == ST.active and r.n == ns[i] then
         local h, id = string.match(field, '^([^/]*)/(.*)$')
         local entry = dues[i] .. ',' .. ats[i] .. ',' .. id .. '|' .. v
-        if redis.call('LPOS', tag .. 'r:' .. h, entry, 'RANK', -1, 'MAXLEN', READY_LOOK) then
+        if redis.call('LPOS', tag .. KEY.ready .. h, entry, 'RANK', -1, 'MAXLEN', READY_LOOK) then
           leaseAdd[#leaseAdd + 1] = now + popLease
           leaseAdd[#leaseAdd + 1] = lapsed[i]
           chores = chores - 1
@@ -393,7 +393,7 @@ while budget > 0 and cascades > 0 and chores > 0 do
     break
   end
   for _, m in ipairs(slots) do
-    local key = tag .. 'w:' .. m
+    local key = tag .. KEY.wheelSlot .. m
     local level = tonumber(string.sub(m, 1, 1)) + 1
     local start = num(string.sub(m, 3)) * WHEEL[level]
     local take = math.min(budget, chores)
@@ -441,7 +441,7 @@ countFlush(tag)
 callMany('ZADD', popLeases, leaseAdd)
 local handles = {}
 for _, h in ipairs(readyOrder) do
-  callMany('LPUSH', tag .. 'r:' .. h, ready[h])
+  callMany('LPUSH', tag .. KEY.ready .. h, ready[h])
   handles[#handles + 1] = h
 end
 local next = false
