@@ -436,16 +436,20 @@ const MisfireGrace = time.Minute
 // MaxCatchUp bounds the missed occurrences catch_up "all" fires.
 const MaxCatchUp = 100
 
+// OccurrenceMark joins a schedule's id and an instant (unix ms, decimal)
+// in the job id of its occurrence at that instant.
+const OccurrenceMark = "@"
+
 // OccurrenceID is the job id of a schedule's occurrence at instant t.
 func OccurrenceID(scheduleID string, t time.Time) string {
-	return scheduleID + "@" + strconv.FormatInt(t.UnixMilli(), 10)
+	return scheduleID + OccurrenceMark + strconv.FormatInt(t.UnixMilli(), 10)
 }
 
 // ScheduleOf returns the schedule id of an occurrence's job id, or false
 // when id is not one: "<schedule id>@<unix ms>". Job ids of that form are
 // reserved for occurrences.
 func ScheduleOf(id string) (string, bool) {
-	i := strings.LastIndexByte(id, '@')
+	i := strings.LastIndexByte(id, OccurrenceMark[0])
 	if i <= 0 || i == len(id)-1 {
 		return "", false
 	}

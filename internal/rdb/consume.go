@@ -162,7 +162,7 @@ func (s *Store) start(ctx context.Context, shard int, h string, cs []Claimed) ([
 	for _, c := range cs {
 		argv = append(argv, field(h, c.Job.ID)+","+strconv.FormatInt(int64(c.Job.Attempts), 36)+","+c.entryHead, field(h, c.Job.ID), c.lease)
 	}
-	keys := []string{s.k.popLeases(shard), s.k.leases(shard), s.k.tag(shard) + "st:" + hex.EncodeToString(tok[:])}
+	keys := []string{s.k.popLeases(shard), s.k.leases(shard), s.k.tag(shard) + keyStartReply + hex.EncodeToString(tok[:])}
 	var res string
 	var err error
 	give := time.Now().Add(startPatience)
@@ -281,7 +281,7 @@ func (s *Store) Handles(ctx context.Context, topics []kairos.Topic) ([]string, e
 		return nil, fmt.Errorf("read topic handles: %w", err)
 	}
 	for f, h := range all {
-		if name, ok := strings.CutPrefix(f, "n:"); ok {
+		if name, ok := strings.CutPrefix(f, handleNameMark); ok {
 			s.handles.put(name, h)
 		}
 	}

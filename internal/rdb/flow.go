@@ -59,7 +59,7 @@ func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 // into out, one a job.
 func (s *Store) flowgate(ctx context.Context, t kairos.Topic, flow string, argv []any, out []GateResult) error {
 	tag := s.k.flow(t.Tenant, flow)
-	keys := []string{tag + "pace", tag + "resv", tag + "perm", tag + "brk", tag + "taken"}
+	keys := []string{tag + keyFlowPace, tag + keyFlowResv, tag + keyFlowPermits, tag + keyFlowBreaker, tag + keyFlowTaken}
 	res, err := s.run(ctx, flowgateScript, keys, argv...).Slice()
 	if err != nil {
 		return fmt.Errorf("flow control of topic %s/%s: %w", t.Tenant, t.Name, err)
@@ -142,7 +142,7 @@ func (s *Store) Done(ctx context.Context, t kairos.Topic, j kairos.Job) error {
 	if t.Parallelism <= 0 {
 		return nil
 	}
-	if err := s.c.ZRem(ctx, s.k.flow(t.Tenant, kairos.FlowOf(j, t))+"perm", attemptMember(j)).Err(); err != nil {
+	if err := s.c.ZRem(ctx, s.k.flow(t.Tenant, kairos.FlowOf(j, t))+keyFlowPermits, attemptMember(j)).Err(); err != nil {
 		return fmt.Errorf("give back the permit of %s attempt %d: %w", j.JobKey, j.Attempts, err)
 	}
 	return nil
@@ -159,7 +159,7 @@ func (s *Store) Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, deliv
 	if delivered {
 		ok = 1
 	}
-	res, err := s.run(ctx, breakerScript, []string{s.k.flow(t.Tenant, kairos.FlowOf(j, t)) + "brk"}, s.scriptNow(), ok, attemptMember(j),
+	res, err := s.run(ctx, breakerScript, []string{s.k.flow(t.Tenant, kairos.FlowOf(j, t)) + keyFlowBreaker}, s.scriptNow(), ok, attemptMember(j),
 		t.BreakerFailures, t.BreakerCooldown.Milliseconds(), kairos.MaxBreakerCooldown.Milliseconds()).Slice()
 	if err != nil {
 		return kairos.Breaker{}, fmt.Errorf("circuit breaker of topic %s/%s: %w", t.Tenant, t.Name, err)
@@ -169,7 +169,7 @@ func (s *Store) Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, deliv
 
 // BreakerState reads the state of topic t's circuit breaker.
 func (s *Store) BreakerState(ctx context.Context, t kairos.Topic) (kairos.Breaker, error) {
-	v, err := s.c.HMGet(ctx, s.k.flow(t.Tenant, t.Flow())+"brk", "st", "u").Result()
+	v, err := s.c.HMGet(ctx, s.k.flow(t.Tenant, t.Flow())+keyFlowBreaker, brkState, brkUntil).Result()
 	if err != nil {
 		return kairos.Breaker{}, fmt.Errorf("circuit breaker of topic %s/%s: %w", t.Tenant, t.Name, err)
 	}
@@ -185,9 +185,9 @@ func (s *Store) BreakerState(ctx context.Context, t kairos.Topic) (kairos.Breake
 
 func breakerOf(st string, until int64) kairos.Breaker {
 	switch st {
-	case "o":
+	case brkOpen:
 		return kairos.Breaker{State: "open", Until: fromMS(until)}
-	case "h":
+	case brkHalfOpen:
 		return kairos.Breaker{State: "half-open"}
 	}
 	return kairos.Breaker{State: "closed"}

@@ -71,7 +71,7 @@ func (s *Store) handle(ctx context.Context, tenant, topic string, create bool) (
 	if create {
 		h, err = s.run(ctx, handleScript, []string{s.k.handles()}, name).Text()
 	} else {
-		h, err = s.c.HGet(ctx, s.k.handles(), "n:"+name).Result()
+		h, err = s.c.HGet(ctx, s.k.handles(), handleNameMark+name).Result()
 		if isNil(err) {
 			return "", fmt.Errorf("topic %q: %w", topic, kairos.ErrNotFound)
 		}
@@ -110,7 +110,7 @@ func (s *Store) recordTenant(ctx context.Context, tenant, h string) error {
 func (s *Store) topicOf(ctx context.Context, h string) (tenant, topic string, err error) {
 	name, ok := s.handles.name(h)
 	if !ok {
-		name, err = s.c.HGet(ctx, s.k.handles(), "h:"+h).Result()
+		name, err = s.c.HGet(ctx, s.k.handles(), handleMark+h).Result()
 		if err != nil {
 			return "", "", fmt.Errorf("topic of handle %s: %w", h, err)
 		}
@@ -147,7 +147,7 @@ func (s *Store) Warm(ctx context.Context) error {
 		return fmt.Errorf("read topics and handles: %w", err)
 	}
 	for f, h := range handles.Val() {
-		if name, ok := strings.CutPrefix(f, "n:"); ok {
+		if name, ok := strings.CutPrefix(f, handleNameMark); ok {
 			s.handles.put(name, h)
 		}
 	}

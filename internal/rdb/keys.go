@@ -61,82 +61,84 @@ func (k keys) topicSigningKeys(tenant, topic string) string {
 func (k keys) wake() string { return k.prefix + ":wake" }
 
 // readyList is a topic's ready list in one shard: the jobs its claims
-// pushed for the workers to pop (claim.lua names it tag .. 'r:' .. h).
+// pushed for the workers to pop (claim.lua names it tag .. KEY.ready .. h).
 // A worker's one blocking pop covers every topic of a shard, one hash slot.
-func (k keys) readyList(shard int, h string) string { return k.tag(shard) + "r:" + h }
+func (k keys) readyList(shard int, h string) string { return k.tag(shard) + keyReady + h }
 
 // interrupt is a process's list that ends its blocking pops of a shard
 // (Store.Interrupt); "~" is not a handle's character.
-func (k keys) interrupt(shard int, id string) string { return k.tag(shard) + "r:~" + id }
+func (k keys) interrupt(shard int, id string) string { return k.tag(shard) + keyInterrupt + id }
 
 // leases is a shard's set of active attempts' leases: "<h>/<id>" -> when
 // the lease lapses (claim.lua adds, outcome.lua and release.lua remove).
-func (k keys) leases(shard int) string { return k.tag(shard) + "l" }
+func (k keys) leases(shard int) string { return k.tag(shard) + keyLeases }
 
 // popLeases is a shard's set of pop leases: "<h>/<id>,<attempt>" of each
 // job pushed onto a ready list and not started yet -> when its pop lease
 // lapses and it is pushed again (claim.lua adds, start.lua removes).
-func (k keys) popLeases(shard int) string { return k.tag(shard) + "lq" }
+func (k keys) popLeases(shard int) string { return k.tag(shard) + keyPopLeases }
 
 // lock is the name of a shard's scanner mutex (redsync).
-func (k keys) lock(shard int) string { return k.tag(shard) + "lock" }
+func (k keys) lock(shard int) string { return k.tag(shard) + keyLock }
 
 // handles maps tenants' topic names to their handles and back (handle.lua).
 func (k keys) handles() string { return k.prefix + ":{handles}" }
 
 // pool is a shard's job pool: "<handle>/<id>" -> the job's record.
-func (k keys) pool(shard int) string { return k.tag(shard) + "jobs" }
+func (k keys) pool(shard int) string { return k.tag(shard) + keyPool }
 
 // due is a shard's timing wheel: slot -> when it is processed.
-func (k keys) due(shard int) string { return k.tag(shard) + "due" }
+func (k keys) due(shard int) string { return k.tag(shard) + keyDue }
 
 // counters is a topic's hash of job counts by state in one shard. A field
 // "from>to" counts jobs moved from one state to another, so that a state
 // change costs one HINCRBY; a plain field "state" counts jobs that entered
 // (or, negative, left) that state from no state; an occurrence's moves
 // have fields of their own (layout.go, "Counters"). Counters.add reads them.
-func (k keys) counters(shard int, h string) string { return k.tag(shard) + "c:" + h }
+func (k keys) counters(shard int, h string) string { return k.tag(shard) + keyCounters + h }
 
 // index is a topic's listing index in one shard (lua/index.lua).
-func (k keys) index(shard int, h string) string { return k.tag(shard) + "i:" + h }
+func (k keys) index(shard int, h string) string { return k.tag(shard) + keyIndex + h }
 
 // groupPrefix starts the keys of a topic's listing groups in one shard; the
 // second (unix ms, base 36) ends the key.
-func (k keys) groupPrefix(shard int, h string) string { return k.tag(shard) + "g:" + h + ":" }
+func (k keys) groupPrefix(shard int, h string) string { return k.tag(shard) + keyGroup + h + ":" }
 
 // dead is a topic's dead letters in one shard: id -> when it died.
-func (k keys) dead(shard int, h string) string { return k.tag(shard) + "d:" + h }
+func (k keys) dead(shard int, h string) string { return k.tag(shard) + keyDead + h }
 
 // deadTenant is a tenant's dead letters across its topics in one shard, and
 // deadAll every tenant's: ZSETs of pool fields scored by when each job died,
 // kept by the scripts that move jobs into and out of the dead state (they
 // carry the shard's tag, as the job does); a listing merges the shards.
-func (k keys) deadTenant(shard int, tenant string) string { return k.tag(shard) + "dt:" + tenant }
+func (k keys) deadTenant(shard int, tenant string) string {
+	return k.tag(shard) + keyDeadTenant + tenant
+}
 
-func (k keys) deadAll(shard int) string { return k.tag(shard) + "dall" }
+func (k keys) deadAll(shard int) string { return k.tag(shard) + keyDeadAll }
 
 // schedules is a shard's schedules: "<h>/<id>" -> the schedule's header
 // and queue of instants.
-func (k keys) schedules(shard int) string { return k.tag(shard) + "sch" }
+func (k keys) schedules(shard int) string { return k.tag(shard) + keySchedules }
 
 // scheduleBodies is a shard's schedule bodies: "<h>/<id>" -> the
-// schedule's meta, settings and payload (the scripts name it tag .. 'sb').
-func (k keys) scheduleBodies(shard int) string { return k.tag(shard) + "sb" }
+// schedule's meta, settings and payload (the scripts name it tag .. KEY.scheduleBodies).
+func (k keys) scheduleBodies(shard int) string { return k.tag(shard) + keyScheduleBodies }
 
 // scheduleIndex is a topic's schedule ids in one shard (all scored 0, so
 // they list in id order).
-func (k keys) scheduleIndex(shard int, h string) string { return k.tag(shard) + "si:" + h }
+func (k keys) scheduleIndex(shard int, h string) string { return k.tag(shard) + keyScheduleIndex + h }
 
 // refills is a shard's set of schedules whose queue of instants runs low.
-func (k keys) refills(shard int) string { return k.tag(shard) + "sr" }
+func (k keys) refills(shard int) string { return k.tag(shard) + keyRefills }
 
 // hold is a shard's set of paused topics' handles: its claims hold their
 // jobs instead of starting attempts.
-func (k keys) hold(shard int) string { return k.tag(shard) + "hold" }
+func (k keys) hold(shard int) string { return k.tag(shard) + keyHold }
 
 // held is a paused topic's held wheel entries in one shard, in the order
 // the claims met them: "<h>/<id>,<time>" (lua/unhold.lua).
-func (k keys) held(shard int, h string) string { return k.tag(shard) + "held:" + h }
+func (k keys) held(shard int, h string) string { return k.tag(shard) + keyHeld + h }
 
 // flow is the key tag of a tenant's flow-control quota (kairos.Topic.Flow):
 // its calendar, reservations, permits and breaker share one hash slot
@@ -145,14 +147,14 @@ func (k keys) flow(tenant, flow string) string { return k.prefix + ":{f:" + tena
 
 // gone is a shard's set of the handles of deleted topics (layout.go,
 // "Deleting a topic").
-func (k keys) gone(shard int) string { return k.tag(shard) + "gone" }
+func (k keys) gone(shard int) string { return k.tag(shard) + keyGone }
 
 // topicTenants is a shard's hash of topic handles to their tenants, and
 // tenantPending its hash of tenants to their pending jobs in the shard
 // (layout.go, "Tenant quotas").
-func (k keys) topicTenants(shard int) string { return k.tag(shard) + "ht" }
+func (k keys) topicTenants(shard int) string { return k.tag(shard) + keyTopicTenants }
 
-func (k keys) tenantPending(shard int) string { return k.tag(shard) + "tp" }
+func (k keys) tenantPending(shard int) string { return k.tag(shard) + keyTenantPending }
 
 // quotas is a hash of tenant -> its quota (JSON), for tenants an admin set one for.
 func (k keys) quotas() string { return k.prefix + ":quotas" }

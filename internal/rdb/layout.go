@@ -12,8 +12,10 @@ import (
 
 // This file is the data layout, written down once: every key, every stored
 // field, every state code, script reply code and limit. The Lua scripts take
-// the codes and limits from the prelude that luaPrelude generates from the
-// tables below, so a reader learns the layout here and nowhere else.
+// the codes, limits, key suffixes, fields and id marks from the prelude that
+// luaPrelude generates from the tables below (TestLuaSpellsNoLayoutLiteral
+// fails on a script that spells one itself), so a reader learns the layout
+// here and nowhere else.
 //
 // # Layout version 6 (3 added schedules, and routes occurrences by their schedule; 4 gave the job record a binary header;
 // 5 keeps a schedule's binary header apart from its body; 6 pushes claimed jobs onto per-shard ready lists, keeps
@@ -51,7 +53,7 @@ import (
 //	P:{f:<tenant>/<flow>}:taken ZSET  the times handed out, from an interval ago on ("%.3f" -> that time)
 //	P:{f:<tenant>/<flow>}:resv  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> the time reserved for it
 //	P:{f:<tenant>/<flow>}:perm  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> when its permit lapses
-//	P:{f:<tenant>/<flow>}:brk   HASH  the flow's circuit breaker: st, f, c, u, p, pd (lua/breaker.lua)
+//	P:{f:<tenant>/<flow>}:brk   HASH  the flow's circuit breaker: st, f, c, u, p, pd (brkState...; lua/breaker.lua)
 //	P:{s}:u:<h>:<key>   STRING a dedup key of a topic's creates: "<first id>,<until (ms, base 36)>", PX the
 //	                           window; the job it names is in the same shard (Store.DedupID; see "Dedup keys")
 //	P:{s}:gone          SET    handles of deleted topics: no job or schedule is written under them (see "Deleting a topic")
@@ -225,6 +227,109 @@ import (
 // LayoutVersion is the version of the layout this code reads and writes;
 // Init refuses a Redis that holds another.
 const LayoutVersion = 6
+
+// Key suffixes: what follows a shard's tag (keys.tag, "P:{s}:") in each of
+// its keys, and a flow's tag (keys.flow) in each of its. keys.go builds
+// every key from these; the scripts that build keys themselves (rather
+// than take them in KEYS) know the ones in luaKeys as KEY.<name>, from the
+// prelude. A key that ends in ':' is followed by a handle, tenant or slot.
+const (
+	keyPool           = "jobs"  // P:{s}:jobs
+	keyDue            = "due"   // P:{s}:due
+	keyWheelSlot      = "w:"    // P:{s}:w:<slot>
+	keyLeases         = "l"     // P:{s}:l
+	keyPopLeases      = "lq"    // P:{s}:lq
+	keyStartReply     = "st:"   // P:{s}:st:<token>
+	keyReady          = "r:"    // P:{s}:r:<h>
+	keyInterrupt      = "r:~"   // P:{s}:r:~<store>
+	keyLock           = "lock"  // P:{s}:lock
+	keyCounters       = "c:"    // P:{s}:c:<h>
+	keyIndex          = "i:"    // P:{s}:i:<h>
+	keyGroup          = "g:"    // P:{s}:g:<h>:<sec>
+	keyDead           = "d:"    // P:{s}:d:<h>
+	keyDeadTenant     = "dt:"   // P:{s}:dt:<tenant>
+	keyDeadAll        = "dall"  // P:{s}:dall
+	keySchedules      = "sch"   // P:{s}:sch
+	keyScheduleBodies = "sb"    // P:{s}:sb
+	keyScheduleIndex  = "si:"   // P:{s}:si:<h>
+	keyRefills        = "sr"    // P:{s}:sr
+	keyHold           = "hold"  // P:{s}:hold
+	keyHeld           = "held:" // P:{s}:held:<h>
+	keyGone           = "gone"  // P:{s}:gone
+	keyTopicTenants   = "ht"    // P:{s}:ht
+	keyTenantPending  = "tp"    // P:{s}:tp
+	keyFlowPace       = "pace"  // P:{f:<tenant>/<flow>}:pace
+	keyFlowTaken      = "taken" // P:{f:<tenant>/<flow>}:taken
+	keyFlowResv       = "resv"  // P:{f:<tenant>/<flow>}:resv
+	keyFlowPermits    = "perm"  // P:{f:<tenant>/<flow>}:perm
+	keyFlowBreaker    = "brk"   // P:{f:<tenant>/<flow>}:brk
+)
+
+// luaKeys are the key suffixes the scripts build keys with, by their
+// names in the prelude's KEY table (the dedup key's, dedupMark, is DEDUP).
+var luaKeys = []luaName{
+	{"wheelSlot", keyWheelSlot},
+	{"ready", keyReady},
+	{"counters", keyCounters},
+	{"index", keyIndex},
+	{"group", keyGroup},
+	{"dead", keyDead},
+	{"deadTenant", keyDeadTenant},
+	{"deadAll", keyDeadAll},
+	{"schedules", keySchedules},
+	{"scheduleBodies", keyScheduleBodies},
+	{"held", keyHeld},
+	{"topicTenants", keyTopicTenants},
+	{"tenantPending", keyTenantPending},
+}
+
+// luaName is a Go value by its name in a table of the prelude.
+type luaName struct{ name, value string }
+
+// The fields of a flow's circuit breaker (P:{f:...}:brk, lua/breaker.lua;
+// BRK to the scripts) and its state codes (BRK_ST).
+const (
+	brkState    = "st" // a state code: brkClosed (or no field), brkOpen, brkHalfOpen
+	brkFails    = "f"  // failed attempts in a row while closed
+	brkCool     = "c"  // the current cool-down (ms): the probe's failure doubles it
+	brkUntil    = "u"  // open until (ms)
+	brkProbe    = "p"  // the probe's attempt ("<tenant>/<topic>/<id>#<attempt>")
+	brkProbeEnd = "pd" // when the probe's lease lapses (ms): another may go then
+
+	brkClosed   = "c"
+	brkOpen     = "o"
+	brkHalfOpen = "h"
+)
+
+var luaBreakerFields = []luaName{{"state", brkState}, {"fails", brkFails}, {"cool", brkCool},
+	{"openUntil", brkUntil}, {"probe", brkProbe}, {"probeEnd", brkProbeEnd}}
+
+var luaBreakerCodes = []luaName{{"closed", brkClosed}, {"open", brkOpen}, {"half", brkHalfOpen}}
+
+// The fields of P:handles (handle.lua; HANDLE to the scripts): "n:" before
+// a topic's "tenant/topic", "h:" before a handle, and the last handle
+// given, which the next adds one to.
+const (
+	handleNameMark = "n:"
+	handleMark     = "h:"
+	handleSeq      = "seq"
+)
+
+var luaHandleFields = []luaName{{"name", handleNameMark}, {"handle", handleMark}, {"seq", handleSeq}}
+
+// The fields of P:revoked (revoke.lua; REVOKED to the scripts): "t:"
+// before a tenant, "j:" before a token id, and the list's version
+// (revokedVersion, revoked.go).
+const (
+	revokedTenantMark = "t:"
+	revokedJTIMark    = "j:"
+)
+
+var luaRevokedFields = []luaName{{"tenant", revokedTenantMark}, {"version", revokedVersion}}
+
+// groupMark starts a listing index's member that names a listing group
+// ("#<sec>", lua/index.lua); the scripts know it as GROUP_MARK.
+const groupMark = "#"
 
 // LogKeep is how many attempts a job's log keeps, newest last.
 const LogKeep = 10
@@ -465,6 +570,7 @@ var luaPrelude = func() string {
 	fmt.Fprintf(&b, "local OUT = {delivered = %d, retrying = %d, dead = %d, expired = %d, expired_unstarted = %d}\n",
 		outcomeDelivered, outcomeRetrying, outcomeDead, outcomeExpired, outcomeExpiredUnstarted)
 	fmt.Fprintf(&b, "local OCC = '%s' -- starts the counter fields of occurrences' moves\n", occurrenceMark)
+	fmt.Fprintf(&b, "local OCC_SKIPPED = OCC .. '%s' -- the counter field of instants overlap did not fire\n", occurrenceSkipped)
 	fmt.Fprintf(&b, "local NOTICE_MARK = '%s' -- joins a dead job's id and its attempt in its failure notification's id\n", kairos.NoticeMark)
 	fmt.Fprintf(&b, "local SUCCESS_MARK = '%s' -- joins a delivered job's id and its attempt in its success notification's id\n", kairos.SuccessMark)
 	fmt.Fprintf(&b, "local REC, REC_LEN = '%s', %d -- a job record's header (recordFields), for struct.pack and struct.unpack\n",
@@ -484,5 +590,28 @@ var luaPrelude = func() string {
 		ws[i] = strconv.FormatInt(w, 10)
 	}
 	fmt.Fprintf(&b, "local WHEEL = {%s}\n", strings.Join(ws, ", "))
+	luaTable(&b, "KEY", luaKeys, "key suffixes after a shard's tag")
+	luaTable(&b, "BRK", luaBreakerFields, "a circuit breaker's fields")
+	luaTable(&b, "BRK_ST", luaBreakerCodes, "a circuit breaker's state codes")
+	luaTable(&b, "HANDLE", luaHandleFields, "fields of the handles hash")
+	luaTable(&b, "REVOKED", luaRevokedFields, "fields of the revoked tokens' hash")
+	cu := make([]luaName, 0, len(catchUpCodes))
+	for c, code := range catchUpCodes {
+		cu = append(cu, luaName{string(c), string(code)})
+	}
+	sort.Slice(cu, func(i, j int) bool { return cu[i].name < cu[j].name })
+	luaTable(&b, "CU", cu, "catch-up codes")
+	fmt.Fprintf(&b, "local OCC_MARK, OCC_MARK_BYTE = '%s', %d -- joins a schedule's id and an instant in its occurrence's id\n",
+		kairos.OccurrenceMark, kairos.OccurrenceMark[0])
+	fmt.Fprintf(&b, "local GROUP_MARK = '%s' -- starts a listing index's member that names a group\n", groupMark)
 	return b.String()
 }()
+
+// luaTable writes a table of the prelude: local name = {k = 'v', ...}.
+func luaTable(b *strings.Builder, name string, t []luaName, meaning string) {
+	kv := make([]string, len(t))
+	for i, e := range t {
+		kv[i] = fmt.Sprintf("%s = '%s'", e.name, e.value)
+	}
+	fmt.Fprintf(b, "local %s = {%s} -- %s\n", name, strings.Join(kv, ", "), meaning)
+}

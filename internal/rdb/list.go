@@ -191,7 +191,7 @@ func (s *Store) candidates(ctx context.Context, index, groups func(int) string, 
 		}
 		for _, z := range zs {
 			e := entry{shard: sh, score: int64(z.Score), id: z.Member.(string)}
-			if groups != nil && strings.HasPrefix(e.id, "#") {
+			if groups != nil && strings.HasPrefix(e.id, groupMark) {
 				grouped = append(grouped, e)
 				continue
 			}
@@ -202,7 +202,7 @@ func (s *Store) candidates(ctx context.Context, index, groups func(int) string, 
 		pipe := s.c.Pipeline()
 		ids := make([]*redis.StringSliceCmd, len(grouped))
 		for i, g := range grouped {
-			ids[i] = pipe.LRange(ctx, groups(g.shard)+strings.TrimPrefix(g.id, "#"), 0, -1)
+			ids[i] = pipe.LRange(ctx, groups(g.shard)+strings.TrimPrefix(g.id, groupMark), 0, -1)
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
 			return nil, false, fmt.Errorf("list index groups: %w", err)

@@ -46,13 +46,13 @@ func (s *Store) LoadRevoked(ctx context.Context) (Revoked, error) {
 		switch {
 		case f == revokedVersion:
 			r.Version, _ = strconv.ParseInt(v, 10, 64)
-		case strings.HasPrefix(f, "t:"):
+		case strings.HasPrefix(f, revokedTenantMark):
 			if sec, err := strconv.ParseInt(v, 10, 64); err == nil {
 				r.Before[f[2:]] = time.Unix(sec, 0).UTC()
 			}
 		case strings.HasPrefix(f, "i:"):
 			r.IDs[f[2:]] = true
-		case strings.HasPrefix(f, "j:"): // unscoped, as first written
+		case strings.HasPrefix(f, revokedJTIMark): // unscoped, as first written
 			r.IDs["/"+f[2:]] = true
 		}
 	}
@@ -64,7 +64,7 @@ func (s *Store) LoadRevoked(ctx context.Context) (Revoked, error) {
 // before the tenant's cutoff changes nothing, and the later one is
 // returned.
 func (s *Store) RevokeBefore(ctx context.Context, tenant string, t time.Time) (time.Time, error) {
-	v, err := s.revoke(ctx, "t:"+tenant, strconv.FormatInt(t.Unix(), 10))
+	v, err := s.revoke(ctx, revokedTenantMark+tenant, strconv.FormatInt(t.Unix(), 10))
 	if err != nil {
 		return time.Time{}, err
 	}

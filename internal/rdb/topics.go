@@ -350,7 +350,7 @@ func (s *Store) dropTopicKeys(ctx context.Context, tenant, name, h string) error
 		iter := s.c.ZScan(ctx, s.k.index(sh, h), 0, "#*", 1000).Iterator()
 		for i := 0; iter.Next(ctx); i++ {
 			if i%2 == 0 { // members and scores alternate
-				groups = append(groups, s.k.groupPrefix(sh, h)+strings.TrimPrefix(iter.Val(), "#"))
+				groups = append(groups, s.k.groupPrefix(sh, h)+strings.TrimPrefix(iter.Val(), groupMark))
 			}
 		}
 		if err := iter.Err(); err != nil {

@@ -18,30 +18,30 @@ local b = KEYS[1]
 local now = clock(ARGV[1])
 local ok, m = ARGV[2] == '1', ARGV[3]
 local threshold, base, cap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local v = redis.call('HMGET', b, 'st', 'f', 'c', 'u', 'p')
-local st, f, cool, openUntil, probe = v[1] or 'c', tonumber(v[2] or '0'), tonumber(v[3] or '0'), tonumber(v[4] or '0'), v[5]
+local v = redis.call('HMGET', b, BRK.state, BRK.fails, BRK.cool, BRK.openUntil, BRK.probe)
+local st, f, cool, openUntil, probe = v[1] or BRK_ST.closed, tonumber(v[2] or '0'), tonumber(v[3] or '0'), tonumber(v[4] or '0'), v[5]
 if ok then
-  if st ~= 'c' or f > 0 then
+  if st ~= BRK_ST.closed or f > 0 then
     redis.call('DEL', b)
   end
-  return {'c', 0}
+  return {BRK_ST.closed, 0}
 end
-if st == 'c' then
+if st == BRK_ST.closed then
   f = f + 1
   if f < threshold then
-    redis.call('HSET', b, 'st', 'c', 'f', f)
-    return {'c', 0}
+    redis.call('HSET', b, BRK.state, BRK_ST.closed, BRK.fails, f)
+    return {BRK_ST.closed, 0}
   end
   openUntil = now + base
-  redis.call('HSET', b, 'st', 'o', 'f', 0, 'c', base, 'u', openUntil)
-  redis.call('HDEL', b, 'p', 'pd')
-  return {'o', openUntil}
+  redis.call('HSET', b, BRK.state, BRK_ST.open, BRK.fails, 0, BRK.cool, base, BRK.openUntil, openUntil)
+  redis.call('HDEL', b, BRK.probe, BRK.probeEnd)
+  return {BRK_ST.open, openUntil}
 end
 if probe == m then -- the probe failed: open again, for longer
   cool = math.min(math.max(cool, base) * 2, math.max(cap, base))
   openUntil = now + cool
-  redis.call('HSET', b, 'st', 'o', 'c', cool, 'u', openUntil)
-  redis.call('HDEL', b, 'p', 'pd')
-  return {'o', openUntil}
+  redis.call('HSET', b, BRK.state, BRK_ST.open, BRK.cool, cool, BRK.openUntil, openUntil)
+  redis.call('HDEL', b, BRK.probe, BRK.probeEnd)
+  return {BRK_ST.open, openUntil}
 end
 return {st, openUntil}

@@ -163,7 +163,7 @@ local function gate(h, sid, s, r, pattern)
         return 'wait'
       end
       x.sk = x.sk + 1
-      count(h, OCC .. 'skipped')
+      count(h, OCC_SKIPPED)
       return 'drop'
     end
   end
@@ -222,13 +222,13 @@ local function chain(h, sid, sf, r)
     first = qfirst(s)
   end
   local verdict = nil
-  if s.cu == 'n' and (missed ~= nil or now - r.ra > MISFIRE_GRACE) then
+  if s.cu == CU.none and (missed ~= nil or now - r.ra > MISFIRE_GRACE) then
     verdict = 'drop'
   elseif s.x and r.ll == 0 then
     verdict = gate(h, sid, s, r, true)
   end
   local stop = s.x and done(s) -- max_runs: nothing more is filed
-  if missed and s.cu == 'a' and not stop then
+  if missed and s.cu == CU.all and not stop then
     for i = 1, math.min(#missed, CATCHUP_MAX) do
       occurLater(h, sid, s, missed[i])
     end
@@ -275,7 +275,7 @@ end
 
 local function holdFlush()
   for h, es in pairs(heldEntries) do
-    callMany('RPUSH', tag .. 'held:' .. h, es)
+    callMany('RPUSH', tag .. KEY.held .. h, es)
   end
 end
 
@@ -392,7 +392,7 @@ local function claimChained()
   if #sfs > 0 then
     local hs = redis.call('HMGET', KEYS[3], unpack(sfs))
     for i, sf in ipairs(sfs) do
-      sobj[sf] = sparse(hs[i], tag .. 'sb', sf) or false
+      sobj[sf] = sparse(hs[i], tag .. KEY.scheduleBodies, sf) or false
     end
   end
   for i = 1, nLater do
@@ -442,7 +442,7 @@ if budget > 0 then
       if r and r.st == ST.active and r.n == ns[i] then
         local h, id = string.match(field, '^([^/]*)/(.*)$')
         local entry = dues[i] .. ',' .. ats[i] .. ',' .. id .. '|' .. v
-        if redis.call('LPOS', tag .. 'r:' .. h, entry, 'RANK', -1, 'MAXLEN', READY_LOOK) then
+        if redis.call('LPOS', tag .. KEY.ready .. h, entry, 'RANK', -1, 'MAXLEN', READY_LOOK) then
           leaseAdd[#leaseAdd + 1] = now + popLease
           leaseAdd[#leaseAdd + 1] = lapsed[i]
           chores = chores - 1
@@ -480,7 +480,7 @@ while budget > 0 and cascades > 0 and chores > 0 do
     break
   end
   for _, m in ipairs(slots) do
-    local key = tag .. 'w:' .. m
+    local key = tag .. KEY.wheelSlot .. m
     local level = tonumber(string.sub(m, 1, 1)) + 1
     local start = num(string.sub(m, 3)) * WHEEL[level]
     local take = math.min(budget, chores)
@@ -528,7 +528,7 @@ countFlush(tag)
 callMany('ZADD', popLeases, leaseAdd)
 local handles = {}
 for _, h in ipairs(readyOrder) do
-  callMany('LPUSH', tag .. 'r:' .. h, ready[h])
+  callMany('LPUSH', tag .. KEY.ready .. h, ready[h])
   handles[#handles + 1] = h
 end
 local next = false

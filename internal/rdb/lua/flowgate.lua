@@ -128,13 +128,13 @@ end
 if interval > 0 then
   redis.call('ZREMRANGEBYSCORE', taken, '-inf', '(' .. ms3(now - interval)) -- in the way of no time to come
 end
-local bst, openUntil, probe, probeEnd = 'c', 0, false, 0
+local bst, openUntil, probe, probeEnd = BRK_ST.closed, 0, false, 0
 if ARGV[5] == '1' then
-  local b = redis.call('HMGET', breaker, 'st', 'u', 'p', 'pd')
-  bst, openUntil, probe, probeEnd = b[1] or 'c', tonumber(b[2] or '0'), b[3], tonumber(b[4] or '0')
-  if bst == 'o' and now >= openUntil then
-    bst, probe = 'h', false -- cool-down over: a probe may go
-  elseif bst == 'h' and probe and now >= probeEnd then
+  local b = redis.call('HMGET', breaker, BRK.state, BRK.openUntil, BRK.probe, BRK.probeEnd)
+  bst, openUntil, probe, probeEnd = b[1] or BRK_ST.closed, tonumber(b[2] or '0'), b[3], tonumber(b[4] or '0')
+  if bst == BRK_ST.open and now >= openUntil then
+    bst, probe = BRK_ST.half, false -- cool-down over: a probe may go
+  elseif bst == BRK_ST.half and probe and now >= probeEnd then
     probe = false -- the probe's process vanished: another may go
   end
 end
@@ -160,13 +160,13 @@ for i = first, #ARGV, step do
       reserve(m, slot)
       code = 1
     end
-  elseif bst == 'o' then
+  elseif bst == BRK_ST.open then
     code, at = 1, openUntil
-  elseif bst == 'h' and probe then
+  elseif bst == BRK_ST.half and probe then
     code, at = 1, math.min(now + 1000, probeEnd)
-  elseif bst == 'h' then
+  elseif bst == BRK_ST.half then
     probe, probeEnd = m, now + lease
-    redis.call('HSET', breaker, 'st', 'h', 'p', m, 'pd', probeEnd)
+    redis.call('HSET', breaker, BRK.state, BRK_ST.half, BRK.probe, m, BRK.probeEnd, probeEnd)
     code = 3
   elseif par > 0 and free <= 0 then
     code = 2

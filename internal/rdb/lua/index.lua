@@ -6,7 +6,7 @@
 -- the order they were created: a few bytes a job.
 
 local function groupKey(tag, h, sec)
-  return tag .. 'g:' .. h .. ':' .. b36(sec)
+  return tag .. KEY.group .. h .. ':' .. b36(sec)
 end
 
 -- index lists jobs created at their ms: entries is a list of {id, ca}.
@@ -24,7 +24,7 @@ local function index(tag, h, entries)
   end
   for _, sec in ipairs(order) do
     callMany('RPUSH', groupKey(tag, h, sec), groups[sec])
-    redis.call('ZADD', tag .. 'i:' .. h, sec, '#' .. b36(sec))
+    redis.call('ZADD', tag .. KEY.index .. h, sec, GROUP_MARK .. b36(sec))
   end
 end
 
@@ -54,6 +54,6 @@ local function unindex(tag, h, id, ca)
   local sec = ca - ca % 1000
   local gk = groupKey(tag, h, sec)
   if redis.call('LREM', gk, 1, id .. ',' .. b36(ca - sec)) == 1 and redis.call('EXISTS', gk) == 0 then
-    redis.call('ZREM', tag .. 'i:' .. h, '#' .. b36(sec))
+    redis.call('ZREM', tag .. KEY.index .. h, GROUP_MARK .. b36(sec))
   end
 end

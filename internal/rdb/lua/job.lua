@@ -347,7 +347,7 @@ end
 local function wheelFlush(tag, due)
   local soonest, zadd = nil, {}
   for m, parts in pairs(wheel) do
-    callMany('RPUSH', tag .. 'w:' .. m, parts)
+    callMany('RPUSH', tag .. KEY.wheelSlot .. m, parts)
     zadd[#zadd + 1] = wheelScore[m]
     zadd[#zadd + 1] = m
     if not soonest or wheelScore[m] < soonest then
@@ -378,15 +378,15 @@ end
 -- tenant's (<tag>dt:<tenant>) and every tenant's (<tag>dall), of pool
 -- fields; all scored by when the job died.
 local function deadAdd(tag, tenant, h, id, at)
-  redis.call('ZADD', tag .. 'd:' .. h, at, id)
-  redis.call('ZADD', tag .. 'dt:' .. tenant, at, h .. '/' .. id)
-  redis.call('ZADD', tag .. 'dall', at, h .. '/' .. id)
+  redis.call('ZADD', tag .. KEY.dead .. h, at, id)
+  redis.call('ZADD', tag .. KEY.deadTenant .. tenant, at, h .. '/' .. id)
+  redis.call('ZADD', tag .. KEY.deadAll, at, h .. '/' .. id)
 end
 
 local function deadRemove(tag, tenant, h, id)
-  redis.call('ZREM', tag .. 'd:' .. h, id)
-  redis.call('ZREM', tag .. 'dt:' .. tenant, h .. '/' .. id)
-  redis.call('ZREM', tag .. 'dall', h .. '/' .. id)
+  redis.call('ZREM', tag .. KEY.dead .. h, id)
+  redis.call('ZREM', tag .. KEY.deadTenant .. tenant, h .. '/' .. id)
+  redis.call('ZREM', tag .. KEY.deadAll, h .. '/' .. id)
 end
 
 -- Counters: a topic's counts by state in the shard, updated once a call.
@@ -431,14 +431,14 @@ local function countFlush(tag)
     local pending = 0
     for field, n in pairs(d) do
       if n ~= 0 then
-        redis.call('HINCRBY', tag .. 'c:' .. h, field, n)
+        redis.call('HINCRBY', tag .. KEY.counters .. h, field, n)
         pending = pending + pendingOf(field, n)
       end
     end
     if pending ~= 0 then
-      local tenant = redis.call('HGET', tag .. 'ht', h)
+      local tenant = redis.call('HGET', tag .. KEY.topicTenants, h)
       if tenant then
-        redis.call('HINCRBY', tag .. 'tp', tenant, pending)
+        redis.call('HINCRBY', tag .. KEY.tenantPending, tenant, pending)
       end
     end
   end

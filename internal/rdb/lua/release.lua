@@ -35,10 +35,10 @@ for i = 4, #ARGV, 4 do
       count(h, OCC .. 'active>' .. NAME[r.st]) -- an occurrence that did not fire after all
       if r.ll == 0 then
         -- its schedule's max_runs counted it (claim.lua, gate): not any more
-        local s = sget(tag .. 'sch', tag, h .. '/' .. sid)
+        local s = sget(tag .. KEY.schedules, tag, h .. '/' .. sid)
         if s and s.x and s.x.rn > 0 then
           s.x.rn = s.x.rn - 1
-          sput(tag .. 'sch', s)
+          sput(tag .. KEY.schedules, s)
         end
       end
     else

@@ -35,7 +35,7 @@ local SCH_QF = '>I' .. SCH_Q -- one queued instant
 
 -- sget reads schedule sf of the shard of tag, or returns nil.
 local function sget(scheds, tag, sf)
-  return sparse(redis.call('HGET', scheds, sf), tag .. 'sb', sf)
+  return sparse(redis.call('HGET', scheds, sf), tag .. KEY.scheduleBodies, sf)
 end
 
 -- sformat returns s's header and queue as stored.
@@ -113,22 +113,22 @@ end
 
 -- occurrenceID is the job id of schedule sid's occurrence at t (ms).
 local function occurrenceID(sid, t)
-  return sid .. '@' .. string.format('%d', t)
+  return sid .. OCC_MARK .. string.format('%d', t)
 end
 
 -- scheduleOf returns the schedule id of an occurrence's job id, or nil
 -- when id is not one: "<schedule id>@<unix ms>" (kairos.ScheduleOf).
 local function scheduleOf(id)
-  if not string.find(id, '@', 1, true) then
+  if not string.find(id, OCC_MARK, 1, true) then
     return nil -- most ids: one plain search
   end
-  return string.match(id, '^(.+)@%d+$')
+  return string.match(id, '^(.+)' .. OCC_MARK .. '%d+$')
 end
 
 -- isOccurrence reports whether id is an occurrence's, as scheduleOf(id)
 -- ~= nil does, without making a string.
 local function isOccurrence(id)
-  if not string.find(id, '@', 1, true) then
+  if not string.find(id, OCC_MARK, 1, true) then
     return false -- most ids: one plain search
   end
   local i = #id
@@ -140,7 +140,7 @@ local function isOccurrence(id)
     i = i - 1
     b = string.byte(id, i)
   until not b or b < 48 or b > 57
-  return b == 64 and i > 1 -- '@', after a schedule id
+  return b == OCC_MARK_BYTE and i > 1 -- the mark, after a schedule id
 end
 
 -- fileNew files job id of topic h, record v in state st due at t, unless

@@ -30,7 +30,7 @@ while i <= #ARGV do
   redis.call('SREM', refills, sf)
   local s = sget(scheds, tag, sf)
   if s and s.gen == gen and s.hi == hi and not s.pa and not done(s) then
-    if s.cur == 0 and s.cu == 'a' then
+    if s.cur == 0 and s.cu == CU.all then
       for j = first, first + math.min(missed, CATCHUP_MAX) - 1 do
         occur(pool, h, sid, s, tonumber(ARGV[j]), now)
       end

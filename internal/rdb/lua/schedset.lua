@@ -30,7 +30,7 @@ local s, first
 local pending = old and old.cur or 0
 if mode == 'put' then
   s = {gen = 1, cur = 0, hi = 0, lf = 0, cu = ARGV[8], pa = ARGV[9] == '1', lt = tonumber(ARGV[10]), qs = '',
-    ls = tonumber(ARGV[11]), lm = tonumber(ARGV[12]), body = ARGV[13], bk = tag .. 'sb', sf = sf}
+    ls = tonumber(ARGV[11]), lm = tonumber(ARGV[12]), body = ARGV[13], bk = tag .. KEY.scheduleBodies, sf = sf}
   if old then
     s.gen, s.lf = old.gen + 1, old.lf
   end

@@ -10,7 +10,7 @@ local sums = {}
 for i = 2, #ARGV, 2 do
   local h, tenant = ARGV[i], ARGV[i + 1]
   redis.call('HSETNX', KEYS[1], h, tenant)
-  local all = redis.call('HGETALL', tag .. 'c:' .. h)
+  local all = redis.call('HGETALL', tag .. KEY.counters .. h)
   local n = sums[tenant] or 0
   for j = 1, #all, 2 do
     n = n + pendingOf(all[j], tonumber(all[j + 1]))

@@ -8,6 +8,6 @@ local r = parse(redis.call('HGET', KEYS[1], ARGV[3]))
 if r and r.st == ST.dead then
   return 0
 end
-redis.call('ZREM', ARGV[1] .. 'dt:' .. ARGV[2], ARGV[3])
-redis.call('ZREM', ARGV[1] .. 'dall', ARGV[3])
+redis.call('ZREM', ARGV[1] .. KEY.deadTenant .. ARGV[2], ARGV[3])
+redis.call('ZREM', ARGV[1] .. KEY.deadAll, ARGV[3])
 return 1
