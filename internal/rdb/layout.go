@@ -17,9 +17,11 @@ import (
 // fails on a script that spells one itself), so a reader learns the layout
 // here and nowhere else.
 //
-// # Layout version 6 (3 added schedules, and routes occurrences by their schedule; 4 gave the job record a binary header;
+// # Layout version 7 (3 added schedules, and routes occurrences by their schedule; 4 gave the job record a binary header;
 // 5 keeps a schedule's binary header apart from its body; 6 pushes claimed jobs onto per-shard ready lists, keeps
-// leases in a set of their own, records outcomes as they come, and locks shards with redsync mutexes)
+// leases in a set of their own, records outcomes as they come, and locks shards with redsync mutexes; 7 adds the
+// expired state, success notifications and the schedule header's overlap and max_runs extension, which a layout 6
+// process would misread)
 //
 // Keys (P is the key prefix, s a shard, h a topic handle):
 //
@@ -226,7 +228,7 @@ import (
 
 // LayoutVersion is the version of the layout this code reads and writes;
 // Init refuses a Redis that holds another.
-const LayoutVersion = 6
+const LayoutVersion = 7
 
 // Key suffixes: what follows a shard's tag (keys.tag, "P:{s}:") in each of
 // its keys, and a flow's tag (keys.flow) in each of its. keys.go builds

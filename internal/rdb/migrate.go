@@ -35,8 +35,10 @@ end
 return n
 `)
 
-// Migrate moves the kairos data under prefix from layout 4 or 5 to
-// LayoutVersion, in place. From 4 it splits every schedule record into its
+// Migrate moves the kairos data under prefix from layout 4, 5 or 6 to
+// LayoutVersion, in place. From 6 it only records the new layout: layout 7
+// adds states, notifications and schedule fields that a layout 6 process
+// would misread, so the version tells such a process to stop. From 4 it splits every schedule record into its
 // binary header and its body (layout.go, "Schedules"). From 5 it records
 // the attempt outcomes still waiting on the shards' outcome lists (layout
 // 6 records them as they come) and deletes layout 5's scanner leases and
@@ -83,14 +85,16 @@ func Migrate(ctx context.Context, c redis.UniversalClient, prefix string) (Migra
 			return res, fmt.Errorf("migrate shard %d: %w", shard, err)
 		}
 	}
-	if err := migrateOutcomes(ctx, c, prefix, n); err != nil {
-		return res, err
-	}
-	if _, err := unlinkMatching(ctx, c, globEscape(prefix)+":ready:*"); err != nil {
-		return res, fmt.Errorf("delete layout 5's ready lists: %w", err)
-	}
-	if err := c.Del(ctx, prefix+":{scanners}:lease").Err(); err != nil {
-		return res, fmt.Errorf("delete layout 5's scanner leases: %w", err)
+	if from <= 5 {
+		if err := migrateOutcomes(ctx, c, prefix, n); err != nil {
+			return res, err
+		}
+		if _, err := unlinkMatching(ctx, c, globEscape(prefix)+":ready:*"); err != nil {
+			return res, fmt.Errorf("delete layout 5's ready lists: %w", err)
+		}
+		if err := c.Del(ctx, prefix+":{scanners}:lease").Err(); err != nil {
+			return res, fmt.Errorf("delete layout 5's scanner leases: %w", err)
+		}
 	}
 	if err := c.HSet(ctx, k.meta(), "layout", LayoutVersion).Err(); err != nil {
 		return res, fmt.Errorf("record layout %d: %w", LayoutVersion, err)

@@ -151,7 +151,7 @@ func TestMigrateRefusesOtherLayouts(t *testing.T) {
 
 // Layout 5 kept outcomes on a list a shard for its next claim to apply;
 // Migrate records them, drops layout 5's lease hash and ready lists, and
-// records layout 6.
+// records the current layout.
 func TestMigrateLayout5(t *testing.T) {
 	s, clk := newStore(t, Options{})
 	ctx := context.Background()
@@ -186,5 +186,27 @@ func TestMigrateLayout5(t *testing.T) {
 	}
 	if v := s.c.HGet(ctx, s.k.meta(), "layout").Val(); v != strconv.Itoa(LayoutVersion) {
 		t.Errorf("layout %s after the migration, want %d", v, LayoutVersion)
+	}
+}
+
+// From layout 6 Migrate records the new layout and touches no job: a store
+// refuses layout 6 data until then.
+func TestMigrateLayout6(t *testing.T) {
+	s, clk := newStore(t, Options{})
+	ctx := context.Background()
+	enqueue(t, s, "a", clk.Now().Add(time.Hour))
+	s.c.HSet(ctx, s.k.meta(), "layout", 6)
+	if err := s.initLayout(ctx); !errors.Is(err, ErrLayout) {
+		t.Fatalf("a store on layout 6 data: %v, want ErrLayout", err)
+	}
+	res, err := Migrate(ctx, s.c, s.k.prefix)
+	if err != nil || res != (MigrateResult{From: 6, To: LayoutVersion}) {
+		t.Fatalf("Migrate: %+v, %v", res, err)
+	}
+	if err := s.initLayout(ctx); err != nil {
+		t.Fatalf("a store after the migration: %v", err)
+	}
+	if got := getJob(t, s, "a"); got.State != kairos.StateScheduled {
+		t.Errorf("job a is %s after the migration", got.State)
 	}
 }

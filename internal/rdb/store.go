@@ -211,6 +211,11 @@ func (s *Store) initLayout(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read data layout: %w", err)
 	}
+	if v, _ := strconv.Atoi(got); v >= migrateFrom && v < LayoutVersion {
+		return fmt.Errorf("%w: Redis (prefix %q) holds kairos data in layout %s; this kairos reads and writes layout %d. "+
+			"Stop every kairos of the earlier version and run `kairos migrate` with the same KAIROS_REDIS_URL and KAIROS_PREFIX "+
+			"(see docs/operations.md#upgrading)", ErrLayout, s.k.prefix, got, LayoutVersion)
+	}
 	if got != strconv.Itoa(LayoutVersion) {
 		return fmt.Errorf("%w: Redis (prefix %q) holds kairos data in layout %s; this kairos reads and writes layout %d. "+
 			"Run the kairos version that wrote it until its jobs are done, or start this one with another KAIROS_PREFIX "+
