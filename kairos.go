@@ -226,6 +226,35 @@ type Job struct {
 	// Create says how a create treats a job of the same id or dedup key;
 	// it is not stored with the job.
 	Create CreateOptions
+
+	// Labels are the job's own key-value tags (at most MaxLabels), for
+	// listings and bulk operations to select it by; a schedule's
+	// occurrences carry their schedule's.
+	Labels map[string]string
+}
+
+// Label limits: a job or schedule has at most MaxLabels labels, each key
+// 1 to MaxLabelKey characters of [a-z0-9_.-], each value at most
+// MaxLabelValue characters.
+const (
+	MaxLabels     = 10
+	MaxLabelKey   = 32
+	MaxLabelValue = 64
+)
+
+// ValidLabelKey reports whether k may name a label: 1 to MaxLabelKey
+// characters of a-z, 0-9, '_', '.' and '-'.
+func ValidLabelKey(k string) bool {
+	if len(k) == 0 || len(k) > MaxLabelKey {
+		return false
+	}
+	for i := range len(k) {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // CreateOptions are a create's answers to an earlier job: OnConflict for

@@ -46,6 +46,10 @@ type JobRequest struct {
 	// allows, as one with an ID is.
 	DedupKey    string   `json:"dedup_key,omitempty"`
 	DedupWindow Duration `json:"dedup_window,omitempty"`
+	// Labels are up to 10 key-value pairs (keys of 1-32 characters of
+	// a-z, 0-9, '_', '.' and '-'; values up to 64 characters) that
+	// listings and bulk operations select jobs by.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // What a create does to a job of its ID that has not fired ([JobRequest.OnConflict]).

@@ -42,6 +42,7 @@ type ScheduleRequest struct {
 	MaxAttempts int               `json:"max_attempts,omitempty"`
 	Timeout     Duration          `json:"timeout,omitempty"`
 	Backoff     *Backoff          `json:"backoff,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"` // carried by every occurrence
 }
 
 // MarshalJSON encodes r as the API's schedule request, its times as given
@@ -92,7 +93,8 @@ type Schedule struct {
 	UpdatedAt    Time              `json:"updated_at"`
 	// Result is set in the answer to PutSchedule only: ResultCreated or
 	// ResultReplaced.
-	Result string `json:"result,omitempty"`
+	Result string            `json:"result,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // LastRun is the last occurrence a schedule fired, and how its job went

@@ -190,6 +190,9 @@ type Job struct {
 	// ResultDuplicate whose first job's record is gone (cancelled, or past
 	// the retention period) carries only ID, Topic and Tenant.
 	Result string `json:"result,omitempty"`
+	// Labels are the job's labels (a schedule's occurrence carries its
+	// schedule's).
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // The results of a create: ResultCreated (201); ResultReplaced when the job
@@ -218,6 +221,9 @@ type ListOptions struct {
 	State  State  // only jobs in this state
 	Limit  int    // page size, 1 to 500
 	Cursor string // the NextCursor of the previous page
+	// Labels keep the jobs that carry every one of them (job listings
+	// only; at most 10).
+	Labels map[string]string
 }
 
 // BatchResult is the answer to [Client.CreateJobs]: counts, and one item

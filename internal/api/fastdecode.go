@@ -62,6 +62,8 @@ func (req *jobRequest) decodeFastOf(body []byte, valid bool) bool {
 			return l.optString(&r.DedupKey)
 		case "dedup_window":
 			return l.optString(&r.DedupWindow)
+		case "labels":
+			return l.stringMap(&r.Labels)
 		}
 		return false
 	})

@@ -23,6 +23,7 @@ var fastBodies = []string{
 	`{"on_conflict":null,"max_delay":null,"dedup_key":null,"dedup_window":null}`,
 	`{"jobs":[{"delay":"1m"}, {"delay":"2m","payload":{"jobs":[]}} ,3]}`,
 	`{"jobs":[]}`, `{"jobs":null}`,
+	`{"delay":"1m","labels":{"env":"prod","customer":"c-1"}}`, `{"labels":null}`,
 }
 
 // slowBodies are left to the strict decoder, which names what is wrong or
@@ -36,6 +37,7 @@ var slowBodies = []string{
 	`{"delay":"1m",}`, `{"delay":"1m"`, `{"":""}`, `[]`, `null`, ``, "\ufeff{}",
 	`{"dedup_key":"a\u0000b"}`, `{"on_conflict":"keep","on_conflict":"replace"}`,
 	`{"jobs":[{"delay":"1m"},]}`, `{"jobs":[1 2]}`, `{"jobs":[],"jobs":[]}`,
+	`{"delay":"1m","labels":{"env":"a","env":"b"}}`, `{"delay":"1m","labels":{"env":1}}`,
 }
 
 // TestDecodeFastTakes checks which bodies take the fast way, so that

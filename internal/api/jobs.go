@@ -36,6 +36,7 @@ type jobRequest struct {
 	MaxDelay    *string           `json:"max_delay"`
 	DedupKey    *string           `json:"dedup_key"`
 	DedupWindow *string           `json:"dedup_window"`
+	Labels      map[string]string `json:"labels"`
 }
 
 // rescheduleRequest is the body of PATCH /v1/topics/{topic}/jobs/{id}.
@@ -88,7 +89,8 @@ type jobResponse struct {
 	AttemptLog    []attemptResponse `json:"attempt_log,omitempty"`
 	// Result is set in the answers to creates only: what the create did
 	// (rdb.CreateResult: created, replaced, kept, debounced, duplicate).
-	Result string `json:"result,omitempty"`
+	Result string            `json:"result,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // attemptCount is a job's attempts, shown even when 0; attemptsUnknown
@@ -126,6 +128,7 @@ func jobView(j kairos.Job) jobResponse {
 		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: attemptCount(j.Attempts),
 		ReplayedAfter: j.ReplayedAfter, MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
 		FlowKey: j.FlowKey, FailureURL: j.FailureURL, Payload: payloadJSON(j),
+		Labels: j.Labels,
 	}
 	if j.ContentType != "" { // a Content-Type of its own is shown, masked or not, with its headers
 		v.Headers = maskHeaders(ownHeaders(j))
@@ -243,6 +246,7 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 		checkURL(&fe, "failure_url", *req.FailureURL, allowPrivate)
 		j.FailureURL = *req.FailureURL
 	}
+	j.Labels = checkLabels(&fe, "labels", req.Labels)
 	j.Create = req.createOptions(&fe)
 	if j.Create.DedupKey != "" && req.ID != nil {
 		fe.add("dedup_key", "not with id: give dedup_key and let kairos pick the id (it is in the answer), or give an id and on_conflict")

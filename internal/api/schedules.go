@@ -32,6 +32,7 @@ type scheduleRequest struct {
 	MaxAttempts *int              `json:"max_attempts"`
 	Timeout     *string           `json:"timeout"`
 	Backoff     *backoffRequest   `json:"backoff"`
+	Labels      map[string]string `json:"labels"`
 }
 
 // scheduleResponse is a schedule as the API shows it.
@@ -62,6 +63,7 @@ type scheduleResponse struct {
 	CreatedAt    string            `json:"created_at"`
 	UpdatedAt    string            `json:"updated_at"`
 	Result       string            `json:"result,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
 }
 
 // lastRunResponse is the last occurrence fired, by the pattern or a manual
@@ -124,7 +126,7 @@ func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, m
 	}
 	delay := "0s"
 	jr := jobRequest{ID: &id, Delay: &delay, Payload: req.Payload, CallbackURL: req.CallbackURL, Method: req.Method,
-		Headers: req.Headers, MaxAttempts: req.MaxAttempts, Timeout: req.Timeout, Backoff: req.Backoff}
+		Headers: req.Headers, MaxAttempts: req.MaxAttempts, Timeout: req.Timeout, Backoff: req.Backoff, Labels: req.Labels}
 	j, err := jr.toJob(tenant, topic, now, maxPayload, allowPrivate)
 	var ve *ValidationError
 	switch {
@@ -252,7 +254,7 @@ func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResp
 		StartAt: formatTime(sc.StartAt), EndAt: formatTime(sc.EndAt), CatchUp: sc.CatchUp, Paused: sc.Paused,
 		NextRuns: []string{}, NextRunsZone: []string{}, Payload: jv.Payload, CallbackURL: jv.CallbackURL, Method: jv.Method, Headers: jv.Headers,
 		MaxAttempts: jv.MaxAttempts, Timeout: jv.Timeout, Backoff: jv.Backoff,
-		CreatedAt: formatTime(sc.CreatedAt), UpdatedAt: formatTime(sc.UpdatedAt)}
+		CreatedAt: formatTime(sc.CreatedAt), UpdatedAt: formatTime(sc.UpdatedAt), Labels: jv.Labels}
 	if v.Timezone == "" {
 		v.Timezone = "UTC"
 	}

@@ -42,6 +42,9 @@ type settings struct {
 	// ReplayedAfter is how many attempts the job made before its last
 	// replay (replay.lua writes it; a create never does).
 	ReplayedAfter int `json:"rb,omitempty"`
+	// Labels are the job's labels; the scripts find them by the key
+	// "lb" (index.lua's labelKeys), so no other field may be named so.
+	Labels map[string]string `json:"lb,omitempty"`
 }
 
 // encodeSettings returns j's own settings as stored; nil when it has none.
@@ -49,9 +52,10 @@ func encodeSettings(j kairos.Job) ([]byte, error) {
 	s := settings{URL: j.CallbackURL, Method: j.Method, ContentType: j.ContentType, Headers: j.Headers,
 		TimeoutMS: j.Timeout.Milliseconds(), MaxAttempts: j.MaxAttempts,
 		BackoffInitial: j.BackoffInitial.Milliseconds(), BackoffMax: j.BackoffMax.Milliseconds(),
-		TraceParent: j.TraceParent, TraceState: j.TraceState, FlowKey: j.FlowKey, FailureURL: j.FailureURL}
+		TraceParent: j.TraceParent, TraceState: j.TraceState, FlowKey: j.FlowKey, FailureURL: j.FailureURL, Labels: j.Labels}
 	if s.URL == "" && s.Method == "" && s.ContentType == "" && len(s.Headers) == 0 && s.TimeoutMS == 0 &&
-		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 && s.TraceParent == "" && s.FlowKey == "" && s.FailureURL == "" {
+		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 && s.TraceParent == "" && s.FlowKey == "" && s.FailureURL == "" &&
+		len(s.Labels) == 0 {
 		return nil, nil
 	}
 	b, err := json.Marshal(s)
@@ -174,6 +178,7 @@ func (r record) job(key kairos.JobKey, webhookID func(kairos.JobKey, int64) stri
 		j.BackoffMax = time.Duration(s.BackoffMax) * time.Millisecond
 		j.TraceParent, j.TraceState, j.FlowKey, j.FailureURL = s.TraceParent, s.TraceState, s.FlowKey, s.FailureURL
 		j.ReplayedAfter = s.ReplayedAfter
+		j.Labels = s.Labels
 	}
 	log, err := decodeLogLines(r.log)
 	if err != nil {

@@ -116,6 +116,14 @@ var (
 	revokeScript = newScript("revoke", revokeSrc, allowOOM)
 )
 
+// The scripts of labels and bulk operations.
+var (
+	//go:embed lua/labelunindex.lua
+	labelunindexSrc string
+
+	labelunindexScript = newScript("labelunindex", labelunindexSrc, allowOOM)
+)
+
 // helpersSrc is what every script body runs after.
 var helpersSrc = luaPrelude + jobSrc + indexSrc + schedSrc
 
@@ -135,7 +143,8 @@ func newScript(name, body string, oom ...bool) *script {
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
 	schedsetScript, scheddelScript, schedrefillScript, schedmarkScript, unholdScript, flowgateScript, breakerScript, outcomeScript, startScript, lockScript,
-	topicretireScript, topicdelScript, quotaScript, tenantpendingScript, revokeScript}
+	topicretireScript, topicdelScript, quotaScript, tenantpendingScript, revokeScript,
+	labelunindexScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions

@@ -260,6 +260,9 @@ local function claim(field, t, v)
     hdel[#hdel + 1] = field
     written[field] = false -- gone
     unindex(tag, h, id, ca)
+    if ls >= 10 then
+      labelRem(tag, h, id, v, REC_LEN, ls)
+    end
     return
   end
   local r = asRecord(v, st, n, ca, ra, nx, fa, lt, ls, ll)
@@ -322,6 +325,7 @@ local function claimChained()
       hdel[#hdel + 1] = field -- missed, and catch-up "none"
       written[field] = false
       unindex(tag, h, laterID[i], r.ca)
+      labelRemRecord(tag, h, laterID[i], r)
       count(h, NAME[r.st], -1)
     else
       count(h, TO_ACTIVE[true][r.st])
