@@ -140,7 +140,7 @@ func TestAuthEveryRoute(t *testing.T) {
 			wantProblem(t, res, http.StatusUnauthorized)
 		}
 	}
-	if n != 32 {
-		t.Errorf("checked %d /v1 operations, want 32", n)
+	if n != 34 {
+		t.Errorf("checked %d /v1 operations, want 34", n)
 	}
 }
