@@ -1,13 +1,19 @@
 package api
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // waitOperation polls an operation until it is done.
@@ -140,4 +146,52 @@ func TestBulkValidation(t *testing.T) {
 	if !strings.Contains(string(e.do(t, "POST", "/v1/topics/orders/jobs/bulk", acme, obj{"action": "cancel", "filter": obj{}}).Body), "at least one") {
 		t.Error("an empty filter's error does not say what is needed")
 	}
+}
+
+// FuzzBulkRequest: the bulk body decoder and its checks never panic; a
+// request they take has an action and a filter with a field, reads back
+// the same from its canonical form, and is one openapi.yaml accepts.
+func FuzzBulkRequest(f *testing.F) {
+	for _, b := range []string{
+		`{"action":"cancel","filter":{"state":"scheduled"}}`,
+		`{"action":"replay","filter":{"labels":{"env":"prod","team":"a"}}}`,
+		`{"action":"cancel","filter":{"run_at_from":"2026-11-21T10:00:00Z","run_at_to":"2026-11-21T11:00:00.5+01:00"}}`,
+		`{"action":"cancel","filter":{}}`, `{"action":"cancel"}`, `{"filter":{"state":"dead"}}`,
+		`{"action":"cancel","filter":{"labels":{"Env":"x"}}}`, `{"action":"cancel","filter":null}`,
+		`{"action":"cancel","filter":{"state":"dead","x":1}}`, `[]`, `{"action":1}`,
+	} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req bulkRequest
+		if decodeBytes(body, &req) != nil {
+			return
+		}
+		op, err := req.toOperation("acme", "orders")
+		if err != nil {
+			var ve *ValidationError
+			if !errors.As(err, &ve) || len(ve.Errors) == 0 || ve.Errors[0].Field == "" {
+				t.Fatalf("refused without a field: %v", err)
+			}
+			return
+		}
+		if op.Filter.Empty() || (op.Action != rdb.ActionCancel && op.Action != rdb.ActionReplay) {
+			t.Fatalf("took %+v", op)
+		}
+		fv := operationView(op).Filter
+		canon, _ := json.Marshal(obj{"action": op.Action, "filter": fv})
+		var req2 bulkRequest
+		if err := decodeBytes(canon, &req2); err != nil {
+			t.Fatalf("canonical %s: %v", canon, err)
+		}
+		op2, err := req2.toOperation("acme", "orders")
+		if err != nil {
+			t.Fatalf("canonical %s: %v", canon, err)
+		}
+		op2.ID = op.ID
+		if d := cmp.Diff(op, op2, cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("read back from %s (-first +second):\n%s", canon, d)
+		}
+		specAccepts(t, "BulkRequest", canon)
+	})
 }

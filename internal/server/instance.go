@@ -232,7 +232,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger, hooks ...redis.Hoo
 
 // bulkPoll is how often a process that runs a scanner or workers looks
 // for bulk operations whose process died.
-const bulkPoll = 5 * time.Second
+const bulkPoll = 10 * time.Second
 
 // topicPoll is how often workers read the topic list when no wake message
 // told them of a change.
