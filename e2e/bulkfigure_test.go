@@ -98,6 +98,8 @@ func quantiles(ds []time.Duration) string {
 		return "no samples"
 	}
 	slices.Sort(ds)
-	q := func(f float64) time.Duration { return ds[min(len(ds)-1, int(f*float64(len(ds))))].Round(10 * time.Microsecond) }
+	q := func(f float64) time.Duration {
+		return ds[min(len(ds)-1, int(f*float64(len(ds))))].Round(10 * time.Microsecond)
+	}
 	return fmt.Sprintf("n=%d p50=%v p99=%v max=%v", len(ds), q(0.5), q(0.99), ds[len(ds)-1].Round(10*time.Microsecond))
 }
