@@ -245,6 +245,10 @@ type Job struct {
 	// Priority (0 to MaxPriority) orders the flow's jobs that a flow limit
 	// holds back together (PriorityStep).
 	Priority int
+	// Labels are the job's own key-value tags (at most MaxLabels), for
+	// listings and bulk operations to select it by; a schedule's
+	// occurrences carry their schedule's.
+	Labels map[string]string
 }
 
 // MaxPriority is the highest job priority; 0, the default, the lowest.
@@ -268,6 +272,30 @@ func HeldOrder(j Job, due time.Time) time.Time {
 // expiry and now is past it.
 func (j Job) Expired(now time.Time) bool {
 	return !j.ExpiresAt.IsZero() && now.After(j.ExpiresAt)
+}
+
+// Label limits: a job or schedule has at most MaxLabels labels, each key
+// 1 to MaxLabelKey characters of [a-z0-9_.-], each value at most
+// MaxLabelValue characters.
+const (
+	MaxLabels     = 10
+	MaxLabelKey   = 32
+	MaxLabelValue = 64
+)
+
+// ValidLabelKey reports whether k may name a label: 1 to MaxLabelKey
+// characters of a-z, 0-9, '_', '.' and '-'.
+func ValidLabelKey(k string) bool {
+	if len(k) == 0 || len(k) > MaxLabelKey {
+		return false
+	}
+	for i := range len(k) {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // CreateOptions are a create's answers to an earlier job: OnConflict for

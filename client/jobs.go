@@ -6,6 +6,7 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 )
 
@@ -159,6 +160,16 @@ func (o ListOptions) query(withState bool) url.Values {
 	}
 	if o.Cursor != "" {
 		q.Set("cursor", o.Cursor)
+	}
+	if withState {
+		keys := make([]string, 0, len(o.Labels))
+		for k := range o.Labels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			q.Add("label", k+":"+o.Labels[k])
+		}
 	}
 	return q
 }

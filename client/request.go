@@ -57,6 +57,10 @@ type JobRequest struct {
 	// Priority (0 to 9) orders the jobs a flow limit holds back: higher
 	// first, each step worth a minute of due time.
 	Priority int `json:"priority,omitempty"`
+	// Labels are up to 10 key-value pairs (keys of 1-32 characters of
+	// a-z, 0-9, '_', '.' and '-'; values up to 64 characters) that
+	// listings and bulk operations select jobs by.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // What a create does to a job of its ID that has not fired ([JobRequest.OnConflict]).

@@ -50,7 +50,8 @@ type ScheduleRequest struct {
 	Jitter Duration `json:"jitter,omitzero"`
 	// MaxRuns completes the schedule after that many occurrences fired
 	// (0: no bound).
-	MaxRuns int `json:"max_runs,omitempty"`
+	MaxRuns int               `json:"max_runs,omitempty"`
+	Labels  map[string]string `json:"labels,omitempty"` // carried by every occurrence
 }
 
 // MarshalJSON encodes r as the API's schedule request, its times as given
@@ -110,7 +111,8 @@ type Schedule struct {
 	Runs    *int   `json:"runs,omitempty"`
 	Skipped *int64 `json:"skipped,omitempty"`
 	// State is "active", "paused" or "completed" (MaxRuns fired).
-	State string `json:"state"`
+	State  string            `json:"state"`
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // LastRun is the last occurrence a schedule fired, and how its job went

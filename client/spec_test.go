@@ -50,6 +50,7 @@ var fullJob = client.JobRequest{
 	Headers:     map[string]string{"X-Campaign": "winter"},
 	MaxAttempts: 3, Timeout: client.Duration(5 * time.Second),
 	Backoff: &client.Backoff{Initial: client.Duration(10 * time.Second), Max: client.Duration(10 * time.Minute)},
+	Labels:  map[string]string{"env": "prod"},
 }
 
 // calls makes, for each operation of the spec by operationId, the client
@@ -122,7 +123,7 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		return err
 	},
 	"listJobs": func(ctx context.Context, c *client.Client) error {
-		_, err := c.ListJobs(ctx, "orders", client.ListOptions{State: client.StateRetrying, Limit: 10, Cursor: "MTc5NTI1"})
+		_, err := c.ListJobs(ctx, "orders", client.ListOptions{State: client.StateRetrying, Limit: 10, Cursor: "MTc5NTI1", Labels: map[string]string{"env": "prod", "team": "a"}})
 		return err
 	},
 	"getJob": func(ctx context.Context, c *client.Client) error {
@@ -139,6 +140,16 @@ var calls = map[string]func(context.Context, *client.Client) error{
 	"cancelJob": func(ctx context.Context, c *client.Client) error { return c.CancelJob(ctx, "orders", "order-8412") },
 	"retryJob": func(ctx context.Context, c *client.Client) error {
 		_, err := c.RetryJob(ctx, "orders", "order-8412")
+		return err
+	},
+	"bulkJobs": func(ctx context.Context, c *client.Client) error {
+		_, err := c.BulkJobs(ctx, "orders", client.BulkRequest{Action: client.BulkCancel, Filter: client.BulkFilter{
+			State: client.StateScheduled, Labels: map[string]string{"customer": "acme"},
+			RunAtFrom: client.Time{Time: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}, RunAtTo: client.Time{Time: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}}})
+		return err
+	},
+	"getOperation": func(ctx context.Context, c *client.Client) error {
+		_, err := c.GetOperation(ctx, "op_k4zq2mxc7n3ra5b6tyhe")
 		return err
 	},
 	"listDead": func(ctx context.Context, c *client.Client) error {
@@ -168,6 +179,7 @@ var calls = map[string]func(context.Context, *client.Client) error{
 			Payload: json.RawMessage(`{ "report": "daily" }`), CallbackURL: "https://api.example.net/reports", Method: "PUT",
 			Headers: map[string]string{"X-Report": "daily"}, MaxAttempts: 3, Timeout: client.Duration(5 * time.Second),
 			Backoff: &client.Backoff{Initial: client.Duration(10 * time.Second), Max: client.Duration(10 * time.Minute)},
+			Labels:  map[string]string{"report": "daily"},
 		}); err != nil {
 			return err
 		}
@@ -373,6 +385,8 @@ var mirrors = map[string]any{
 	"Notification":      client.Notification{},
 	"BackfillRequest":   backfillRequest{},
 	"BackfillResult":    backfillResult{},
+	"BulkRequest":       client.BulkRequest{},
+	"Operation":         client.Operation{},
 }
 
 // The wrappers the client takes apart: ListTopics returns the list,

@@ -209,6 +209,9 @@ type Job struct {
 	SuccessURL string `json:"success_url,omitempty"`
 	ExpiresAt  Time   `json:"expires_at,omitzero"` // its expiry, if it has one
 	Priority   int    `json:"priority,omitempty"`
+	// Labels are the job's labels (a schedule's occurrence carries its
+	// schedule's).
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // The results of a create: ResultCreated (201); ResultReplaced when the job
@@ -237,6 +240,9 @@ type ListOptions struct {
 	State  State  // only jobs in this state
 	Limit  int    // page size, 1 to 500
 	Cursor string // the NextCursor of the previous page
+	// Labels keep the jobs that carry every one of them (job listings
+	// only; at most 10).
+	Labels map[string]string
 }
 
 // BatchResult is the answer to [Client.CreateJobs]: counts, and one item

@@ -363,6 +363,10 @@ func TestAdminPageInBrowser(t *testing.T) {
 		testSchedulesView(t, b.on(t), base, admin, rcv)
 	})
 
+	t.Run("label filter and bulk cancel", func(t *testing.T) {
+		testBulkView(t, b.on(t), base, admin, rcv)
+	})
+
 	t.Run("tenant token sees its own tenant only", func(t *testing.T) {
 		b := b.on(t)
 		b.load("sign out", chromedp.Click(chromedp.ID("signout")))

@@ -33,12 +33,14 @@ var jobCommands = []apiCommand{
 			payloadFile := fs.String("payload-file", "", "read the payload, any JSON, from this file; - reads stdin")
 			payload := fs.String("payload", "", "the payload, any JSON, such as '{\"order\": 1042}'")
 			successURL := fs.String("success-url", "", "told of the job's delivery, with the receiver's answer, instead of its topic's success URL")
+			labels := labelFlag{}
+			fs.Var(labels, "label", "a label KEY:VALUE of the job; repeat for more (up to 10)")
 			return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 				req := client.JobRequest{ID: *id, RunAt: when.runAt.t, Delay: client.Duration(when.delay), SuccessURL: *successURL,
 					CallbackURL: set.callbackURL, Method: set.method, Headers: set.headerMap(),
 					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(),
 					OnConflict: opts.onConflict, MaxDelay: client.Duration(opts.maxDelay),
-					DedupKey: opts.dedupKey, DedupWindow: client.Duration(opts.dedupWindow)}
+					DedupKey: opts.dedupKey, DedupWindow: client.Duration(opts.dedupWindow), Labels: labels.labels()}
 				req.ExpiresAt, req.TTL, req.Priority = life.expiresAt.t, client.Duration(life.ttl), life.priority
 				var err error
 				if req.Payload, err = readPayload("kairos jobs create", out.stdin, *payloadFile, *payload); err != nil {
@@ -74,12 +76,15 @@ var jobCommands = []apiCommand{
 		var page pageFlags
 		page.define(fs)
 		state := fs.String("state", "", "only jobs in this state: "+joinStates())
+		labels := labelFlag{}
+		fs.Var(labels, "label", "only jobs with this label KEY:VALUE; repeat for jobs with all of them")
 		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 			if *state != "" && !slices.Contains(client.States, client.State(*state)) {
 				return usagef("kairos jobs list", "--state %q is not a state: use one of %s", *state, joinStates())
 			}
 			opts := page.options()
 			opts.State = client.State(*state)
+			opts.Labels = labels.labels()
 			return page.list(out, "kairos jobs list "+args[0], c.AllJobs(ctx, args[0], opts),
 				func() (*client.JobList, error) { return c.ListJobs(ctx, args[0], opts) }, jobTable)
 		}

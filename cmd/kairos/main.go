@@ -28,7 +28,8 @@ usage:
 
 calling a running kairos (KAIROS_URL, KAIROS_TOKEN; each command's -h for its flags):
   kairos topics list|put|get|delete          topics and their callback settings
-  kairos jobs create|get|list|cancel|reschedule|retry
+  kairos jobs create|get|list|cancel|reschedule|retry|bulk
+  kairos operations get ID                   a bulk operation's progress
   kairos schedules put|get|list|delete|pause|resume|trigger   recurring schedules
   kairos dead list|replay                    dead letters
   kairos keys list|rotate                    callback signing secrets
@@ -68,7 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func runCommand(ctx context.Context, args []string, std stdio) error {
 	if len(args) == 0 {
 		fmt.Fprint(std.stderr, usage)
-		return usagef("", "name a command: serve, token, tick, migrate, topics, jobs, schedules, dead, keys, tenants or stats")
+		return usagef("", "name a command: serve, token, tick, migrate, topics, jobs, schedules, dead, keys, tenants, operations or stats")
 	}
 	switch args[0] {
 	case "serve":

@@ -20,6 +20,7 @@ import (
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
+	"github.com/kairos-sh/kairos/internal/bulk"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testclock"
 	"github.com/kairos-sh/kairos/internal/testredis"
@@ -60,6 +61,13 @@ func newEnv(tb testing.TB, cfg Config) *env {
 		tb.Fatal(err)
 	}
 	e.auth = auth.New([]byte(testSecret), e.clock.Now)
+	if cfg.Bulk == nil {
+		cfg.Bulk = bulk.New(e.store, bulk.Config{Pause: time.Millisecond})
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { cfg.Bulk.Run(ctx); close(done) }()
+		tb.Cleanup(func() { stop(); <-done })
+	}
 	e.srv = httptest.NewServer(New(e.store, e.auth, cfg))
 	tb.Cleanup(e.srv.Close)
 	return e

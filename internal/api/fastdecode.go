@@ -70,6 +70,8 @@ func (req *jobRequest) decodeFastOf(body []byte, valid bool) bool {
 			return l.optString(&r.TTL)
 		case "priority":
 			return l.optInt(&r.Priority)
+		case "labels":
+			return l.stringMap(&r.Labels)
 		}
 		return false
 	})

@@ -25,6 +25,7 @@ var fastBodies = []string{
 	`{"expires_at":null,"ttl":null,"priority":null}`,
 	`{"jobs":[{"delay":"1m"}, {"delay":"2m","payload":{"jobs":[]}} ,3]}`,
 	`{"jobs":[]}`, `{"jobs":null}`,
+	`{"delay":"1m","labels":{"env":"prod","customer":"c-1"}}`, `{"labels":null}`,
 }
 
 // slowBodies are left to the strict decoder, which names what is wrong or
@@ -39,6 +40,7 @@ var slowBodies = []string{
 	`{"dedup_key":"a\u0000b"}`, `{"on_conflict":"keep","on_conflict":"replace"}`,
 	`{"priority":1.0}`, `{"priority":"5"}`, `{"priority":5,"priority":6}`,
 	`{"jobs":[{"delay":"1m"},]}`, `{"jobs":[1 2]}`, `{"jobs":[],"jobs":[]}`,
+	`{"delay":"1m","labels":{"env":"a","env":"b"}}`, `{"delay":"1m","labels":{"env":1}}`,
 }
 
 // TestDecodeFastTakes checks which bodies take the fast way, so that

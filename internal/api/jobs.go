@@ -38,10 +38,11 @@ type jobRequest struct {
 	DedupWindow *string           `json:"dedup_window"`
 
 	// success_url: told of the delivery (docs/callbacks.md)
-	SuccessURL *string `json:"success_url"`
-	ExpiresAt  *string `json:"expires_at"`
-	TTL        *string `json:"ttl"`
-	Priority   *int    `json:"priority"`
+	SuccessURL *string           `json:"success_url"`
+	ExpiresAt  *string           `json:"expires_at"`
+	TTL        *string           `json:"ttl"`
+	Priority   *int              `json:"priority"`
+	Labels     map[string]string `json:"labels"`
 }
 
 // rescheduleRequest is the body of PATCH /v1/topics/{topic}/jobs/{id}.
@@ -100,9 +101,10 @@ type jobResponse struct {
 	Result string `json:"result,omitempty"`
 
 	// success_url: told of the delivery (docs/callbacks.md)
-	SuccessURL string `json:"success_url,omitempty"`
-	ExpiresAt  string `json:"expires_at,omitempty"`
-	Priority   int    `json:"priority,omitempty"`
+	SuccessURL string            `json:"success_url,omitempty"`
+	ExpiresAt  string            `json:"expires_at,omitempty"`
+	Priority   int               `json:"priority,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
 }
 
 // attemptCount is a job's attempts, shown even when 0; attemptsUnknown
@@ -141,6 +143,7 @@ func jobView(j kairos.Job) jobResponse {
 		ReplayedAfter: j.ReplayedAfter, MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
 		FlowKey: j.FlowKey, FailureURL: j.FailureURL, Payload: payloadJSON(j), SuccessURL: j.SuccessURL,
 		ExpiresAt: formatTime(j.ExpiresAt), Priority: j.Priority,
+		Labels: j.Labels,
 	}
 	if j.ContentType != "" { // a Content-Type of its own is shown, masked or not, with its headers
 		v.Headers = maskHeaders(ownHeaders(j))
@@ -264,6 +267,7 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 		j.SuccessURL = *req.SuccessURL
 	}
 	j.ExpiresAt, j.Priority = req.expiryAndPriority(&fe, j.RunAt, now)
+	j.Labels = checkLabels(&fe, "labels", req.Labels)
 	j.Create = req.createOptions(&fe)
 	if j.Create.DedupKey != "" && req.ID != nil {
 		fe.add("dedup_key", "not with id: give dedup_key and let kairos pick the id (it is in the answer), or give an id and on_conflict")

@@ -15,7 +15,7 @@ type listResponse struct {
 	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
-// listJobs handles GET /v1/topics/{topic}/jobs?state=&cursor=&limit=.
+// listJobs handles GET /v1/topics/{topic}/jobs?state=&label=&cursor=&limit=.
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	tenant, topic, err := s.topicTarget(r)
 	if err != nil {
@@ -32,6 +32,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		fe.add("state", "%q is not a state: use one of %s", state, strings.Join(names, ", "))
 	}
+	labels := parseLabelQuery(&fe, q["label"])
 	limit := pageLimit(&fe, q.Get("limit"))
 	if err := fe.err(); err != nil {
 		s.writeError(w, r, err)
@@ -41,7 +42,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	page, err := s.store.ListJobs(r.Context(), rdb.ListQuery{Tenant: tenant, Topic: topic, State: state, Cursor: q.Get("cursor"), Limit: limit})
+	page, err := s.store.ListJobs(r.Context(), rdb.ListQuery{Tenant: tenant, Topic: topic, State: state, Cursor: q.Get("cursor"), Limit: limit, Labels: labels})
 	if err != nil {
 		s.writeError(w, r, cursorError(err))
 		return

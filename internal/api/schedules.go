@@ -33,9 +33,10 @@ type scheduleRequest struct {
 	Timeout     *string           `json:"timeout"`
 	Backoff     *backoffRequest   `json:"backoff"`
 
-	Overlap *string `json:"overlap"`
-	Jitter  *string `json:"jitter"`
-	MaxRuns *int    `json:"max_runs"`
+	Overlap *string           `json:"overlap"`
+	Jitter  *string           `json:"jitter"`
+	MaxRuns *int              `json:"max_runs"`
+	Labels  map[string]string `json:"labels"`
 }
 
 // scheduleResponse is a schedule as the API shows it.
@@ -71,9 +72,10 @@ type scheduleResponse struct {
 	MaxRuns      int               `json:"max_runs,omitempty"`
 	// Runs and Skipped are counted for a schedule with max_runs or an
 	// overlap rule other than allow.
-	Runs    *int   `json:"runs,omitempty"`
-	Skipped *int64 `json:"skipped,omitempty"`
-	State   string `json:"state"`
+	Runs    *int              `json:"runs,omitempty"`
+	Skipped *int64            `json:"skipped,omitempty"`
+	State   string            `json:"state"`
+	Labels  map[string]string `json:"labels,omitempty"`
 }
 
 // lastRunResponse is the last occurrence fired, by the pattern or a manual
@@ -137,7 +139,7 @@ func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, m
 	req.extFields(&fe, &sc)
 	delay := "0s"
 	jr := jobRequest{ID: &id, Delay: &delay, Payload: req.Payload, CallbackURL: req.CallbackURL, Method: req.Method,
-		Headers: req.Headers, MaxAttempts: req.MaxAttempts, Timeout: req.Timeout, Backoff: req.Backoff}
+		Headers: req.Headers, MaxAttempts: req.MaxAttempts, Timeout: req.Timeout, Backoff: req.Backoff, Labels: req.Labels}
 	j, err := jr.toJob(tenant, topic, now, maxPayload, allowPrivate)
 	var ve *ValidationError
 	switch {
@@ -268,7 +270,7 @@ func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResp
 		StartAt: formatTime(sc.StartAt), EndAt: formatTime(sc.EndAt), CatchUp: sc.CatchUp, Paused: sc.Paused,
 		NextRuns: []string{}, NextRunsZone: []string{}, Payload: jv.Payload, CallbackURL: jv.CallbackURL, Method: jv.Method, Headers: jv.Headers,
 		MaxAttempts: jv.MaxAttempts, Timeout: jv.Timeout, Backoff: jv.Backoff,
-		CreatedAt: formatTime(sc.CreatedAt), UpdatedAt: formatTime(sc.UpdatedAt)}
+		CreatedAt: formatTime(sc.CreatedAt), UpdatedAt: formatTime(sc.UpdatedAt), Labels: jv.Labels}
 	if v.Timezone == "" {
 		v.Timezone = "UTC"
 	}

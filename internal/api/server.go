@@ -17,6 +17,7 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/internal/bulk"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/tracing"
 )
@@ -55,6 +56,9 @@ type Config struct {
 	// Zero: 15s and 30s.
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
+	// Bulk runs the bulk operations this process creates or takes over;
+	// nil answers POST .../jobs/bulk with a 404.
+	Bulk *bulk.Runner
 }
 
 // DefaultRedisTimeout is the default of Config.RedisTimeout.
@@ -132,6 +136,7 @@ func (s *Server) routes() chi.Router {
 			r.Post("/jobs", s.createJob)
 			r.Get("/jobs", s.listJobs)
 			r.Post("/jobs/batch", s.createJobs)
+			r.Post("/jobs/bulk", s.bulkJobs)
 			r.Get("/jobs/{id}", s.getJob)
 			r.Patch("/jobs/{id}", s.rescheduleJob)
 			r.Delete("/jobs/{id}", s.cancelJob)
@@ -155,6 +160,7 @@ func (s *Server) routes() chi.Router {
 		r.Delete("/tenants/{tenant}/quota", s.deleteQuota)
 		r.Post("/tenants/{tenant}/revocations", s.revokeTokens)
 		r.Post("/tokens", s.mintToken)
+		r.Get("/operations/{id}", s.getOperation)
 	})
 	r.Get("/metrics", s.mounted(s.cfg.Metrics, "metrics"))
 	page := s.mounted(s.cfg.Page, "the admin page")

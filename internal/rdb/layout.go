@@ -59,6 +59,9 @@ import (
 //	P:{s}:u:<h>:<key>   STRING a dedup key of a topic's creates: "<first id>,<until (ms, base 36)>", PX the
 //	                           window; the job it names is in the same shard (Store.DedupID; see "Dedup keys")
 //	P:{s}:gone          SET    handles of deleted topics: no job or schedule is written under them (see "Deleting a topic")
+//	P:{s}:lb:<h>:<k>=<v> ZSET  a label index: the topic's jobs in the shard labelled k=v, id -> created at (ms)
+//	                           (see "Labels"); a job without labels is in none
+//	P:{ops}:o:<id>      HASH   a bulk operation (ops.go); P:{ops}:run ZSET the running ones -> when their lease lapses
 //	P:{s}:ht            HASH   topic handle -> its tenant (written when a process first resolves the handle)
 //	P:{s}:tp            HASH   tenant -> its pending jobs in the shard (see "Tenant quotas")
 //	P:quotas            HASH   tenant -> the quota an admin set for it (JSON)
@@ -175,6 +178,20 @@ import (
 // expiry (replay.lua drops ex). Priority orders the jobs a flow limit
 // holds back in a worker (callback's dispatcher): no script reads it.
 //
+// # Labels
+//
+// A job's labels are in its settings ("lb", JSON only Go reads), and each
+// pair has a ZSET in the job's shard, P:{s}:lb:<h>:<k>=<v>, scored by the
+// job's creation time as the listing is. The scripts that write or delete
+// a record keep them: enqueue.lua (a create, a replace, a new job of an id
+// used before), cancel.lua, claim.lua (a delivered record past its
+// retention, an occurrence dropped by catch-up none), sched.lua (an
+// occurrence filed, one taken back); lua/index.lua has the helpers. A
+// listing or bulk operation by labels walks the rarest label's ZSET and
+// checks the others on each record, so it reads about as many entries as
+// that label has jobs. A job without labels has no settings field, no
+// entry and no key: it costs what it cost before labels existed.
+//
 // # Tenant quotas
 //
 // A tenant's pending jobs (scheduled, ready, active, retrying) are counted
@@ -260,6 +277,7 @@ const (
 	keyGone           = "gone"  // P:{s}:gone
 	keyTopicTenants   = "ht"    // P:{s}:ht
 	keyTenantPending  = "tp"    // P:{s}:tp
+	keyLabel          = "lb:"   // P:{s}:lb:<h>:<key>=<value>
 	keyFlowPace       = "pace"  // P:{f:<tenant>/<flow>}:pace
 	keyFlowTaken      = "taken" // P:{f:<tenant>/<flow>}:taken
 	keyFlowResv       = "resv"  // P:{f:<tenant>/<flow>}:resv
@@ -283,6 +301,7 @@ var luaKeys = []luaName{
 	{"held", keyHeld},
 	{"topicTenants", keyTopicTenants},
 	{"tenantPending", keyTenantPending},
+	{"label", keyLabel},
 }
 
 // luaName is a Go value by its name in a table of the prelude.

@@ -21,6 +21,10 @@ type ListQuery struct {
 	State         kairos.State // "" for every state
 	Cursor        string       // from the previous page; "" for the first
 	Limit         int          // page size, 1 to 500
+	// Labels, when given, select the jobs that carry every one of them
+	// (listLabelled); the page is then newest first by creation, dead
+	// jobs too.
+	Labels map[string]string
 }
 
 // ListPage is one page of jobs; Next is "" on the last page.
@@ -84,6 +88,9 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) (ListPage, error) {
 	}
 	if err != nil {
 		return ListPage{}, err
+	}
+	if len(q.Labels) > 0 {
+		return s.listLabelled(ctx, q, h)
 	}
 	l := listing{
 		index:  func(sh int) string { return s.k.index(sh, h) },

@@ -47,6 +47,9 @@ type settings struct {
 	// left out when unset (layout.go, "Expiry and priority").
 	ExpiresAt int64 `json:"ex,omitempty"`
 	Priority  int   `json:"pr,omitempty"`
+	// Labels are the job's labels; the scripts find them by the key
+	// "lb" (index.lua's labelKeys), so no other field may be named so.
+	Labels map[string]string `json:"lb,omitempty"`
 }
 
 // encodeSettings returns j's own settings as stored; nil when it has none.
@@ -55,13 +58,13 @@ func encodeSettings(j kairos.Job) ([]byte, error) {
 		TimeoutMS: j.Timeout.Milliseconds(), MaxAttempts: j.MaxAttempts,
 		BackoffInitial: j.BackoffInitial.Milliseconds(), BackoffMax: j.BackoffMax.Milliseconds(),
 		TraceParent: j.TraceParent, TraceState: j.TraceState, FlowKey: j.FlowKey, FailureURL: j.FailureURL,
-		SuccessURL: j.SuccessURL, Priority: j.Priority}
+		SuccessURL: j.SuccessURL, Priority: j.Priority, Labels: j.Labels}
 	if !j.ExpiresAt.IsZero() {
 		s.ExpiresAt = ms(j.ExpiresAt)
 	}
 	if s.URL == "" && s.Method == "" && s.ContentType == "" && len(s.Headers) == 0 && s.TimeoutMS == 0 &&
 		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 && s.TraceParent == "" && s.FlowKey == "" && s.FailureURL == "" &&
-		s.SuccessURL == "" && s.ExpiresAt == 0 && s.Priority == 0 {
+		s.SuccessURL == "" && s.ExpiresAt == 0 && s.Priority == 0 && len(s.Labels) == 0 {
 		return nil, nil
 	}
 	b, err := json.Marshal(s)
@@ -189,6 +192,7 @@ func (r record) job(key kairos.JobKey, webhookID func(kairos.JobKey, int64) stri
 			j.ExpiresAt = fromMS(s.ExpiresAt)
 		}
 		j.Priority = s.Priority
+		j.Labels = s.Labels
 	}
 	log, err := decodeLogLines(r.log)
 	if err != nil {

@@ -124,6 +124,25 @@ var (
 	schedfillScript = newScript("schedfill", schedfillSrc)
 )
 
+// The scripts of labels and bulk operations.
+var (
+	//go:embed lua/labelunindex.lua
+	labelunindexSrc string
+
+	//go:embed lua/opnew.lua
+	opnewSrc string
+	//go:embed lua/opadopt.lua
+	opadoptSrc string
+	//go:embed lua/opstep.lua
+	opstepSrc string
+
+	labelunindexScript = newScript("labelunindex", labelunindexSrc, allowOOM)
+	opnewScript        = newScript("opnew", opnewSrc)
+	// a running operation goes on while Redis is out of memory: it frees it
+	opadoptScript = newScript("opadopt", opadoptSrc, allowOOM)
+	opstepScript  = newScript("opstep", opstepSrc, allowOOM)
+)
+
 // helpersSrc is what every script body runs after.
 var helpersSrc = luaPrelude + jobSrc + indexSrc + schedSrc
 
@@ -144,7 +163,7 @@ var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleS
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
 	schedsetScript, scheddelScript, schedrefillScript, schedmarkScript, unholdScript, flowgateScript, breakerScript, outcomeScript, startScript, lockScript,
 	topicretireScript, topicdelScript, quotaScript, tenantpendingScript, revokeScript,
-	schedfillScript}
+	schedfillScript, labelunindexScript, opnewScript, opadoptScript, opstepScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions

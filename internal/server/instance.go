@@ -23,6 +23,7 @@ import (
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/api"
+	"github.com/kairos-sh/kairos/internal/bulk"
 	"github.com/kairos-sh/kairos/internal/metrics"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/scanner"
@@ -106,7 +107,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 	run, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	scanCtx, stopScanner := context.WithCancel(run)
 	workCtx, stopWorker := context.WithCancel(run)
-	var scanWG, workWG, srvWG, subWG sync.WaitGroup
+	bulkCtx, stopBulk := context.WithCancel(run)
+	var scanWG, workWG, srvWG, subWG, bulkWG sync.WaitGroup
+	var runner *bulk.Runner
 	gauges := metrics.Gauges{Store: store, Pools: map[string]func() *redis.PoolStats{"main": client.PoolStats, "blocking": blocking.PoolStats}}
 	var worker *callback.Worker
 	refresh := func() {}
@@ -161,9 +164,20 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 		tick := func(ctx context.Context, d time.Duration) (kairos.TickSummary, error) {
 			return runTick(ctx, store, cfg, log, tp, d, m.Attempt)
 		}
+		// Bulk operations run where they are created; one whose process died
+		// is taken over by a process that looks for such: every few seconds
+		// where a scanner or worker keeps the process busy with Redis anyway,
+		// else at start and when a client reads it (an idle API process
+		// sends Redis nothing).
+		var poll time.Duration
+		if cfg.Roles["scanner"] || cfg.Roles["worker"] {
+			poll = bulkPoll
+		}
+		runner = bulk.New(store, bulk.Config{Logger: log, Poll: poll})
+		bulkWG.Go(func() { runner.Run(bulkCtx) })
 		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
 			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick, RedisTimeout: cfg.RedisTimeout, Quota: cfg.Quota,
-			ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout})
+			ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, Bulk: runner})
 	} else {
 		h = opsHandler(store, metricsHandler, cfg.RedisTimeout)
 	}
@@ -173,6 +187,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 		scanWG.Wait() // stops claiming, gives its shard mutexes back
 		stopWorker()
 		workWG.Wait() // stops popping; in-flight callbacks finish within the grace period; held jobs go back
+		stopBulk()    // an operation left running is taken over by another process once its lease lapses
+		bulkWG.Wait()
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -210,6 +226,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 			closeRedis() // last
 		}}, nil
 }
+
+// bulkPoll is how often a process that runs a scanner or workers looks
+// for bulk operations whose process died.
+const bulkPoll = 10 * time.Second
 
 // topicPoll is how often workers read the topic list when no wake message
 // told them of a change.

@@ -193,17 +193,23 @@ class BulkFilter(TypedDict, total=False):
     run_at_to: TimeInput
 
 
-class BulkAccepted(TypedDict):
-    operation: str
-
-
 class Operation(TypedDict):
+    """A bulk operation: matched is an estimate while running, done + failed once done."""
     id: str
+    topic: str
     action: Literal["cancel", "replay"]
+    filter: BulkFilter
     state: Literal["running", "done"]
     matched: int
     done: int
     failed: int
+    created_at: str
+    finished_at: NotRequired[str]
+
+
+class BulkAccepted(Operation):
+    """The answer to bulk_jobs: the operation, its id also as operation."""
+    operation: str
 
 
 class ScheduleRequest(TypedDict, total=False):

@@ -116,6 +116,24 @@ class TestAgainstKairos(unittest.TestCase):
         self.assertIsInstance(k.list_dead()["jobs"], list)
         self.assertIn("py-later", [t["name"] for t in k.list_topics()])
 
+    def test_labels_and_a_bulk_cancel_against_the_real_api(self) -> None:
+        k = self.kairos
+        k.put_topic("py-bulk", {"callback_url": "http://127.0.0.1:9/never"})
+        k.create_jobs("py-bulk", [{"id": "l1", "delay": "1h", "labels": {"env": "qa"}},
+                                  {"id": "l2", "delay": "1h", "labels": {"env": "qa", "team": "a"}},
+                                  {"id": "l3", "delay": "1h"}])
+        listed = k.list_jobs("py-bulk", labels={"env": "qa", "team": "a"})["jobs"]
+        self.assertEqual([j["id"] for j in listed], ["l2"])
+        self.assertEqual(listed[0]["labels"], {"env": "qa", "team": "a"})
+        op = k.get_operation(k.bulk_jobs("py-bulk", "cancel", {"labels": {"env": "qa"}})["operation"])
+        for _ in range(200):
+            if op["state"] == "done":
+                break
+            time.sleep(0.05)
+            op = k.get_operation(op["id"])
+        self.assertEqual((op["state"], op["done"], op["failed"]), ("done", 2, 0))
+        self.assertEqual([j["id"] for j in k.list_jobs("py-bulk")["jobs"]], ["l3"])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -224,17 +224,22 @@ export interface BulkRequest {
 /** A background operation (a bulk action) and how far it got. */
 export interface Operation {
   id: string;
+  topic: string;
   action: "cancel" | "replay";
+  filter: BulkFilter;
   state: "running" | "done";
+  /** An estimate while running; exactly done + failed once done. */
   matched: number;
   done: number;
+  /** Jobs the action could not apply to when reached (being delivered, for a cancel). */
   failed: number;
+  created_at: Time;
+  finished_at?: Time;
 }
 
-/** The answer to bulkJobs: 202 with the operation to poll with getOperation. */
-export interface BulkAccepted {
+/** The answer to bulkJobs: 202 with the operation (its id also as operation) to poll with getOperation. */
+export interface BulkAccepted extends Operation {
   operation: string;
-  [key: string]: unknown;
 }
 
 /** The body of putSchedule: cron or every, and the settings of its jobs. */

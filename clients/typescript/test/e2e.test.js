@@ -114,3 +114,24 @@ test("jobs and schedules against the real API", { skip }, async () => {
   assert.ok(Array.isArray((await kairos.listDead()).jobs));
   assert.ok((await kairos.listTopics()).some((t) => t.name === "ts-later"));
 });
+
+test("labels and a bulk cancel against the real API", { skip }, async () => {
+  const kairos = new Kairos({ baseUrl, token });
+  await kairos.putTopic("ts-bulk", { callback_url: "http://127.0.0.1:9/never" });
+  await kairos.createJobs("ts-bulk", [
+    { id: "l1", delay: "1h", labels: { env: "qa" } },
+    { id: "l2", delay: "1h", labels: { env: "qa", team: "a" } },
+    { id: "l3", delay: "1h" },
+  ]);
+  const listed = (await kairos.listJobs("ts-bulk", { labels: { env: "qa", team: "a" } })).jobs;
+  assert.deepEqual(listed.map((j) => j.id), ["l2"]);
+  assert.deepEqual(listed[0].labels, { env: "qa", team: "a" });
+  const started = await kairos.bulkJobs("ts-bulk", { action: "cancel", filter: { labels: { env: "qa" } } });
+  let op = await kairos.getOperation(started.operation);
+  for (let i = 0; op.state !== "done" && i < 200; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    op = await kairos.getOperation(op.id);
+  }
+  assert.deepEqual([op.state, op.done, op.failed], ["done", 2, 0]);
+  assert.deepEqual((await kairos.listJobs("ts-bulk")).jobs.map((j) => j.id), ["l3"]);
+});

@@ -26,6 +26,7 @@ unindex(tag, h, id, r.ca)
 if r.st == ST.dead then
   deadRemove(tag, ARGV[4], h, id)
 end
+labelRemRecord(tag, h, id, r)
 redis.call('HDEL', pool, field)
 count(h, NAME[r.st], -1)
 skipPending(tag, pool, KEYS[3], KEYS[4], h, id, r, now)

@@ -340,6 +340,9 @@ local function claim(field, t, v)
     hdel[#hdel + 1] = field
     written[field] = false -- gone
     unindex(tag, h, id, ca)
+    if ls >= 10 then
+      labelRem(tag, h, id, v, REC_LEN, ls)
+    end
     return
   end
   local r = asRecord(v, st, n, ca, ra, nx, fa, lt, ls, ll)
@@ -403,6 +406,7 @@ local function claimChained()
       hdel[#hdel + 1] = field -- missed with catch-up "none", skipped, or past max_runs
       written[field] = false
       unindex(tag, h, laterID[i], r.ca)
+      labelRemRecord(tag, h, laterID[i], r)
       count(h, NAME[r.st], -1)
     elseif verdict == 'wait' then
       -- buffer_one: it looks again later, as it is (its state and run_at)

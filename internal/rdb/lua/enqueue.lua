@@ -113,6 +113,10 @@ for i = FIRST, #ARGV, PER do
     else
       out[nth] = {result, string.format('%d', r.ca)}
     end
+    if old then
+      labelRemRecord(tag, h, id, old)
+    end
+    labelAddRecord(tag, h, id, r)
     local v = format(r)
     written[field] = v
     hset[#hset + 1] = field

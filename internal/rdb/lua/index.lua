@@ -57,3 +57,69 @@ local function unindex(tag, h, id, ca)
     redis.call('ZREM', tag .. KEY.index .. h, GROUP_MARK .. b36(sec))
   end
 end
+
+-- Labels (layout.go, "Labels"): a labelled job's settings hold
+-- "lb":{"<key>":"<value>",...}, and each of its pairs has in its shard
+-- the ZSET <tag>lb:<h>:<key>=<value> of the topic's jobs with it, id ->
+-- created at (ms). A job without labels has no such entry, and costs the
+-- check of its settings' length (most have none) and one search of them.
+
+-- labelKeys returns the label index keys of a job of topic h whose
+-- settings are the ls bytes of src after offset from; nil for a job
+-- without labels. "lb":{ can only be the labels' key: a header's value is
+-- a string, and a quote inside one is escaped.
+local function labelKeys(tag, h, src, from, ls)
+  if ls < 10 then
+    return nil
+  end
+  local set = string.sub(src, from + 1, from + ls)
+  if not string.find(set, '"lb":{', 1, true) then
+    return nil
+  end
+  local ok, s = pcall(cjson.decode, set)
+  if not ok or type(s) ~= 'table' or type(s.lb) ~= 'table' then
+    return nil
+  end
+  local ks = {}
+  for k, v in pairs(s.lb) do
+    ks[#ks + 1] = tag .. KEY.label .. h .. ':' .. k .. '=' .. v
+  end
+  return ks
+end
+
+-- labelAdd indexes job id of topic h, created at ca, under its labels
+-- (settings as labelKeys').
+local function labelAdd(tag, h, id, ca, src, from, ls)
+  local ks = labelKeys(tag, h, src, from, ls)
+  if ks then
+    for _, k in ipairs(ks) do
+      redis.call('ZADD', k, ca, id)
+    end
+  end
+end
+
+-- labelRem drops job id of topic h from the indexes of its labels.
+local function labelRem(tag, h, id, src, from, ls)
+  local ks = labelKeys(tag, h, src, from, ls)
+  if ks then
+    for _, k in ipairs(ks) do
+      redis.call('ZREM', k, id)
+    end
+  end
+end
+
+-- labelRemRecord is labelRem for a parsed record r.
+local function labelRemRecord(tag, h, id, r)
+  if r.ls >= 10 then
+    local src, from = sourceOf(r)
+    labelRem(tag, h, id, src, from, r.ls)
+  end
+end
+
+-- labelAddRecord is labelAdd for a parsed record r.
+local function labelAddRecord(tag, h, id, r)
+  if r.ls >= 10 then
+    local src, from = sourceOf(r)
+    labelAdd(tag, h, id, r.ca, src, from, r.ls)
+  end
+end

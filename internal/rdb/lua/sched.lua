@@ -166,6 +166,10 @@ local function fileNew(pool, h, id, v, st, t, now, put, written, exists)
   end
   wheelPut(field, t, now)
   indexAdd(h, id, now)
+  local ls = select(8, (structLib or findStruct()).unpack(REC, v))
+  if ls >= 10 then -- an occurrence of a labelled schedule
+    labelAdd(string.sub(pool, 1, -5), h, id, now, v, REC_LEN, ls)
+  end
   count(h, NAME[st])
   return true
 end
@@ -219,6 +223,7 @@ local function unoccur(tag, pool, h, sid, t)
     return
   end
   unindex(tag, h, id, r.ca)
+  labelRemRecord(tag, h, id, r)
   redis.call('HDEL', pool, field)
   count(h, NAME[r.st], -1)
 end

@@ -36,7 +36,8 @@ export function whenUnauthorized(f) { onUnauthorized = f; }
 export async function call(method, path, { query, body } = {}) {
   const url = new URL(path, location.origin);
   for (const [k, v] of Object.entries(query || {})) {
-    if (v !== undefined && v !== null && v !== '') url.searchParams.set(k, v);
+    if (Array.isArray(v)) v.forEach((e) => url.searchParams.append(k, e)); // a repeated parameter (label)
+    else if (v !== undefined && v !== null && v !== '') url.searchParams.set(k, v);
   }
   const headers = { Accept: 'application/json', Authorization: 'Bearer ' + session.token };
   const init = { method, headers, cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer' };

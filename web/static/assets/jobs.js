@@ -7,7 +7,19 @@ import { loadTopics, fillTopicSelect, selectedTopic, link, findTopic, topicWithD
 
 // ---- list ----
 
-const list = { topic: null, state: '', cursor: '', next: '' };
+const list = { topic: null, state: '', labels: '', cursor: '', next: '' };
+
+// parseLabels reads the label filter "key:value, key:value" into an
+// object; null for an entry that is not key:value.
+function parseLabels(text) {
+  const out = {};
+  for (const part of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const i = part.indexOf(':');
+    if (i <= 0) return null;
+    out[part.slice(0, i).trim()] = part.slice(i + 1).trim();
+  }
+  return out;
+}
 
 export const jobsView = {
   async show(p) {
@@ -17,8 +29,10 @@ export const jobsView = {
     const want = p.get('topic') ? { tenant: p.get('tenant'), name: p.get('topic') } : await topicWithData('/jobs');
     list.topic = fillTopicSelect($('jobs-topic'), want);
     list.state = p.get('state') || '';
+    list.labels = p.get('label') || '';
     list.cursor = p.get('cursor') || '';
     $('jobs-state').value = list.state;
+    $('jobs-label').value = list.labels;
     await this.refresh();
   },
   async refresh() {
@@ -26,7 +40,9 @@ export const jobsView = {
     $('jobs-title').textContent = t ? `Jobs of ${t.name}` : 'Jobs';
     $('jobs-new').href = link('new', t ? { tenant: t.tenant, topic: t.name } : {});
     if (!t) { rows($('jobs-table'), [], () => []); $('jobs-empty').hidden = false; return; }
-    const page = await call('GET', topicPath(t, '/jobs'), { query: tenantQuery(t.tenant, { state: list.state, cursor: list.cursor, limit: 25 }) });
+    const labels = parseLabels(list.labels) || {};
+    const label = Object.entries(labels).map(([k, v]) => `${k}:${v}`);
+    const page = await call('GET', topicPath(t, '/jobs'), { query: tenantQuery(t.tenant, { state: list.state, label, cursor: list.cursor, limit: 25 }) });
     list.next = page.next_cursor || '';
     rows($('jobs-table'), page.jobs || [], (j) => [
       ['Job', h('a', { href: link('job', { tenant: t.tenant, topic: t.name, id: j.id }), 'data-testid': `job-link-${j.id}`, text: j.id }), 'wrap'],
@@ -39,15 +55,63 @@ export const jobsView = {
     $('jobs-next').disabled = !list.next;
     $('jobs-first').hidden = !list.cursor;
     $('jobs-next').closest('.pager').hidden = !list.next && !list.cursor;
+    // a bulk action needs a filter: the API refuses one on every job
+    $('jobs-bulk-cancel').disabled = $('jobs-bulk-replay').disabled = !list.state && label.length === 0;
   },
 };
 
 function goList(extra = {}) {
   const t = selectedTopic($('jobs-topic'));
-  location.hash = link('jobs', { tenant: t?.tenant, topic: t?.name, state: $('jobs-state').value, ...extra });
+  location.hash = link('jobs', { tenant: t?.tenant, topic: t?.name, state: $('jobs-state').value, label: $('jobs-label').value.trim(), ...extra });
 }
 $('jobs-topic').addEventListener('change', () => goList());
 $('jobs-state').addEventListener('change', () => goList());
+$('jobs-label').addEventListener('change', () => goList());
+
+// ---- bulk cancel and replay of the jobs the filter selects ----
+
+// bulk starts a bulk operation on the listed topic's jobs that the filter
+// selects (every page, not only this one) and shows its progress until it
+// is done.
+function bulk(action) {
+  const t = list.topic;
+  const labels = parseLabels(list.labels);
+  if (!t || labels === null) { notice('Labels are key:value, comma-separated'); return; }
+  const filter = {};
+  if (list.state) filter.state = list.state;
+  if (Object.keys(labels).length) filter.labels = labels;
+  const what = [list.state && `state ${list.state}`, Object.keys(labels).length && `labels ${list.labels}`].filter(Boolean).join(' and ');
+  confirmAction({
+    title: action === 'cancel' ? 'Cancel matching jobs' : 'Replay matching dead jobs',
+    message: `${action === 'cancel' ? 'Cancel every job not yet delivered' : 'Replay every dead job'} of ${t.name} with ${what}, on every page. This runs in the background.`,
+    ok: action === 'cancel' ? 'Cancel them' : 'Replay them',
+    action: async () => {
+      const op = await call('POST', topicPath(t, '/jobs/bulk'), { query: tenantQuery(t.tenant), body: { action, filter } });
+      watchOperation(op, t);
+    },
+  });
+}
+
+async function watchOperation(op, t) {
+  $('jobs-bulk').hidden = false;
+  $('jobs-bulk-title').textContent = `Bulk ${op.action} ${op.id}`;
+  for (;;) {
+    const handled = op.done + op.failed;
+    $('jobs-bulk-bar').max = Math.max(op.matched, 1);
+    $('jobs-bulk-bar').value = op.state === 'done' ? Math.max(op.matched, 1) : handled;
+    $('jobs-bulk-text').textContent = `${op.state}: ${op.done} ${op.action === 'cancel' ? 'cancelled' : 'replayed'} of ${op.matched}` +
+      (op.failed ? `, ${op.failed} could not be (being delivered, or no longer dead)` : '');
+    if (op.state === 'done') break;
+    await new Promise((r) => setTimeout(r, 300));
+    try {
+      op = await call('GET', `/v1/operations/${encodeURIComponent(op.id)}`, { query: tenantQuery(t.tenant) });
+    } catch (e) { reportError(e); return; }
+  }
+  notice(`Bulk ${op.action} done: ${op.done} jobs`);
+  if (list.topic === t) jobsView.refresh().catch(reportError);
+}
+$('jobs-bulk-cancel').addEventListener('click', () => bulk('cancel'));
+$('jobs-bulk-replay').addEventListener('click', () => bulk('replay'));
 $('jobs-filter').addEventListener('submit', (e) => { e.preventDefault(); goList(); });
 $('jobs-next').addEventListener('click', () => list.next && goList({ cursor: list.next }));
 $('jobs-first').addEventListener('click', () => goList());

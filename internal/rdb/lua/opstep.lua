@@ -1,0 +1,30 @@
+-- opstep.lua: record a batch of a bulk operation, fenced by its owner: a
+-- process whose lease lapsed and was taken over changes nothing.
+-- KEYS[1] the operation's hash, KEYS[2] the running operations (run)
+-- ARGV[1] id, ARGV[2] owner, ARGV[3] now (ms) or '', ARGV[4] lease (ms),
+-- ARGV[5] the cursor after the batch, ARGV[6] candidates that did not
+-- match (taken off the estimate in matched), ARGV[7] done, ARGV[8]
+-- failed, ARGV[9] '1' when the operation is finished, ARGV[10] how long a
+-- finished one stays readable (ms)
+-- Reply: 1 recorded, 0 not the owner (or not running): stop
+local now = clock(ARGV[3])
+local op = redis.call('HMGET', KEYS[1], 'owner', 'state')
+if op[1] ~= ARGV[2] or op[2] ~= 'running' then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'cursor', ARGV[5])
+local unmatched = tonumber(ARGV[6])
+if unmatched > 0 then -- never HINCRBY by -0: Redis reads "-0" as no integer
+  redis.call('HINCRBY', KEYS[1], 'matched', 0 - unmatched)
+end
+local done = redis.call('HINCRBY', KEYS[1], 'done', tonumber(ARGV[7]))
+local failed = redis.call('HINCRBY', KEYS[1], 'failed', tonumber(ARGV[8]))
+if ARGV[9] == '1' then
+  -- finished: matched is now exact, what was acted on
+  redis.call('HSET', KEYS[1], 'state', 'done', 'finished', now, 'matched', done + failed)
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[10]))
+else
+  redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[1])
+end
+return 1
