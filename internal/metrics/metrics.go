@@ -35,6 +35,7 @@ type Metrics struct {
 	duration  *prometheus.HistogramVec
 	lateness  *prometheus.HistogramVec
 	redisErrs prometheus.Counter
+	occSkip   *prometheus.CounterVec
 }
 
 // Gauges are read from Redis and the process at scrape time.
@@ -87,9 +88,11 @@ func New() *Metrics {
 			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 5, 30}}, []string{"topic"}),
 		redisErrs: prometheus.NewCounter(prometheus.CounterOpts{Name: "kairos_redis_errors_total",
 			Help: "Redis commands that failed (not counting empty replies)."}),
+		occSkip: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_occurrences_skipped_total",
+			Help: "Schedule instants that did not fire because the previous occurrence was still active or retrying (overlap skip, or buffer_one with one already waiting), counted by the claims of this process's scanner."}, []string{"topic"}),
 	}
 	reg.MustRegister(m.created, m.delivered, m.failed, m.dead, m.gone, m.occFired, m.occDone, m.occDead,
-		m.duration, m.lateness, m.redisErrs,
+		m.duration, m.lateness, m.redisErrs, m.occSkip,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -140,6 +143,12 @@ func (m *Metrics) Attempt(e callback.Event) {
 			m.occDead.WithLabelValues(topic).Inc()
 		}
 	}
+}
+
+// Skipped counts n instants of a tenant's topic's schedules that their
+// overlap rule did not fire (scanner.Config.SkippedFunc).
+func (m *Metrics) Skipped(tenant, topic string, n int) {
+	m.occSkip.WithLabelValues(tenant + "/" + topic).Add(float64(n))
 }
 
 // Hook returns a go-redis hook that counts failed commands.
