@@ -185,6 +185,19 @@ func TestScheduleOverlapWithSlowReceiver(t *testing.T) {
 			if err != nil || c.Occurrences.Skipped == 0 {
 				t.Fatalf("topic counters skipped %d (%v)", c.Occurrences.Skipped, err)
 			}
+			// The one scanning process counted each skip in its metric too
+			// (paused: no claim skips more).
+			metric := `kairos_occurrences_skipped_total{topic="acme/t"}`
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				v, ok := readMetric(p.URL(t), metric)
+				if ok && int64(v) == sc.Skipped {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s reads %v (found %v), want the schedule's %d skipped", metric, v, ok, sc.Skipped)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
 		})
 	}
 }

@@ -36,6 +36,7 @@ type Metrics struct {
 	lateness  *prometheus.HistogramVec
 	redisErrs prometheus.Counter
 	expired   *prometheus.CounterVec
+	occSkip   *prometheus.CounterVec
 }
 
 // Gauges are read from Redis and the process at scrape time.
@@ -90,9 +91,11 @@ func New() *Metrics {
 			Help: "Redis commands that failed (not counting empty replies)."}),
 		expired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_jobs_expired_total",
 			Help: "Jobs that ended expired: their expires_at came before their next attempt could start."}, []string{"topic"}),
+		occSkip: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_occurrences_skipped_total",
+			Help: "Schedule instants that did not fire because the previous occurrence was still active or retrying (overlap skip, or buffer_one with one already waiting), counted by the claims of this process's scanner."}, []string{"topic"}),
 	}
 	reg.MustRegister(m.created, m.delivered, m.failed, m.dead, m.gone, m.occFired, m.occDone, m.occDead,
-		m.duration, m.lateness, m.redisErrs, m.expired,
+		m.duration, m.lateness, m.redisErrs, m.expired, m.occSkip,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -152,6 +155,12 @@ func (m *Metrics) Attempt(e callback.Event) {
 			m.occDead.WithLabelValues(topic).Inc()
 		}
 	}
+}
+
+// Skipped counts n instants of a tenant's topic's schedules that their
+// overlap rule did not fire (scanner.Config.SkippedFunc).
+func (m *Metrics) Skipped(tenant, topic string, n int) {
+	m.occSkip.WithLabelValues(tenant + "/" + topic).Add(float64(n))
 }
 
 // Hook returns a go-redis hook that counts failed commands.

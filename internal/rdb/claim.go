@@ -42,6 +42,15 @@ type Pass struct {
 	// Active is how many of the shard's jobs are under lease: claimed, and
 	// their attempt not finished.
 	Active int
+	// Skipped are the instants of schedules that overlap (skip or
+	// buffer_one) did not fire in this call, by topic; nil when none.
+	Skipped []TopicCount
+}
+
+// TopicCount is a number of something for one tenant's topic.
+type TopicCount struct {
+	Tenant, Topic string
+	N             int
 }
 
 // Claim is the result of one ClaimDue call.
@@ -50,6 +59,7 @@ type Claim struct {
 	Next    time.Time
 	Now     time.Time
 	Refills int
+	Skipped []TopicCount // as Pass.Skipped
 }
 
 // maxClaim bounds a claim's batch: Lua limits how many values one call can
@@ -86,7 +96,27 @@ func (s *Store) Claim(ctx context.Context, shard, limit int, ahead, leaseTimeout
 			p.Handles = append(p.Handles, str)
 		}
 	}
+	if len(res) > 7 {
+		p.Skipped = s.topicCounts(ctx, res[7])
+	}
 	return p, nil
+}
+
+// topicCounts reads a claim's "handle, n" pairs. A handle whose topic
+// cannot be read (Redis failed since the claim) is left out: the counts
+// feed metrics only, and the claim has happened whatever they say.
+func (s *Store) topicCounts(ctx context.Context, v any) []TopicCount {
+	pairs, _ := v.([]any)
+	var out []TopicCount
+	for i := 0; i+1 < len(pairs); i += 2 {
+		h, _ := pairs[i].(string)
+		tenant, topic, err := s.topicOf(ctx, h)
+		if err != nil {
+			continue
+		}
+		out = append(out, TopicCount{Tenant: tenant, Topic: topic, N: int(toInt(pairs[i+1]))})
+	}
+	return out
 }
 
 // ClaimDue is Claim followed by taking, without waiting, what it pushed
@@ -97,7 +127,7 @@ func (s *Store) ClaimDue(ctx context.Context, shard, limit int, ahead, leaseTime
 	if err != nil {
 		return Claim{}, err
 	}
-	c := Claim{Next: p.Next, Now: p.Now, Refills: p.Refills}
+	c := Claim{Next: p.Next, Now: p.Now, Refills: p.Refills, Skipped: p.Skipped}
 	for _, h := range p.Handles {
 		for {
 			cs, err := s.Pop(ctx, []int{shard}, []string{h}, maxClaim, 0)

@@ -54,6 +54,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Tracer traces claims that take jobs (internal/tracing); nil does not.
 	Tracer trace.TracerProvider
+	// SkippedFunc, if set, is told of the schedule instants that a claim's
+	// overlap rule did not fire, by topic (kairos_occurrences_skipped_total).
+	SkippedFunc func(tenant, topic string, n int)
 }
 
 // Scanner claims due jobs of the shards whose mutex it holds.
@@ -502,6 +505,7 @@ func (s *Scanner) pass(ctx context.Context, n int) (rdb.Pass, error) {
 		if err != nil {
 			return rdb.Pass{}, err
 		}
+		s.reportSkipped(p)
 		if p.Claimed > 0 {
 			s.traceClaim(ctx, n, began, p.Claimed)
 			s.log.Debug("claimed", "shard", n, "jobs", p.Claimed)
@@ -510,6 +514,16 @@ func (s *Scanner) pass(ctx context.Context, n int) (rdb.Pass, error) {
 			return p, nil
 		}
 		limit = s.cfg.Batch
+	}
+}
+
+// reportSkipped tells SkippedFunc of the instants a claim skipped.
+func (s *Scanner) reportSkipped(p rdb.Pass) {
+	if s.cfg.SkippedFunc == nil {
+		return
+	}
+	for _, c := range p.Skipped {
+		s.cfg.SkippedFunc(c.Tenant, c.Topic, c.N)
 	}
 }
 
@@ -526,6 +540,7 @@ func (s *Scanner) Settled(ctx context.Context, by time.Time) (bool, time.Time, e
 		if err != nil {
 			return false, time.Time{}, err
 		}
+		s.reportSkipped(p)
 		if p.Active > 0 {
 			settled = false
 		}

@@ -149,7 +149,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 		if worker != nil {
 			lease = worker.LongestTimeout // the workers read the topics anyway: no read of its own
 		}
-		sc := scanner.New(store, scanner.Config{LockTTL: cfg.LockTTL, Logger: log, LeaseTimeout: lease, Tracer: tp, Wakes: scanWakes})
+		sc := scanner.New(store, scanner.Config{LockTTL: cfg.LockTTL, Logger: log, LeaseTimeout: lease, Tracer: tp, Wakes: scanWakes,
+			SkippedFunc: m.Skipped})
 		gauges.LocksHeld = func() int { return len(sc.Held()) }
 		scanWG.Go(func() { sc.Run(scanCtx) })
 	}

@@ -43,12 +43,13 @@
 -- next occurrence takes its body from the one firing, which was filed from
 -- the schedule's body as it is (the body hash is read only when the firing
 -- one carries an attempt log, as a replayed one does).
--- Reply: {claimed, next, now, end, refills, handles, active}: claimed is how many
+-- Reply: {claimed, next, now, end, refills, handles, active, skipped}: claimed is how many
 -- jobs were pushed; next the earliest score left in the wheel or the lease
 -- set (false when both are empty); now the time used and end Redis's time
 -- as the call ends (ms, with microseconds); refills how many schedules of
 -- the shard wait for more instants; handles the topics whose ready lists
--- got jobs; active how many attempts are under lease.
+-- got jobs; active how many attempts are under lease; skipped the instants
+-- overlap skipped in this call, as topic handle, count pairs.
 local pool, due, tag = KEYS[1], KEYS[2], ARGV[2]
 local now, nowStr = clock(ARGV[1])
 local upTo = now + tonumber(ARGV[3])
@@ -83,6 +84,9 @@ end
 -- Lists are kept in arrays reused through the call, not a table an entry:
 -- each table Lua makes is an allocation its collector pays for again.
 local sobj, schanged = {}, {}
+-- skips counts the instants gate skipped, by topic handle, for the reply:
+-- the scanner turns them into its metric.
+local skips = {}
 local occH, occID, occF, occSt, occT, occV, nOcc = {}, {}, {}, {}, {}, {}, 0
 
 -- occurLater queues schedule s's occurrence at t, for occurFlush to file.
@@ -164,6 +168,7 @@ local function gate(h, sid, s, r, pattern)
       end
       x.sk = x.sk + 1
       count(h, OCC_SKIPPED)
+      skips[h] = (skips[h] or 0) + 1
       return 'drop'
     end
   end
@@ -551,4 +556,9 @@ if next then
 end
 -- Redis's clock as the call ends
 local _, endStr = clock(ARGV[1])
-return {claimed, next, nowStr, endStr, redis.call('SCARD', KEYS[4]), handles, redis.call('ZCARD', leases) + redis.call('ZCARD', popLeases)}
+local skipped = {}
+for h, n in pairs(skips) do
+  skipped[#skipped + 1] = h
+  skipped[#skipped + 1] = n
+end
+return {claimed, next, nowStr, endStr, redis.call('SCARD', KEYS[4]), handles, redis.call('ZCARD', leases) + redis.call('ZCARD', popLeases), skipped}
