@@ -234,3 +234,35 @@ func TestScheduleOverlapBufferOne(t *testing.T) {
 		t.Fatalf("after the previous ended fired %v, want the buffered %s", claimedIDs(cs), want)
 	}
 }
+
+// A backfill files no more instants than max_runs leaves, so its count
+// is what fires.
+func TestScheduleBackfillStopsAtMaxRuns(t *testing.T) {
+	s, now, add := newScheduleStore(t)
+	ctx := context.Background()
+	start := now().Add(-10*time.Second + 500*time.Millisecond)
+	sc := everySecond("tick", start, "")
+	sc.MaxRuns = 5
+	if _, err := s.PutSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	add(time.Second)
+	if got := fireDue(t, s); len(got) != 1 {
+		t.Fatalf("pattern fired %v", got)
+	}
+	var instants []time.Time
+	for i := range 10 {
+		instants = append(instants, start.Add(time.Duration(i)*time.Second))
+	}
+	n, err := s.BackfillSchedule(ctx, "acme", "orders", "tick", instants)
+	if err != nil || n != 4 {
+		t.Fatalf("backfill filed %d (%v), want the 4 runs max_runs 5 leaves", n, err)
+	}
+	if fired := fireDue(t, s); len(fired) != 4 {
+		t.Fatalf("backfill fired %v, want 4", fired)
+	}
+	got, err := s.GetSchedule(ctx, "acme", "orders", "tick")
+	if err != nil || got.Runs != 5 || !got.Completed {
+		t.Fatalf("runs %d completed %v (%v)", got.Runs, got.Completed, err)
+	}
+}

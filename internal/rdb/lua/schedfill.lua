@@ -29,6 +29,14 @@ if done(s) then
   return {R_COMPLETED}
 end
 local filed, last = 0, 0
+-- with max_runs, no more than the runs left: the instants filed here are
+-- due at once and fire before the pending occurrence, which the claim then
+-- drops if the runs are spent (an earlier backfill not fired yet is not
+-- counted here; its claim drops what exceeds max_runs)
+local room = math.huge
+if s.x and s.x.mr > 0 then
+  room = s.x.mr - s.x.rn
+end
 local fields, ts = {}, {}
 for i = 6, #ARGV do
   local t = tonumber(ARGV[i])
@@ -41,7 +49,7 @@ end
 if #fields > 0 then
   local ex = redis.call('HMGET', pool, unpack(fields))
   for i, t in ipairs(ts) do
-    if not ex[i] then
+    if not ex[i] and filed < room then
       local st = waiting(t, now)
       fileNew(pool, h, occurrenceID(sid, t), newRecord(st, now, t, s.lt, s.ls, occurrenceBody(s)), st, t, now, nil, nil, false)
       filed, last = filed + 1, t
