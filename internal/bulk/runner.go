@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
@@ -23,6 +24,8 @@ type Store interface {
 	AdoptOperation(ctx context.Context, id, owner string, lease time.Duration) (bool, error)
 	OrphanedOperations(ctx context.Context, limit int) ([]string, error)
 	BulkBatch(ctx context.Context, op rdb.Operation, cursor string, n int) (rdb.Step, error)
+	GetQuota(ctx context.Context, tenant string) (kairos.QuotaOverride, bool, error)
+	TenantPending(ctx context.Context, tenant string) (int64, error)
 	RecordStep(ctx context.Context, id, owner string, lease time.Duration, step rdb.Step) (bool, error)
 }
 
@@ -41,7 +44,10 @@ type Config struct {
 	// whose runner died. Zero looks once at start and then only when told
 	// of one (Runner.Kick): a process that otherwise sends Redis nothing at
 	// idle stays silent.
-	Poll   time.Duration
+	Poll time.Duration
+	// Quota is the deployment's default tenant quota: a replay does not
+	// take a tenant past its max_pending, as a single replay does not.
+	Quota  kairos.Quota
 	Logger *slog.Logger
 }
 
@@ -177,6 +183,15 @@ func (r *Runner) run(ctx context.Context, id string) {
 	r.log.Info("operation running", "operation", id, "action", op.Action, "topic", op.Topic)
 	cursor := op.Cursor
 	for ctx.Err() == nil {
+		op.Room, err = r.room(ctx, op)
+		op.Limited = op.Room >= 0
+		if err != nil {
+			r.log.Warn("read the tenant's quota", "operation", id, "err", err)
+			if !sleep(ctx, time.Second) {
+				return
+			}
+			continue
+		}
 		step, err := r.store.BulkBatch(ctx, op, cursor, r.cfg.Batch)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -210,6 +225,28 @@ func (r *Runner) run(ctx context.Context, id string) {
 			return
 		}
 	}
+}
+
+// room is how many jobs the next batch of op may replay before its
+// tenant's pending jobs reach max_pending: -1 (no limit) for a cancel or
+// a tenant without one.
+func (r *Runner) room(ctx context.Context, op rdb.Operation) (int64, error) {
+	if op.Action != rdb.ActionReplay {
+		return -1, nil
+	}
+	o, _, err := r.store.GetQuota(ctx, op.Tenant)
+	if err != nil {
+		return 0, err
+	}
+	q := o.Apply(r.cfg.Quota)
+	if q.MaxPending <= 0 {
+		return -1, nil
+	}
+	pending, err := r.store.TenantPending(ctx, op.Tenant)
+	if err != nil {
+		return 0, err
+	}
+	return max(q.MaxPending-pending, 0), nil
 }
 
 // sleep waits d or until ctx ends; false when it ended.

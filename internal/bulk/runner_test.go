@@ -86,3 +86,71 @@ func TestOrphanTakenOverAndFenced(t *testing.T) {
 		t.Errorf("%d jobs left", c[kairos.StateScheduled])
 	}
 }
+
+// A bulk replay takes its tenant no further than max_pending, as a single
+// replay does not: the jobs beyond it stay dead and count as failed.
+func TestReplayKeepsToMaxPending(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	var jobs []kairos.Job
+	for i := range 5 {
+		jobs = append(jobs, kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "t", ID: fmt.Sprintf("d%d", i)},
+			RunAt: s.Now(), MaxAttempts: 1})
+	}
+	for _, r := range s.EnqueueBatch(ctx, jobs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	dead := 0
+	for deadline := time.Now().Add(10 * time.Second); dead < 5 && time.Now().Before(deadline); {
+		for sh := range s.Shards() {
+			c, err := s.ClaimDue(ctx, sh, 100, time.Second, 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cl := range c.Jobs {
+				a := kairos.Attempt{N: cl.Job.Attempts, At: s.Now(), Status: 410}
+				if _, err := s.Finish(ctx, cl.Job.JobKey, a, kairos.OutcomeDead, time.Time{}); err != nil {
+					t.Fatal(err)
+				}
+				dead++
+			}
+		}
+	}
+	if dead != 5 {
+		t.Fatalf("%d jobs dead, want 5", dead)
+	}
+	three := int64(3)
+	if err := s.PutQuota(ctx, "acme", kairos.QuotaOverride{MaxPending: &three}); err != nil {
+		t.Fatal(err)
+	}
+	r := New(s, Config{Lease: time.Second})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { r.Run(runCtx); close(done) }()
+	defer func() { stop(); <-done }()
+	op, err := r.Create(ctx, rdb.Operation{ID: rdb.NewOperationID(), Tenant: "acme", Topic: "t", Action: rdb.ActionReplay,
+		Filter: rdb.BulkFilter{State: kairos.StateDead}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, err := s.GetOperation(ctx, op.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State == rdb.OpDone {
+			if got.Done != 3 || got.Failed != 2 {
+				t.Fatalf("operation %+v, want 3 replayed and 2 refused by max_pending 3", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("operation %+v not done", got)
+		}
+	}
+	if p, err := s.TenantPending(ctx, "acme"); err != nil || p != 3 {
+		t.Fatalf("pending %d (%v), want 3", p, err)
+	}
+}

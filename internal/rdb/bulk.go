@@ -270,6 +270,10 @@ func (s *Store) opApply(ctx context.Context, op Operation, h string, cur opCurso
 		}
 		ids = append(ids, es[i].id)
 	}
+	if op.Action == ActionReplay && op.Limited && int64(len(ids)) > op.Room {
+		step.Failed += int64(len(ids)) - op.Room // the tenant's max_pending refuses them
+		ids = ids[:op.Room]
+	}
 	sh := cur.Shard
 	var earliest time.Time
 	for len(ids) > 0 {

@@ -76,6 +76,12 @@ type Operation struct {
 	LeaseUntil time.Time
 	// Cursor is where its walk stands (Store.BulkBatch).
 	Cursor string
+	// Room, for a replay when Limited, is how many more jobs the tenant's
+	// max_pending lets the next batch replay. The runner sets both before
+	// each batch; they are not stored. Jobs beyond it stay as they are
+	// and count as failed.
+	Limited bool  `json:"-"`
+	Room    int64 `json:"-"`
 }
 
 // NewOperationID returns a fresh operation id.

@@ -174,7 +174,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 		if cfg.Roles["scanner"] || cfg.Roles["worker"] {
 			poll = bulkPoll
 		}
-		runner = bulk.New(store, bulk.Config{Logger: log, Poll: poll})
+		runner = bulk.New(store, bulk.Config{Logger: log, Poll: poll, Quota: cfg.Quota})
 		bulkWG.Go(func() { runner.Run(bulkCtx) })
 		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
 			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick, RedisTimeout: cfg.RedisTimeout, Quota: cfg.Quota,
