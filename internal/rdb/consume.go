@@ -425,7 +425,7 @@ const finishBatch = 500
 // overhead, so outcomes finishing at the same time are cheaper together
 // (docs/performance.md). Short next to the promise that a job reads its
 // new state within 100 ms of the receiver's answer.
-const outcomeLinger = 10 * time.Millisecond
+const outcomeLinger = 30 * time.Millisecond
 
 // writeFinishes records a batch of outcomes, one script call a shard (and
 // finishBatch outcomes), in one pipeline on the batch's context
