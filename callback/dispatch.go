@@ -117,11 +117,16 @@ func (q *queue) put(c rdb.Claimed, front bool) {
 // claimed after its time was due since its run_at, and Due only says when
 // it was claimed), less its priority's steps.
 func heldOrder(c rdb.Claimed) time.Time {
-	due := c.Due
-	if !c.Job.RunAt.IsZero() && c.Job.RunAt.Before(due) {
-		due = c.Job.RunAt
+	return kairos.HeldOrder(c.Job, heldDue(c))
+}
+
+// heldDue is the time c has been due since: its due time, or its run_at
+// when earlier.
+func heldDue(c rdb.Claimed) time.Time {
+	if !c.Job.RunAt.IsZero() && c.Job.RunAt.Before(c.Due) {
+		return c.Job.RunAt
 	}
-	return kairos.HeldOrder(c.Job, due)
+	return c.Due
 }
 
 // newDispatcher returns a dispatcher over st.
@@ -456,6 +461,9 @@ func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 		group := make([]kairos.Job, len(idx))
 		for k, i := range idx {
 			group[k] = jobs[i]
+			// the permits go in held order across processes (Store.Gate
+			// reads it from RunAt): the time the job has been due since
+			group[k].RunAt = heldDue(cs[i])
 		}
 		grs, err := d.st.Gate(ctx, t, f, group, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
 		if err != nil {
