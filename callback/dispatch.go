@@ -295,7 +295,8 @@ func (d *dispatcher) timerLocked(cs []rdb.Claimed, wait time.Duration, front boo
 	t = time.AfterFunc(wait, func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		if _, ok := d.timers[t]; !ok {
+		cs, ok := d.timers[t] // requeueFull may have added jobs
+		if !ok {
 			return // Close took them
 		}
 		delete(d.timers, t)
@@ -535,6 +536,21 @@ func (d *dispatcher) requeueThen(cs []rdb.Claimed, then func(*time.Timer)) {
 // its permits all taken: until fullRetry, the flow's other jobs wait too
 // without asking, and a permit given back here (Finish) wakes them all.
 func (d *dispatcher) requeueFull(f string, cs []rdb.Claimed) {
+	d.mu.Lock()
+	if ff := d.full[f]; ff != nil && !d.closed && len(ff.timers) > 0 {
+		// the flow's jobs refused meanwhile join those already waiting: they
+		// all come back together, so that the one asked about next is the
+		// best of them in held order (the permits go in that order across
+		// processes only among the jobs asked about)
+		last := ff.timers[len(ff.timers)-1]
+		if w, ok := d.timers[last]; ok {
+			d.timers[last] = append(w, cs...)
+			d.held += len(cs)
+			d.mu.Unlock()
+			return
+		}
+	}
+	d.mu.Unlock()
 	d.requeueThen(cs, func(t *time.Timer) {
 		ff := d.full[f]
 		if ff == nil {
