@@ -23,12 +23,21 @@ func TestPriorityAcrossProcesses(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
 	conns := map[string]int{} // deliveries by connection: a sign of which process sent them
+	type span struct {
+		conn       string
+		start, end time.Time
+	}
+	var spans []span
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		got = append(got, r.Header.Get("Kairos-Job-Id"))
 		conns[r.RemoteAddr]++
 		mu.Unlock()
+		start := time.Now()
 		time.Sleep(100 * time.Millisecond) // the permit is held: every other job waits for it
+		mu.Lock()
+		spans = append(spans, span{r.RemoteAddr, start, time.Now()})
+		mu.Unlock()
 	}))
 	t.Cleanup(rcv.Close)
 	env := map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL(), "KAIROS_SHARDS": "2"}
@@ -66,6 +75,18 @@ func TestPriorityAcrossProcesses(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("deliveries by connection: %v", conns)
+	// the permit's idle gap: from one answer to the next request, when the
+	// next came over the same connection (process) and over the other
+	var same, other []time.Duration
+	for i := 1; i < len(spans); i++ {
+		g := spans[i].start.Sub(spans[i-1].end)
+		if spans[i].conn == spans[i-1].conn {
+			same = append(same, g)
+		} else {
+			other = append(other, g)
+		}
+	}
+	t.Logf("idle gaps, same process: %v; other process: %v", same, other)
 	// the first delivery went as the permit was free: the rest follow the rule
 	want := slices.DeleteFunc(slices.Clone(jobs), func(j job) bool { return j.id == got[0] })
 	slices.SortFunc(want, func(a, b job) int {
