@@ -64,8 +64,9 @@ func flowKey(tenant, flow string) string { return tenant + "/" + flow }
 // jobs wait without asking until then, and a permit given back here
 // (Finish) wakes them at once.
 type fullFlow struct {
-	until  time.Time
-	timers []*time.Timer // of the jobs waiting (requeue)
+	until   time.Time
+	timers  []*time.Timer // of the jobs waiting (requeue)
+	refused time.Time     // when its jobs were last refused a permit
 }
 
 // gateFailed marks a job whose flow control call failed: asked again.
@@ -546,6 +547,7 @@ func (d *dispatcher) requeueFull(f string, cs []rdb.Claimed) {
 		if w, ok := d.timers[last]; ok {
 			d.timers[last] = append(w, cs...)
 			d.held += len(cs)
+			ff.refused = time.Now()
 			d.mu.Unlock()
 			return
 		}
@@ -557,9 +559,11 @@ func (d *dispatcher) requeueFull(f string, cs []rdb.Claimed) {
 			ff = &fullFlow{}
 			d.full[f] = ff
 		}
-		if now := time.Now(); !now.Before(ff.until) {
+		now := time.Now()
+		if !now.Before(ff.until) {
 			ff.until = now.Add(fullRetry)
 		}
+		ff.refused = now
 		if len(ff.timers) >= 64 { // drop those that fired
 			ff.timers = slices.DeleteFunc(ff.timers, func(t *time.Timer) bool { _, ok := d.timers[t]; return !ok })
 		}
@@ -587,6 +591,25 @@ func (d *dispatcher) wakeFull(f string) {
 		}
 	}
 }
+
+// flowFreed is wakeFull for a flow whose permit another process found
+// free but kept for a job waiting ahead (Worker.FlowFreed), unless its
+// jobs here were refused a permit within freedQuiet: then they are not
+// the one it is kept for (which would have got it), and asking again at
+// once would only answer the other process's ask with another refusal
+// and wake it again, back and forth, while the job it is kept for lapses.
+func (d *dispatcher) flowFreed(f string) {
+	d.mu.Lock()
+	ff := d.full[f]
+	quiet := ff != nil && time.Since(ff.refused) < freedQuiet
+	d.mu.Unlock()
+	if ff != nil && !quiet {
+		d.wakeFull(f)
+	}
+}
+
+// freedQuiet: see flowFreed.
+const freedQuiet = 5 * time.Millisecond
 
 // fullRetry is how soon a job that found its flow's permits taken is
 // asked about again.

@@ -43,19 +43,22 @@ type GateResult struct {
 // a permit (GateFull) waits in its flow's waiting set, and a free permit
 // goes to no job while a waiting one is ahead of it: the caller asks again
 // about the refused jobs it still holds, and one not asked about for
-// WaitLapse stops counting.
+// WaitLapse stops counting. A job refused a free permit because one waits
+// ahead of it says so on the wake channel (Wake.Flow): the process holding
+// that one asks again at once.
 func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, lease time.Duration) ([]GateResult, error) {
 	out := make([]GateResult, len(jobs))
 	if !t.Limited() || len(jobs) == 0 {
 		return out, nil
 	}
 	interval := paceOf(t)
-	argv := make([]any, 0, 7+2*len(jobs))
+	argv := make([]any, 0, 9+2*len(jobs))
 	brk := 0
 	if t.BreakerFailures > 0 {
 		brk = 1
 	}
-	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds(), brk, "", WaitLapse.Milliseconds())
+	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds(), brk, "", WaitLapse.Milliseconds(),
+		s.k.wake(), flowFreedPrefix+t.Tenant+"/"+flow)
 	var now time.Time
 	for _, j := range jobs {
 		due := j.RunAt
@@ -143,8 +146,8 @@ func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 		}
 		return out, nil
 	}
-	argv := make([]any, 0, 7+2*len(jobs))
-	argv = append(argv, s.scriptNow(), strconv.FormatFloat(paceOf(t), 'f', 3, 64), 0, 0, 0, max(hold.Milliseconds(), 1), 0)
+	argv := make([]any, 0, 9+2*len(jobs))
+	argv = append(argv, s.scriptNow(), strconv.FormatFloat(paceOf(t), 'f', 3, 64), 0, 0, 0, max(hold.Milliseconds(), 1), 0, "", "")
 	for i, j := range jobs {
 		argv = append(argv, attemptMember(j), ms(dues[i]))
 	}

@@ -101,3 +101,40 @@ func TestGateWaiterLapses(t *testing.T) {
 		t.Fatalf("live after dead's wait lapsed: %+v, want GateGo", rs)
 	}
 }
+
+// A job refused a free permit, kept for a job waiting ahead of it, says
+// so on the wake channel, so that the process holding that job asks again
+// at once; a job refused because every permit is taken does not.
+func TestGateSaysWhenAPermitIsKept(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, clk := newStore(t, Options{})
+	wakes := s.SubscribeWake(ctx)
+	if w := <-wakes; !w.Resubscribed {
+		t.Fatalf("first wake %+v", w)
+	}
+	tp := kairos.Topic{Tenant: "acme", Name: "lambda", Parallelism: 1, FlowKey: "partner"}
+	due := clk.Now()
+	x, ahead, behind := prioJob(tp, "x", due, 0), prioJob(tp, "ahead", due, 9), prioJob(tp, "behind", due, 0)
+	gates(t, s, tp, []kairos.Job{x})
+	gates(t, s, tp, []kairos.Job{ahead}) // refused: every permit taken
+	if err := s.Done(ctx, tp, x); err != nil {
+		t.Fatal(err)
+	}
+	if rs := gates(t, s, tp, []kairos.Job{behind}); rs[0].Gate != GateFull {
+		t.Fatalf("behind: %+v", rs)
+	}
+	select {
+	case w := <-wakes:
+		if want := "acme/" + tp.Flow(); w.Flow != want {
+			t.Fatalf("wake %+v, want Flow %s", w, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake for the permit kept")
+	}
+	select {
+	case w := <-wakes:
+		t.Fatalf("another wake %+v", w)
+	case <-time.After(100 * time.Millisecond):
+	}
+}

@@ -15,7 +15,9 @@
 -- (ms), ARGV[5] 1 when the topic has a circuit breaker, ARGV[6] '' to ask
 -- for jobs due now, or (ahead) how far past its due time (ms) a job's time
 -- may be for its process to hold it, ARGV[7] how long a job refused a
--- permit counts as waiting after it asked (ms), then the jobs' attempts,
+-- permit counts as waiting after it asked (ms), ARGV[8] the channel to
+-- publish ARGV[9] on when a permit is free but kept for a job waiting
+-- ahead ('' none), then the jobs' attempts,
 -- "<tenant>/<topic>/<id>#<attempt>", oldest due first, each followed by its
 -- due time (ms) when ahead, by its held order (kairos.HeldOrder, ms)
 -- otherwise.
@@ -55,6 +57,9 @@
 -- when it asks again. Each ask renews a waiting job's lapse; one not asked
 -- about for ARGV[7] (its process died, or gave it back to Redis) stops
 -- counting. A flow with no job waiting pays one EXISTS a call for this.
+-- A job refused a free permit (one waits ahead of it) says so on
+-- ARGV[8]: the process holding the one ahead asks again at once, so the
+-- permit is not left idle until that process's next retry.
 -- Reply: for each job, code and time: 0 go now (with a permit when
 -- parallelism is set), 1 wait until the time (reserved, or the
 -- breaker's), 2 no permit free, 3 go now as the breaker's probe (without
@@ -64,7 +69,7 @@ local waitq, lapses = KEYS[6], KEYS[7]
 local now = clock(ARGV[1])
 local interval, par, lease = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local waitLapse = tonumber(ARGV[7]) or 0
-local free, waiting, queued = 0, false, false
+local free, waiting, queued, passed = 0, false, false, false
 if par > 0 then
   redis.call('ZREMRANGEBYSCORE', permits, '-inf', now) -- lapsed: their holders died
   free = par - redis.call('ZCARD', permits)
@@ -158,7 +163,7 @@ local function overtaken(m, o)
 end
 
 local ahead = tonumber(ARGV[6])
-local first, step, anyReserved = 8, 2, false
+local first, step, anyReserved = 10, 2, false
 if ahead then
   anyReserved = redis.call('EXISTS', resv) == 1 -- rare: jobs pushed back far
 end
@@ -207,6 +212,7 @@ for i = first, #ARGV, step do
     code = 3
   elseif par > 0 and (free <= 0 or overtaken(m, tonumber(ARGV[i + 1]))) then
     code = 2
+    passed = passed or free > 0
     redis.call('ZADD', waitq, ARGV[i + 1], m)
     redis.call('ZADD', lapses, now + waitLapse, m)
     waiting, queued = true, true
@@ -243,5 +249,8 @@ end
 if queued then
   redis.call('PEXPIRE', waitq, waitLapse + 60000)
   redis.call('PEXPIRE', lapses, waitLapse + 60000)
+end
+if passed and ARGV[8] ~= '' then
+  redis.call('PUBLISH', ARGV[8], ARGV[9])
 end
 return out
