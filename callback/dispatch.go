@@ -64,8 +64,9 @@ func flowKey(tenant, flow string) string { return tenant + "/" + flow }
 // jobs wait without asking until then, and a permit given back here
 // (Finish) wakes them at once.
 type fullFlow struct {
-	until  time.Time
-	timers []*time.Timer // of the jobs waiting (requeue)
+	until   time.Time
+	timers  []*time.Timer // of the jobs waiting (requeue)
+	refused time.Time     // when its jobs were last refused a permit
 }
 
 // gateFailed marks a job whose flow control call failed: asked again.
@@ -117,11 +118,16 @@ func (q *queue) put(c rdb.Claimed, front bool) {
 // claimed after its time was due since its run_at, and Due only says when
 // it was claimed), less its priority's steps.
 func heldOrder(c rdb.Claimed) time.Time {
-	due := c.Due
-	if !c.Job.RunAt.IsZero() && c.Job.RunAt.Before(due) {
-		due = c.Job.RunAt
+	return kairos.HeldOrder(c.Job, heldDue(c))
+}
+
+// heldDue is the time c has been due since: its due time, or its run_at
+// when earlier.
+func heldDue(c rdb.Claimed) time.Time {
+	if !c.Job.RunAt.IsZero() && c.Job.RunAt.Before(c.Due) {
+		return c.Job.RunAt
 	}
-	return kairos.HeldOrder(c.Job, due)
+	return c.Due
 }
 
 // newDispatcher returns a dispatcher over st.
@@ -290,7 +296,8 @@ func (d *dispatcher) timerLocked(cs []rdb.Claimed, wait time.Duration, front boo
 	t = time.AfterFunc(wait, func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		if _, ok := d.timers[t]; !ok {
+		cs, ok := d.timers[t] // requeueFull may have added jobs
+		if !ok {
 			return // Close took them
 		}
 		delete(d.timers, t)
@@ -456,6 +463,9 @@ func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 		group := make([]kairos.Job, len(idx))
 		for k, i := range idx {
 			group[k] = jobs[i]
+			// the permits go in held order across processes (Store.Gate
+			// reads it from RunAt): the time the job has been due since
+			group[k].RunAt = heldDue(cs[i])
 		}
 		grs, err := d.st.Gate(ctx, t, f, group, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
 		if err != nil {
@@ -527,15 +537,33 @@ func (d *dispatcher) requeueThen(cs []rdb.Claimed, then func(*time.Timer)) {
 // its permits all taken: until fullRetry, the flow's other jobs wait too
 // without asking, and a permit given back here (Finish) wakes them all.
 func (d *dispatcher) requeueFull(f string, cs []rdb.Claimed) {
+	d.mu.Lock()
+	if ff := d.full[f]; ff != nil && !d.closed && len(ff.timers) > 0 {
+		// the flow's jobs refused meanwhile join those already waiting: they
+		// all come back together, so that the one asked about next is the
+		// best of them in held order (the permits go in that order across
+		// processes only among the jobs asked about)
+		last := ff.timers[len(ff.timers)-1]
+		if w, ok := d.timers[last]; ok {
+			d.timers[last] = append(w, cs...)
+			d.held += len(cs)
+			ff.refused = time.Now()
+			d.mu.Unlock()
+			return
+		}
+	}
+	d.mu.Unlock()
 	d.requeueThen(cs, func(t *time.Timer) {
 		ff := d.full[f]
 		if ff == nil {
 			ff = &fullFlow{}
 			d.full[f] = ff
 		}
-		if now := time.Now(); !now.Before(ff.until) {
+		now := time.Now()
+		if !now.Before(ff.until) {
 			ff.until = now.Add(fullRetry)
 		}
+		ff.refused = now
 		if len(ff.timers) >= 64 { // drop those that fired
 			ff.timers = slices.DeleteFunc(ff.timers, func(t *time.Timer) bool { _, ok := d.timers[t]; return !ok })
 		}
@@ -563,6 +591,25 @@ func (d *dispatcher) wakeFull(f string) {
 		}
 	}
 }
+
+// flowFreed is wakeFull for a flow whose permit another process found
+// free but kept for a job waiting ahead (Worker.FlowFreed), unless its
+// jobs here were refused a permit within freedQuiet: then they are not
+// the one it is kept for (which would have got it), and asking again at
+// once would only answer the other process's ask with another refusal
+// and wake it again, back and forth, while the job it is kept for lapses.
+func (d *dispatcher) flowFreed(f string) {
+	d.mu.Lock()
+	ff := d.full[f]
+	quiet := ff != nil && time.Since(ff.refused) < freedQuiet
+	d.mu.Unlock()
+	if ff != nil && !quiet {
+		d.wakeFull(f)
+	}
+}
+
+// freedQuiet: see flowFreed.
+const freedQuiet = 5 * time.Millisecond
 
 // fullRetry is how soon a job that found its flow's permits taken is
 // asked about again.

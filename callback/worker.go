@@ -130,6 +130,14 @@ func (w *Worker) Refresh() {
 	}
 }
 
+// FlowFreed tells the worker that flow ("<tenant>/<flow>", rdb.Wake.Flow)
+// has a parallelism permit free that is kept for a job waiting ahead in
+// held order: its jobs waiting here for a permit ask again now, rather
+// than at their next retry, in case that job is held here.
+func (w *Worker) FlowFreed(flow string) {
+	w.disp.flowFreed(flow)
+}
+
 // LongestTimeout returns the longest callback timeout of the topics as the
 // worker last read them (kairos.DefaultTimeout before it has read any):
 // what a claim's lease must cover for a job that sets no timeout of its own.

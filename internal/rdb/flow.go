@@ -37,29 +37,55 @@ type GateResult struct {
 // and due, may start now, in order: every kairos process asks the same
 // script, so the topic's rate and parallelism limits hold across them.
 // lease bounds how long a permit is held when its holder never calls Done.
+// Under a parallelism limit the permits go in held order across
+// processes: each job's is kairos.HeldOrder(j, j.RunAt) (the caller sets
+// RunAt to the time the job has been due since; zero: now). A job refused
+// a permit (GateFull) waits in its flow's waiting set, and a free permit
+// goes to no job while a waiting one is ahead of it: the caller asks again
+// about the refused jobs it still holds, and one not asked about for
+// WaitLapse stops counting. A job refused a free permit because one waits
+// ahead of it says so on the wake channel (Wake.Flow): the process holding
+// that one asks again at once.
 func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, lease time.Duration) ([]GateResult, error) {
 	out := make([]GateResult, len(jobs))
 	if !t.Limited() || len(jobs) == 0 {
 		return out, nil
 	}
 	interval := paceOf(t)
-	argv := make([]any, 0, 6+len(jobs))
+	argv := make([]any, 0, 9+2*len(jobs))
 	brk := 0
 	if t.BreakerFailures > 0 {
 		brk = 1
 	}
-	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds(), brk, "")
+	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds(), brk, "", WaitLapse.Milliseconds(),
+		s.k.wake(), flowFreedPrefix+t.Tenant+"/"+flow)
+	var now time.Time
 	for _, j := range jobs {
-		argv = append(argv, attemptMember(j))
+		due := j.RunAt
+		if due.IsZero() {
+			if now.IsZero() {
+				now = s.Now()
+			}
+			due = now
+		}
+		argv = append(argv, attemptMember(j), ms(kairos.HeldOrder(j, due)))
 	}
 	return out, s.flowgate(ctx, t, flow, argv, out)
 }
+
+// WaitLapse is how long after it was last asked about a job refused a
+// parallelism permit still counts as waiting for one (Gate): a process
+// asks again about the jobs it holds every few tens of milliseconds, so
+// only a job whose process died, or gave it back to Redis, lapses; until
+// then it holds back the flow's jobs behind it in held order.
+const WaitLapse = time.Second
 
 // flowgate runs flowgate.lua for flow of topic t and reads its answers
 // into out, one a job.
 func (s *Store) flowgate(ctx context.Context, t kairos.Topic, flow string, argv []any, out []GateResult) error {
 	tag := s.k.flow(t.Tenant, flow)
-	keys := []string{tag + keyFlowPace, tag + keyFlowResv, tag + keyFlowPermits, tag + keyFlowBreaker, tag + keyFlowTaken}
+	keys := []string{tag + keyFlowPace, tag + keyFlowResv, tag + keyFlowPermits, tag + keyFlowBreaker, tag + keyFlowTaken,
+		tag + keyFlowWait, tag + keyFlowWaitLapse}
 	res, err := s.run(ctx, flowgateScript, keys, argv...).Slice()
 	if err != nil {
 		return fmt.Errorf("flow control of topic %s/%s: %w", t.Tenant, t.Name, err)
@@ -120,8 +146,8 @@ func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 		}
 		return out, nil
 	}
-	argv := make([]any, 0, 6+2*len(jobs))
-	argv = append(argv, s.scriptNow(), strconv.FormatFloat(paceOf(t), 'f', 3, 64), 0, 0, 0, max(hold.Milliseconds(), 1))
+	argv := make([]any, 0, 9+2*len(jobs))
+	argv = append(argv, s.scriptNow(), strconv.FormatFloat(paceOf(t), 'f', 3, 64), 0, 0, 0, max(hold.Milliseconds(), 1), 0, "", "")
 	for i, j := range jobs {
 		argv = append(argv, attemptMember(j), ms(dues[i]))
 	}

@@ -56,6 +56,8 @@ import (
 //	P:{f:<tenant>/<flow>}:resv  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> the time reserved for it
 //	P:{f:<tenant>/<flow>}:perm  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> when its permit lapses
 //	P:{f:<tenant>/<flow>}:brk   HASH  the flow's circuit breaker: st, f, c, u, p, pd (brkState...; lua/breaker.lua)
+//	P:{f:<tenant>/<flow>}:wq    ZSET  jobs refused a parallelism permit: "<tenant>/<topic>/<id>#<attempt>" -> held order (ms)
+//	P:{f:<tenant>/<flow>}:wql   ZSET  the same jobs -> when they stop counting as waiting (ms; Store.Gate, WaitLapse)
 //	P:{s}:u:<h>:<key>   STRING a dedup key of a topic's creates: "<first id>,<until (ms, base 36)>", PX the
 //	                           window; the job it names is in the same shard (Store.DedupID; see "Dedup keys")
 //	P:{s}:gone          SET    handles of deleted topics: no job or schedule is written under them (see "Deleting a topic")
@@ -283,6 +285,8 @@ const (
 	keyFlowResv       = "resv"  // P:{f:<tenant>/<flow>}:resv
 	keyFlowPermits    = "perm"  // P:{f:<tenant>/<flow>}:perm
 	keyFlowBreaker    = "brk"   // P:{f:<tenant>/<flow>}:brk
+	keyFlowWait       = "wq"    // P:{f:<tenant>/<flow>}:wq
+	keyFlowWaitLapse  = "wql"   // P:{f:<tenant>/<flow>}:wql
 )
 
 // luaKeys are the key suffixes the scripts build keys with, by their

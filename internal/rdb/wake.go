@@ -24,6 +24,10 @@ type Wake struct {
 	ScannerHeld  int  // how many shards Scanner holds (Store.Alive)
 	ScannerGone  bool // Scanner stopped (Store.Gone)
 	Resubscribed bool
+	// Flow ("<tenant>/<flow>") has a parallelism permit free, kept for a
+	// job waiting for it (Store.Gate): the process that holds the job
+	// should ask again now.
+	Flow string
 }
 
 // wakeHealthCheck is how long the wake subscription may stay silent before
@@ -87,6 +91,9 @@ func parseWake(msg string) (Wake, bool) {
 		n, _ := strconv.Atoi(held)
 		return Wake{Scanner: id, ScannerHeld: n}, id != ""
 	}
+	if f, ok := strings.CutPrefix(msg, flowFreedPrefix); ok {
+		return Wake{Flow: f}, f != ""
+	}
 	if id, ok := strings.CutPrefix(msg, goneScannerPrefix); ok {
 		return Wake{Scanner: id, ScannerGone: true}, id != ""
 	}
@@ -106,6 +113,7 @@ const (
 	topicsChanged     = "t"
 	scannerPrefix     = "s "
 	goneScannerPrefix = "x "
+	flowFreedPrefix   = "f " // flowgate.lua publishes it, with "<tenant>/<flow>"
 )
 
 // Alive tells every scanner that scanner id is alive and holds held

@@ -142,7 +142,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 	if cfg.Roles["scanner"] || cfg.Roles["worker"] {
 		// one subscription for the process's parts
 		wakes := store.SubscribeWake(run)
-		subWG.Go(func() { routeWakes(scanCtx, wakes, scanWakes, refresh) })
+		var freed func(string)
+		if worker != nil {
+			freed = worker.FlowFreed
+		}
+		subWG.Go(func() { routeWakes(scanCtx, wakes, scanWakes, refresh, freed) })
 	}
 	if cfg.Roles["scanner"] {
 		lease := leaseTimeouts(store, log)
@@ -239,8 +243,16 @@ const topicPoll = time.Minute
 // routeWakes hands wake messages to the scanner (on scan, until scanning
 // stops) and topic changes to the workers (refresh), until wakes closes.
 // After a (re)subscription both look again: messages may have been lost.
-func routeWakes(scanning context.Context, wakes <-chan rdb.Wake, scan chan<- rdb.Wake, refresh func()) {
+// A flow's permit kept for a waiting job goes to the workers (freed, when
+// set).
+func routeWakes(scanning context.Context, wakes <-chan rdb.Wake, scan chan<- rdb.Wake, refresh func(), freed func(string)) {
 	for w := range wakes {
+		if w.Flow != "" {
+			if freed != nil {
+				freed(w.Flow)
+			}
+			continue
+		}
 		if w.Topics || w.Resubscribed {
 			refresh()
 		}

@@ -81,7 +81,7 @@ func runTick(ctx context.Context, store *rdb.Store, cfg Config, log *slog.Logger
 	workCtx, stopWorker := context.WithCancel(run)
 	wakes := make(chan rdb.Wake, 64)
 	var subWG, scanWG sync.WaitGroup
-	subWG.Go(func() { routeWakes(scanCtx, store.SubscribeWake(run), wakes, worker.Refresh) })
+	subWG.Go(func() { routeWakes(scanCtx, store.SubscribeWake(run), wakes, worker.Refresh, worker.FlowFreed) })
 	sc := scanner.New(store, scanner.Config{LockTTL: cfg.LockTTL, Logger: log, LeaseTimeout: worker.LongestTimeout, Tracer: tp, Wakes: wakes})
 	scanWG.Go(func() { sc.Run(scanCtx) })
 	workDone := make(chan struct{})

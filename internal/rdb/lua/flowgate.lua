@@ -5,16 +5,22 @@
 -- KEYS[2] its reservations (ZSET: job attempt -> its reserved time, ms),
 -- KEYS[3] its permits (ZSET: job attempt -> when the permit lapses, ms),
 -- KEYS[4] its circuit breaker (HASH, breaker.lua), KEYS[5] the times
--- taken from its calendar (ZSET, see Rate)
+-- taken from its calendar (ZSET, see Rate), KEYS[6] the jobs waiting
+-- for a permit (ZSET: job attempt -> its held order, ms), KEYS[7] when
+-- each of those stops counting (ZSET: job attempt -> ms)
 -- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] the pace: ms
 -- between deliveries ((period + RateGuard)/limit, may be fractional; 0:
 -- no rate limit),
 -- ARGV[3] parallelism (0: none), ARGV[4] a permit's (and a probe's) lease
 -- (ms), ARGV[5] 1 when the topic has a circuit breaker, ARGV[6] '' to ask
 -- for jobs due now, or (ahead) how far past its due time (ms) a job's time
--- may be for its process to hold it, then the jobs' attempts,
+-- may be for its process to hold it, ARGV[7] how long a job refused a
+-- permit counts as waiting after it asked (ms), ARGV[8] the channel to
+-- publish ARGV[9] on when a permit is free but kept for a job waiting
+-- ahead ('' none), then the jobs' attempts,
 -- "<tenant>/<topic>/<id>#<attempt>", oldest due first, each followed by its
--- due time (ms) when ahead.
+-- due time (ms) when ahead, by its held order (kairos.HeldOrder, ms)
+-- otherwise.
 -- Ahead (Store.Pace) serves a flow with a rate limit and neither
 -- parallelism nor breaker, for jobs just claimed, before they are due: each
 -- takes the first free time at or after its due time, and its process
@@ -43,18 +49,40 @@
 -- covers it).
 -- Parallelism: a job goes only with a permit, taken here and given back by
 -- Store.Done (or lapsed with its lease); a job without one is tried again,
--- keeping its reservation.
+-- keeping its reservation. The permits go in held order across processes:
+-- a job refused one waits in the flow's waiting set (scored by its held
+-- order) until it gets one, and a free permit goes to a job only when no
+-- other waiting job is ahead of it (a lower score); the one behind is
+-- refused and waits too, so the process of the one ahead takes the permit
+-- when it asks again. Each ask renews a waiting job's lapse; one not asked
+-- about for ARGV[7] (its process died, or gave it back to Redis) stops
+-- counting. A flow with no job waiting pays one EXISTS a call for this.
+-- A job refused a free permit (one waits ahead of it) says so on
+-- ARGV[8]: the process holding the one ahead asks again at once, so the
+-- permit is not left idle until that process's next retry.
 -- Reply: for each job, code and time: 0 go now (with a permit when
 -- parallelism is set), 1 wait until the time (reserved, or the
 -- breaker's), 2 no permit free, 3 go now as the breaker's probe (without
 -- rate or permit).
 local pace, resv, permits, breaker = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local waitq, lapses = KEYS[6], KEYS[7]
 local now = clock(ARGV[1])
 local interval, par, lease = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local free = 0
+local waitLapse = tonumber(ARGV[7]) or 0
+local free, waiting, queued, passed = 0, false, false, false
 if par > 0 then
   redis.call('ZREMRANGEBYSCORE', permits, '-inf', now) -- lapsed: their holders died
   free = par - redis.call('ZCARD', permits)
+  waiting = redis.call('EXISTS', waitq) == 1
+  if waiting and free > 0 then
+    -- waiting jobs no longer asked about stop counting
+    local gone = redis.call('ZRANGEBYSCORE', lapses, '-inf', now, 'LIMIT', 0, 1000)
+    if #gone > 0 then
+      redis.call('ZREM', waitq, unpack(gone))
+      redis.call('ZREM', lapses, unpack(gone))
+      waiting = redis.call('EXISTS', waitq) == 1
+    end
+  end
 end
 local nextAt = tonumber(redis.call('GET', pace) or '0')
 local taken = KEYS[5]
@@ -119,10 +147,24 @@ local function reserve(m, slot)
   reserved = true
 end
 
+-- overtaken reports whether a waiting job other than m is ahead of held
+-- order o.
+local function overtaken(m, o)
+  if not waiting then
+    return false
+  end
+  local h = redis.call('ZRANGE', waitq, 0, 1, 'WITHSCORES')
+  for k = 1, #h, 2 do
+    if h[k] ~= m then
+      return tonumber(h[k + 1]) < o
+    end
+  end
+  return false
+end
+
 local ahead = tonumber(ARGV[6])
-local first, step, anyReserved = 7, 1, false
+local first, step, anyReserved = 10, 2, false
 if ahead then
-  step = 2
   anyReserved = redis.call('EXISTS', resv) == 1 -- rare: jobs pushed back far
 end
 if interval > 0 then
@@ -168,8 +210,12 @@ for i = first, #ARGV, step do
     probe, probeEnd = m, now + lease
     redis.call('HSET', breaker, BRK.state, BRK_ST.half, BRK.probe, m, BRK.probeEnd, probeEnd)
     code = 3
-  elseif par > 0 and free <= 0 then
+  elseif par > 0 and (free <= 0 or overtaken(m, tonumber(ARGV[i + 1]))) then
     code = 2
+    passed = passed or free > 0
+    redis.call('ZADD', waitq, ARGV[i + 1], m)
+    redis.call('ZADD', lapses, now + waitLapse, m)
+    waiting, queued = true, true
   elseif interval > 0 then
     local slot = reservation(m) or take(now)
     if slot > now + 1 then -- not come yet (a reservation back early waits again)
@@ -180,6 +226,10 @@ for i = first, #ARGV, step do
   if code == 0 and par > 0 then
     redis.call('ZADD', permits, now + lease, m)
     free = free - 1
+  end
+  if code ~= 2 and waiting and redis.call('ZREM', waitq, m) == 1 then
+    redis.call('ZREM', lapses, m) -- it waits no more
+    waiting = redis.call('EXISTS', waitq) == 1
   end
   out[#out + 1] = code
   out[#out + 1] = string.format('%d', math.ceil(at))
@@ -195,5 +245,12 @@ if interval > 0 then
 end
 if par > 0 then
   redis.call('PEXPIRE', permits, lease + 60000)
+end
+if queued then
+  redis.call('PEXPIRE', waitq, waitLapse + 60000)
+  redis.call('PEXPIRE', lapses, waitLapse + 60000)
+end
+if passed and ARGV[8] ~= '' then
+  redis.call('PUBLISH', ARGV[8], ARGV[9])
 end
 return out
