@@ -50,26 +50,12 @@ func TestScheduleMaxRunsAcrossKillOfTheLastRunsProcess(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the last run never arrived")
 	}
-	var killed *testproc.Proc
-	deadline := time.Now().Add(3 * time.Second)
-	for killed == nil {
-		var busy []*testproc.Proc
-		for _, p := range procs {
-			if v, ok := readMetric(p.URL(t), "kairos_callbacks_in_flight"); ok && v > 0 {
-				busy = append(busy, p)
-			}
-		}
-		if len(busy) == 1 {
-			killed = busy[0]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("%d processes have callbacks in flight, want 1", len(busy))
-		}
-	}
+	killed := busyProcess(t, procs)
 	killed.Signal(syscall.SIGKILL)
 	t.Logf("killed %s delivering the last run %s", killed.Name, hangID.Load())
 
 	// the last run is delivered again by the process that is left
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if hs := rcv.byJob()[hangID.Load().(string)]; len(hs) >= 2 {
 			break

@@ -191,27 +191,13 @@ func TestScheduleSurvivesKillOfTheDeliveringProcess(t *testing.T) {
 		t.Fatal("the occurrence to hang never arrived")
 	}
 	// The process with the callback in flight is the one delivering it.
-	var killed *testproc.Proc
-	deadline := time.Now().Add(3 * time.Second)
-	for killed == nil {
-		var busy []*testproc.Proc
-		for _, p := range procs {
-			if v, ok := readMetric(p.URL(t), "kairos_callbacks_in_flight"); ok && v > 0 {
-				busy = append(busy, p)
-			}
-		}
-		if len(busy) == 1 {
-			killed = busy[0]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("%d processes have callbacks in flight, want 1", len(busy))
-		}
-	}
+	killed := busyProcess(t, procs)
 	killed.Signal(syscall.SIGKILL)
 	killedAt := store.Now()
 	t.Logf("killed %s delivering %s", killed.Name, hangID.Load())
 
 	// The hung occurrence is delivered again, and 5 more after the kill.
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		after, again := 0, 0
 		for _, h := range rcv.all() {
@@ -262,4 +248,25 @@ func TestScheduleSurvivesKillOfTheDeliveringProcess(t *testing.T) {
 		}
 	}
 	t.Logf("occurrences %v to %v: %d requests", first.Format("15:04:05"), last.Format("15:04:05"), len(rcv.all()))
+}
+
+// busyProcess returns the one process of procs with a callback in flight,
+// waiting up to 3 s for exactly one to have some.
+func busyProcess(t *testing.T, procs []*testproc.Proc) *testproc.Proc {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		var busy []*testproc.Proc
+		for _, p := range procs {
+			if v, ok := readMetric(p.URL(t), "kairos_callbacks_in_flight"); ok && v > 0 {
+				busy = append(busy, p)
+			}
+		}
+		if len(busy) == 1 {
+			return busy[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes have callbacks in flight, want 1", len(busy))
+		}
+	}
 }
