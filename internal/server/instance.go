@@ -167,7 +167,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 			onTopic = worker.Refresh
 		}
 		tick := func(ctx context.Context, d time.Duration) (kairos.TickSummary, error) {
-			return runTick(ctx, store, cfg, log, tp, d, m.Attempt)
+			return runTick(ctx, store, cfg, log, tp, d, m.Attempt, m.Skipped)
 		}
 		// Bulk operations run where they are created; one whose process died
 		// is taken over by a process that looks for such: every few seconds
