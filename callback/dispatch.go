@@ -460,14 +460,12 @@ func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 				idx = idx[:t.Parallelism]
 			}
 		}
-		group := make([]kairos.Job, len(idx))
+		group, order := make([]kairos.Job, len(idx)), make([]time.Time, len(idx))
 		for k, i := range idx {
-			group[k] = jobs[i]
-			// the permits go in held order across processes (Store.Gate
-			// reads it from RunAt): the time the job has been due since
-			group[k].RunAt = heldDue(cs[i])
+			// the permits go in held order across processes
+			group[k], order[k] = jobs[i], heldOrder(cs[i])
 		}
-		grs, err := d.st.Gate(ctx, t, f, group, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
+		grs, err := d.st.Gate(ctx, t, f, group, order, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
 		if err != nil {
 			d.log.Warn("flow control; the jobs wait and are asked about again", "tenant", tenant, "topic", topic, "err", err)
 			for _, i := range idx {

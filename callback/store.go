@@ -37,7 +37,7 @@ type Store interface {
 	// Pace, Gate, Done and Outcome are flow control: rate, parallelism
 	// permits, and the circuit breaker (internal/rdb's flow.go).
 	Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues []time.Time, hold time.Duration) ([]rdb.GateResult, error)
-	Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, lease time.Duration) ([]rdb.GateResult, error)
+	Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, order []time.Time, lease time.Duration) ([]rdb.GateResult, error)
 	Done(ctx context.Context, t kairos.Topic, j kairos.Job) error
 	Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error)
 	// Finish records attempt a's outcome and returns the job's new state,

@@ -99,7 +99,7 @@ func (f *fakeStore) Pace(_ context.Context, _ kairos.Topic, _ string, jobs []kai
 	return out, nil
 }
 
-func (f *fakeStore) Gate(_ context.Context, _ kairos.Topic, _ string, jobs []kairos.Job, _ time.Duration) ([]rdb.GateResult, error) {
+func (f *fakeStore) Gate(_ context.Context, _ kairos.Topic, _ string, jobs []kairos.Job, _ []time.Time, _ time.Duration) ([]rdb.GateResult, error) {
 	if f.gate != nil {
 		return f.gate(jobs), nil
 	}

@@ -38,15 +38,15 @@ type GateResult struct {
 // script, so the topic's rate and parallelism limits hold across them.
 // lease bounds how long a permit is held when its holder never calls Done.
 // Under a parallelism limit the permits go in held order across
-// processes: each job's is kairos.HeldOrder(j, j.RunAt) (the caller sets
-// RunAt to the time the job has been due since; zero: now). A job refused
+// processes: order[i] is jobs[i]'s held order (kairos.HeldOrder; zero or
+// absent: now), which the caller knows from when the job has been due. A job refused
 // a permit (GateFull) waits in its flow's waiting set, and a free permit
 // goes to no job while a waiting one is ahead of it: the caller asks again
 // about the refused jobs it still holds, and one not asked about for
 // WaitLapse stops counting. A job refused a free permit because one waits
 // ahead of it says so on the wake channel (Wake.Flow): the process holding
 // that one asks again at once.
-func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, lease time.Duration) ([]GateResult, error) {
+func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, order []time.Time, lease time.Duration) ([]GateResult, error) {
 	out := make([]GateResult, len(jobs))
 	if !t.Limited() || len(jobs) == 0 {
 		return out, nil
@@ -60,15 +60,18 @@ func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds(), brk, "", WaitLapse.Milliseconds(),
 		s.k.wake(), flowFreedPrefix+t.Tenant+"/"+flow)
 	var now time.Time
-	for _, j := range jobs {
-		due := j.RunAt
-		if due.IsZero() {
+	for i, j := range jobs {
+		var at time.Time
+		if i < len(order) {
+			at = order[i]
+		}
+		if at.IsZero() {
 			if now.IsZero() {
 				now = s.Now()
 			}
-			due = now
+			at = now
 		}
-		argv = append(argv, attemptMember(j), ms(kairos.HeldOrder(j, due)))
+		argv = append(argv, attemptMember(j), ms(at))
 	}
 	return out, s.flowgate(ctx, t, flow, argv, out)
 }

@@ -25,7 +25,7 @@ func BenchmarkGatePermitCost(b *testing.B) {
 			tp := kairos.Topic{Tenant: "acme", Name: "bench", Parallelism: 1}
 			holder := kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "bench", ID: "holder"}, Attempts: 1, RunAt: clk.Now()}
 			if kind == "refused" {
-				if _, err := s.Gate(ctx, tp, tp.Flow(), []kairos.Job{holder}, time.Hour); err != nil {
+				if _, err := s.Gate(ctx, tp, tp.Flow(), []kairos.Job{holder}, heldOrders([]kairos.Job{holder}), time.Hour); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -35,7 +35,7 @@ func BenchmarkGatePermitCost(b *testing.B) {
 				j := kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "bench", ID: fmt.Sprintf("j%d", i%100)}, Attempts: 1, RunAt: clk.Now()}
 				i++
 				u := scriptUS(b, s)
-				rs, err := s.Gate(ctx, tp, tp.Flow(), []kairos.Job{j}, time.Hour)
+				rs, err := s.Gate(ctx, tp, tp.Flow(), []kairos.Job{j}, heldOrders([]kairos.Job{j}), time.Hour)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -23,9 +23,20 @@ func flowJobs(topic string, from, n, attempt int) []kairos.Job {
 // are 100 ms apart.
 const second = time.Second - RateGuard
 
+// heldOrders are jobs' held orders, each job due at its RunAt (zero: now).
+func heldOrders(jobs []kairos.Job) []time.Time {
+	order := make([]time.Time, len(jobs))
+	for i, j := range jobs {
+		if !j.RunAt.IsZero() {
+			order[i] = kairos.HeldOrder(j, j.RunAt)
+		}
+	}
+	return order
+}
+
 func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []GateResult {
 	t.Helper()
-	rs, err := s.Gate(context.Background(), tp, tp.Flow(), jobs, 10*time.Second)
+	rs, err := s.Gate(context.Background(), tp, tp.Flow(), jobs, heldOrders(jobs), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
