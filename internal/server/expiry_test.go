@@ -210,17 +210,7 @@ func TestPriorityUnderParallelismOne(t *testing.T) {
 	ti.call(t, "PUT", "/v1/topics/prio", `{"callback_url": "`+rcv.URL+`", "parallelism": 1}`, http.StatusCreated)
 	ti.call(t, "POST", "/v1/topics/prio/pause", "", http.StatusOK)
 	base := time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
-	type job struct {
-		id   string
-		prio int
-		at   time.Time
-	}
-	var jobs []job
-	for i := range 20 {
-		// created in an order of their own: i*7 mod 20 walks every index once
-		k := i * 7 % 20
-		jobs = append(jobs, job{id: fmt.Sprintf("j%02d", k), prio: []int{0, 3, 9, 3, 0}[k%5], at: base.Add(time.Duration(k) * time.Millisecond)})
-	}
+	jobs := priorityJobs(base, []int{0, 3, 9, 3, 0})
 	for _, j := range jobs {
 		body := fmt.Sprintf(`{"id": %q, "run_at": %q, "priority": %d}`, j.id, j.at.Format(time.RFC3339Nano), j.prio)
 		ti.call(t, "POST", "/v1/topics/prio/jobs", body, http.StatusCreated)
@@ -237,20 +227,46 @@ func TestPriorityUnderParallelismOne(t *testing.T) {
 			t.Fatalf("%d of 20 delivered after 30s", n)
 		}
 	}
-	want := slices.Clone(jobs)
-	slices.SortFunc(want, func(a, b job) int {
-		if a.prio != b.prio {
-			return b.prio - a.prio
-		}
-		return a.at.Compare(b.at)
-	})
-	var wantIDs []string
-	for _, j := range want {
-		wantIDs = append(wantIDs, j.id)
-	}
+	wantIDs := priorityOrder(jobs, "")
 	mu.Lock()
 	defer mu.Unlock()
 	if !slices.Equal(got, wantIDs) {
 		t.Errorf("delivery order\n got %v\nwant %v", got, wantIDs)
 	}
+}
+
+// priorityJob is a job of the priority tests: its id, priority and run_at.
+type priorityJob struct {
+	id   string
+	prio int
+	at   time.Time
+}
+
+// priorityJobs are 20 jobs due 1 ms apart from base, with priorities
+// cycling through prios, in an order of their own: i*7 mod 20 walks every
+// index once.
+func priorityJobs(base time.Time, prios []int) []priorityJob {
+	var jobs []priorityJob
+	for i := range 20 {
+		k := i * 7 % 20
+		jobs = append(jobs, priorityJob{id: fmt.Sprintf("j%02d", k), prio: prios[k%len(prios)], at: base.Add(time.Duration(k) * time.Millisecond)})
+	}
+	return jobs
+}
+
+// priorityOrder is the ids of jobs but skip in the order the priority rule
+// delivers them: higher priority first, equal priority by run_at.
+func priorityOrder(jobs []priorityJob, skip string) []string {
+	want := slices.DeleteFunc(slices.Clone(jobs), func(j priorityJob) bool { return j.id == skip })
+	slices.SortFunc(want, func(a, b priorityJob) int {
+		if a.prio != b.prio {
+			return b.prio - a.prio
+		}
+		return a.at.Compare(b.at)
+	})
+	var ids []string
+	for _, j := range want {
+		ids = append(ids, j.id)
+	}
+	return ids
 }

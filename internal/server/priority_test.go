@@ -46,16 +46,7 @@ func TestPriorityAcrossProcesses(t *testing.T) {
 	a.call(t, "PUT", "/v1/topics/prio", `{"callback_url": "`+rcv.URL+`", "parallelism": 1}`, http.StatusCreated)
 	a.call(t, "POST", "/v1/topics/prio/pause", "", http.StatusOK)
 	base := time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
-	type job struct {
-		id   string
-		prio int
-		at   time.Time
-	}
-	var jobs []job
-	for i := range 20 {
-		k := i * 7 % 20
-		jobs = append(jobs, job{id: fmt.Sprintf("j%02d", k), prio: []int{0, 3, 9, 3, 0, 5}[k%6], at: base.Add(time.Duration(k) * time.Millisecond)})
-	}
+	jobs := priorityJobs(base, []int{0, 3, 9, 3, 0, 5})
 	for i, j := range jobs {
 		body := fmt.Sprintf(`{"id": %q, "run_at": %q, "priority": %d}`, j.id, j.at.Format(time.RFC3339Nano), j.prio)
 		[]*testInstance{a, b}[i%2].call(t, "POST", "/v1/topics/prio/jobs", body, http.StatusCreated)
@@ -88,17 +79,7 @@ func TestPriorityAcrossProcesses(t *testing.T) {
 	}
 	t.Logf("idle gaps, same process: %v; other process: %v", same, other)
 	// the first delivery went as the permit was free: the rest follow the rule
-	want := slices.DeleteFunc(slices.Clone(jobs), func(j job) bool { return j.id == got[0] })
-	slices.SortFunc(want, func(a, b job) int {
-		if a.prio != b.prio {
-			return b.prio - a.prio
-		}
-		return a.at.Compare(b.at)
-	})
-	var wantIDs []string
-	for _, j := range want {
-		wantIDs = append(wantIDs, j.id)
-	}
+	wantIDs := priorityOrder(jobs, got[0])
 	if !slices.Equal(got[1:], wantIDs) {
 		t.Errorf("delivery order after the first (%s)\n got %v\nwant %v", got[0], got[1:], wantIDs)
 	}

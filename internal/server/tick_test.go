@@ -26,29 +26,7 @@ func TestTickEndpointDeliversFromAnAPIProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.Stop)
-	admin, err := in.Authn.Mint("ops", true, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	call := func(method, path, body string, want int) string {
-		t.Helper()
-		req, _ := http.NewRequest(method, in.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+admin)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, b)
-		}
-		return string(b)
-	}
+	call := adminCaller(t, in)
 	call("PUT", "/v1/topics/t?tenant=acme", `{"callback_url": "`+rcv.URL+`"}`, http.StatusCreated)
 	for range 3 {
 		call("POST", "/v1/topics/t/jobs?tenant=acme", `{"delay": "0s", "payload": 1}`, http.StatusCreated)
@@ -83,29 +61,7 @@ func TestTickEndpointCountsSkippedInstants(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.Stop)
-	admin, err := in.Authn.Mint("ops", true, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	call := func(method, path, body string, want int) string {
-		t.Helper()
-		req, _ := http.NewRequest(method, in.URL+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+admin)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, b)
-		}
-		return string(b)
-	}
+	call := adminCaller(t, in)
 	call("PUT", "/v1/topics/t?tenant=acme", `{"callback_url": "`+rcv.URL+`", "timeout": "30s"}`, http.StatusCreated)
 	call("PUT", "/v1/topics/t/schedules/s?tenant=acme", `{"every": "1s", "overlap": "skip"}`, http.StatusCreated)
 	var sc struct {
@@ -126,5 +82,34 @@ func TestTickEndpointCountsSkippedInstants(t *testing.T) {
 	want := fmt.Sprintf(`kairos_occurrences_skipped_total{topic="acme/t"} %d`, sc.Skipped)
 	if m := call("GET", "/metrics", "", http.StatusOK); !strings.Contains(m, want) {
 		t.Fatalf("/metrics lacks %q:\n%s", want, grepLines(m, "kairos_occurrences_skipped_total"))
+	}
+}
+
+// adminCaller returns a function that calls in's API with an admin token
+// and fails t unless the answer has status want; it returns the body.
+func adminCaller(t *testing.T, in *Instance) func(method, path, body string, want int) string {
+	t.Helper()
+	admin, err := in.Authn.Mint("ops", true, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(method, path, body string, want int) string {
+		t.Helper()
+		req, _ := http.NewRequest(method, in.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+admin)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, b)
+		}
+		return string(b)
 	}
 }
