@@ -166,25 +166,9 @@ func TestScheduleBackfillTwice(t *testing.T) {
 // overlap skip: while the previous occurrence is active, the next instant
 // does not fire and is counted; once it ends, instants fire again.
 func TestScheduleOverlapSkip(t *testing.T) {
-	s, now, add := newScheduleStore(t)
+	s, _, add := newScheduleStore(t)
 	ctx := context.Background()
-	start := now().Add(500 * time.Millisecond)
-	sc := everySecond("tick", start, "")
-	sc.Overlap = kairos.OverlapSkip
-	if _, err := s.PutSchedule(ctx, sc); err != nil {
-		t.Fatal(err)
-	}
-	add(time.Second)
-	first := claimHeld(t, s)
-	if len(first) != 1 {
-		t.Fatalf("claimed %v", claimedIDs(first))
-	}
-	for range 3 {
-		add(time.Second)
-		if cs := claimHeld(t, s); len(cs) != 0 {
-			t.Fatalf("previous still active, yet fired %v", claimedIDs(cs))
-		}
-	}
+	first := overlapHeld(t, s, add, kairos.OverlapSkip)
 	got, _ := s.GetSchedule(ctx, "acme", "orders", "tick")
 	if got.Skipped != 3 || got.Runs != 1 {
 		t.Fatalf("skipped %d runs %d, want 3 and 1", got.Skipped, got.Runs)
@@ -193,7 +177,7 @@ func TestScheduleOverlapSkip(t *testing.T) {
 	if err != nil || c.Occurrences.Skipped != 3 || c.States["skipped"] != 0 {
 		t.Fatalf("counters %+v %v", c, err)
 	}
-	finishDelivered(t, s, first[0])
+	finishDelivered(t, s, first)
 	add(time.Second)
 	if cs := claimHeld(t, s); len(cs) != 1 {
 		t.Fatalf("previous ended, yet fired %v", claimedIDs(cs))
@@ -203,33 +187,17 @@ func TestScheduleOverlapSkip(t *testing.T) {
 // overlap buffer_one: the first instant that finds the previous one active
 // waits and fires once it ends; the others meanwhile are skipped.
 func TestScheduleOverlapBufferOne(t *testing.T) {
-	s, now, add := newScheduleStore(t)
+	s, _, add := newScheduleStore(t)
 	ctx := context.Background()
-	start := now().Add(500 * time.Millisecond)
-	sc := everySecond("tick", start, "")
-	sc.Overlap = kairos.OverlapBufferOne
-	if _, err := s.PutSchedule(ctx, sc); err != nil {
-		t.Fatal(err)
-	}
-	add(time.Second)
-	first := claimHeld(t, s)
-	if len(first) != 1 {
-		t.Fatalf("claimed %v", claimedIDs(first))
-	}
-	for range 3 {
-		add(time.Second)
-		if cs := claimHeld(t, s); len(cs) != 0 {
-			t.Fatalf("previous still active, yet fired %v", claimedIDs(cs))
-		}
-	}
+	first := overlapHeld(t, s, add, kairos.OverlapBufferOne)
 	got, _ := s.GetSchedule(ctx, "acme", "orders", "tick")
 	if got.Skipped != 2 {
 		t.Fatalf("skipped %d, want 2 (one waits)", got.Skipped)
 	}
-	finishDelivered(t, s, first[0])
+	finishDelivered(t, s, first)
 	add(bufferPoll + 100*time.Millisecond)
 	cs := claimHeld(t, s)
-	want := kairos.OccurrenceID("tick", start.Add(time.Second))
+	want := kairos.OccurrenceID("tick", first.Job.RunAt.Add(time.Second)) // the instant after the first
 	if !slices.Contains(claimedIDs(cs), want) {
 		t.Fatalf("after the previous ended fired %v, want the buffered %s", claimedIDs(cs), want)
 	}
@@ -265,4 +233,28 @@ func TestScheduleBackfillStopsAtMaxRuns(t *testing.T) {
 	if err != nil || got.Runs != 5 || !got.Completed {
 		t.Fatalf("runs %d completed %v (%v)", got.Runs, got.Completed, err)
 	}
+}
+
+// overlapHeld puts schedule "tick" (every second, overlap ov), fires its
+// first occurrence and keeps it active while three more instants come;
+// it returns that first occurrence.
+func overlapHeld(t *testing.T, s *Store, add func(time.Duration), ov kairos.Overlap) Claimed {
+	t.Helper()
+	sc := everySecond("tick", s.Now().Add(500*time.Millisecond), "")
+	sc.Overlap = ov
+	if _, err := s.PutSchedule(context.Background(), sc); err != nil {
+		t.Fatal(err)
+	}
+	add(time.Second)
+	first := claimHeld(t, s)
+	if len(first) != 1 {
+		t.Fatalf("claimed %v", claimedIDs(first))
+	}
+	for range 3 {
+		add(time.Second)
+		if cs := claimHeld(t, s); len(cs) != 0 {
+			t.Fatalf("previous still active, yet fired %v", claimedIDs(cs))
+		}
+	}
+	return first[0]
 }
