@@ -14,7 +14,14 @@ import (
 func (w *Worker) expire(ctx context.Context, j kairos.Job, t kairos.Topic, now time.Time, called func()) {
 	called()
 	a := kairos.Attempt{N: j.Attempts, At: now, Event: kairos.AttemptExpired}
-	state, err := w.finish(ctx, j, a, kairos.OutcomeExpired, time.Time{}, w.expiredNotice(j, t, a, nil)...)
+	// the notification names the attempts made: not the one handed out
+	made := j
+	made.Attempts = a.N - 1
+	var notices []kairos.Notice
+	if n, ok := noticeOf(made, t, kairos.Attempt{}, kairos.OutcomeExpired, nil, now); ok {
+		notices = append(notices, n)
+	}
+	state, err := w.finish(ctx, j, a, kairos.OutcomeExpired, time.Time{}, notices...)
 	switch {
 	case err != nil:
 		w.log.Error("record an expiry; the job is handed out again when its lease lapses", "tenant", j.Tenant, "topic", j.Topic, "job_id", j.ID, "err", err)
@@ -24,20 +31,4 @@ func (w *Worker) expire(ctx context.Context, j kairos.Job, t kairos.Topic, now t
 	if w.cfg.OnAttempt != nil {
 		w.cfg.OnAttempt(Event{Job: j, Attempt: a, State: state})
 	}
-}
-
-// expiredNotice is the failure notification of job j (of topic t),
-// expired after attempt a, whose answer had body (or before it, when
-// a.Event says so: no attempt was made at this one); none when no failure
-// URL is set or j is itself a notification.
-func (w *Worker) expiredNotice(j kairos.Job, t kairos.Topic, a kairos.Attempt, body []byte) []kairos.Notice {
-	_, failure := noticeURLs(j, t)
-	if failure == "" {
-		return nil
-	}
-	if a.Event == kairos.AttemptExpired {
-		j.Attempts, a = a.N-1, kairos.Attempt{}
-	}
-	n := kairos.FailureNotice(failure, j, a, body, kairos.StateExpired, w.st.Now())
-	return []kairos.Notice{n}
 }

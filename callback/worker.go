@@ -355,9 +355,6 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	if n, ok := noticeOf(j, t, a, o, res.Body, w.st.Now()); ok {
 		notices = append(notices, n)
 	}
-	if o == kairos.OutcomeExpired {
-		notices = w.expiredNotice(j, t, a, res.Body)
-	}
 	state, err := w.finish(ctx, j, a, o, retryAt, notices...)
 	if slotWaits {
 		called()
@@ -445,7 +442,8 @@ func bodyToRead(j kairos.Job, t kairos.Topic) int {
 
 // noticeOf is the notification that outcome o of attempt a at job j of
 // topic t files with it, if any: a success notification for a delivery, a
-// failure notification for a death. body is the answer's (Result.Body).
+// failure notification for a death or an expiry. body is the answer's
+// (Result.Body).
 func noticeOf(j kairos.Job, t kairos.Topic, a kairos.Attempt, o kairos.Outcome, body []byte, now time.Time) (kairos.Notice, bool) {
 	success, failure := noticeURLs(j, t)
 	switch {
@@ -453,6 +451,8 @@ func noticeOf(j kairos.Job, t kairos.Topic, a kairos.Attempt, o kairos.Outcome, 
 		return kairos.SuccessNotice(success, j, a, body), true
 	case o == kairos.OutcomeDead && failure != "":
 		return kairos.FailureNotice(failure, j, a, body, kairos.StateDead, now), true
+	case o == kairos.OutcomeExpired && failure != "":
+		return kairos.FailureNotice(failure, j, a, body, kairos.StateExpired, now), true
 	}
 	return kairos.Notice{}, false
 }
