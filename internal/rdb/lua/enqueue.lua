@@ -62,7 +62,7 @@ for i = FIRST, #ARGV, PER do
   if first then
     local f = h .. '/' .. first
     out[nth] = {R.duplicate, first, written[f] or redis.call('HGET', pool, f)}
-  elseif old and mode == 'k' and old.st ~= ST.delivered and old.st ~= ST.dead and old.st ~= ST.expired then
+  elseif old and mode == 'k' and not finished(old) then
     out[nth] = {R.kept, oldv}
   elseif old and old.st == ST.active then
     out[nth] = R.active
@@ -74,19 +74,8 @@ for i = FIRST, #ARGV, PER do
     local result = R.ok
     if not old then
       count(h, state)
-    elseif old.st == ST.delivered or old.st == ST.dead or old.st == ST.expired then
-      -- a new job of the same id: the old one leaves the listing; the new
-      -- one's webhook id comes from its creation time, which must differ
-      unindex(tag, h, id, old.ca)
-      if old.st == ST.dead then
-        deadRemove(tag, ARGV[5], h, id)
-        count(h, 'dead>' .. state)
-      else
-        count(h, state)
-      end
-      if old.ca >= now then
-        r.ca = old.ca + 1
-      end
+    elseif finished(old) then
+      r.ca = replaceFinished(tag, ARGV[5], h, id, old, state, now) -- a new job of the same id
     else
       -- not fired yet: the same job, rescheduled; it keeps its identity
       r.ca, result = old.ca, R.replaced

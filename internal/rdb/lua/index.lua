@@ -123,3 +123,24 @@ local function labelAddRecord(tag, h, id, r)
     labelAdd(tag, h, id, r.ca, src, from, r.ls)
   end
 end
+
+-- finished reports whether record r ended (delivered, dead or expired):
+-- a new job may then take its id.
+local function finished(r)
+  return r.st == ST.delivered or r.st == ST.dead or r.st == ST.expired
+end
+
+-- replaceFinished makes way for a new job of id (topic h, of tenant), in
+-- state, over old, a finished record of that id: old leaves the listing
+-- and the dead letters, the counters move, and it returns the new job's
+-- creation time: now, or later than old's, since the webhook id comes from it.
+local function replaceFinished(tag, tenant, h, id, old, state, now)
+  unindex(tag, h, id, old.ca)
+  if old.st == ST.dead then
+    deadRemove(tag, tenant, h, id)
+    count(h, 'dead>' .. state)
+  else
+    count(h, state)
+  end
+  return math.max(now, old.ca + 1)
+end

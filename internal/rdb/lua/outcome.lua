@@ -61,18 +61,10 @@ local function notify(h, id, n, note, kind, tenant)
       false)
     return
   end
-  if o.st ~= ST.delivered and o.st ~= ST.dead then -- the earlier one is still on its way
+  if not finished(o) then -- the earlier one is still on its way
     return
   end
-  unindex(tag, h, nid, o.ca)
-  if o.st == ST.dead then
-    deadRemove(tag, tenant, h, nid)
-    count(h, 'dead>' .. NAME[ST.ready])
-  else
-    count(h, NAME[ST.ready])
-  end
-  -- its webhook id comes from its creation time, which must differ
-  local ca = math.max(now, o.ca + 1)
+  local ca = replaceFinished(tag, tenant, h, nid, o, NAME[ST.ready], now)
   keepRaw(field, newRecord(ST.ready, ca, now, 0, tonumber(ls), body))
   wheelPut(field, now, now)
   indexAdd(h, nid, ca)
