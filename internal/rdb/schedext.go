@@ -36,20 +36,11 @@ func decodeScheduleExt(b string) (scheduleExtension, int, error) {
 		return scheduleExtension{}, 0, fmt.Errorf("schedule extension: %w", errBadRecord)
 	}
 	var x scheduleExtension
-	nums := make(map[string]int64, len(scheduleExtFields))
-	at := 0
-	for _, f := range scheduleExtFields {
-		if f.code {
-			for ov, c := range overlapCodes {
-				if b[at] == c {
-					x.overlap = ov
-				}
-			}
-			at++
-			continue
+	nums, code, at := readHeader(b, scheduleExtFields)
+	for ov, c := range overlapCodes {
+		if code == c {
+			x.overlap = ov
 		}
-		nums[f.name] = beUint(b[at : at+f.width])
-		at += f.width
 	}
 	if x.overlap == "" {
 		return scheduleExtension{}, 0, fmt.Errorf("schedule extension: %w", errBadRecord)
@@ -160,4 +151,21 @@ func (s *Store) markBackfilled(ctx context.Context, shard int, f string, at int6
 		}
 	}
 	return fmt.Errorf("%w: schedule %q changed five times while its backfill was recorded", kairos.ErrConflict, f)
+}
+
+// readHeader reads the fields of a binary header from the start of b (at
+// least as long as fields say): the numbers by name, the one code byte,
+// and how many bytes the header took.
+func readHeader(b string, fields []headerField) (nums map[string]int64, code byte, at int) {
+	nums = make(map[string]int64, len(fields))
+	for _, f := range fields {
+		if f.code {
+			code = b[at]
+			at++
+			continue
+		}
+		nums[f.name] = beUint(b[at : at+f.width])
+		at += f.width
+	}
+	return nums, code, at
 }

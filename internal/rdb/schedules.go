@@ -59,20 +59,11 @@ func decodeSchedule(head, body string) (scheduleRecord, error) {
 		return scheduleRecord{}, fmt.Errorf("schedule record: %w", errBadRecord)
 	}
 	var r scheduleRecord
-	nums := make(map[string]int64, len(scheduleFields))
-	at := 0
-	for _, f := range scheduleFields {
-		if f.code {
-			for cu, c := range catchUpCodes {
-				if head[at] == c {
-					r.catchUp = cu
-				}
-			}
-			at++
-			continue
+	nums, code, at := readHeader(head, scheduleFields)
+	for cu, c := range catchUpCodes {
+		if code == c {
+			r.catchUp = cu
 		}
-		nums[f.name] = beUint(head[at : at+f.width])
-		at += f.width
 	}
 	r.gen, r.cur, r.hi, r.lastFired, r.leaseTimeout = nums["gen"], nums["cur"], nums["hi"], nums["lf"], nums["lt"]
 	fl, ls, lm := nums["fl"], nums["ls"], nums["lm"]
