@@ -69,6 +69,10 @@ type fullFlow struct {
 	refused time.Time     // when its jobs were last refused a permit
 }
 
+// firstInLine is the held order given to flow control for a job whose turn
+// came and passed (paced, and started too late): ahead of every waiting job.
+var firstInLine = time.UnixMilli(1)
+
 // gateFailed marks a job whose flow control call failed: asked again.
 const gateFailed rdb.Gate = -1
 
@@ -247,16 +251,16 @@ func (d *dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 		// oldest due first: each then mostly takes its own time from the
 		// pace on; with jobs of priority among them, in heldOrder, so that
 		// those take the earlier times
-		order := func(a, b int) int { return cs[a].Due.Compare(cs[b].Due) }
+		cmp := func(a, b int) int { return cs[a].Due.Compare(cs[b].Due) }
 		if slices.ContainsFunc(g.idx, func(i int) bool { return cs[i].Job.Priority > 0 }) {
-			order = func(a, b int) int { return heldOrder(cs[a]).Compare(heldOrder(cs[b])) }
+			cmp = func(a, b int) int { return heldOrder(cs[a]).Compare(heldOrder(cs[b])) }
 		}
-		slices.SortStableFunc(g.idx, order)
-		jobs, dues := make([]kairos.Job, len(g.idx)), make([]time.Time, len(g.idx))
+		slices.SortStableFunc(g.idx, cmp)
+		jobs, dues, order := make([]kairos.Job, len(g.idx)), make([]time.Time, len(g.idx)), make([]time.Time, len(g.idx))
 		for k, i := range g.idx {
-			jobs[k], dues[k] = cs[i].Job, cs[i].Due
+			jobs[k], dues[k], order[k] = cs[i].Job, cs[i].Due, heldOrder(cs[i])
 		}
-		rs, err := d.st.Pace(ctx, g.topic, g.flow, jobs, dues, paceHold)
+		rs, err := d.st.Pace(ctx, g.topic, g.flow, jobs, dues, order, paceHold)
 		if err != nil {
 			d.log.Warn("flow control; the jobs ask again when due", "tenant", g.topic.Tenant, "topic", g.topic.Name, "err", err)
 			continue
@@ -385,8 +389,9 @@ func (d *dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait
 }
 
 // gate returns the jobs of cs that their topic's flow control lets start
-// now. The others keep their place: one the rate limit reserved a later
-// time for goes back to Redis until then (Release; it keeps its attempts),
+// now. The others keep their place: one told to wait (its turn under the
+// rate limit, or the breaker's cool-down) goes back to Redis until then
+// (Release; it keeps its attempts and its place in held order),
 // one that found every permit taken waits here, first in its queue, and
 // is asked about again after fullRetry (or released like any job held
 // longer than Config.Hold).
@@ -462,8 +467,13 @@ func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 		}
 		group, order := make([]kairos.Job, len(idx)), make([]time.Time, len(idx))
 		for k, i := range idx {
-			// the permits go in held order across processes
+			// the limits let jobs go in held order across processes; a job
+			// whose paced time passed while this process was slow had its
+			// turn already: it asks again first in line
 			group[k], order[k] = jobs[i], heldOrder(cs[i])
+			if paceable && cs[i].Paced {
+				order[k] = firstInLine
+			}
 		}
 		grs, err := d.st.Gate(ctx, t, f, group, order, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
 		if err != nil {

@@ -36,7 +36,7 @@ type Store interface {
 	Release(ctx context.Context, cs []rdb.Claimed) error
 	// Pace, Gate, Done and Outcome are flow control: rate, parallelism
 	// permits, and the circuit breaker (internal/rdb's flow.go).
-	Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues []time.Time, hold time.Duration) ([]rdb.GateResult, error)
+	Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues, order []time.Time, hold time.Duration) ([]rdb.GateResult, error)
 	Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, order []time.Time, lease time.Duration) ([]rdb.GateResult, error)
 	Done(ctx context.Context, t kairos.Topic, j kairos.Job) error
 	Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error)

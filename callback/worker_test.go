@@ -91,7 +91,7 @@ func (f *fakeStore) Release(_ context.Context, cs []rdb.Claimed) error {
 	return nil
 }
 
-func (f *fakeStore) Pace(_ context.Context, _ kairos.Topic, _ string, jobs []kairos.Job, dues []time.Time, _ time.Duration) ([]rdb.GateResult, error) {
+func (f *fakeStore) Pace(_ context.Context, _ kairos.Topic, _ string, jobs []kairos.Job, dues, _ []time.Time, _ time.Duration) ([]rdb.GateResult, error) {
 	out := make([]rdb.GateResult, len(jobs))
 	for i := range out {
 		out[i].At = dues[i]

@@ -16,8 +16,9 @@ const (
 	// GateGo: the job may start now (holding a permit when its topic has a
 	// parallelism limit: Store.Done gives it back).
 	GateGo Gate = iota
-	// GateWait: the rate limit reserved a later time for it (GateResult.At);
-	// give it back to wait for it (Release with Due set to that time).
+	// GateWait: a limit holds it back until a later time (GateResult.At:
+	// its turn under the rate limit, or the circuit breaker's); give it
+	// back to wait for it (Release with Due set to that time).
 	GateWait
 	// GateFull: every permit of its flow is taken; try again shortly.
 	GateFull
@@ -33,19 +34,20 @@ type GateResult struct {
 }
 
 // Gate asks flow (kairos.FlowOf: the jobs' flow key, or their topic's
-// flow) which of jobs of topic t, claimed
-// and due, may start now, in order: every kairos process asks the same
-// script, so the topic's rate and parallelism limits hold across them.
-// lease bounds how long a permit is held when its holder never calls Done.
-// Under a parallelism limit the permits go in held order across
-// processes: order[i] is jobs[i]'s held order (kairos.HeldOrder; zero or
-// absent: now), which the caller knows from when the job has been due. A job refused
-// a permit (GateFull) waits in its flow's waiting set, and a free permit
-// goes to no job while a waiting one is ahead of it: the caller asks again
-// about the refused jobs it still holds, and one not asked about for
-// WaitLapse stops counting. A job refused a free permit because one waits
-// ahead of it says so on the wake channel (Wake.Flow): the process holding
-// that one asks again at once.
+// flow) which of jobs of topic t, claimed and due, may start now, in
+// order: every kairos process asks the same script, so the topic's
+// limits hold across them. lease bounds how long a permit is held when
+// its holder never calls Done. The limits let jobs go in held order
+// across processes: order[i] is jobs[i]'s held order (kairos.HeldOrder;
+// zero or absent: now), which the caller knows from when the job has been
+// due. A job held back (GateWait, GateFull) waits in its flow's waiting
+// set, and no job goes while a waiting one ahead of it is expected back:
+// one told to wait (GateWait) is expected at its time, one refused a
+// permit (GateFull) at once, as its caller asks again about the jobs it
+// still holds; one that does not come back stops counting WaitLapse
+// after it was expected. A job refused a free permit because one waits
+// ahead of it says so on the wake channel (Wake.Flow): the process
+// holding that one asks again at once.
 func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, order []time.Time, lease time.Duration) ([]GateResult, error) {
 	out := make([]GateResult, len(jobs))
 	if !t.Limited() || len(jobs) == 0 {
@@ -76,10 +78,11 @@ func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 	return out, s.flowgate(ctx, t, flow, argv, out)
 }
 
-// WaitLapse is how long after it was last asked about a job refused a
-// parallelism permit still counts as waiting for one (Gate): a process
-// asks again about the jobs it holds every few tens of milliseconds, so
-// only a job whose process died, or gave it back to Redis, lapses; until
+// WaitLapse is how long after it was expected back a job held back by a
+// flow's limits still counts as waiting (Gate): a process asks again
+// about the jobs it holds every few tens of milliseconds, and a job given
+// back to Redis until its turn comes back within milliseconds of it; so
+// only a job whose process died, or that was cancelled, lapses; until
 // then it holds back the flow's jobs behind it in held order.
 const WaitLapse = time.Second
 
@@ -87,7 +90,7 @@ const WaitLapse = time.Second
 // into out, one a job.
 func (s *Store) flowgate(ctx context.Context, t kairos.Topic, flow string, argv []any, out []GateResult) error {
 	tag := s.k.flow(t.Tenant, flow)
-	keys := []string{tag + keyFlowPace, tag + keyFlowResv, tag + keyFlowPermits, tag + keyFlowBreaker, tag + keyFlowTaken,
+	keys := []string{tag + keyFlowPace, tag + keyFlowPermits, tag + keyFlowBreaker, tag + keyFlowTaken,
 		tag + keyFlowWait, tag + keyFlowWaitLapse}
 	res, err := s.run(ctx, flowgateScript, keys, argv...).Slice()
 	if err != nil {
@@ -138,10 +141,11 @@ func Paceable(t kairos.Topic) bool {
 // process or shard asks first: GateGo with that time (At), when it is at
 // most hold after the job's due time (or now, when that is later): the
 // caller holds the job until then and starts it without asking Gate;
-// GateWait when it is later: the time is reserved,
-// and the job goes back to Redis to wait for it, as with Gate. A job given
-// back with a reserved time finds it again here or in Gate.
-func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues []time.Time, hold time.Duration) ([]GateResult, error) {
+// GateWait with its turn when the rate holds it back further, or when
+// jobs ahead of it in held order (order[i], as for Gate; zero: its due
+// time) wait for times before it: the job goes back to Redis until then,
+// and is paced again as it is claimed.
+func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues, order []time.Time, hold time.Duration) ([]GateResult, error) {
 	out := make([]GateResult, len(jobs))
 	if !Paceable(t) || len(jobs) == 0 {
 		for i := range out {
@@ -149,10 +153,14 @@ func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 		}
 		return out, nil
 	}
-	argv := make([]any, 0, 9+2*len(jobs))
-	argv = append(argv, s.scriptNow(), strconv.FormatFloat(paceOf(t), 'f', 3, 64), 0, 0, 0, max(hold.Milliseconds(), 1), 0, "", "")
+	argv := make([]any, 0, 9+3*len(jobs))
+	argv = append(argv, s.scriptNow(), strconv.FormatFloat(paceOf(t), 'f', 3, 64), 0, 0, 0, max(hold.Milliseconds(), 1), WaitLapse.Milliseconds(), "", "")
 	for i, j := range jobs {
-		argv = append(argv, attemptMember(j), ms(dues[i]))
+		o := dues[i]
+		if i < len(order) && !order[i].IsZero() {
+			o = order[i]
+		}
+		argv = append(argv, attemptMember(j), ms(o), ms(dues[i]))
 	}
 	if err := s.flowgate(ctx, t, flow, argv, out); err != nil {
 		return nil, err

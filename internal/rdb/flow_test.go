@@ -43,9 +43,10 @@ func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []GateRes
 	return rs
 }
 
-// A rate limit paces a flow's deliveries evenly, first come first served:
-// a job whose time has not come reserves the next free time and keeps it
-// when it comes back; two topics with one flow key share the pace.
+// A rate limit paces a flow's deliveries evenly: a job whose time has not
+// come is told its turn and keeps its place in held order when it comes
+// back (early: it waits again); two topics with one flow key share the
+// pace.
 func TestGateRatePacesAndReserves(t *testing.T) {
 	s, clk := newStore(t, Options{})
 	t0 := clk.Now()
@@ -131,26 +132,30 @@ func TestGateRateAndParallelism(t *testing.T) {
 	}
 }
 
-// A reserved job back later than its time by more than PacedLate takes a
-// new one, so deliveries never bunch above the pace; one back a little
-// late keeps it.
-func TestGateLateReturnTakesANewTime(t *testing.T) {
+// A held-back job goes when it comes back to the first free time, late or
+// not: a late one leaves its turn unused, and the next is pushed back to
+// keep the pace, so deliveries never bunch above it.
+func TestGateLateReturnNeverBunches(t *testing.T) {
 	s, clk := newStore(t, Options{})
 	t0 := clk.Now()
 	tp := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: second}
 	rs := gates(t, s, tp, flowJobs("a", 0, 3, 1))
-	if rs[2].Gate != GateWait || !rs[2].At.Equal(t0.Add(200*time.Millisecond)) {
+	if rs[1].Gate != GateWait || !rs[1].At.Equal(t0.Add(100*time.Millisecond)) || rs[2].Gate != GateWait || !rs[2].At.Equal(t0.Add(200*time.Millisecond)) {
 		t.Fatalf("%+v", rs)
 	}
-	clk.Add(100*time.Millisecond + PacedLate) // j1 back PacedLate late: it goes on its time
+	clk.Add(110 * time.Millisecond) // j1 back 10 ms late: it goes
 	if rs = gates(t, s, tp, flowJobs("a", 1, 1, 1)); rs[0].Gate != GateGo {
 		t.Fatalf("back a little late: %+v", rs)
 	}
-	clk.Add(140*time.Millisecond - PacedLate) // j2 back 50 ms late: the next free time
-	if rs = gates(t, s, tp, flowJobs("a", 2, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(300*time.Millisecond)) {
-		t.Fatalf("back late: %+v", rs)
+	clk.Add(90 * time.Millisecond) // j2 back at its turn, 90 ms after j1 went: it waits for 210
+	if rs = gates(t, s, tp, flowJobs("a", 2, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(210*time.Millisecond)) {
+		t.Fatalf("back at its turn, under the pace after a late one: %+v", rs)
 	}
-	if rs = gates(t, s, tp, flowJobs("a", 9, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(400*time.Millisecond)) {
+	clk.Add(10 * time.Millisecond)
+	if rs = gates(t, s, tp, flowJobs("a", 2, 1, 1)); rs[0].Gate != GateGo {
+		t.Fatalf("back at its new turn: %+v", rs)
+	}
+	if rs = gates(t, s, tp, flowJobs("a", 9, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(310*time.Millisecond)) {
 		t.Fatalf("a newcomer: %+v", rs)
 	}
 }
@@ -232,8 +237,8 @@ func TestGateBreaker(t *testing.T) {
 }
 
 // A pace finer than a millisecond lets the jobs of the next millisecond go
-// at once (5 a ms at 5,000/s: 6 in all, now and within the ms) and
-// reserves the others, the 5,001st a second ahead.
+// at once (5 a ms at 5,000/s: 6 in all, now and within the ms) and tells
+// the others their turns, the 5,001st a second ahead.
 func TestGateFinePace(t *testing.T) {
 	s, clk := newStore(t, Options{})
 	tp := kairos.Topic{Tenant: "acme", Name: "fast", RateLimit: 5000, RatePeriod: second}
@@ -256,7 +261,7 @@ func TestGateFinePace(t *testing.T) {
 
 func paces(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job, dues []time.Time, hold time.Duration) []GateResult {
 	t.Helper()
-	rs, err := s.Pace(context.Background(), tp, tp.Flow(), jobs, dues, hold)
+	rs, err := s.Pace(context.Background(), tp, tp.Flow(), jobs, dues, nil, hold)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,8 +271,8 @@ func paces(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job, dues []ti
 // Pace keeps each job's due time while the rate allows it, whichever
 // shard asks first: jobs paced ahead leave the free times between them to
 // jobs paced later, and a job due at a taken time gets the first free one
-// after it. A time further than the hold is reserved, and the job given
-// back finds it again in Gate.
+// after it. A job whose time is further than the hold is told its turn,
+// and goes when it comes back then.
 func TestPaceKeepsDueTimesAcrossShards(t *testing.T) {
 	s, clk := newStore(t, Options{})
 	t0 := clk.Now()
@@ -287,20 +292,20 @@ func TestPaceKeepsDueTimesAcrossShards(t *testing.T) {
 	if rs[0].Gate != GateGo || !rs[0].At.Equal(at(120)) || rs[1].Gate != GateGo || !rs[1].At.Equal(at(350)) {
 		t.Fatalf("shard B: %+v, want go at 120 and at 350", rs)
 	}
-	// pushed back further than the hold: reserved, and Gate lets it go at
-	// its time
+	// pushed back further than the hold: told its turn, and Gate lets it
+	// go then
 	rs = paces(t, s, tp, flowJobs("a", 20, 3, 1), []time.Time{at(2000), at(2000), at(2000)}, 150*time.Millisecond)
 	if rs[0].Gate != GateGo || !rs[0].At.Equal(at(2000)) || rs[1].Gate != GateGo || !rs[1].At.Equal(at(2100)) ||
 		rs[2].Gate != GateWait || !rs[2].At.Equal(at(2200)) {
-		t.Fatalf("three due at once: %+v, want go at 2000 and 2100, reserved at 2200", rs)
+		t.Fatalf("three due at once: %+v, want go at 2000 and 2100, wait for 2200", rs)
 	}
 	clk.Add(2200 * time.Millisecond)
 	if g := gates(t, s, tp, flowJobs("a", 22, 1, 1)); g[0].Gate != GateGo {
-		t.Fatalf("back at its reserved time: %+v", g)
+		t.Fatalf("back at its turn: %+v", g)
 	}
 	// asked now, a job takes the first free time from now
 	if g := gates(t, s, tp, flowJobs("a", 30, 1, 1)); g[0].Gate != GateWait || !g[0].At.Equal(at(2300)) {
-		t.Fatalf("after the reserved one: %+v, want 2300", g)
+		t.Fatalf("after the one back at its turn: %+v, want 2300", g)
 	}
 }
 

@@ -141,7 +141,7 @@ func (k keys) hold(shard int) string { return k.tag(shard) + keyHold }
 func (k keys) held(shard int, h string) string { return k.tag(shard) + keyHeld + h }
 
 // flow is the key tag of a tenant's flow-control quota (kairos.Topic.Flow):
-// its calendar, reservations, permits and breaker share one hash slot
+// its calendar, permits, breaker and waiting jobs share one hash slot
 // (flowgate.lua).
 func (k keys) flow(tenant, flow string) string { return k.prefix + ":{f:" + tenant + "/" + flow + "}:" }
 

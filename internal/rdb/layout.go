@@ -53,11 +53,10 @@ import (
 //	P:{s}:held:<h>      LIST   a paused topic's held wheel entries, "<h>/<id>,<time>", oldest first
 //	P:{f:<tenant>/<flow>}:pace  STRING the rate's pace: every time from it on is free (ms; flowgate.lua)
 //	P:{f:<tenant>/<flow>}:taken ZSET  the times handed out, from an interval ago on ("%.3f" -> that time)
-//	P:{f:<tenant>/<flow>}:resv  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> the time reserved for it
 //	P:{f:<tenant>/<flow>}:perm  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> when its permit lapses
 //	P:{f:<tenant>/<flow>}:brk   HASH  the flow's circuit breaker: st, f, c, u, p, pd (brkState...; lua/breaker.lua)
-//	P:{f:<tenant>/<flow>}:wq    ZSET  jobs refused a parallelism permit: "<tenant>/<topic>/<id>#<attempt>" -> held order (ms)
-//	P:{f:<tenant>/<flow>}:wql   ZSET  the same jobs -> when they stop counting as waiting (ms; Store.Gate, WaitLapse)
+//	P:{f:<tenant>/<flow>}:wq    ZSET  jobs the flow's limits hold back: "<tenant>/<topic>/<id>#<attempt>" -> held order (ms from 2026-01-01; ties a fraction of a ms apart)
+//	P:{f:<tenant>/<flow>}:wql   ZSET  the same jobs -> when they stop counting: expected back + WaitLapse (ms; Store.Gate)
 //	P:{s}:u:<h>:<key>   STRING a dedup key of a topic's creates: "<first id>,<until (ms, base 36)>", PX the
 //	                           window; the job it names is in the same shard (Store.DedupID; see "Dedup keys")
 //	P:{s}:gone          SET    handles of deleted topics: no job or schedule is written under them (see "Deleting a topic")
@@ -282,7 +281,6 @@ const (
 	keyLabel          = "lb:"   // P:{s}:lb:<h>:<key>=<value>
 	keyFlowPace       = "pace"  // P:{f:<tenant>/<flow>}:pace
 	keyFlowTaken      = "taken" // P:{f:<tenant>/<flow>}:taken
-	keyFlowResv       = "resv"  // P:{f:<tenant>/<flow>}:resv
 	keyFlowPermits    = "perm"  // P:{f:<tenant>/<flow>}:perm
 	keyFlowBreaker    = "brk"   // P:{f:<tenant>/<flow>}:brk
 	keyFlowWait       = "wq"    // P:{f:<tenant>/<flow>}:wq

@@ -227,7 +227,7 @@ func TestPriorityUnderParallelismOne(t *testing.T) {
 			t.Fatalf("%d of 20 delivered after 30s", n)
 		}
 	}
-	wantIDs := priorityOrder(jobs, "")
+	wantIDs := priorityOrder(jobs)
 	mu.Lock()
 	defer mu.Unlock()
 	if !slices.Equal(got, wantIDs) {
@@ -254,10 +254,11 @@ func priorityJobs(base time.Time, prios []int) []priorityJob {
 	return jobs
 }
 
-// priorityOrder is the ids of jobs but skip in the order the priority rule
-// delivers them: higher priority first, equal priority by run_at.
-func priorityOrder(jobs []priorityJob, skip string) []string {
-	want := slices.DeleteFunc(slices.Clone(jobs), func(j priorityJob) bool { return j.id == skip })
+// priorityOrder is the ids of jobs but those in skip in the order the
+// priority rule delivers them: higher priority first, equal priority by
+// run_at.
+func priorityOrder(jobs []priorityJob, skip ...string) []string {
+	want := slices.DeleteFunc(slices.Clone(jobs), func(j priorityJob) bool { return slices.Contains(skip, j.id) })
 	slices.SortFunc(want, func(a, b priorityJob) int {
 		if a.prio != b.prio {
 			return b.prio - a.prio

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,8 +21,45 @@ import (
 // process asks first. The first delivery may be any job: it took the free
 // permit before the others were asked about.
 func TestPriorityAcrossProcesses(t *testing.T) {
+	got := deliveredAcrossProcesses(t, `"parallelism": 1`, 100*time.Millisecond)
+	if wantIDs := priorityOrder(got.jobs, got.ids[0]); !slices.Equal(got.ids[1:], wantIDs) {
+		t.Errorf("delivery order after the first (%s)\n got %v\nwant %v", got.ids[0], got.ids[1:], wantIDs)
+	}
+}
+
+// TestRatePriorityAcrossProcesses is TestPriorityAcrossProcesses under a
+// rate limit of 10 a second and a quick receiver: the rate's times go in
+// priority order across the processes. The first two deliveries may be
+// any jobs: the first found the time free, and the second time is within
+// the 100 ms a process holds a job for its time, taken by the job asking
+// first (see docs/flow-control.md).
+func TestRatePriorityAcrossProcesses(t *testing.T) {
+	got := deliveredAcrossProcesses(t, `"rate": {"limit": 10, "period": "1s"}`, 0)
+	if wantIDs := priorityOrder(got.jobs, got.ids[:2]...); !slices.Equal(got.ids[2:], wantIDs) {
+		t.Errorf("delivery order after the first two (%v)\n got %v\nwant %v", got.ids[:2], got.ids[2:], wantIDs)
+	}
+	for i := 1; i < len(got.starts); i++ {
+		if d := got.starts[i].Sub(got.starts[i-1]); d < 50*time.Millisecond {
+			t.Errorf("deliveries %d and %d arrived %v apart, at 10 a second", i-1, i, d)
+		}
+	}
+}
+
+// delivered is what deliveredAcrossProcesses saw: the jobs created, the
+// ids in the order they reached the receiver, and when each arrived.
+type delivered struct {
+	jobs   []priorityJob
+	ids    []string
+	starts []time.Time
+}
+
+// deliveredAcrossProcesses runs two kairos processes over one Redis and a
+// topic with limits (JSON fields), creates 20 jobs due together with mixed
+// priorities while the topic is paused, resumes it, and returns the
+// deliveries once all 20 arrived; the receiver takes work to answer.
+func deliveredAcrossProcesses(t *testing.T, limits string, work time.Duration) delivered {
 	var mu sync.Mutex
-	var got []string
+	var got delivered
 	conns := map[string]int{} // deliveries by connection: a sign of which process sent them
 	type span struct {
 		conn       string
@@ -29,12 +67,13 @@ func TestPriorityAcrossProcesses(t *testing.T) {
 	}
 	var spans []span
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		mu.Lock()
-		got = append(got, r.Header.Get("Kairos-Job-Id"))
+		got.ids = append(got.ids, r.Header.Get("Kairos-Job-Id"))
+		got.starts = append(got.starts, start)
 		conns[r.RemoteAddr]++
 		mu.Unlock()
-		start := time.Now()
-		time.Sleep(100 * time.Millisecond) // the permit is held: every other job waits for it
+		time.Sleep(work) // a permit is held meanwhile
 		mu.Lock()
 		spans = append(spans, span{r.RemoteAddr, start, time.Now()})
 		mu.Unlock()
@@ -43,18 +82,18 @@ func TestPriorityAcrossProcesses(t *testing.T) {
 	env := map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL(), "KAIROS_SHARDS": "2"}
 	a := startTestInstanceOn(t, env)
 	b := startTestInstanceOn(t, env)
-	a.call(t, "PUT", "/v1/topics/prio", `{"callback_url": "`+rcv.URL+`", "parallelism": 1}`, http.StatusCreated)
+	a.call(t, "PUT", "/v1/topics/prio", `{"callback_url": "`+rcv.URL+`", `+limits+`}`, http.StatusCreated)
 	a.call(t, "POST", "/v1/topics/prio/pause", "", http.StatusOK)
 	base := time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
-	jobs := priorityJobs(base, []int{0, 3, 9, 3, 0, 5})
-	for i, j := range jobs {
+	got.jobs = priorityJobs(base, []int{0, 3, 9, 3, 0, 5})
+	for i, j := range got.jobs {
 		body := fmt.Sprintf(`{"id": %q, "run_at": %q, "priority": %d}`, j.id, j.at.Format(time.RFC3339Nano), j.prio)
 		[]*testInstance{a, b}[i%2].call(t, "POST", "/v1/topics/prio/jobs", body, http.StatusCreated)
 	}
 	b.call(t, "POST", "/v1/topics/prio/resume", "", http.StatusOK)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		mu.Lock()
-		n := len(got)
+		n := len(got.ids)
 		mu.Unlock()
 		if n >= 20 {
 			break
@@ -66,8 +105,8 @@ func TestPriorityAcrossProcesses(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("deliveries by connection: %v", conns)
-	// the permit's idle gap: from one answer to the next request, when the
-	// next came over the same connection (process) and over the other
+	// the idle gap: from one answer to the next request, when the next came
+	// over the same connection (process) and over the other
 	var same, other []time.Duration
 	for i := 1; i < len(spans); i++ {
 		g := spans[i].start.Sub(spans[i-1].end)
@@ -78,9 +117,57 @@ func TestPriorityAcrossProcesses(t *testing.T) {
 		}
 	}
 	t.Logf("idle gaps, same process: %v; other process: %v", same, other)
-	// the first delivery went as the permit was free: the rest follow the rule
-	wantIDs := priorityOrder(jobs, got[0])
-	if !slices.Equal(got[1:], wantIDs) {
-		t.Errorf("delivery order after the first (%s)\n got %v\nwant %v", got[0], got[1:], wantIDs)
+	return got
+}
+
+// TestBreakerProbePriorityAcrossProcesses: two kairos processes, a topic
+// whose circuit breaker opens on one failure; 20 jobs of mixed priorities
+// created through both while it is open wait for the cool-down, and the
+// probe sent when it ends is the job first by the priority rule, whichever
+// process asks first. Then the breaker closes and the others go.
+func TestBreakerProbePriorityAcrossProcesses(t *testing.T) {
+	var mu sync.Mutex
+	var ids []string
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Kairos-Job-Id")
+		mu.Lock()
+		ids = append(ids, id)
+		mu.Unlock()
+		if id == "trigger" {
+			w.WriteHeader(http.StatusServiceUnavailable) // opens the breaker
+		}
+	}))
+	t.Cleanup(rcv.Close)
+	env := map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL(), "KAIROS_SHARDS": "2"}
+	a := startTestInstanceOn(t, env)
+	b := startTestInstanceOn(t, env)
+	a.call(t, "PUT", "/v1/topics/prio", `{"callback_url": "`+rcv.URL+`", "breaker": {"failures": 1, "cooldown": "2s"}, "max_attempts": 1}`, http.StatusCreated)
+	a.call(t, "POST", "/v1/topics/prio/jobs", `{"id": "trigger"}`, http.StatusCreated)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(a.call(t, "GET", "/v1/topics/prio", "", http.StatusOK), `"state":"open"`); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the breaker did not open within 30s")
+		}
+	}
+	base := time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
+	jobs := priorityJobs(base, []int{0, 3, 9, 3, 0, 5})
+	for i, j := range jobs {
+		body := fmt.Sprintf(`{"id": %q, "run_at": %q, "priority": %d}`, j.id, j.at.Format(time.RFC3339Nano), j.prio)
+		[]*testInstance{a, b}[i%2].call(t, "POST", "/v1/topics/prio/jobs", body, http.StatusCreated)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		n := len(ids)
+		mu.Unlock()
+		if n >= 21 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 21 requests after 60s: %v", n, ids)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := priorityOrder(jobs)[0]; ids[0] != "trigger" || ids[1] != want {
+		t.Errorf("requests %v: want the trigger, then the probe %s", ids, want)
 	}
 }

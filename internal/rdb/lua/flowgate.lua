@@ -1,108 +1,107 @@
 -- flowgate.lua: decide which claimed jobs of one flow (a topic's, or a
--- flow key's) may start now (Store.Gate). Every kairos process asks it
--- before firing, so the limits hold across processes.
--- KEYS[1] the flow's pace (STRING: when its next delivery may go, ms),
--- KEYS[2] its reservations (ZSET: job attempt -> its reserved time, ms),
--- KEYS[3] its permits (ZSET: job attempt -> when the permit lapses, ms),
--- KEYS[4] its circuit breaker (HASH, breaker.lua), KEYS[5] the times
--- taken from its calendar (ZSET, see Rate), KEYS[6] the jobs waiting
--- for a permit (ZSET: job attempt -> its held order, ms), KEYS[7] when
--- each of those stops counting (ZSET: job attempt -> ms)
+-- flow key's) may start now (Store.Gate, Store.Pace). Every kairos process
+-- asks it before firing, so the limits hold across processes.
+-- KEYS[1] the flow's pace (STRING: from when every time is free, ms),
+-- KEYS[2] its permits (ZSET: job attempt -> when the permit lapses, ms),
+-- KEYS[3] its circuit breaker (HASH, breaker.lua), KEYS[4] the times
+-- taken from its calendar (ZSET, see Rate), KEYS[5] the jobs a limit
+-- holds back (ZSET: job attempt -> its held order, ms), KEYS[6] when each
+-- of those stops counting (ZSET: job attempt -> ms: when it is expected
+-- back, plus ARGV[7])
 -- ARGV[1] now (ms), or '' to read Redis's TIME, ARGV[2] the pace: ms
 -- between deliveries ((period + RateGuard)/limit, may be fractional; 0:
 -- no rate limit),
 -- ARGV[3] parallelism (0: none), ARGV[4] a permit's (and a probe's) lease
 -- (ms), ARGV[5] 1 when the topic has a circuit breaker, ARGV[6] '' to ask
 -- for jobs due now, or (ahead) how far past its due time (ms) a job's time
--- may be for its process to hold it, ARGV[7] how long a job refused a
--- permit counts as waiting after it asked (ms), ARGV[8] the channel to
+-- may be for its process to hold it, ARGV[7] how long a held-back job
+-- still counts after it was expected back (ms), ARGV[8] the channel to
 -- publish ARGV[9] on when a permit is free but kept for a job waiting
 -- ahead ('' none), then the jobs' attempts,
--- "<tenant>/<topic>/<id>#<attempt>", oldest due first, each followed by its
--- due time (ms) when ahead, by its held order (kairos.HeldOrder, ms)
--- otherwise.
+-- "<tenant>/<topic>/<id>#<attempt>", in held order, each followed by its
+-- held order (kairos.HeldOrder, ms), and when ahead by its due time (ms).
 -- Ahead (Store.Pace) serves a flow with a rate limit and neither
 -- parallelism nor breaker, for jobs just claimed, before they are due: each
 -- takes the first free time at or after its due time, and its process
--- holds it until then (code 0 with the time), or gives it back to Redis
--- when the time is more than ARGV[6] past its due time (code 1, reserved). So a
--- claim's jobs cost one call, not one a job as they come due.
+-- holds it until then (code 0 with the time); a job whose time would be
+-- more than ARGV[6] past its due time is held back (code 1). So a claim's
+-- jobs cost one call, not one a job as they come due.
+-- Held back: a job a limit holds back waits in the flow's waiting set,
+-- scored by its held order (from HELD_EPOCH; jobs of equal order in the
+-- order they came, a small fraction of a ms apart), and is told when to
+-- come back; whichever process
+-- asks, a job goes only when no waiting job ahead of it should go first.
+-- A waiting job counts until ARGV[7] after it is expected back (a job
+-- asked about again and again while it waits for a permit, at each ask):
+-- one whose process died, or that was cancelled meanwhile, stops holding
+-- the others back then. A flow with no job waiting pays one ZCARD a call.
 -- Breaker: while it is open, every job waits until its cool-down ends;
--- then (half-open) the first job to ask goes as the probe, and the others
--- wait for its answer (asking again every second, or when the probe's
--- lease lapses); breaker.lua closes or opens it again with the answer.
+-- then (half-open) the job first in held order goes as the probe (one
+-- behind a waiting job expected by then is told to come back in a
+-- second), and the others wait for its answer (asking again every second,
+-- or when the probe's lease lapses); breaker.lua closes or opens it again
+-- with the answer.
 -- Rate: the flow's calendar hands out times at least one interval apart,
 -- each once: the times taken (ZSET, from an interval ago on) and the pace,
 -- from which every time is free. A job takes the first free time at or
--- after its own (take): its due time ahead, now otherwise; so jobs claimed
--- ahead by several shards or processes each keep their due time while the
--- rate allows it, in whatever order they ask. Asked now, a job gets the
--- next free time: if it has come
--- (or comes within a millisecond: jobs due together under a pace finer
--- than that, or a little apart, need no round trip), the job goes; if not,
--- the job reserves it and is given back to Redis to wait for it, and
--- coming back it goes. (Told to go only now, a process
--- that stalls sends late rather than in a bunch.) One that comes back
--- more than RATE_LATE ms after its time (its process was slow) takes a
--- new one: its old time passed unused, so deliveries never bunch above
--- the pace by more than that (the interval's guard, Go's RateGuard,
--- covers it).
+-- after its own: its due time ahead, now otherwise; so jobs claimed ahead
+-- by several shards or processes each keep their due time while the rate
+-- allows it, in whatever order they ask. Asked now, a job goes if that
+-- time has come (or comes within a millisecond: jobs due together under a
+-- pace finer than that need no round trip). A time is taken only by a job
+-- that goes: one whose time is later (or that has waiting jobs ahead of
+-- it, whose turns come first) is held back, told to come back at its turn
+-- (the first free time, one interval later for each waiting job ahead of
+-- it), and given back to Redis until then; coming back, it goes if no job
+-- is ahead of it by then, or waits again for its new turn. So the times go
+-- in held order across processes, and deliveries never bunch above the
+-- pace (the interval's guard, Go's RateGuard, covers a start up to
+-- RATE_LATE ms late).
 -- Parallelism: a job goes only with a permit, taken here and given back by
--- Store.Done (or lapsed with its lease); a job without one is tried again,
--- keeping its reservation. The permits go in held order across processes:
--- a job refused one waits in the flow's waiting set (scored by its held
--- order) until it gets one, and a free permit goes to a job only when no
--- other waiting job is ahead of it (a lower score); the one behind is
--- refused and waits too, so the process of the one ahead takes the permit
--- when it asks again. Each ask renews a waiting job's lapse; one not asked
--- about for ARGV[7] (its process died, or gave it back to Redis) stops
--- counting. A flow with no job waiting pays one EXISTS a call for this.
--- A job refused a free permit (one waits ahead of it) says so on
--- ARGV[8]: the process holding the one ahead asks again at once, so the
--- permit is not left idle until that process's next retry.
+-- Store.Done (or lapsed with its lease); a job without one waits, held by
+-- its process, which asks again about it. A free permit goes to a job only
+-- when no waiting job expected by now is ahead of it; the one behind is
+-- refused, so the process of the one ahead takes the permit when it asks
+-- again, and is told at once on ARGV[8].
 -- Reply: for each job, code and time: 0 go now (with a permit when
--- parallelism is set), 1 wait until the time (reserved, or the
--- breaker's), 2 no permit free, 3 go now as the breaker's probe (without
--- rate or permit).
-local pace, resv, permits, breaker = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local waitq, lapses = KEYS[6], KEYS[7]
+-- parallelism is set; ahead: at the time), 1 wait until the time (its
+-- turn, or the breaker's), 2 no permit free, 3 go now as the breaker's
+-- probe (without rate or permit).
+local pace, permits, breaker, taken = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local waitq, lapses = KEYS[5], KEYS[6]
 local now = clock(ARGV[1])
 local interval, par, lease = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local ahead = tonumber(ARGV[6])
 local waitLapse = tonumber(ARGV[7]) or 0
-local free, waiting, queued, passed = 0, false, false, false
+local free, queued, passed = 0, false, false
+local count = redis.call('ZCARD', waitq) -- jobs waiting (lapsed ones too, until clean)
+local fresh, lastLapse = count == 0, 0 -- fresh: the set has no TTL (new, or emptied here)
 if par > 0 then
   redis.call('ZREMRANGEBYSCORE', permits, '-inf', now) -- lapsed: their holders died
   free = par - redis.call('ZCARD', permits)
-  waiting = redis.call('EXISTS', waitq) == 1
-  if waiting and free > 0 then
-    -- waiting jobs no longer asked about stop counting
-    local gone = redis.call('ZRANGEBYSCORE', lapses, '-inf', now, 'LIMIT', 0, 1000)
-    if #gone > 0 then
-      redis.call('ZREM', waitq, unpack(gone))
-      redis.call('ZREM', lapses, unpack(gone))
-      waiting = redis.call('EXISTS', waitq) == 1
-    end
-  end
 end
 local nextAt = tonumber(redis.call('GET', pace) or '0')
-local taken = KEYS[5]
 local out = {}
-local reserved = false
 
 local function ms3(t)
   return string.format('%.3f', t)
 end
 
--- take returns the first free time at or after t, and takes it. From the
+-- firstFree returns the first free time at or after t (and t). From the
 -- pace on every time is free; before it, t is free unless a time taken is
 -- within an interval of it: then the time just after the latest of those
 -- is tried, a few times, and the pace after that. Within a call, a job due
--- no earlier than the one before, whose own time is not free, goes on
--- from where that one's search ended (proven): a backlog's jobs (due
--- together, or asked now) cost two commands each, not a walk over the
--- times taken before them.
+-- no earlier than the last one to take a time, whose own time is not
+-- free, goes on from where that one's search ended (proven): a backlog's
+-- jobs (due together, or asked now) cost a command or two each, not a walk
+-- over the times taken before them; a search is kept until a time is
+-- taken (held-back jobs of one time ask it once).
 local lastDue, proven = -1, -1
-local function take(t)
+local memoT, memoS = nil, nil
+local function firstFree(t)
+  if memoT == t then
+    return memoS, t
+  end
   local due, tries = t, 0
   while t < nextAt do
     local c = redis.call('ZREVRANGEBYSCORE', taken, '(' .. ms3(t + interval), '(' .. ms3(t - interval), 'WITHSCORES', 'LIMIT', 0, 1)
@@ -118,58 +117,293 @@ local function take(t)
       t = math.max(t, nextAt)
     end
   end
+  memoT, memoS = due, t
+  return t, due
+end
+
+-- takeAt takes free time t, found for a job due at due.
+local afterT, afterK = nil, 0
+local function takeAt(t, due)
   local m = ms3(t)
   redis.call('ZADD', taken, m, m)
   nextAt = math.max(nextAt, t + interval)
   lastDue, proven = due, t + interval
-  return t
+  memoT, afterT = nil, nil
 end
 
--- reservation takes job attempt m's reserved time out of the reservations
--- and returns it; nil when it has none, or (back more than RATE_LATE ms
--- after it: its process was slow) when it must take a new one, so
--- deliveries never bunch above the pace.
-local function reservation(m)
-  local slot = redis.call('ZSCORE', resv, m)
-  if not slot then
-    return nil
+-- nthFree returns about when the n-th free time after free time t comes
+-- (n = 0: t): n intervals on, and one more for each time taken between.
+local function nthFree(t, n)
+  if n <= 0 then
+    return t
   end
-  redis.call('ZREM', resv, m)
-  slot = tonumber(slot)
-  if slot < now - RATE_LATE then
-    return nil
+  if afterT ~= t then
+    afterT, afterK = t, redis.call('ZCOUNT', taken, ms3(t), '+inf')
   end
-  return slot
+  local at = t + (n + afterK) * interval
+  if at >= nextAt then
+    return at -- past every time taken
+  end
+  at = t + n * interval
+  for _ = 1, 4 do
+    local k = redis.call('ZCOUNT', taken, ms3(t), '(' .. ms3(at))
+    local later = t + (n + k) * interval
+    if later <= at then
+      break
+    end
+    at = later
+  end
+  return at
 end
 
-local function reserve(m, slot)
-  redis.call('ZADD', resv, slot, m)
-  reserved = true
+-- Held orders are kept from HELD_EPOCH (2026-01-01, ms), so that the jobs
+-- of one millisecond can be kept apart finely: tieStep(o) apart, two ulps
+-- of the order's double (a 131072nd of a ms in 2026, a 32768th in 2030).
+local HELD_EPOCH = 1767225600000
+local function tieStep(o)
+  local _, e = math.frexp(math.abs(o) + 1)
+  return 2 ^ (e - 52)
 end
 
--- overtaken reports whether a waiting job other than m is ahead of held
--- order o.
-local function overtaken(m, o)
-  if not waiting then
-    return false
+-- The waiting set. head: when each of its first jobs (up to 8) is
+-- expected back (headAt: a job's index in it), read once a call and kept
+-- up as jobs join at its end; read again after a job joined or left ahead
+-- of its last. maxScore: the highest score, read when a job first joins.
+local head, headAt, headTop, maxScore = nil, {}, nil, nil
+local tieTop, member = {}, {}
+
+local function scanHead()
+  if head then
+    return head
   end
-  local h = redis.call('ZRANGE', waitq, 0, 1, 'WITHSCORES')
-  for k = 1, #h, 2 do
-    if h[k] ~= m then
-      return tonumber(h[k + 1]) < o
+  head, headAt = {}, {}
+  local ws = redis.call('ZRANGE', waitq, 0, 7, 'WITHSCORES')
+  for k = 1, #ws, 2 do
+    local l = redis.call('ZSCORE', lapses, ws[k])
+    head[#head + 1] = l and tonumber(l) - waitLapse or now
+    headAt[ws[k]] = #head
+  end
+  headTop = #ws == 16 and tonumber(ws[16]) or nil
+  return head
+end
+
+-- clean takes the waiting jobs no longer expected out: they stop counting.
+-- Done once a call, when a job finds others ahead of it.
+local cleaned = false
+local function clean()
+  cleaned = true
+  local gone = redis.call('ZRANGEBYSCORE', lapses, '-inf', now, 'LIMIT', 0, 1000)
+  if #gone > 0 then
+    count = count - redis.call('ZREM', waitq, unpack(gone))
+    redis.call('ZREM', lapses, unpack(gone))
+    fresh = fresh or count == 0
+    for _, w in ipairs(gone) do
+      member[w] = nil
+    end
+    head, maxScore = nil, nil
+  end
+end
+
+-- join puts job attempt m in the waiting set at held order o, behind the
+-- jobs of that order already there, unless it waits already (it keeps its
+-- place), and returns how many waiting jobs are ahead of it (those no
+-- longer expected left out, unless only is set: then it only joins),
+-- whether it is new there, and whether it joined at the end.
+local function join(m, o, only)
+  member[m] = true
+  if count == 0 then
+    redis.call('ZADD', waitq, o, m)
+    count, queued, head, maxScore, tieTop[o] = 1, true, nil, o, o
+    return 0, true, true
+  end
+  local r = redis.call('ZRANK', waitq, m)
+  local new, atEnd = not r, false
+  if new then
+    if not maxScore then
+      local e = redis.call('ZRANGE', waitq, -1, -1, 'WITHSCORES')
+      maxScore = tonumber(e[2])
+    end
+    local score, top = o, nil
+    if o + 1 > maxScore then
+      top = maxScore >= o and maxScore -- at the end (behind the jobs of its order)
+    else
+      top = tieTop[o] -- among the others: behind the jobs of its order
+      if not top then
+        local e = redis.call('ZREVRANGEBYSCORE', waitq, '(' .. ms3(o + 1), ms3(o), 'WITHSCORES', 'LIMIT', 0, 1)
+        top = e[2] and tonumber(e[2])
+      end
+    end
+    if top then
+      local step = tieStep(o)
+      score = math.min(top + step, o + 1 - step)
+    end
+    redis.call('ZADD', waitq, string.format('%.17g', score), m)
+    count, queued, tieTop[o] = count + 1, true, score
+    if score > maxScore then
+      r, maxScore, atEnd = count - 1, score, true
+      if head and #head < 8 then
+        local n = #head + 1
+        head[n], headAt[m] = math.huge, n -- expected: see expect
+        if n == 8 then
+          headTop = score
+        end
+      end
+    else
+      r = redis.call('ZRANK', waitq, m)
+      if not headTop or score < headTop then
+        head = nil
+      end
     end
   end
-  return false
+  if r > 0 and not cleaned and not only then
+    clean()
+    r = redis.call('ZRANK', waitq, m)
+    if not r then
+      return join(m, o) -- it had lapsed itself
+    end
+  end
+  return r, new, atEnd
 end
 
-local ahead = tonumber(ARGV[6])
-local first, step, anyReserved = 10, 2, false
-if ahead then
-  anyReserved = redis.call('EXISTS', resv) == 1 -- rare: jobs pushed back far
+-- expect records when waiting job m is expected back (its lapse follows).
+local lastExpected = nil -- when the last waiting job is expected (yielded)
+local function expect(m, t)
+  redis.call('ZADD', lapses, t + waitLapse, m)
+  lastLapse = math.max(lastLapse, t + waitLapse)
+  if lastExpected then
+    lastExpected = math.max(lastExpected, t)
+  end
+  if head and headAt[m] then
+    head[headAt[m]] = t
+  end
+  queued = true
 end
-if interval > 0 then
-  redis.call('ZREMRANGEBYSCORE', taken, '-inf', '(' .. ms3(now - interval)) -- in the way of no time to come
+
+-- unwait takes m out of the waiting set: it goes.
+local function unwait(m)
+  member[m] = nil
+  if count > 0 and redis.call('ZREM', waitq, m) == 1 then
+    redis.call('ZREM', lapses, m)
+    count = count - 1
+    fresh = fresh or count == 0
+    if headAt[m] then
+      head = nil
+    end
+  end
 end
+
+-- countAhead counts, among the first (up to 8) of the r waiting jobs ahead of
+-- a job, those expected back by now, and those late by more than
+-- RATE_LATE (presumed gone: their turns pass to the jobs behind).
+local function countAhead(r)
+  local due, late = 0, 0
+  for k, e in ipairs(scanHead()) do
+    if k > r then
+      break
+    end
+    if e <= now then
+      due = due + 1
+      if e < now - RATE_LATE then
+        late = late + 1
+      end
+    end
+  end
+  return due, late
+end
+
+-- behind joins m to the waiting set when jobs wait, and reports whether
+-- one ahead of it is expected back by now: it should go first.
+local function behind(m, o)
+  if count == 0 then
+    return false
+  end
+  return countAhead(join(m, o)) > 0
+end
+
+-- headFrom returns from when the first waiting jobs are expected: the
+-- earliest of them (a new job's turn comes after theirs; none comes before
+-- its own due time).
+local function headFrom()
+  local from = math.huge
+  for _, e in ipairs(scanHead()) do
+    from = math.min(from, e)
+  end
+  return from < math.huge and from or now
+end
+
+-- yielded returns the first free time from s that no waiting job ahead of
+-- m (r of them) is expected back at (each has its turn, and keeps it),
+-- and whether that is later than s; for a job new to the set, a time after
+-- the last one expected is taken as free.
+local function yielded(m, r, s, due, new)
+  if new and not lastExpected then
+    local e = redis.call('ZRANGE', lapses, -1, -1, 'WITHSCORES')
+    lastExpected = tonumber(e[2] or waitLapse) - waitLapse
+  end
+  if new and s > lastExpected + interval / 2 then
+    return s, due, false -- none is expected then
+  end
+  local moved = false
+  for _ = 1, 4 do
+    local ws = redis.call('ZRANGEBYSCORE', lapses, '(' .. ms3(s - interval / 2 + waitLapse), ms3(s + interval / 2 + waitLapse), 'LIMIT', 0, 4)
+    local kept = false
+    for _, w in ipairs(ws) do
+      if w ~= m and (redis.call('ZRANK', waitq, w) or r) < r then
+        kept = true
+      end
+    end
+    if not kept then
+      break
+    end
+    s, due = firstFree(s + interval)
+    moved = true
+  end
+  return s, due, moved
+end
+
+-- paced returns code and time for job attempt m of held order o under
+-- the rate, asking for time t0 (its due time ahead, now otherwise), going
+-- when its time comes within allow ms of t0: 0 and the time it took, or 1
+-- and its turn. A job's turn is its own free time, unless jobs wait ahead
+-- of it: a job back at its turn keeps it, unless a job ahead of it is
+-- expected back then (one that came ahead of it meanwhile); that one, and
+-- a job new to the waiting set, come after the jobs ahead (the free time
+-- after one for each, counted from when the first of them is expected,
+-- and leaving out those long late), yielding any time a job ahead of it
+-- is expected back at.
+local tail = nil -- the turn of the last job this call put at the end
+local function paced(m, o, t0, allow)
+  local s, due = firstFree(t0)
+  if count > 0 then
+    local r, new, atEnd = join(m, o)
+    if r > 0 then
+      local moved = false
+      if not new then
+        s, due, moved = yielded(m, r, s, due)
+      end
+      if new or moved then
+        local at = tail and atEnd and tail + interval -- right behind the one before
+        if not at then
+          local _, late = countAhead(r)
+          at = nthFree(math.max(firstFree(now), headFrom()), r - late)
+        end
+        if at > s + interval / 2 then
+          s, due = firstFree(at)
+        end
+        s, due = yielded(m, r, s, due, new)
+      end
+      if atEnd then
+        tail = s
+      end
+    end
+  end
+  if s > t0 + allow then
+    return 1, s
+  end
+  takeAt(s, due)
+  return 0, s
+end
+
 local bst, openUntil, probe, probeEnd = BRK_ST.closed, 0, false, 0
 if ARGV[5] == '1' then
   local b = redis.call('HMGET', breaker, BRK.state, BRK.openUntil, BRK.probe, BRK.probeEnd)
@@ -180,75 +414,76 @@ if ARGV[5] == '1' then
     probe = false -- the probe's process vanished: another may go
   end
 end
-for i = first, #ARGV, step do
-  local m = ARGV[i]
+if interval > 0 then
+  redis.call('ZREMRANGEBYSCORE', taken, '-inf', '(' .. ms3(now - interval)) -- in the way of no time to come
+end
+local step = 2
+if ahead then
+  step = 3
+end
+for i = 10, #ARGV, step do
+  local m, o = ARGV[i], tonumber(ARGV[i + 1]) - HELD_EPOCH
   local code, at = 0, now
   if ahead then
-    -- a rate limit alone: the job's reserved time if it has one, else the
-    -- first free time from its due time
-    local slot = nil
-    if anyReserved then
-      slot = reservation(m)
-    end
-    local due = math.max(tonumber(ARGV[i + 1]), now)
-    if not slot then
-      slot = take(due)
-    end
-    at = slot
-    if slot < due + 1 then
+    -- a rate limit alone: the first free time from its due time
+    local due = math.max(tonumber(ARGV[i + 2]), now)
+    code, at = paced(m, o, due, ahead)
+    if code == 0 and at < due + 1 then
       at = due -- under a millisecond later (a pace finer than that), as a job asked now
-    end
-    if slot > due + ahead then
-      reserve(m, slot)
-      code = 1
     end
   elseif bst == BRK_ST.open then
     code, at = 1, openUntil
   elseif bst == BRK_ST.half and probe then
     code, at = 1, math.min(now + 1000, probeEnd)
+  elseif bst == BRK_ST.half and behind(m, o) then
+    code, at = 1, now + 1000 -- the probe is a job ahead, due back now
   elseif bst == BRK_ST.half then
     probe, probeEnd = m, now + lease
     redis.call('HSET', breaker, BRK.state, BRK_ST.half, BRK.probe, m, BRK.probeEnd, probeEnd)
     code = 3
-  elseif par > 0 and (free <= 0 or overtaken(m, tonumber(ARGV[i + 1]))) then
+  elseif par > 0 and (free <= 0 or behind(m, o)) then
     code = 2
     passed = passed or free > 0
-    redis.call('ZADD', waitq, ARGV[i + 1], m)
-    redis.call('ZADD', lapses, now + waitLapse, m)
-    waiting, queued = true, true
   elseif interval > 0 then
-    local slot = reservation(m) or take(now)
-    if slot > now + 1 then -- not come yet (a reservation back early waits again)
-      reserve(m, slot)
-      code, at = 1, slot
+    code, at = paced(m, o, now, 1)
+    if code == 0 then
+      at = now
     end
+  end
+  if code == 1 or code == 2 then
+    if not member[m] then
+      join(m, o, true)
+    end
+    if code == 2 then
+      expect(m, now) -- its process asks again
+    else
+      expect(m, at)
+    end
+  else
+    unwait(m)
   end
   if code == 0 and par > 0 then
     redis.call('ZADD', permits, now + lease, m)
     free = free - 1
   end
-  if code ~= 2 and waiting and redis.call('ZREM', waitq, m) == 1 then
-    redis.call('ZREM', lapses, m) -- it waits no more
-    waiting = redis.call('EXISTS', waitq) == 1
-  end
   out[#out + 1] = code
   out[#out + 1] = string.format('%d', math.ceil(at))
 end
 if interval > 0 then
-  -- the pace is kept while it matters, and a day after the last
-  -- reservation: then reservations of jobs cancelled meanwhile go
+  -- the pace is kept while it matters, and a day after
   redis.call('SET', pace, string.format('%.3f', nextAt), 'PX', math.ceil(math.max(nextAt - now, 0)) + 86400000)
-  if reserved then
-    redis.call('PEXPIRE', resv, math.ceil(math.max(nextAt - now, 0)) + 86400000)
-  end
   redis.call('PEXPIRE', taken, math.ceil(math.max(nextAt - now, 0)) + 86400000)
 end
 if par > 0 then
   redis.call('PEXPIRE', permits, lease + 60000)
 end
-if queued then
-  redis.call('PEXPIRE', waitq, waitLapse + 60000)
-  redis.call('PEXPIRE', lapses, waitLapse + 60000)
+if queued and count > 0 then
+  -- kept while its last job counts, never shortened
+  local ttl = math.ceil(math.max(lastLapse - now, 0)) + 60000
+  if fresh or redis.call('PTTL', waitq) < ttl then
+    redis.call('PEXPIRE', waitq, ttl)
+    redis.call('PEXPIRE', lapses, ttl)
+  end
 end
 if passed and ARGV[8] ~= '' then
   redis.call('PUBLISH', ARGV[8], ARGV[9])
