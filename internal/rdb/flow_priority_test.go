@@ -465,3 +465,24 @@ func TestRateBacklogComesBackOnce(t *testing.T) {
 		t.Errorf("%.1f a second, under the rate's 196", rate)
 	}
 }
+
+// Jobs of equal held order waiting for a permit do not hold a free one
+// back from another of that order: which of them goes is their
+// processes' affair (each asks about the jobs it holds in its own order).
+func TestGateEqualOrderDoesNotHoldAPermitBack(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	tp := kairos.Topic{Tenant: "acme", Name: "lambda", Parallelism: 1}
+	due := clk.Now()
+	x, a, b := prioJob(tp, "x", due, 0), prioJob(tp, "a", due, 0), prioJob(tp, "b", due, 0)
+	gates(t, s, tp, []kairos.Job{x})
+	if rs := gates(t, s, tp, []kairos.Job{a}); rs[0].Gate != GateFull {
+		t.Fatalf("a: %+v", rs)
+	}
+	if err := s.Done(ctx, tp, x); err != nil {
+		t.Fatal(err)
+	}
+	if rs := gates(t, s, tp, []kairos.Job{b}); rs[0].Gate != GateGo {
+		t.Fatalf("b, of a's order, with a waiting: %+v, want GateGo", rs)
+	}
+}

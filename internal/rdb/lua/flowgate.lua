@@ -87,73 +87,78 @@ local function ms3(t)
   return string.format('%.3f', t)
 end
 
--- firstFree returns the first free time at or after t (and t). From the
--- pace on every time is free; before it, t is free unless a time taken is
--- within an interval of it: then the time just after the latest of those
--- is tried, a few times, and the pace after that. Within a call, a job due
--- no earlier than the last one to take a time, whose own time is not
--- free, goes on from where that one's search ended (proven): a backlog's
--- jobs (due together, or asked now) cost a command or two each, not a walk
--- over the times taken before them; a search is kept until a time is
--- taken (held-back jobs of one time ask it once).
-local lastDue, proven = -1, -1
-local memoT, memoS = nil, nil
-local function firstFree(t)
-  if memoT == t then
-    return memoS, t
+-- The calendar (rate limit only): see Rate.
+local firstFree, takeAt, nthFree
+if interval > 0 then
+  -- firstFree returns the first free time at or after t (and t). From the
+  -- pace on every time is free; before it, t is free unless a time taken is
+  -- within an interval of it: then the time just after the latest of those
+  -- is tried, a few times, and the pace after that. Within a call, a job due
+  -- no earlier than the last one to take a time, whose own time is not
+  -- free, goes on from where that one's search ended (proven): a backlog's
+  -- jobs (due together, or asked now) cost a command or two each, not a walk
+  -- over the times taken before them; searches are kept until a time is
+  -- taken (held-back jobs of one time ask once).
+  local lastDue, proven = -1, -1
+  local memo = {} -- searches since the last time taken
+  firstFree = function(t)
+    if memo[t] then
+      return memo[t], t
+    end
+    local due, tries = t, 0
+    while t < nextAt do
+      local c = redis.call('ZREVRANGEBYSCORE', taken, '(' .. ms3(t + interval), '(' .. ms3(t - interval), 'WITHSCORES', 'LIMIT', 0, 1)
+      if not c[2] then
+        break
+      end
+      t = tonumber(c[2]) + interval
+      if tries == 0 and due >= lastDue then
+        t = math.max(t, proven) -- the times between were tried: none is free
+      end
+      tries = tries + 1
+      if tries >= 8 then
+        t = math.max(t, nextAt)
+      end
+    end
+    memo[due] = t
+    return t, due
   end
-  local due, tries = t, 0
-  while t < nextAt do
-    local c = redis.call('ZREVRANGEBYSCORE', taken, '(' .. ms3(t + interval), '(' .. ms3(t - interval), 'WITHSCORES', 'LIMIT', 0, 1)
-    if not c[2] then
-      break
-    end
-    t = tonumber(c[2]) + interval
-    if tries == 0 and due >= lastDue then
-      t = math.max(t, proven) -- the times between were tried: none is free
-    end
-    tries = tries + 1
-    if tries >= 8 then
-      t = math.max(t, nextAt)
-    end
-  end
-  memoT, memoS = due, t
-  return t, due
-end
 
--- takeAt takes free time t, found for a job due at due.
-local afterT, afterK = nil, 0
-local function takeAt(t, due)
-  local m = ms3(t)
-  redis.call('ZADD', taken, m, m)
-  nextAt = math.max(nextAt, t + interval)
-  lastDue, proven = due, t + interval
-  memoT, afterT = nil, nil
-end
+  -- takeAt takes free time t, found for a job due at due.
+  local afterT, afterK = nil, 0
+  takeAt = function(t, due)
+    local m = ms3(t)
+    redis.call('ZADD', taken, m, m)
+    nextAt = math.max(nextAt, t + interval)
+    lastDue, proven = due, t + interval
+    memo, afterT = {}, nil
+  end
 
--- nthFree returns about when the n-th free time after free time t comes
--- (n = 0: t): n intervals on, and one more for each time taken between.
-local function nthFree(t, n)
-  if n <= 0 then
-    return t
-  end
-  if afterT ~= t then
-    afterT, afterK = t, redis.call('ZCOUNT', taken, ms3(t), '+inf')
-  end
-  local at = t + (n + afterK) * interval
-  if at >= nextAt then
-    return at -- past every time taken
-  end
-  at = t + n * interval
-  for _ = 1, 4 do
-    local k = redis.call('ZCOUNT', taken, ms3(t), '(' .. ms3(at))
-    local later = t + (n + k) * interval
-    if later <= at then
-      break
+  -- nthFree returns about when the n-th free time after free time t comes
+  -- (n = 0: t): n intervals on, and one more for each time taken between.
+  nthFree = function(t, n)
+    if n <= 0 then
+      return t
     end
-    at = later
+    if afterT ~= t then
+      afterT, afterK = t, redis.call('ZCOUNT', taken, ms3(t), '+inf')
+    end
+    local at = t + (n + afterK) * interval
+    if at >= nextAt then
+      return at -- past every time taken
+    end
+    at = t + n * interval
+    for _ = 1, 4 do
+      local k = redis.call('ZCOUNT', taken, ms3(t), '(' .. ms3(at))
+      local later = t + (n + k) * interval
+      if later <= at then
+        break
+      end
+      at = later
+    end
+    return at
   end
-  return at
+
 end
 
 -- Held orders are kept from HELD_EPOCH (2026-01-01, ms), so that the jobs
@@ -165,200 +170,265 @@ local function tieStep(o)
   return 2 ^ (e - 52)
 end
 
--- The waiting set. head: when each of its first jobs (up to 8) is
--- expected back (headAt: a job's index in it), read once a call and kept
--- up as jobs join at its end; read again after a job joined or left ahead
--- of its last. maxScore: the highest score, read when a job first joins.
-local head, headAt, headTop, maxScore = nil, {}, nil, nil
-local tieTop, member = {}, {}
+-- The waiting set's helpers are made when first needed (useQueue): a call
+-- that finds no job waiting, and holds none back, pays for none of them.
+local flush, join, expect, unwait, countAhead, behind, headFrom, yielded
+local member, queueMade = {}, false -- member: jobs this call put in the set (join)
+local function useQueue()
+  if queueMade then
+    return true
+  end
+  queueMade = true
 
-local function scanHead()
-  if head then
+  -- The waiting set. head: when each of its first jobs (up to 8) is
+  -- expected back (headAt: a job's index in it), read once a call and kept
+  -- up as jobs join at its end; read again after a job joined or left ahead
+  -- of its last. maxScore: the highest score, read when a job first joins.
+  local head, headAt, headM, headTop, maxScore = nil, {}, {}, nil, nil
+  local tieTop = {}
+
+  -- Writes to the waiting set are kept (pendQ: jobs joined at its end,
+  -- pendL: when jobs are expected) and written in one ZADD each (flush)
+  -- before the set is next read, and as the call ends: a backlog's jobs
+  -- joining in one call cost no command each.
+  local pendQ, pendL, pending = {}, {}, false
+  flush = function()
+    if not pending then
+      return
+    end
+    for key, p in pairs({[waitq] = pendQ, [lapses] = pendL}) do
+      local args = {}
+      for w, v in pairs(p) do
+        args[#args + 1] = v
+        args[#args + 1] = w
+      end
+      if #args > 0 then
+        callMany('ZADD', key, args)
+      end
+    end
+    pendQ, pendL, pending = {}, {}, false
+  end
+
+  local function scanHead()
+    if head then
+      return head
+    end
+    flush()
+    head, headAt, headM = {}, {}, {}
+    local ws = redis.call('ZRANGE', waitq, 0, 7, 'WITHSCORES')
+    for k = 1, #ws, 2 do
+      local l = redis.call('ZSCORE', lapses, ws[k])
+      head[#head + 1] = l and tonumber(l) - waitLapse or now
+      headAt[ws[k]], headM[#head] = #head, ws[k]
+    end
+    headTop = #ws == 16 and tonumber(ws[16]) or nil
     return head
   end
-  head, headAt = {}, {}
-  local ws = redis.call('ZRANGE', waitq, 0, 7, 'WITHSCORES')
-  for k = 1, #ws, 2 do
-    local l = redis.call('ZSCORE', lapses, ws[k])
-    head[#head + 1] = l and tonumber(l) - waitLapse or now
-    headAt[ws[k]] = #head
-  end
-  headTop = #ws == 16 and tonumber(ws[16]) or nil
-  return head
-end
 
--- clean takes the waiting jobs no longer expected out: they stop counting.
--- Done once a call, when a job finds others ahead of it.
-local cleaned = false
-local function clean()
-  cleaned = true
-  local gone = redis.call('ZRANGEBYSCORE', lapses, '-inf', now, 'LIMIT', 0, 1000)
-  if #gone > 0 then
-    count = count - redis.call('ZREM', waitq, unpack(gone))
-    redis.call('ZREM', lapses, unpack(gone))
-    fresh = fresh or count == 0
-    for _, w in ipairs(gone) do
-      member[w] = nil
-    end
-    head, maxScore = nil, nil
-  end
-end
-
--- join puts job attempt m in the waiting set at held order o, behind the
--- jobs of that order already there, unless it waits already (it keeps its
--- place), and returns how many waiting jobs are ahead of it (those no
--- longer expected left out, unless only is set: then it only joins),
--- whether it is new there, and whether it joined at the end.
-local function join(m, o, only)
-  member[m] = true
-  if count == 0 then
-    redis.call('ZADD', waitq, o, m)
-    count, queued, head, maxScore, tieTop[o] = 1, true, nil, o, o
-    return 0, true, true
-  end
-  local r = redis.call('ZRANK', waitq, m)
-  local new, atEnd = not r, false
-  if new then
-    if not maxScore then
-      local e = redis.call('ZRANGE', waitq, -1, -1, 'WITHSCORES')
-      maxScore = tonumber(e[2])
-    end
-    local score, top = o, nil
-    if o + 1 > maxScore then
-      top = maxScore >= o and maxScore -- at the end (behind the jobs of its order)
-    else
-      top = tieTop[o] -- among the others: behind the jobs of its order
-      if not top then
-        local e = redis.call('ZREVRANGEBYSCORE', waitq, '(' .. ms3(o + 1), ms3(o), 'WITHSCORES', 'LIMIT', 0, 1)
-        top = e[2] and tonumber(e[2])
+  -- clean takes the waiting jobs no longer expected out: they stop counting.
+  -- Done once a call, when a job finds others ahead of it.
+  local cleaned = false
+  local function clean()
+    cleaned = true
+    flush()
+    local gone = redis.call('ZRANGEBYSCORE', lapses, '-inf', now, 'LIMIT', 0, 1000)
+    if #gone > 0 then
+      count = count - redis.call('ZREM', waitq, unpack(gone))
+      redis.call('ZREM', lapses, unpack(gone))
+      fresh = fresh or count == 0
+      for _, w in ipairs(gone) do
+        member[w] = nil
       end
+      head, maxScore = nil, nil
     end
-    if top then
-      local step = tieStep(o)
-      score = math.min(top + step, o + 1 - step)
+  end
+
+  -- join puts job attempt m in the waiting set at held order o, behind the
+  -- jobs of that order already there, unless it waits already (it keeps its
+  -- place), and returns how many waiting jobs are ahead of it (those no
+  -- longer expected left out, unless only is set: then it only joins),
+  -- whether it is new there, and whether it joined at the end.
+  join = function(m, o, only)
+    member[m] = true
+    if count == 0 then
+      pendQ[m], pending = string.format('%.17g', o), true
+      count, queued, head, maxScore, tieTop[o] = 1, true, nil, o, o
+      return 0, true, true
     end
-    redis.call('ZADD', waitq, string.format('%.17g', score), m)
-    count, queued, tieTop[o] = count + 1, true, score
-    if score > maxScore then
-      r, maxScore, atEnd = count - 1, score, true
-      if head and #head < 8 then
-        local n = #head + 1
-        head[n], headAt[m] = math.huge, n -- expected: see expect
-        if n == 8 then
-          headTop = score
+    local r = redis.call('ZRANK', waitq, m)
+    local new, atEnd = not r, false
+    if new then
+      if not maxScore then
+        flush()
+        local e = redis.call('ZRANGE', waitq, -1, -1, 'WITHSCORES')
+        maxScore = tonumber(e[2])
+      end
+      local score, top = o, nil
+      if o + 1 > maxScore then
+        top = maxScore >= o and maxScore -- at the end (behind the jobs of its order)
+      else
+        top = tieTop[o] -- among the others: behind the jobs of its order
+        if not top then
+          flush()
+          local e = redis.call('ZREVRANGEBYSCORE', waitq, '(' .. ms3(o + 1), ms3(o), 'WITHSCORES', 'LIMIT', 0, 1)
+          top = e[2] and tonumber(e[2])
         end
       end
-    else
+      if top then
+        local step = tieStep(o)
+        score = math.min(top + step, o + 1 - step)
+      end
+      if score > maxScore then
+        pendQ[m], pending = string.format('%.17g', score), true
+      else
+        flush()
+        redis.call('ZADD', waitq, string.format('%.17g', score), m)
+      end
+      count, queued, tieTop[o] = count + 1, true, score
+      if score > maxScore then
+        r, maxScore, atEnd = count - 1, score, true
+        if head and #head < 8 then
+          local n = #head + 1
+          head[n], headAt[m], headM[n] = math.huge, n, m -- expected: see expect
+          if n == 8 then
+            headTop = score
+          end
+        end
+      else
+        r = redis.call('ZRANK', waitq, m)
+        if not headTop or score < headTop then
+          head = nil
+        end
+      end
+    end
+    if r > 0 and not cleaned and not only then
+      clean()
       r = redis.call('ZRANK', waitq, m)
-      if not headTop or score < headTop then
+      if not r then
+        return join(m, o) -- it had lapsed itself
+      end
+    end
+    return r, new, atEnd
+  end
+
+  -- expect records when waiting job m is expected back (its lapse follows).
+  local lastExpected = nil -- when the last waiting job is expected (yielded)
+  expect = function(m, t)
+    pendL[m], pending = string.format('%.17g', t + waitLapse), true
+    lastLapse = math.max(lastLapse, t + waitLapse)
+    if lastExpected then
+      lastExpected = math.max(lastExpected, t)
+    end
+    if head and headAt[m] then
+      head[headAt[m]] = t
+    end
+    queued = true
+  end
+
+  -- unwait takes m out of the waiting set: it goes.
+  unwait = function(m)
+    member[m] = nil
+    pendL[m] = nil
+    if pendQ[m] then
+      pendQ[m] = nil -- joined in this call: not written yet
+      count = count - 1
+      fresh = fresh or count == 0
+      if headAt[m] then
+        head = nil
+      end
+    elseif count > 0 and redis.call('ZREM', waitq, m) == 1 then
+      redis.call('ZREM', lapses, m)
+      count = count - 1
+      fresh = fresh or count == 0
+      if headAt[m] then
         head = nil
       end
     end
   end
-  if r > 0 and not cleaned and not only then
-    clean()
-    r = redis.call('ZRANK', waitq, m)
-    if not r then
-      return join(m, o) -- it had lapsed itself
-    end
-  end
-  return r, new, atEnd
-end
 
--- expect records when waiting job m is expected back (its lapse follows).
-local lastExpected = nil -- when the last waiting job is expected (yielded)
-local function expect(m, t)
-  redis.call('ZADD', lapses, t + waitLapse, m)
-  lastLapse = math.max(lastLapse, t + waitLapse)
-  if lastExpected then
-    lastExpected = math.max(lastExpected, t)
-  end
-  if head and headAt[m] then
-    head[headAt[m]] = t
-  end
-  queued = true
-end
-
--- unwait takes m out of the waiting set: it goes.
-local function unwait(m)
-  member[m] = nil
-  if count > 0 and redis.call('ZREM', waitq, m) == 1 then
-    redis.call('ZREM', lapses, m)
-    count = count - 1
-    fresh = fresh or count == 0
-    if headAt[m] then
-      head = nil
-    end
-  end
-end
-
--- countAhead counts, among the first (up to 8) of the r waiting jobs ahead of
--- a job, those expected back by now, and those late by more than
--- RATE_LATE (presumed gone: their turns pass to the jobs behind).
-local function countAhead(r)
-  local due, late = 0, 0
-  for k, e in ipairs(scanHead()) do
-    if k > r then
-      break
-    end
-    if e <= now then
-      due = due + 1
-      if e < now - RATE_LATE then
-        late = late + 1
+  -- countAhead counts, among the first (up to 8) of the r waiting jobs ahead of
+  -- job m, those expected back by now, and those late by more than
+  -- RATE_LATE (presumed gone: their turns pass to the jobs behind).
+  countAhead = function(r, m)
+    local due, late, k = 0, 0, 0
+    for i, e in ipairs(scanHead()) do
+      if headM[i] ~= m then
+        k = k + 1
+        if k > r then
+          break
+        end
+        if e <= now then
+          due = due + 1
+          if e < now - RATE_LATE then
+            late = late + 1
+          end
+        end
       end
     end
+    return due, late
   end
-  return due, late
-end
 
--- behind joins m to the waiting set when jobs wait, and reports whether
--- one ahead of it is expected back by now: it should go first.
-local function behind(m, o)
-  if count == 0 then
-    return false
+  -- behind reports whether a waiting job of a better held order than o (not
+  -- m; one of equal order does not count) is expected back by now: it
+  -- should go first.
+  behind = function(m, o)
+    if count == 0 then
+      return false
+    end
+    local better = '(' .. string.format('%.17g', o)
+    flush()
+    local r = redis.call('ZCOUNT', waitq, '-inf', better)
+    if r > 0 and not cleaned then
+      clean()
+      r = redis.call('ZCOUNT', waitq, '-inf', better)
+    end
+    return r > 0 and countAhead(r, m) > 0
   end
-  return countAhead(join(m, o)) > 0
-end
 
--- headFrom returns from when the first waiting jobs are expected: the
--- earliest of them (a new job's turn comes after theirs; none comes before
--- its own due time).
-local function headFrom()
-  local from = math.huge
-  for _, e in ipairs(scanHead()) do
-    from = math.min(from, e)
+  -- headFrom returns from when the first waiting jobs are expected: the
+  -- earliest of them (a new job's turn comes after theirs; none comes before
+  -- its own due time).
+  headFrom = function()
+    local from = math.huge
+    for _, e in ipairs(scanHead()) do
+      from = math.min(from, e)
+    end
+    return from < math.huge and from or now
   end
-  return from < math.huge and from or now
-end
 
--- yielded returns the first free time from s that no waiting job ahead of
--- m (r of them) is expected back at (each has its turn, and keeps it),
--- and whether that is later than s; for a job new to the set, a time after
--- the last one expected is taken as free.
-local function yielded(m, r, s, due, new)
-  if new and not lastExpected then
-    local e = redis.call('ZRANGE', lapses, -1, -1, 'WITHSCORES')
-    lastExpected = tonumber(e[2] or waitLapse) - waitLapse
-  end
-  if new and s > lastExpected + interval / 2 then
-    return s, due, false -- none is expected then
-  end
-  local moved = false
-  for _ = 1, 4 do
-    local ws = redis.call('ZRANGEBYSCORE', lapses, '(' .. ms3(s - interval / 2 + waitLapse), ms3(s + interval / 2 + waitLapse), 'LIMIT', 0, 4)
-    local kept = false
-    for _, w in ipairs(ws) do
-      if w ~= m and (redis.call('ZRANK', waitq, w) or r) < r then
-        kept = true
+  -- yielded returns the first free time from s that no waiting job ahead of
+  -- m (r of them) is expected back at (each has its turn, and keeps it),
+  -- and whether that is later than s; for a job new to the set, a time after
+  -- the last one expected is taken as free.
+  yielded = function(m, r, s, due, new)
+    if new and not lastExpected then
+      flush()
+      local e = redis.call('ZRANGE', lapses, -1, -1, 'WITHSCORES')
+      lastExpected = tonumber(e[2] or waitLapse) - waitLapse
+    end
+    if new and s > lastExpected + interval / 2 then
+      return s, due, false -- none is expected then
+    end
+    local moved = false
+    flush()
+    for _ = 1, 4 do
+      local ws = redis.call('ZRANGEBYSCORE', lapses, '(' .. ms3(s - interval / 2 + waitLapse), ms3(s + interval / 2 + waitLapse), 'LIMIT', 0, 4)
+      local kept = false
+      for _, w in ipairs(ws) do
+        if w ~= m and (redis.call('ZRANK', waitq, w) or r) < r then
+          kept = true
+        end
       end
+      if not kept then
+        break
+      end
+      s, due = firstFree(s + interval)
+      moved = true
     end
-    if not kept then
-      break
-    end
-    s, due = firstFree(s + interval)
-    moved = true
+    return s, due, moved
   end
-  return s, due, moved
+
+  return true
 end
 
 -- paced returns code and time for job attempt m of held order o under
@@ -373,9 +443,14 @@ end
 -- is expected back at.
 local tail = nil -- the turn of the last job this call put at the end
 local function paced(m, o, t0, allow)
-  local s, due = firstFree(t0)
+  local r, new, atEnd = 0, true, false
+  if count > 0 and useQueue() then
+    r, new, atEnd = join(m, o)
+  end
+  -- a job back at its turn looks from a ms before its due time: turns are
+  -- told in whole ms, rounded up (it still starts at its due time)
+  local s, due = firstFree(new and t0 or math.max(t0 - 1, now))
   if count > 0 then
-    local r, new, atEnd = join(m, o)
     if r > 0 then
       local moved = false
       if not new then
@@ -384,7 +459,7 @@ local function paced(m, o, t0, allow)
       if new or moved then
         local at = tail and atEnd and tail + interval -- right behind the one before
         if not at then
-          local _, late = countAhead(r)
+          local _, late = countAhead(r, m)
           at = nthFree(math.max(firstFree(now), headFrom()), r - late)
         end
         if at > s + interval / 2 then
@@ -435,13 +510,13 @@ for i = 10, #ARGV, step do
     code, at = 1, openUntil
   elseif bst == BRK_ST.half and probe then
     code, at = 1, math.min(now + 1000, probeEnd)
-  elseif bst == BRK_ST.half and behind(m, o) then
+  elseif bst == BRK_ST.half and count > 0 and useQueue() and behind(m, o) then
     code, at = 1, now + 1000 -- the probe is a job ahead, due back now
   elseif bst == BRK_ST.half then
     probe, probeEnd = m, now + lease
     redis.call('HSET', breaker, BRK.state, BRK_ST.half, BRK.probe, m, BRK.probeEnd, probeEnd)
     code = 3
-  elseif par > 0 and (free <= 0 or behind(m, o)) then
+  elseif par > 0 and (free <= 0 or count > 0 and useQueue() and behind(m, o)) then
     code = 2
     passed = passed or free > 0
   elseif interval > 0 then
@@ -451,6 +526,7 @@ for i = 10, #ARGV, step do
     end
   end
   if code == 1 or code == 2 then
+    useQueue()
     if not member[m] then
       join(m, o, true)
     end
@@ -459,7 +535,7 @@ for i = 10, #ARGV, step do
     else
       expect(m, at)
     end
-  else
+  elseif count > 0 and useQueue() then
     unwait(m)
   end
   if code == 0 and par > 0 then
@@ -476,6 +552,9 @@ if interval > 0 then
 end
 if par > 0 then
   redis.call('PEXPIRE', permits, lease + 60000)
+end
+if queueMade then
+  flush()
 end
 if queued and count > 0 then
   -- kept while its last job counts, never shortened
