@@ -97,13 +97,13 @@ if interval > 0 then
   -- no earlier than the last one to take a time, whose own time is not
   -- free, goes on from where that one's search ended (proven): a backlog's
   -- jobs (due together, or asked now) cost a command or two each, not a walk
-  -- over the times taken before them; searches are kept until a time is
-  -- taken (held-back jobs of one time ask once).
+  -- over the times taken before them; the last search is kept until a
+  -- time is taken (held-back jobs of one time ask once).
   local lastDue, proven = -1, -1
-  local memo = {} -- searches since the last time taken
+  local memoT, memoS = nil, nil -- the last search, until a time is taken
   firstFree = function(t)
-    if memo[t] then
-      return memo[t], t
+    if memoT == t then
+      return memoS, t
     end
     local due, tries = t, 0
     while t < nextAt do
@@ -120,7 +120,7 @@ if interval > 0 then
         t = math.max(t, nextAt)
       end
     end
-    memo[due] = t
+    memoT, memoS = due, t
     return t, due
   end
 
@@ -131,7 +131,7 @@ if interval > 0 then
     redis.call('ZADD', taken, m, m)
     nextAt = math.max(nextAt, t + interval)
     lastDue, proven = due, t + interval
-    memo, afterT = {}, nil
+    memoT, afterT = nil, nil
   end
 
   -- nthFree returns about when the n-th free time after free time t comes
@@ -162,23 +162,19 @@ if interval > 0 then
 end
 
 -- Held orders are kept from HELD_EPOCH (2026-01-01, ms), so that the jobs
--- of one millisecond can be kept apart finely: tieStep(o) apart, two ulps
+-- of one millisecond can be kept apart finely: tieStep apart, two ulps
 -- of the order's double (a 131072nd of a ms in 2026, a 32768th in 2030).
 local HELD_EPOCH = 1767225600000
-local function tieStep(o)
-  local _, e = math.frexp(math.abs(o) + 1)
-  return 2 ^ (e - 52)
-end
 
 -- The waiting set's helpers are made when first needed (useQueue): a call
 -- that finds no job waiting, and holds none back, pays for none of them.
 local flush, join, expect, unwait, countAhead, behind, headFrom, yielded
-local member, queueMade = {}, false -- member: jobs this call put in the set (join)
+local member, queueMade = nil, false -- member: jobs this call put in the set (join)
 local function useQueue()
   if queueMade then
     return true
   end
-  queueMade = true
+  queueMade, member = true, {}
 
   -- The waiting set. head: when each of its first jobs (up to 8) is
   -- expected back (headAt: a job's index in it), read once a call and kept
@@ -275,7 +271,8 @@ local function useQueue()
         end
       end
       if top then
-        local step = tieStep(o)
+        local _, e = math.frexp(math.abs(o) + 1)
+        local step = 2 ^ (e - 52) -- tieStep
         score = math.min(top + step, o + 1 - step)
       end
       if score > maxScore then
@@ -447,30 +444,32 @@ local function paced(m, o, t0, allow)
   if count > 0 and useQueue() then
     r, new, atEnd = join(m, o)
   end
-  -- a job back at its turn looks from a ms before its due time: turns are
-  -- told in whole ms, rounded up (it still starts at its due time)
-  local s, due = firstFree(new and t0 or math.max(t0 - 1, now))
-  if count > 0 then
+  local s, due
+  if r > 0 and atEnd and tail then
+    -- put at the end right after another: its turn follows that one's
+    s, due = firstFree(math.max(t0, tail + interval))
+    s, due = yielded(m, r, s, due, true)
+  else
+    -- a job back at its turn looks from a ms before its due time: turns
+    -- are told in whole ms, rounded up (it still starts at its due time)
+    s, due = firstFree(new and t0 or math.max(t0 - 1, now))
     if r > 0 then
       local moved = false
       if not new then
         s, due, moved = yielded(m, r, s, due)
       end
       if new or moved then
-        local at = tail and atEnd and tail + interval -- right behind the one before
-        if not at then
-          local _, late = countAhead(r, m)
-          at = nthFree(math.max(firstFree(now), headFrom()), r - late)
-        end
+        local _, late = countAhead(r, m)
+        local at = nthFree(math.max(firstFree(now), headFrom()), r - late)
         if at > s + interval / 2 then
           s, due = firstFree(at)
         end
         s, due = yielded(m, r, s, due, new)
       end
-      if atEnd then
-        tail = s
-      end
     end
+  end
+  if r > 0 and atEnd then
+    tail = s
   end
   if s > t0 + allow then
     return 1, s
@@ -527,7 +526,7 @@ for i = 10, #ARGV, step do
   end
   if code == 1 or code == 2 then
     useQueue()
-    if not member[m] then
+    if not member[m] then -- (made by useQueue)
       join(m, o, true)
     end
     if code == 2 then
