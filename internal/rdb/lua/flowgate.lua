@@ -29,16 +29,15 @@
 -- Held back: a job a limit holds back waits in the flow's waiting set,
 -- scored by its held order (from HELD_EPOCH; jobs of equal order in the
 -- order they came, a small fraction of a ms apart), and is told when to
--- come back; whichever process
--- asks, a job goes only when no waiting job ahead of it should go first.
--- A waiting job counts until ARGV[7] after it is expected back (a job
--- asked about again and again while it waits for a permit, at each ask):
--- one whose process died, or that was cancelled meanwhile, stops holding
--- the others back then. A flow with no job waiting pays one ZCARD a call.
+-- come back; whichever process asks, a job goes only when no waiting job
+-- ahead of it should go first. A waiting job counts until ARGV[7] after
+-- it is expected back (a job refused a permit: after its last ask): one
+-- whose process died, or that was cancelled meanwhile, stops holding the
+-- others back then. A flow with no job waiting pays one ZCARD a call.
 -- Breaker: while it is open, every job waits until its cool-down ends;
 -- then (half-open) the job first in held order goes as the probe (one
--- behind a waiting job expected by then is told to come back in a
--- second), and the others wait for its answer (asking again every second,
+-- behind a waiting job of a better order expected by then is told to come
+-- back in a second), and the others wait for its answer (asking again every second,
 -- or when the probe's lease lapses); breaker.lua closes or opens it again
 -- with the answer.
 -- Rate: the flow's calendar hands out times at least one interval apart,
@@ -51,18 +50,20 @@
 -- pace finer than that need no round trip). A time is taken only by a job
 -- that goes: one whose time is later (or that has waiting jobs ahead of
 -- it, whose turns come first) is held back, told to come back at its turn
--- (the first free time, one interval later for each waiting job ahead of
--- it), and given back to Redis until then; coming back, it goes if no job
--- is ahead of it by then, or waits again for its new turn. So the times go
--- in held order across processes, and deliveries never bunch above the
--- pace (the interval's guard, Go's RateGuard, covers a start up to
--- RATE_LATE ms late).
+-- (the free time after one for each waiting job ahead of it), and given
+-- back to Redis until then; coming back, it goes at its turn unless a job
+-- ahead of it is expected then (one placed ahead of it meanwhile): then
+-- it waits again, after the jobs ahead. So the times go in held order
+-- across processes, a backlog's jobs come back once each, and deliveries
+-- never bunch above the pace (the interval's guard, Go's RateGuard,
+-- covers a start up to RATE_LATE ms late).
 -- Parallelism: a job goes only with a permit, taken here and given back by
 -- Store.Done (or lapsed with its lease); a job without one waits, held by
 -- its process, which asks again about it. A free permit goes to a job only
--- when no waiting job expected by now is ahead of it; the one behind is
--- refused, so the process of the one ahead takes the permit when it asks
--- again, and is told at once on ARGV[8].
+-- when no waiting job of a better held order (not an equal one) expected
+-- by now is ahead of it; the one behind is refused, so the process of the
+-- one ahead takes the permit when it asks again, and is told at once on
+-- ARGV[8].
 -- Reply: for each job, code and time: 0 go now (with a permit when
 -- parallelism is set; ahead: at the time), 1 wait until the time (its
 -- turn, or the breaker's), 2 no permit free, 3 go now as the breaker's

@@ -200,7 +200,7 @@ function render(j, topic) {
 // flowNote says when the topic's flow control holds the job back, or (for
 // a job delivered late) may have: a held job otherwise reads as late with
 // no reason given. It reads what the job and topic answers show: a job
-// whose next run the rate limit reserved later than its run_at, a due job
+// whose turn under the rate limit comes later than its run_at, a due job
 // of a paused topic or of one whose breaker is open, a job past due
 // waiting for one of its topic's parallelism slots.
 function flowNote(j, t) {
