@@ -70,7 +70,7 @@ func TestGateRatePacesAndReserves(t *testing.T) {
 	if rs = gates(t, s, a, flowJobs("a", 1, 1, 1)); rs[0].Gate != GateGo {
 		t.Fatalf("back at its time: %+v", rs)
 	}
-	// A new job queues behind the reservations.
+	// A new job queues behind the waiting jobs.
 	if rs = gates(t, s, a, flowJobs("a", 9, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(400*time.Millisecond)) {
 		t.Fatalf("a newcomer: %+v", rs)
 	}

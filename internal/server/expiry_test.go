@@ -211,10 +211,7 @@ func TestPriorityUnderParallelismOne(t *testing.T) {
 	ti.call(t, "POST", "/v1/topics/prio/pause", "", http.StatusOK)
 	base := time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
 	jobs := priorityJobs(base, []int{0, 3, 9, 3, 0})
-	for _, j := range jobs {
-		body := fmt.Sprintf(`{"id": %q, "run_at": %q, "priority": %d}`, j.id, j.at.Format(time.RFC3339Nano), j.prio)
-		ti.call(t, "POST", "/v1/topics/prio/jobs", body, http.StatusCreated)
-	}
+	createPriorityJobs(t, jobs, ti)
 	ti.call(t, "POST", "/v1/topics/prio/resume", "", http.StatusOK)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		mu.Lock()
@@ -252,6 +249,16 @@ func priorityJobs(base time.Time, prios []int) []priorityJob {
 		jobs = append(jobs, priorityJob{id: fmt.Sprintf("j%02d", k), prio: prios[k%len(prios)], at: base.Add(time.Duration(k) * time.Millisecond)})
 	}
 	return jobs
+}
+
+// createPriorityJobs creates jobs in topic prio, through each of tis in
+// turn.
+func createPriorityJobs(t *testing.T, jobs []priorityJob, tis ...*testInstance) {
+	t.Helper()
+	for i, j := range jobs {
+		body := fmt.Sprintf(`{"id": %q, "run_at": %q, "priority": %d}`, j.id, j.at.Format(time.RFC3339Nano), j.prio)
+		tis[i%len(tis)].call(t, "POST", "/v1/topics/prio/jobs", body, http.StatusCreated)
+	}
 }
 
 // priorityOrder is the ids of jobs but those in skip in the order the

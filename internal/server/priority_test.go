@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -86,10 +85,7 @@ func deliveredAcrossProcesses(t *testing.T, limits string, work time.Duration) d
 	a.call(t, "POST", "/v1/topics/prio/pause", "", http.StatusOK)
 	base := time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
 	got.jobs = priorityJobs(base, []int{0, 3, 9, 3, 0, 5})
-	for i, j := range got.jobs {
-		body := fmt.Sprintf(`{"id": %q, "run_at": %q, "priority": %d}`, j.id, j.at.Format(time.RFC3339Nano), j.prio)
-		[]*testInstance{a, b}[i%2].call(t, "POST", "/v1/topics/prio/jobs", body, http.StatusCreated)
-	}
+	createPriorityJobs(t, got.jobs, a, b)
 	b.call(t, "POST", "/v1/topics/prio/resume", "", http.StatusOK)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		mu.Lock()
@@ -150,10 +146,7 @@ func TestBreakerProbePriorityAcrossProcesses(t *testing.T) {
 	}
 	base := time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
 	jobs := priorityJobs(base, []int{0, 3, 9, 3, 0, 5})
-	for i, j := range jobs {
-		body := fmt.Sprintf(`{"id": %q, "run_at": %q, "priority": %d}`, j.id, j.at.Format(time.RFC3339Nano), j.prio)
-		[]*testInstance{a, b}[i%2].call(t, "POST", "/v1/topics/prio/jobs", body, http.StatusCreated)
-	}
+	createPriorityJobs(t, jobs, a, b)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		mu.Lock()
 		n := len(ids)
