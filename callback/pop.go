@@ -145,7 +145,7 @@ func (w *Worker) pop(ctx context.Context, group []int) {
 			starts <- struct{}{}
 			startWG.Go(func() {
 				defer func() { <-starts }()
-				started, err := w.st.Start(context.WithoutCancel(ctx), cs)
+				started, err := w.st.Start(ctx, cs) // repeated through an outage, not past the worker's stop
 				if err != nil {
 					w.log.Warn("start popped jobs; they are pushed again when their pop leases lapse", "jobs", len(cs)-len(started), "err", err)
 				}

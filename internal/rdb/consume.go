@@ -149,8 +149,10 @@ func (s *Store) Start(ctx context.Context, cs []Claimed) ([]Claimed, error) {
 // start starts the jobs cs of topic h that a pop took (start.lua): it
 // returns those this pop started, leaving out a job pushed twice whose
 // other entry started it already. A call whose reply is lost is repeated,
-// with the same token, for up to startPatience: Redis answers it as it
-// answered the first.
+// with the same token, until Redis answers (it answers as it answered the
+// first), for up to startOutage, or startPatience once ctx is done (the
+// worker stops): a call sent into an outage may run when Redis comes back,
+// and its jobs, started, would otherwise wait for their leases.
 func (s *Store) start(ctx context.Context, shard int, h string, cs []Claimed) ([]Claimed, error) {
 	if len(cs) == 0 {
 		return cs, nil
@@ -165,10 +167,14 @@ func (s *Store) start(ctx context.Context, shard int, h string, cs []Claimed) ([
 	keys := []string{s.k.popLeases(shard), s.k.leases(shard), s.k.tag(shard) + keyStartReply + hex.EncodeToString(tok[:])}
 	var res string
 	var err error
-	give := time.Now().Add(startPatience)
+	began := time.Now()
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		res, err = s.run(context.WithoutCancel(ctx), startScript, keys, argv...).Text()
-		if err == nil || isRedisError(err) || time.Now().Add(wait).After(give) {
+		if err == nil || isRedisError(err) {
+			break
+		}
+		next := time.Since(began) + wait
+		if next > startOutage || (ctx.Err() != nil && next > startPatience) {
 			break
 		}
 		time.Sleep(wait)
@@ -185,10 +191,12 @@ func (s *Store) start(ctx context.Context, shard int, h string, cs []Claimed) ([
 	return keep, nil
 }
 
-// startTokenTTL is how long a start call's reply is kept; startPatience
-// how long a call whose reply was lost is repeated.
+// startTokenTTL is how long a start call's reply is kept (repeats come a
+// second apart at most); startOutage how long a call whose reply was lost
+// is repeated, startPatience while the worker stops.
 const (
 	startTokenTTL = 30 * time.Second
+	startOutage   = 2 * time.Minute
 	startPatience = 10 * time.Second
 )
 

@@ -5,7 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/testclock"
+	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
 // claimOnly claims shard's due jobs onto their ready lists, popping none.
@@ -138,5 +142,50 @@ func TestStartIsDoneOncePerToken(t *testing.T) {
 		if err != nil || res != "1" {
 			t.Fatalf("call %d: %q %v, want \"1\" both times", i+1, res, err)
 		}
+	}
+}
+
+// TestStartOutlastsAnOutage: a start call sent into an outage longer than
+// startPatience is repeated, with its token, until Redis answers: its job,
+// started as Redis came back, is returned to the worker to fire, not left
+// started and unfired until its lease lapses.
+func TestStartOutlastsAnOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("freezes redis-server for 11 s")
+	}
+	ctx := context.Background()
+	srv := testredis.New(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: time.Second})
+	t.Cleanup(func() { c.Close() })
+	clk := testclock.New(time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC))
+	s := New(c, Options{Prefix: "k", Now: clk.Now, Blocking: c})
+	if err := s.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	j := enqueue(t, s, "a", clk.Now())
+	sh := s.k.shardOf(j.JobKey)
+	claimOnly(t, s, sh)
+	h, err := s.handle(ctx, "acme", "orders", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.Pop(ctx, []int{sh}, []string{h}, 100, 0)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("popped %d, %v", len(cs), err)
+	}
+	if err := srv.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	thawed := make(chan error, 1)
+	go func() {
+		time.Sleep(startPatience + time.Second)
+		thawed <- srv.Thaw()
+	}()
+	started, err := s.Start(ctx, cs)
+	if err := <-thawed; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || len(started) != 1 {
+		t.Fatalf("start through an outage of %v: %d started, %v; want the job", startPatience+time.Second, len(started), err)
 	}
 }
