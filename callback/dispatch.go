@@ -122,16 +122,11 @@ func (q *queue) put(c rdb.Claimed, front bool) {
 // claimed after its time was due since its run_at, and Due only says when
 // it was claimed), less its priority's steps.
 func heldOrder(c rdb.Claimed) time.Time {
-	return kairos.HeldOrder(c.Job, heldDue(c))
-}
-
-// heldDue is the time c has been due since: its due time, or its run_at
-// when earlier.
-func heldDue(c rdb.Claimed) time.Time {
-	if !c.Job.RunAt.IsZero() && c.Job.RunAt.Before(c.Due) {
-		return c.Job.RunAt
+	due := c.Due
+	if !c.Job.RunAt.IsZero() && c.Job.RunAt.Before(due) {
+		due = c.Job.RunAt
 	}
-	return c.Due
+	return kairos.HeldOrder(c.Job, due)
 }
 
 // newDispatcher returns a dispatcher over st.

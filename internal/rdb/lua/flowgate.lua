@@ -327,15 +327,13 @@ local function useQueue()
   unwait = function(m)
     member[m] = nil
     pendL[m] = nil
-    if pendQ[m] then
-      pendQ[m] = nil -- joined in this call: not written yet
-      count = count - 1
-      fresh = fresh or count == 0
-      if headAt[m] then
-        head = nil
-      end
-    elseif count > 0 and redis.call('ZREM', waitq, m) == 1 then
+    local left = pendQ[m] ~= nil -- joined in this call: not written yet
+    pendQ[m] = nil
+    if not left and count > 0 and redis.call('ZREM', waitq, m) == 1 then
       redis.call('ZREM', lapses, m)
+      left = true
+    end
+    if left then
       count = count - 1
       fresh = fresh or count == 0
       if headAt[m] then
@@ -368,11 +366,8 @@ local function useQueue()
 
   -- behind reports whether a waiting job of a better held order than o (not
   -- m; one of equal order does not count) is expected back by now: it
-  -- should go first.
+  -- should go first. Asked only while jobs wait.
   behind = function(m, o)
-    if count == 0 then
-      return false
-    end
     local better = '(' .. string.format('%.17g', o)
     flush()
     local r = redis.call('ZCOUNT', waitq, '-inf', better)
