@@ -19,9 +19,9 @@ import (
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/client"
-	"github.com/kairos-sh/kairos/internal/api"
+	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/internal/rdb"
-	"github.com/kairos-sh/kairos/internal/scanner"
+	"github.com/kairos-sh/kairos/scanner"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 

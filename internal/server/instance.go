@@ -22,11 +22,11 @@ import (
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
-	"github.com/kairos-sh/kairos/internal/api"
+	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/internal/bulk"
 	"github.com/kairos-sh/kairos/internal/metrics"
 	"github.com/kairos-sh/kairos/internal/rdb"
-	"github.com/kairos-sh/kairos/internal/scanner"
+	"github.com/kairos-sh/kairos/scanner"
 	"github.com/kairos-sh/kairos/internal/tracing"
 	"github.com/kairos-sh/kairos/web"
 )

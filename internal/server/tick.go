@@ -12,7 +12,7 @@ import (
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/rdb"
-	"github.com/kairos-sh/kairos/internal/scanner"
+	"github.com/kairos-sh/kairos/scanner"
 )
 
 // Tick connects to Redis and runs one tick (runTick) for at most d: what

@@ -38,7 +38,7 @@ func TestBackoffDocumented(t *testing.T) {
 	if d := req.Properties["initial"].Value.Description; !strings.Contains(d, "not a minimum") {
 		t.Errorf("openapi.yaml BackoffRequest.initial does not say it is not a minimum: %q", d)
 	}
-	doc, err := os.ReadFile("../../docs/callbacks.md")
+	doc, err := os.ReadFile("../docs/callbacks.md")
 	if err != nil {
 		t.Fatal(err)
 	}
