@@ -45,6 +45,9 @@ type dispatcher struct {
 	gated  map[attemptKey]gated // attempts flow control let go, until finish
 	full   map[string]*fullFlow // flows ("tenant/flow") whose permits were all taken
 	room   chan struct{}        // a nudge when held drops below MaxHeld
+	// refill is closed, and replaced, when a topic the pops left out for
+	// being busy (busy) has fewer due jobs waiting than its mark again
+	refill chan struct{}
 }
 
 // gated is an attempt flow control let go: Finish gives back its permit,
@@ -86,6 +89,7 @@ type attemptKey struct {
 // with jobs of priority among them, in heldOrder.
 type queue struct {
 	ready  []rdb.Claimed
+	low    int           // when ready drops below it, refill is closed (0: no mark)
 	signal chan struct{} // a nudge when ready grows
 	ranked bool          // kept in heldOrder (put)
 	turn   sync.Mutex    // held across a take and its gate while ranked (Next)
@@ -142,7 +146,7 @@ func newDispatcher(st Store, cfg dispatchConfig) *dispatcher {
 	}
 	return &dispatcher{st: st, cfg: cfg, log: cfg.Logger.With("component", "dispatch"),
 		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, gated: map[attemptKey]gated{}, full: map[string]*fullFlow{},
-		room: make(chan struct{}, 1)}
+		room: make(chan struct{}, 1), refill: make(chan struct{})}
 }
 
 // Capacity returns how many more jobs the dispatcher can hold now.
@@ -674,6 +678,11 @@ func (d *dispatcher) take(tenant, topic string, n int) (jobs []rdb.Claimed, over
 	if before >= d.cfg.MaxHeld && d.held < d.cfg.MaxHeld {
 		d.nudgeRoom()
 	}
+	if q.low > 0 && len(q.ready) < q.low {
+		q.low = 0
+		close(d.refill)
+		d.refill = make(chan struct{})
+	}
 	if len(q.ready) > 0 { // more for the next caller
 		select {
 		case q.signal <- struct{}{}:
@@ -713,6 +722,29 @@ func (d *dispatcher) nudgeRoom() {
 	case d.room <- struct{}{}:
 	default:
 	}
+}
+
+// busy reports whether limit or more of a topic's jobs are due and wait
+// for a worker, so that its pops may leave it out. When it is, the
+// channel refillSignal returns is closed once fewer than limit wait.
+func (d *dispatcher) busy(tenant, topic string, limit int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	q := d.topics[tenant+"/"+topic]
+	if q == nil || len(q.ready) < limit {
+		return false
+	}
+	q.low = limit
+	return true
+}
+
+// refillSignal returns a channel closed when a topic found busy since the
+// call has fewer due jobs waiting than its limit: its pops take it again.
+// Take it before asking busy, so that no drain falls between the two.
+func (d *dispatcher) refillSignal() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.refill
 }
 
 // waiting returns how many of a topic's jobs are due and wait for a worker.

@@ -40,9 +40,9 @@ const (
 	popStarts = 4
 )
 
-// busyWait is how long a pop blocks while a topic is left out of it (its
-// jobs wait for its callback slots): short, so that it is popped again
-// soon after a slot frees.
+// busyWait is how long a pop loop that has room but no topic to pop (each
+// waits for its callback slots) idles before it looks again, should no
+// drain tell it sooner (dispatcher.refillSignal).
 const busyWait = 50 * time.Millisecond
 
 // setLists makes the pops cover topics: the handles of those that have
@@ -99,11 +99,14 @@ func (w *Worker) interruptPops() {
 }
 
 // pop is the pop loop of a group of shards: it takes the jobs pushed onto
-// their ready lists of the topics known, as many at once as the dispatcher has room
-// for, and hands them to it, until ctx ends. A topic whose due jobs
-// already wait for all its callback slots is left out of the pop until
-// they are taken; the lists are tried in turn, first to last, so that no
-// topic's list is always tried last.
+// their ready lists of the topics known, as many at once as the dispatcher
+// has room for, and hands them to it, until ctx ends. A topic whose due
+// jobs already wait for all its callback slots (busy) is left out of the
+// pop until they are taken: when they are, the pop under way is
+// interrupted so that the next one covers it again at once, rather than
+// when the blocking pop of the other topics' lists ends. The lists are
+// tried in turn, first to last, so that no topic's list is always tried
+// last.
 func (w *Worker) pop(ctx context.Context, group []int) {
 	var startWG sync.WaitGroup
 	defer startWG.Wait()
@@ -114,11 +117,12 @@ func (w *Worker) pop(ctx context.Context, group []int) {
 		l.mu.Lock()
 		topics, changed := l.topics, l.changed
 		l.mu.Unlock()
+		refill := w.disp.refillSignal()
 		hs := make([]string, 0, len(topics))
 		busy := false
 		for i := range topics {
 			t := topics[(i+turn)%len(topics)]
-			if w.disp.waiting(t.tenant, t.name) >= t.concurrency {
+			if w.disp.busy(t.tenant, t.name, t.concurrency) {
 				busy = true
 				continue
 			}
@@ -130,15 +134,16 @@ func (w *Worker) pop(ctx context.Context, group []int) {
 			if room <= 0 || busy {
 				wait = busyWait
 			}
-			w.idle(ctx, changed, wait)
+			w.idle(ctx, changed, refill, wait)
 			continue
 		}
-		timeout := w.cfg.Wait
+		stopWatch := func() {}
 		if busy {
-			timeout = busyWait
+			stopWatch = w.interruptOn(ctx, refill, group)
 		}
 		began := time.Now()
-		cs, err := w.st.Pop(ctx, group, hs, min(room, popBatch), timeout)
+		cs, err := w.st.Pop(ctx, group, hs, min(room, popBatch), w.cfg.Wait)
+		stopWatch()
 		if len(cs) > 0 {
 			// the start runs beside the next pop: a burst's pops follow
 			// one another without waiting for each start's round trip
@@ -163,14 +168,41 @@ func (w *Worker) pop(ctx context.Context, group []int) {
 			return
 		}
 		w.log.Warn("pop ready jobs", "shards", group, "err", err)
-		w.idle(ctx, nil, errDelay)
-		errDelay = min(2*errDelay, 5*time.Second)
+		w.idle(ctx, nil, nil, errDelay)
+		errDelay = min(2*errDelay, popErrMax)
 	}
 }
 
-// idle waits until ctx ends, changed is closed, room frees in the
-// dispatcher, or wait passes (0: no limit).
-func (w *Worker) idle(ctx context.Context, changed <-chan struct{}, wait time.Duration) {
+// popErrMax is the longest a pop loop waits after a failed pop: short, so
+// that the jobs due while Redis was away go out soon after it is back.
+const popErrMax = time.Second
+
+// interruptOn interrupts the pop of group under way (Store.Interrupt) when
+// refill closes, until the returned stop is called: a busy topic left out
+// of that pop has room for more of its jobs.
+func (w *Worker) interruptOn(ctx context.Context, refill <-chan struct{}, group []int) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-refill:
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		}
+		ictx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := w.st.Interrupt(ictx, group); err != nil && ctx.Err() == nil {
+			w.log.Debug("interrupt a pop for a busy topic's refill; it ends at its timeout", "shards", group, "err", err)
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// idle waits until ctx ends, changed or refill is closed, room frees in
+// the dispatcher, or wait passes (0: no limit).
+func (w *Worker) idle(ctx context.Context, changed, refill <-chan struct{}, wait time.Duration) {
 	var after <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)
@@ -180,6 +212,7 @@ func (w *Worker) idle(ctx context.Context, changed <-chan struct{}, wait time.Du
 	select {
 	case <-ctx.Done():
 	case <-changed:
+	case <-refill:
 	case <-w.disp.room:
 	case <-after:
 	}
