@@ -361,7 +361,7 @@ func (s *Scanner) turn(ctx context.Context, sh *shard) time.Duration {
 		// share has room; tried again in case no live scanner takes it
 		return s.cfg.LockTTL / 2
 	}
-	m := s.store.ShardMutex(sh.n, s.cfg.LockTTL)
+	m := s.store.ShardMutex(sh.n, s.cfg.LockTTL, s.cfg.ID)
 	if err := m.TryLockContext(ctx); err != nil {
 		if ctx.Err() != nil {
 			return 0
@@ -369,12 +369,12 @@ func (s *Scanner) turn(ctx context.Context, sh *shard) time.Duration {
 		var taken *redsync.ErrTaken
 		if !errors.As(err, &taken) && !errors.Is(err, redsync.ErrFailed) {
 			s.log.Warn("take a shard's mutex", "shard", sh.n, "err", err)
-			return time.Second
+			return retryRedis
 		}
 		// held elsewhere: try again as it would expire, should its holder die
 		left, err := s.store.LockLeft(ctx, sh.n)
 		if err != nil {
-			return time.Second
+			return retryRedis
 		}
 		return left + expiryMargin
 	}
@@ -411,16 +411,14 @@ func (s *Scanner) hold(ctx context.Context, sh *shard, m *redsync.Mutex) time.Du
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	planned := time.Now() // when the timer fires (local clock): a wake-up only brings it forward
-	var woken time.Time   // the earliest wake-up taken here since the last pass began (Redis clock)
 	for {
+		// a wake-up heard while a pass runs waits in sh.wake: it is taken
+		// here, or by scan once the shard is given back
 		select {
 		case <-ctx.Done():
 			return 0
 		case <-sh.wake:
 			if at := sh.takeWake(); !at.IsZero() {
-				if woken.IsZero() || at.Before(woken) {
-					woken = at
-				}
 				if local := s.store.Local(at); local.Before(planned) {
 					planned = local
 					timer.Reset(max(time.Until(local), 0))
@@ -429,15 +427,11 @@ func (s *Scanner) hold(ctx context.Context, sh *shard, m *redsync.Mutex) time.Du
 			continue
 		case <-timer.C:
 		}
-		woken = time.Time{}
 		if time.Since(extended) > window/2 {
 			ok, err := m.ExtendContext(ctx)
 			if err != nil || !ok {
 				if ctx.Err() == nil {
 					s.log.Warn("extend a shard's mutex; giving the shard up", "shard", sh.n, "err", err)
-				}
-				if !woken.IsZero() {
-					sh.notify(woken)
 				}
 				return 0
 			}
@@ -449,8 +443,8 @@ func (s *Scanner) hold(ctx context.Context, sh *shard, m *redsync.Mutex) time.Du
 				return 0
 			}
 			s.log.Warn("claim", "shard", sh.n, "err", err)
-			planned = time.Now().Add(250 * time.Millisecond)
-			timer.Reset(250 * time.Millisecond)
+			planned = time.Now().Add(retryRedis)
+			timer.Reset(retryRedis)
 			continue
 		}
 		sh.mu.Lock()
@@ -473,9 +467,6 @@ func (s *Scanner) hold(ctx context.Context, sh *shard, m *redsync.Mutex) time.Du
 				sh.mu.Lock()
 				sh.rest = time.Now().Add(s.cfg.LockTTL)
 				sh.mu.Unlock()
-			}
-			if !woken.IsZero() { // heard of during the pass, perhaps after its claim looked
-				sh.notify(woken)
 			}
 			return wait
 		}
@@ -557,6 +548,11 @@ func (s *Scanner) Settled(ctx context.Context, by time.Time) (bool, time.Time, e
 	}
 	return settled, next, nil
 }
+
+// retryRedis is how soon a shard's loop tries again after Redis failed
+// it: soon, so that the jobs due while Redis was away go out soon after it
+// is back.
+const retryRedis = 250 * time.Millisecond
 
 // expiryMargin is how long after another scanner's mutex would expire this
 // one tries it again.

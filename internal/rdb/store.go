@@ -330,7 +330,13 @@ func fromMS(v int64) time.Time {
 // ShardMutex returns the redsync mutex that a scanner holds while it
 // claims shard's jobs, expiring ttl after it was last taken or extended.
 // The claim script is what keeps two claims from handing a job out twice;
-// the mutex saves the work of two scanners on one shard.
-func (s *Store) ShardMutex(shard int, ttl time.Duration) *redsync.Mutex {
-	return s.locks.NewMutex(s.k.lock(shard), redsync.WithExpiry(ttl), redsync.WithTries(1))
+// the mutex saves the work of two scanners on one shard. Its value is
+// owner's, the same at every take: a take or an extension whose reply was
+// lost (Redis froze, a connection dropped) leaves the mutex its owner's,
+// and the owner's next take gets it at once (lock.lua) instead of waiting
+// for it to expire.
+func (s *Store) ShardMutex(shard int, ttl time.Duration, owner string) *redsync.Mutex {
+	value := owner + ":" + strconv.Itoa(shard)
+	return s.locks.NewMutex(s.k.lock(shard), redsync.WithExpiry(ttl), redsync.WithTries(1), redsync.WithValue(value),
+		redsync.WithGenValueFunc(func() (string, error) { return value, nil }))
 }

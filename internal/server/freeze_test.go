@@ -10,20 +10,23 @@ import (
 	"github.com/kairos-sh/kairos/internal/testredis"
 )
 
-// TestRedisFrozen freezes redis-server (SIGSTOP) for 10 s under 50 creates
-// a second into kairos: the API answers 503 problem+json within 2 s
+// TestRedisFrozen freezes redis-server (SIGSTOP) for 8 s under 25 creates
+// a second into kairos, each due within 6 s (so that many jobs created
+// before the freeze are due during it): the API answers 503 problem+json within 2 s
 // throughout, /readyz fails while Redis is frozen, and once Redis answers
 // again every job answered 2xx is delivered, those due meanwhile within a
-// second or two (none waits for a lease, not even those whose claim ran
-// as Redis froze and whose reply was lost).
+// second or two: none waits for a lease (not even those whose claim ran
+// as Redis froze and whose reply was lost), nor for a shard mutex that an
+// extension sent into the freeze kept after it.
 func TestRedisFrozen(t *testing.T) { // not parallel: the 2 s bound is measured on a machine of 2 cores
 	skipShort(t)
 	srv := testredis.New(t)
 	env := map[string]string{"KAIROS_REDIS_URL": srv.URL()}
 	a, b := startTestInstanceOn(t, env), startTestInstanceOn(t, env)
 	l := newFaultLoad(t, a, b)
+	l.maxDelay = 6 * time.Second
 	done := make(chan struct{})
-	go func() { defer close(done); l.run(50, 16*time.Second) }()
+	go func() { defer close(done); l.run(25, 14*time.Second) }()
 
 	time.Sleep(3 * time.Second)
 	freeze := time.Now()
@@ -31,7 +34,7 @@ func TestRedisFrozen(t *testing.T) { // not parallel: the 2 s bound is measured 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Thaw() })
-	ready := probeReady(t, a, 10*time.Second)
+	ready := probeReady(t, a, 8*time.Second)
 	if err := srv.Thaw(); err != nil {
 		t.Fatal(err)
 	}
@@ -42,21 +45,23 @@ func TestRedisFrozen(t *testing.T) { // not parallel: the 2 s bound is measured 
 	<-done
 	l.wait(60 * time.Second)
 	r := l.figures(freeze, thaw)
-	t.Logf("frozen 10 s: %s", r)
+	t.Logf("frozen 8 s: %s", r)
 	ms := make([]string, len(r.lateAfter))
 	for i, d := range r.lateAfter {
 		ms[i] = strconv.FormatInt(d.Milliseconds(), 10)
 	}
 	t.Logf("each job due while Redis was frozen fired this many ms after it answered again: %s", strings.Join(ms, " "))
-	checkReport(t, r, ready)
+	checkReport(t, r, ready, 2*time.Second)
 }
 
 // checkReport fails the test on what the issue forbids: a job answered
 // 2xx and lost, a job delivered twice that was not in flight during the
 // fault, an API answer slower than 2 s, a /readyz that never failed
-// during the fault, and a job due during the fault that waited anything
-// near a lease after it.
-func checkReport(t *testing.T, r report, ready readyProbe) {
+// during the fault, and a job due during the fault that fired more than
+// within after it (a job's lease is at least its due time +
+// KAIROS_READY_LEASE (10s) + the lease grace (5s) + its callback timeout
+// (5s here): 10 s is anything near a lease).
+func checkReport(t *testing.T, r report, ready readyProbe, within time.Duration) {
 	t.Helper()
 	if r.lost > 0 {
 		t.Errorf("%d jobs answered 2xx were lost", r.lost)
@@ -73,10 +78,8 @@ func checkReport(t *testing.T, r report, ready readyProbe) {
 	if ready.longest > 2*time.Second {
 		t.Errorf("/readyz took %v, want at most 2 s", ready.longest)
 	}
-	// a job's lease is at least its due time + KAIROS_READY_LEASE (10s)
-	// + the lease grace (5s) + its callback timeout (5s here)
-	if n := len(r.lateAfter); n > 0 && r.lateAfter[n-1] > 10*time.Second {
-		t.Errorf("a job due during the fault fired %v after it ended: it waited for a lease", r.lateAfter[n-1])
+	if n := len(r.lateAfter); n > 0 && r.lateAfter[n-1] > within {
+		t.Errorf("a job due during the fault fired %v after it ended, want within %v", r.lateAfter[n-1], within)
 	}
 }
 

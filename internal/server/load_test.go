@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -24,6 +25,8 @@ type faultLoad struct {
 	targets []*testInstance
 	rcv     *httptest.Server
 	http    *http.Client
+	// maxDelay bounds each job's delay after its create (default 1s)
+	maxDelay time.Duration
 
 	mu       sync.Mutex
 	created  map[string]bool        // ids answered 2xx
@@ -69,8 +72,8 @@ func newFaultLoad(t *testing.T, targets ...*testInstance) *faultLoad {
 	return l
 }
 
-// run creates jobs at rate a second for d, each due 0 to 1 s after its
-// create, alternating between the targets; every create is its own
+// run creates jobs at rate a second for d, each due 0 to maxDelay after
+// its create, alternating between the targets; every create is its own
 // request, so a slow answer does not slow the load.
 func (l *faultLoad) run(rate int, d time.Duration) {
 	tick := time.NewTicker(time.Second / time.Duration(rate))
@@ -100,7 +103,7 @@ func (l *faultLoad) setTarget(i int, ti *testInstance) {
 }
 
 func (l *faultLoad) create(ti *testInstance, id string) {
-	body := fmt.Sprintf(`{"id": %q, "delay": "%dms", "payload": 1}`, id, rand.IntN(1000))
+	body := fmt.Sprintf(`{"id": %q, "delay": "%dms", "payload": 1}`, id, rand.IntN(int(cmp.Or(l.maxDelay, time.Second).Milliseconds())))
 	req, _ := http.NewRequest("POST", ti.url+"/v1/topics/f/jobs", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+ti.token)
 	req.Header.Set("Content-Type", "application/json")

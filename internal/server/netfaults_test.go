@@ -106,7 +106,7 @@ func TestNetworkFaults(t *testing.T) { // not parallel: the 2 s bound is measure
 			if !f.away {
 				ready.failed = max(ready.failed, 1) // Redis was slow, not away: /readyz may pass
 			}
-			checkReport(t, r, ready)
+			checkReport(t, r, ready, 10*time.Second)
 		})
 	}
 }
