@@ -380,7 +380,7 @@ func (s *Scanner) turn(ctx context.Context, sh *shard) time.Duration {
 	}
 	s.setHeld(sh, true)
 	s.log.Debug("took shard", "shard", sh.n)
-	wait := s.hold(ctx, sh, m)
+	wait := s.work(ctx, sh, m)
 	s.setHeld(sh, false)
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
@@ -399,13 +399,13 @@ func (s *Scanner) turn(ctx context.Context, sh *shard) time.Duration {
 	return wait
 }
 
-// hold claims shard sh's due jobs while it holds mutex m: pass after pass,
+// work claims shard sh's due jobs while it holds mutex m: pass after pass,
 // sleeping until the next work while that is within the hold window (the
 // mutex's half life), extending the mutex before it would expire. It
 // returns, to give the mutex back, when the next work is further away,
 // when this scanner holds more than its share, or when extending failed;
 // the returned wait is until that next work.
-func (s *Scanner) hold(ctx context.Context, sh *shard, m *redsync.Mutex) time.Duration {
+func (s *Scanner) work(ctx context.Context, sh *shard, m *redsync.Mutex) time.Duration {
 	extended := time.Now()
 	window := s.cfg.LockTTL / 2
 	timer := time.NewTimer(0)
