@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/kairos-sh/kairos"
@@ -52,6 +53,19 @@ type settings struct {
 	Labels map[string]string `json:"lb,omitempty"`
 }
 
+// empty reports whether s holds no setting: every field zero, an empty
+// map counted as none. It looks at every field, so a field added to
+// settings is counted without being named here (TestSettingsEmptySeesEveryField).
+func (s settings) empty() bool {
+	if len(s.Headers) == 0 {
+		s.Headers = nil
+	}
+	if len(s.Labels) == 0 {
+		s.Labels = nil
+	}
+	return reflect.ValueOf(s).IsZero()
+}
+
 // encodeSettings returns j's own settings as stored; nil when it has none.
 func encodeSettings(j kairos.Job) ([]byte, error) {
 	s := settings{URL: j.CallbackURL, Method: j.Method, ContentType: j.ContentType, Headers: j.Headers,
@@ -62,9 +76,7 @@ func encodeSettings(j kairos.Job) ([]byte, error) {
 	if !j.ExpiresAt.IsZero() {
 		s.ExpiresAt = ms(j.ExpiresAt)
 	}
-	if s.URL == "" && s.Method == "" && s.ContentType == "" && len(s.Headers) == 0 && s.TimeoutMS == 0 &&
-		s.MaxAttempts == 0 && s.BackoffInitial == 0 && s.BackoffMax == 0 && s.TraceParent == "" && s.FlowKey == "" && s.FailureURL == "" &&
-		s.SuccessURL == "" && s.ExpiresAt == 0 && s.Priority == 0 && len(s.Labels) == 0 {
+	if s.empty() {
 		return nil, nil
 	}
 	b, err := json.Marshal(s)
