@@ -1,7 +1,7 @@
 # kairos: `make run` tries it out on an embedded Redis; `make test` runs every test.
 GO ?= go
 
-.PHONY: run test test-short test-deps vet build fuzz soak chaos sentinel bench bench-build
+.PHONY: run test test-short test-deps vet build fuzz soak chaos sentinel bench bench-build helm chart
 
 run:
 	$(GO) run ./cmd/kairos serve
@@ -15,13 +15,36 @@ test-deps:
 vet:
 	$(GO) vet ./...
 
-# Installs redis-server when missing, then runs vet and the whole suite
-# (fuzz seed corpora included) with the race detector, then the load
-# tool's build, vet and tests (bench/ is a module of its own, which
+# Installs redis-server when missing, then runs vet, helm lint of the Helm
+# chart, and the whole suite (fuzz seed corpora included, and the chart's
+# helm template checks in deploy/helm) with the race detector, then the
+# load tool's build, vet and tests (bench/ is a module of its own, which
 # ./... does not reach).
-test: test-deps vet bench-build
+test: test-deps vet chart bench-build
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd bench && $(GO) test -race -count=1 -timeout 10m ./...
+
+# helm, pinned, for the chart's tests: built once into bin/tools
+# (git-ignored; a minute or so), and bin/tools/helm links to it, where the
+# tests in deploy/helm look for it (or $KAIROS_HELM).
+HELM_VERSION := v3.22.0
+HELM := bin/tools/helm-$(HELM_VERSION)
+CHART := deploy/helm/kairos
+
+helm: $(HELM)
+	@ln -sfn helm-$(HELM_VERSION) bin/tools/helm
+
+$(HELM):
+	@echo "building helm $(HELM_VERSION) into bin/tools (once)"
+	GOBIN=$(CURDIR)/bin/tools/helm-build $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv bin/tools/helm-build/helm $@ && rmdir bin/tools/helm-build
+
+# helm lint --strict of the chart with each values variant in its ci/;
+# `go test ./deploy/helm` renders each (helm template) and checks the objects.
+chart: helm
+	@for v in $(CHART)/ci/*.yaml; do \
+	  echo "helm lint $(CHART) -f $$v"; $(HELM) lint --strict --quiet $(CHART) -f $$v || exit 1; \
+	done
 
 # The quick tier: every test that needs neither Chromium, node nor python
 # and no long wait (the others skip under -short), without the race

@@ -161,6 +161,10 @@ const MaxBreakerCooldown = 10 * time.Minute
 type Breaker struct {
 	State string
 	Until time.Time
+	// Changed is set in what recording an answer returns (the store's
+	// Outcome) when that answer moved the breaker: opened it, opened it
+	// again after a failed probe, or closed it from open or half-open.
+	Changed bool
 }
 
 // WithDefaults returns t with every zero default filled in.

@@ -23,6 +23,8 @@ type dispatchConfig struct {
 	// worker): the pops take no more. Default 5000.
 	MaxHeld int
 	Logger  *slog.Logger
+	// OnBreaker is WorkerConfig.OnBreaker.
+	OnBreaker func(tenant, topic string, b kairos.Breaker)
 }
 
 // dispatcher holds the jobs the workers popped from the ready lists until
@@ -651,6 +653,9 @@ func (d *dispatcher) finish(ctx context.Context, key kairos.JobKey, a kairos.Att
 				d.log.Warn("record an answer in the circuit breaker", "job", key, "err", err)
 			case b.State == "open":
 				d.log.Info("circuit breaker open: the flow's jobs wait", "tenant", key.Tenant, "topic", key.Topic, "until", b.Until)
+			}
+			if err == nil && b.Changed && d.cfg.OnBreaker != nil {
+				d.cfg.OnBreaker(key.Tenant, key.Topic, b)
 			}
 		}
 	}

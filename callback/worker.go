@@ -53,6 +53,10 @@ type WorkerConfig struct {
 	Hold      time.Duration
 	Logger    *slog.Logger
 	OnAttempt func(Event) // called after each attempt, if set
+	// OnBreaker, if set, is called when an attempt's answer opens or
+	// closes its topic's circuit breaker (b.Changed; b.State is then
+	// "open" or "closed").
+	OnBreaker func(tenant, topic string, b kairos.Breaker)
 	// Tracer traces attempts (internal/tracing); nil does not trace, and
 	// callbacks still carry the trace context of their job's create.
 	Tracer trace.TracerProvider
@@ -116,7 +120,7 @@ func NewWorker(st Store, cfg WorkerConfig) *Worker {
 		cfg.Hold = 5 * time.Second
 	}
 	log := cfg.Logger.With("component", "worker")
-	return &Worker{st: st, disp: newDispatcher(st, dispatchConfig{Hold: cfg.Hold, Logger: cfg.Logger}),
+	return &Worker{st: st, disp: newDispatcher(st, dispatchConfig{Hold: cfg.Hold, Logger: cfg.Logger, OnBreaker: cfg.OnBreaker}),
 		client: NewEgressClient(Egress{AllowPrivate: cfg.AllowPrivate, Proxy: cfg.Proxy, RootCAs: cfg.RootCAs}, log), cfg: cfg, log: log,
 		topics: map[string]*topicRun{}, kick: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer(tracing.Scope), lists: newPopLists()}
 }

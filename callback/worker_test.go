@@ -23,6 +23,8 @@ type fakeStore struct {
 
 	// gate, if set, answers Gate (flow control); nil lets every job go.
 	gate func(jobs []kairos.Job) []rdb.GateResult
+	// breaker, if set, answers Outcome (the circuit breaker); nil: closed.
+	breaker func(delivered bool) kairos.Breaker
 
 	mu       sync.Mutex
 	finished []kairos.Outcome
@@ -106,7 +108,10 @@ func (f *fakeStore) Gate(_ context.Context, _ kairos.Topic, _ string, jobs []kai
 	return make([]rdb.GateResult, len(jobs)), nil
 }
 func (f *fakeStore) Done(context.Context, kairos.Topic, kairos.Job) error { return nil }
-func (f *fakeStore) Outcome(context.Context, kairos.Topic, kairos.Job, bool) (kairos.Breaker, error) {
+func (f *fakeStore) Outcome(_ context.Context, _ kairos.Topic, _ kairos.Job, delivered bool) (kairos.Breaker, error) {
+	if f.breaker != nil {
+		return f.breaker(delivered), nil
+	}
 	return kairos.Breaker{State: "closed"}, nil
 }
 

@@ -37,6 +37,7 @@ type Metrics struct {
 	redisErrs prometheus.Counter
 	expired   *prometheus.CounterVec
 	occSkip   *prometheus.CounterVec
+	breaker   *prometheus.CounterVec
 }
 
 // Gauges are read from Redis and the process at scrape time.
@@ -93,9 +94,11 @@ func New() *Metrics {
 			Help: "Jobs that ended expired: their expires_at came before their next attempt could start."}, []string{"topic"}),
 		occSkip: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_occurrences_skipped_total",
 			Help: "Schedule instants that did not fire because the previous occurrence was still active or retrying (overlap skip, or buffer_one with one already waiting), counted by the claims of this process's scanner."}, []string{"topic"}),
+		breaker: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kairos_breaker_transitions_total",
+			Help: "Circuit breaker moves that this process's workers caused, by the state moved to: open (failures in a row reached the topic's threshold, or the probe failed) or closed (a delivery)."}, []string{"topic", "state"}),
 	}
 	reg.MustRegister(m.created, m.delivered, m.failed, m.dead, m.gone, m.occFired, m.occDone, m.occDead,
-		m.duration, m.lateness, m.redisErrs, m.expired, m.occSkip,
+		m.duration, m.lateness, m.redisErrs, m.expired, m.occSkip, m.breaker,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -161,6 +164,12 @@ func (m *Metrics) Attempt(e callback.Event) {
 // overlap rule did not fire (scanner.Config.SkippedFunc).
 func (m *Metrics) Skipped(tenant, topic string, n int) {
 	m.occSkip.WithLabelValues(tenant + "/" + topic).Add(float64(n))
+}
+
+// Breaker counts a move of a tenant's topic's circuit breaker to b.State
+// (callback.WorkerConfig.OnBreaker).
+func (m *Metrics) Breaker(tenant, topic string, b kairos.Breaker) {
+	m.breaker.WithLabelValues(tenant+"/"+topic, b.State).Inc()
 }
 
 // Hook returns a go-redis hook that counts failed commands.

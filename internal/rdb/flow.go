@@ -187,7 +187,7 @@ func (s *Store) Done(ctx context.Context, t kairos.Topic, j kairos.Job) error {
 
 // Outcome records the answer to job's attempt in its flow's circuit
 // breaker (nothing when the topic has none) and returns the breaker's
-// state.
+// state, Changed when this answer opened or closed it.
 func (s *Store) Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error) {
 	if t.BreakerFailures <= 0 {
 		return kairos.Breaker{State: "closed"}, nil
@@ -201,7 +201,9 @@ func (s *Store) Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, deliv
 	if err != nil {
 		return kairos.Breaker{}, fmt.Errorf("circuit breaker of topic %s/%s: %w", t.Tenant, t.Name, err)
 	}
-	return breakerOf(fmt.Sprint(res[0]), toInt(res[1])), nil
+	b := breakerOf(fmt.Sprint(res[0]), toInt(res[1]))
+	b.Changed = len(res) > 2 && toInt(res[2]) == 1
+	return b, nil
 }
 
 // BreakerState reads the state of topic t's circuit breaker.

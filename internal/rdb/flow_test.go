@@ -178,7 +178,8 @@ func TestGateRateGuard(t *testing.T) {
 
 // The circuit breaker opens after the threshold of failures in a row,
 // holds every job for its cool-down, then lets one probe go; the probe's
-// failure opens it for twice as long, a delivery closes it.
+// failure opens it for twice as long, a delivery closes it. Each of those
+// moves, and only they, say Changed.
 func TestGateBreaker(t *testing.T) {
 	ctx := context.Background()
 	s, clk := newStore(t, Options{})
@@ -197,15 +198,19 @@ func TestGateBreaker(t *testing.T) {
 		t.Fatalf("closed: %+v", rs)
 	}
 	outcome(js[0], false)
-	outcome(js[1], true) // a delivery: the count starts again
+	if b := outcome(js[1], true); b.Changed { // a delivery: the count starts again
+		t.Fatalf("a delivery while closed: %+v, want no change", b)
+	}
 	outcome(js[2], false)
-	if b := outcome(js[3], false); b.State != "closed" {
+	if b := outcome(js[3], false); b.State != "closed" || b.Changed {
 		t.Fatalf("after 2 failures in a row: %+v", b)
 	}
-	if b := outcome(js[4], false); b.State != "open" || !b.Until.Equal(t0.Add(10*time.Second)) {
+	if b := outcome(js[4], false); b.State != "open" || !b.Until.Equal(t0.Add(10*time.Second)) || !b.Changed {
 		t.Fatalf("after 3 failures in a row: %+v", b)
 	}
-	outcome(js[5], false) // started before it opened: changes nothing
+	if b := outcome(js[5], false); b.Changed { // started before it opened: changes nothing
+		t.Fatalf("a failure while open: %+v, want no change", b)
+	}
 	if b, _ := s.BreakerState(ctx, tp); b.State != "open" || !b.Until.Equal(t0.Add(10*time.Second)) {
 		t.Fatalf("state: %+v", b)
 	}
@@ -224,14 +229,14 @@ func TestGateBreaker(t *testing.T) {
 	if rs[0].Gate != GateProbe || rs[1].Gate != GateWait || !rs[1].At.Equal(clk.Now().Add(time.Second)) {
 		t.Fatalf("half-open: %+v, want one probe", rs)
 	}
-	if b := outcome(later[0], false); b.State != "open" || !b.Until.Equal(clk.Now().Add(20*time.Second)) {
+	if b := outcome(later[0], false); b.State != "open" || !b.Until.Equal(clk.Now().Add(20*time.Second)) || !b.Changed {
 		t.Fatalf("a failed probe: %+v, want open for 20 s", b)
 	}
 	clk.Add(20 * time.Second)
 	if rs = gates(t, s, tp, later[1:]); rs[0].Gate != GateProbe || rs[1].Gate != GateWait {
 		t.Fatalf("half-open again: %+v", rs)
 	}
-	if b := outcome(later[1], true); b.State != "closed" {
+	if b := outcome(later[1], true); b.State != "closed" || !b.Changed {
 		t.Fatalf("a delivered probe: %+v", b)
 	}
 	if rs = gates(t, s, tp, later[2:]); rs[0].Gate != GateGo {

@@ -20,14 +20,14 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
-	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/internal/bulk"
 	"github.com/kairos-sh/kairos/internal/metrics"
 	"github.com/kairos-sh/kairos/internal/rdb"
-	"github.com/kairos-sh/kairos/scanner"
 	"github.com/kairos-sh/kairos/internal/tracing"
+	"github.com/kairos-sh/kairos/scanner"
 	"github.com/kairos-sh/kairos/web"
 )
 
@@ -123,7 +123,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 			OnAttempt: func(e callback.Event) {
 				rec.Observe(e.Job.Tenant, e.Job.Topic, e.State, e.Attempt.N, e.Lateness)
 				m.Attempt(e)
-			}})
+			},
+			OnBreaker: m.Breaker})
 		gauges.InFlight = worker.InFlight
 		refresh = worker.Refresh
 		workWG.Go(func() {
@@ -167,7 +168,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 			onTopic = worker.Refresh
 		}
 		tick := func(ctx context.Context, d time.Duration) (kairos.TickSummary, error) {
-			return runTick(ctx, store, cfg, log, tp, d, m.Attempt, m.Skipped)
+			return runTick(ctx, store, cfg, log, tp, d, m.Attempt, m.Skipped, m.Breaker)
 		}
 		// Bulk operations run where they are created; one whose process died
 		// is taken over by a process that looks for such: every few seconds

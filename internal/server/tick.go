@@ -28,7 +28,7 @@ func Tick(ctx context.Context, cfg Config, log *slog.Logger, d time.Duration) (k
 	if err := initStore(ctx, cfg, store, log); err != nil {
 		return kairos.TickSummary{}, err
 	}
-	return runTick(ctx, store, cfg, log, nil, d, nil, nil)
+	return runTick(ctx, store, cfg, log, nil, d, nil, nil, nil)
 }
 
 // tickDrain is the part of a tick, at its end, in which it claims nothing
@@ -52,7 +52,7 @@ const tickCheck = 100 * time.Millisecond
 // Its own subscription to wake messages feeds the scanner; tp traces like
 // the serving roles (nil: no traces).
 func runTick(ctx context.Context, store *rdb.Store, cfg Config, log *slog.Logger, tp trace.TracerProvider, d time.Duration,
-	onAttempt func(callback.Event), onSkipped func(tenant, topic string, n int)) (kairos.TickSummary, error) {
+	onAttempt func(callback.Event), onSkipped func(tenant, topic string, n int), onBreaker func(tenant, topic string, b kairos.Breaker)) (kairos.TickSummary, error) {
 	began := time.Now()
 	deadline := began.Add(d)
 	claimUntil := deadline.Add(-min(d/10, tickDrainMax))
@@ -74,7 +74,8 @@ func runTick(ctx context.Context, store *rdb.Store, cfg Config, log *slog.Logger
 			if onAttempt != nil {
 				onAttempt(e)
 			}
-		}})
+		},
+		OnBreaker: onBreaker})
 
 	run, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	scanCtx, stopScanner := context.WithCancel(run)

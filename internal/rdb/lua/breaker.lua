@@ -13,7 +13,8 @@
 -- cool-down. The probe's failure opens it again for twice the last
 -- cool-down, at most the longest. Other failures while open or half-open
 -- (attempts started before it opened) change nothing.
--- Reply: {state, open until (ms)}
+-- Reply: {state, open until (ms), 1 when this answer moved the breaker
+-- (opened it, opened it again, closed it from open or half-open) else 0}
 local b = KEYS[1]
 local now = clock(ARGV[1])
 local ok, m = ARGV[2] == '1', ARGV[3]
@@ -24,24 +25,24 @@ if ok then
   if st ~= BRK_ST.closed or f > 0 then
     redis.call('DEL', b)
   end
-  return {BRK_ST.closed, 0}
+  return {BRK_ST.closed, 0, st ~= BRK_ST.closed and 1 or 0}
 end
 if st == BRK_ST.closed then
   f = f + 1
   if f < threshold then
     redis.call('HSET', b, BRK.state, BRK_ST.closed, BRK.fails, f)
-    return {BRK_ST.closed, 0}
+    return {BRK_ST.closed, 0, 0}
   end
   openUntil = now + base
   redis.call('HSET', b, BRK.state, BRK_ST.open, BRK.fails, 0, BRK.cool, base, BRK.openUntil, openUntil)
   redis.call('HDEL', b, BRK.probe, BRK.probeEnd)
-  return {BRK_ST.open, openUntil}
+  return {BRK_ST.open, openUntil, 1}
 end
 if probe == m then -- the probe failed: open again, for longer
   cool = math.min(math.max(cool, base) * 2, math.max(cap, base))
   openUntil = now + cool
   redis.call('HSET', b, BRK.state, BRK_ST.open, BRK.cool, cool, BRK.openUntil, openUntil)
   redis.call('HDEL', b, BRK.probe, BRK.probeEnd)
-  return {BRK_ST.open, openUntil}
+  return {BRK_ST.open, openUntil, 1}
 end
-return {st, openUntil}
+return {st, openUntil, 0}
