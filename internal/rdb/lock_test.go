@@ -36,3 +36,17 @@ func TestShardMutexIsRetakenByItsOwner(t *testing.T) {
 		t.Fatalf("another scanner's take once given back: %v", err)
 	}
 }
+
+// TestShardMutexExtendsAfterTake: the owner's value, the same at every
+// take, is the one its extensions look for.
+func TestShardMutexExtendsAfterTake(t *testing.T) {
+	s, _ := newStore(t, Options{})
+	ctx := context.Background()
+	m := s.ShardMutex(1, time.Minute, "scanner-a")
+	if err := m.TryLockContext(ctx); err != nil {
+		t.Fatalf("take: %v", err)
+	}
+	if ok, err := m.ExtendContext(ctx); !ok || err != nil {
+		t.Fatalf("extend: %v %v", ok, err)
+	}
+}
