@@ -67,7 +67,7 @@ bench: build bench-build
 # Runs each fuzzer for FUZZTIME (default 30s).
 FUZZTIME ?= 30s
 fuzz:
-	@for pkg in ./callback ./api ./auth; do \
+	@for pkg in ./callback ./api ./auth ./internal/filter; do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
