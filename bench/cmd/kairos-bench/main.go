@@ -39,7 +39,7 @@ usage:
       command figures only (cost needs it). TOKEN may come from KAIROS_TOKEN.
 
 Scenarios (--scenario, comma-separated, or all; default sequence):
-  sequence   the realistic case, on one kairos (about 3.5 minutes): burst-empty,
+  sequence   the realistic case, on one kairos (about 3 minutes): burst-empty,
              --burst-jobs jobs due at one instant on an empty store; burst-far, the
              same burst behind one job due an hour ahead in a second topic (drain
              time against burst-empty's); pending, --sequence-pending jobs loaded
