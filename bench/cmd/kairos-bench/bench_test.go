@@ -195,7 +195,11 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("slow log settings %v after the bench, want them restored to %v", after, slowlogBefore)
 	}
 	if n := c.SlowLogLen(ctx).Val(); n > 100 {
-		t.Errorf("the bench left %d entries in the slow log", n)
+		var cmds []string
+		for _, e := range c.SlowLogGet(ctx, 5).Val() {
+			cmds = append(cmds, fmt.Sprintf("%v %q", e.Duration, e.Args[:min(len(e.Args), 2)]))
+		}
+		t.Errorf("the bench left %d entries in the slow log; the latest: %s", n, strings.Join(cmds, ", "))
 	}
 }
 
