@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kairos-sh/kairos/bench/internal/bench"
@@ -48,7 +49,7 @@ func fakeEnv(m map[string]string) func(string) string { return func(k string) st
 func TestBenchEndToEnd(t *testing.T) {
 	skipShort(t)
 	srv := testenv.NewRedis(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer c.Close()
@@ -65,7 +66,8 @@ func TestBenchEndToEnd(t *testing.T) {
 		"--cost-jobs", "200", "--idle-jobs", "500", "--idle-settle", "200ms", "--idle-window", "1s",
 		"--scale-jobs", "2000", "--sustained-rates", "100,200", "--sustained-step", "1s", "--sustained-lead", "300ms",
 		"--schedules", "50", "--schedules-window", "2s", "--scale-schedules", "100", "--scale-schedules-every", "1s", "--scale-schedules-window", "2s",
-		"--lead", "1s", "--grace", "3s", "--timeout", "140s"}
+		"--sequence-pending", "1000", "--life-tail", "200ms",
+		"--lead", "1s", "--grace", "3s", "--timeout", "170s"}
 	if err := run(ctx, args, fakeEnv(nil), &out, &errOut); err != nil {
 		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
 	}
@@ -94,6 +96,7 @@ func TestBenchEndToEnd(t *testing.T) {
 			t.Errorf("%s: lateness figures out of order: %+v", name, d)
 		}
 	}
+	checkSequence(t, rep.Sequence, checkDelivery)
 	if p := rep.Precision; p == nil {
 		t.Error("no precision result")
 	} else {
@@ -192,7 +195,11 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("slow log settings %v after the bench, want them restored to %v", after, slowlogBefore)
 	}
 	if n := c.SlowLogLen(ctx).Val(); n > 100 {
-		t.Errorf("the bench left %d entries in the slow log", n)
+		var cmds []string
+		for _, e := range c.SlowLogGet(ctx, 5).Val() {
+			cmds = append(cmds, fmt.Sprintf("%v %q", e.Duration, e.Args[:min(len(e.Args), 2)]))
+		}
+		t.Errorf("the bench left %d entries in the slow log; the latest: %s", n, strings.Join(cmds, ", "))
 	}
 }
 
@@ -216,6 +223,51 @@ func checkRedisCPU(t *testing.T, name string, u bench.Usage, perJob float64, job
 	}
 	if want := u.RedisSeconds * 1e6 / float64(jobs); math.Abs(perJob-want) > 1e-6*want {
 		t.Errorf("%s: Redis CPU per job %v µs, want %v (%vs over %d jobs)", name, perJob, want, u.RedisSeconds, jobs)
+	}
+}
+
+// checkSequence checks the sequence's phases at the end-to-end test's
+// sizes (200 jobs a run, 1,000 pending, a 200ms tail): each ran, every job
+// of each arrived once, and the summary holds each of issue 44's targets.
+func checkSequence(t *testing.T, s *bench.SequenceResult, checkDelivery func(string, bench.Delivery, int)) {
+	t.Helper()
+	if s == nil || s.BurstEmpty == nil || s.BurstFar == nil || s.Pending == nil || s.Precision == nil || s.Burst == nil {
+		t.Errorf("sequence: a phase is missing: %+v", s)
+		return
+	}
+	for _, b := range []*bench.BurstResult{s.BurstEmpty, s.BurstFar, s.Burst} {
+		checkDelivery("sequence "+b.Phase, b.Delivery, 200)
+		checkRedisCPU(t, "sequence "+b.Phase, b.Life, b.RedisCPUPerJobUS, b.Jobs)
+	}
+	if s.BurstEmpty.Phase != "burst-empty" || s.BurstFar.Phase != "burst-far" || s.Burst.Phase != "burst-pending" {
+		t.Errorf("sequence: bursts %q, %q, %q", s.BurstEmpty.Phase, s.BurstFar.Phase, s.Burst.Phase)
+	}
+	if want := s.BurstFar.DrainSeconds / s.BurstEmpty.DrainSeconds; s.FarRatio <= 0 || math.Abs(s.FarRatio-want) > 1e-9 {
+		t.Errorf("sequence: burst-far / burst-empty %v, want %v", s.FarRatio, want)
+	}
+	if p := s.Pending; p.Loaded != 1000 || p.MemoryPerJob <= 0 || s.RemoveSeconds <= 0 {
+		t.Errorf("sequence pending: %+v, removed in %vs", p, s.RemoveSeconds)
+	} else {
+		checkRedisCPU(t, "sequence pending", p.CPU, p.RedisCPUPerJobUS, p.Loaded)
+	}
+	p := s.Precision
+	checkDelivery("sequence precision", p.Delivery, 200)
+	checkRedisCPU(t, "sequence precision", p.Life, p.RedisCPUPerJobUS, p.Jobs)
+	// the job lives were counted past the last delivery by the tail
+	if p.Pending != 1000 || s.LifeTailSeconds != 0.2 || p.TailSeconds != 0.2 || s.Burst.TailSeconds != 0.2 || s.BurstEmpty.TailSeconds != 0 ||
+		p.Life.Seconds < p.CPU.Seconds+0.2 {
+		t.Errorf("sequence precision among %d pending, tail %vs (sequence %vs, bursts %vs and %vs), life %vs, firing %vs",
+			p.Pending, p.TailSeconds, s.LifeTailSeconds, s.BurstEmpty.TailSeconds, s.Burst.TailSeconds, p.Life.Seconds, p.CPU.Seconds)
+	}
+	var metrics []string
+	for _, c := range s.Checks {
+		metrics = append(metrics, c.Metric)
+	}
+	want := []string{"burst among pending: drain time", "burst behind one far job / on an empty store",
+		"precision among pending: lateness p99", "precision among pending: lateness max", "precision among pending: early",
+		"precision among pending: Redis CPU per job life", "bytes per pending job", "missing or duplicated, every phase"}
+	if d := cmp.Diff(want, metrics); d != "" {
+		t.Errorf("sequence summary (-want +got):\n%s", d)
 	}
 }
 
@@ -298,6 +350,86 @@ func TestBenchTables(t *testing.T) {
 	for _, want := range []string{"precision: 50 jobs due uniformly over 0.5s", "lateness p99", "<= 5 ms", "missing", "duplicated"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestBenchDefaultIsTheSequence runs the tool with no --scenario at tiny
+// sizes and reads its tables: every phase of the sequence and the summary
+// rows of issue 44's targets, each with a target and a verdict (not the
+// timings), and no other scenario.
+func TestBenchDefaultIsTheSequence(t *testing.T) {
+	skipShort(t)
+	srv := testenv.NewRedis(t)
+	var out, errOut strings.Builder
+	args := []string{"--redis-url", srv.URL(), "--kairos-bin", kairosBin(t), "--quiet", "--concurrency", "8", "--lead", "1s",
+		"--burst-jobs", "200", "--sequence-pending", "1000", "--precision-jobs", "200", "--precision-over", "1s", "--life-tail", "1s"}
+	if err := run(context.Background(), args, fakeEnv(nil), &out, &errOut); err != nil {
+		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
+	}
+	text := out.String()
+	titles := []string{
+		"sequence 1, burst-empty: 200 jobs due at one instant on an empty store\n",
+		"sequence 2, burst-far: 200 jobs due at one instant behind one job due an hour ahead in another topic\n",
+		"sequence 3, pending: 1,000 jobs due an hour ahead",
+		"sequence 4, precision-pending: 200 jobs due uniformly over 1s (200 jobs/s), created by batches of 1,000, with 1,000 other jobs pending\n",
+		"sequence 5, burst-pending: 200 jobs due at one instant among 1,000 jobs pending an hour ahead\n",
+		"sequence: issue 44's targets",
+	}
+	at := 0
+	for _, title := range titles {
+		i := strings.Index(text[at:], title)
+		if i < 0 {
+			t.Fatalf("no table %q after the previous one:\n%s", title, text)
+		}
+		at += i
+	}
+	summary, _, _ := strings.Cut(text[at:], "\n\n")
+	for _, row := range []string{"burst of 200 among 1,000 pending, drained", "burst behind one far job / same burst on an empty store",
+		"precision, 200 over 1s among 1,000: lateness p99", "precision, 200 over 1s among 1,000: lateness max",
+		"precision, 200 over 1s among 1,000: early", "Redis CPU per job life, 1 s tail (precision)", "bytes per pending job",
+		"jobs missing or duplicated, every phase"} {
+		line := ""
+		for l := range strings.Lines(summary) {
+			if strings.HasPrefix(strings.TrimSpace(l), row) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, "<= ") || !(strings.Contains(line, " met") || strings.Contains(line, "MISSED")) {
+			t.Errorf("summary row %q: %q, want a value, a target and a verdict:\n%s", row, line, summary)
+		}
+	}
+	for _, row := range []string{"drain time / burst-empty's", "memory per pending job", "time to remove them"} {
+		if !strings.Contains(text, row) {
+			t.Errorf("output lacks %q:\n%s", row, text)
+		}
+	}
+	if strings.Contains(text, "enqueue:") || strings.Contains(text, "\ncost:") {
+		t.Errorf("the default ran more than the sequence:\n%s", text)
+	}
+}
+
+// TestSequenceFlags: the sequence counts 60s of tail unless --life-tail
+// is given (0 then counts none), and --sequence-pending 0 loads nothing.
+func TestSequenceFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		pending int
+		want    bench.SequenceConfig // before its defaults
+	}{
+		{nil, 100_000, bench.SequenceConfig{Pending: 100_000}},
+		{[]string{"--life-tail", "1s"}, 100_000, bench.SequenceConfig{Pending: 100_000, LifeTail: time.Second}},
+		{[]string{"--life-tail", "0"}, 0, bench.SequenceConfig{Pending: -1, LifeTail: -1}},
+	}
+	for _, tt := range tests {
+		var o bench.Options
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.DurationVar(&o.LifeTail, "life-tail", 0, "")
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(tt.want, sequenceConfig(fs, o, tt.pending)); d != "" {
+			t.Errorf("%q, pending %d (-want +got):\n%s", tt.args, tt.pending, d)
 		}
 	}
 }

@@ -38,7 +38,17 @@ usage:
       loopback; --redis-url then names its Redis, read for memory and
       command figures only (cost needs it). TOKEN may come from KAIROS_TOKEN.
 
-Scenarios (--scenario, comma-separated, or all; default enqueue,precision,burst,cost):
+Scenarios (--scenario, comma-separated, or all; default sequence):
+  sequence   the realistic case, on one kairos (about 3 minutes): burst-empty,
+             --burst-jobs jobs due at one instant on an empty store; burst-far, the
+             same burst behind one job due an hour ahead in a second topic (drain
+             time against burst-empty's); pending, --sequence-pending jobs loaded
+             due an hour ahead (bytes per pending job, load rate); precision-pending,
+             --precision-jobs jobs due over --precision-over among them; burst-pending,
+             --burst-jobs jobs due at one instant among them, each of the last two
+             with Redis CPU per job life counted until --life-tail (60s here) after
+             its last delivery; then the pending jobs are removed. A summary holds
+             the figures to the targets of issue 44
   enqueue    --jobs jobs due in an hour, created by --clients clients with single
              and batch creates: jobs/s, latency, Redis memory per pending job
   precision  --precision-jobs jobs due uniformly over --precision-over: lateness
@@ -100,7 +110,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		o                         bench.Options
 		redisURL, apiURL, token   string
 		scenarios, prefix, logLvl string
-		idleJobs, shards          int
+		idleJobs, shards, pending int
 		rates                     string
 		timeout                   time.Duration
 		quiet                     bool
@@ -113,9 +123,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&o.Clients, "clients", 32, "concurrent API clients")
 	fs.IntVar(&o.BatchSize, "batch-size", 1000, "jobs per batch create (the API allows 1000)")
 	fs.IntVar(&o.Concurrency, "concurrency", 64, "consumers of the bench topic (its concurrency)")
-	fs.IntVar(&o.PrecisionJobs, "precision-jobs", 20000, "precision: jobs")
-	fs.DurationVar(&o.PrecisionOver, "precision-over", 10*time.Second, "precision: window the due times spread over")
-	fs.IntVar(&o.BurstJobs, "burst-jobs", 20000, "burst: jobs due at one instant")
+	fs.IntVar(&o.PrecisionJobs, "precision-jobs", 20000, "precision, scale, sequence: jobs")
+	fs.DurationVar(&o.PrecisionOver, "precision-over", 10*time.Second, "precision, scale, sequence: window the due times spread over")
+	fs.IntVar(&o.BurstJobs, "burst-jobs", 20000, "burst, sequence: jobs due at one instant")
+	fs.IntVar(&pending, "sequence-pending", 100_000, "sequence: jobs loaded pending an hour ahead for precision and the last burst; 0 loads none (they run on the store as it is)")
 	fs.IntVar(&o.Cost.Jobs, "cost-jobs", 10000, "cost: jobs run through their life")
 	fs.IntVar(&idleJobs, "idle-jobs", 1_000_000, "cost: jobs pending far ahead while idle commands are counted; 0 skips the idle count")
 	fs.DurationVar(&o.Cost.IdleSettle, "idle-settle", 15*time.Second, "cost: wait after loading the idle jobs, and after each change of processes or topics")
@@ -139,7 +150,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.BoolVar(&o.Schedules.OneShot, "schedules-oneshot", true, "schedules: run one-shot jobs at each phase's rate beside it, over its window, created one per POST and then by batches, to compare")
 	fs.DurationVar(&o.Lead, "lead", 0, "how long before the first due time a run starts being created (default: from the measured create rate)")
 	fs.DurationVar(&o.Grace, "grace", 5*time.Second, "how long after the last due time missing callbacks are waited for")
-	fs.DurationVar(&o.LifeTail, "life-tail", 0, "how long after the last delivery Redis CPU per job life goes on being counted (the work jobs leave behind; 60s in docs/performance.md)")
+	fs.DurationVar(&o.LifeTail, "life-tail", 0, "how long after the last delivery Redis CPU per job life goes on being counted (the work jobs leave behind; 60s in docs/performance.md); the sequence counts 60s unless this is given")
 	fs.IntVar(&shards, "shards", 0, "Delay Bucket shards of the kairos run here (0: kairos's default)")
 	fs.StringVar(&prefix, "prefix", "", "Redis key prefix of the kairos run here; must be unused (default: a fresh kbench-* prefix)")
 	fs.DurationVar(&timeout, "timeout", 30*time.Minute, "stop every scenario after this long (clean-up still runs)")
@@ -179,6 +190,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	o.Cost.IdleJobs = idleJobs
 	o.Scale.PrecisionJobs, o.Scale.PrecisionOver = o.PrecisionJobs, o.PrecisionOver
+	o.Sequence = sequenceConfig(fs, o, pending)
 	if !quiet {
 		o.Progress = stderr
 	}
@@ -267,6 +279,24 @@ func checkSchedules(c *bench.SchedulesConfig) error {
 		}
 	}
 	return nil
+}
+
+// sequenceConfig sizes the sequence from the shared flags: a --sequence-pending
+// of 0 loads nothing, and --life-tail, when given, replaces its 60 s (0: none).
+func sequenceConfig(fs *flag.FlagSet, o bench.Options, pending int) bench.SequenceConfig {
+	c := bench.SequenceConfig{BurstJobs: o.BurstJobs, Pending: pending, PrecisionJobs: o.PrecisionJobs, PrecisionOver: o.PrecisionOver}
+	if pending <= 0 {
+		c.Pending = -1
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "life-tail" {
+			c.LifeTail = o.LifeTail
+			if o.LifeTail <= 0 {
+				c.LifeTail = -1
+			}
+		}
+	})
+	return c
 }
 
 // usageOut is where the flag set writes the usage: stdout when the user

@@ -100,7 +100,11 @@ type Bench struct {
 	single float64       // single create rate measured at start, jobs/s
 	// schedRate is the schedule create rate last measured, schedules/s.
 	schedRate float64
-	mu        sync.Mutex // guards Progress
+	// keepPending is set while jobs of another run must stay pending (the
+	// sequence's): drop then cancels its own run's jobs through the API
+	// instead of dropping every job the target holds.
+	keepPending bool
+	mu          sync.Mutex // guards Progress
 }
 
 // New starts the receiver, registers the bench's topic on the target and

@@ -147,10 +147,11 @@ func (b *Bench) load(ctx context.Context, s spec, n, size int, o loadOpts) (load
 }
 
 // drop removes the jobs of a run that may still be pending: at once when
-// the target can (a self-started kairos), else by cancelling jobs 0..n-1
-// through the API, skipping those for which skip(i) holds.
+// the target can (a self-started kairos) and no other run's jobs are to
+// stay (keepPending), else by cancelling jobs 0..n-1 through the API,
+// skipping those for which skip(i) holds.
 func (b *Bench) drop(ctx context.Context, s spec, n int, skip func(i int) bool) error {
-	if b.t.DropJobs != nil {
+	if b.t.DropJobs != nil && !b.keepPending {
 		if _, err := b.t.DropJobs(ctx); err != nil {
 			return err
 		}

@@ -121,6 +121,16 @@ const metricRedisCPU = "Redis CPU per job"
 const lifeWindow = "Redis CPU per job = growth of INFO used_cpu_user+used_cpu_sys from the first create call until the last delivery has settled, " +
 	"divided by the jobs: their whole life (create, wait, claim, fire, ack) and whatever else Redis did meanwhile, kairos's background work included"
 
+// lifeNote is lifeWindow for the window u, which went on tail seconds after
+// the last delivery (--life-tail).
+func lifeNote(u Usage, tail float64) string {
+	s := lifeWindow
+	if tail > 0 {
+		s += "; counted until " + num(tail) + " s after the last delivery (--life-tail)"
+	}
+	return s + fmt.Sprintf(" (%.1f s; %s)", u.Seconds, fmtCPU(u))
+}
+
 // redisCPUCheck holds Redis CPU per job against a limit of issue 13; none
 // when Redis's figures are unknown.
 func redisCPUCheck(u Usage, jobs int, limit float64) []Check {

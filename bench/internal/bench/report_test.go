@@ -86,7 +86,9 @@ func TestParseCommandStats(t *testing.T) {
 func TestParseScenarios(t *testing.T) {
 	testListParser(t, "ParseScenarios", ParseScenarios, []parseCase[string]{
 		{in: "all", want: Names},
-		{in: DefaultScenarios, want: []string{"enqueue", "precision", "burst", "cost"}},
+		{in: DefaultScenarios, want: []string{"sequence"}},
+		{in: "enqueue,precision,burst,cost", want: []string{"enqueue", "precision", "burst", "cost"}},
+		{in: "burst,sequence", want: []string{"sequence", "burst"}},
 		{in: "scale,sustained", want: []string{"sustained", "scale"}},
 		{in: "burst, enqueue,burst", want: []string{"enqueue", "burst"}},
 		{in: "fast", wantErr: true},

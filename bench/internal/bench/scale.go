@@ -9,20 +9,9 @@ import (
 // ScaleResult is the scale scenario: many jobs pending far ahead, loaded
 // through the batch endpoint, then the precision scenario among them.
 type ScaleResult struct {
-	Requested  int     `json:"requested"`
-	Loaded     int     `json:"loaded"`
-	Stopped    bool    `json:"stopped_at_time_limit"`
-	Seconds    float64 `json:"seconds"`
-	JobsPerSec float64 `json:"jobs_per_sec"`
-	// Memory is Redis's used_memory once loaded, MemoryDelta its growth.
-	Memory       int64   `json:"used_memory_bytes,omitempty"`
-	MemoryDelta  int64   `json:"memory_growth_bytes,omitempty"`
-	MemoryPerJob float64 `json:"memory_per_job_bytes,omitempty"`
-	CPU          Usage   `json:"cpu"` // while loading
-	// RedisCPUPerJobUS is Redis's CPU time while loading per job loaded.
-	RedisCPUPerJobUS float64          `json:"redis_cpu_per_job_us,omitempty"`
-	Precision        *PrecisionResult `json:"precision,omitempty"`
-	Checks           []Check          `json:"checks"`
+	PendingLoad
+	Precision *PrecisionResult `json:"precision,omitempty"`
+	Checks    []Check          `json:"checks"`
 }
 
 // ScaleConfig sizes the scale scenario.
@@ -59,34 +48,14 @@ const (
 // Scale runs the scale scenario and removes every job it loaded.
 func (b *Bench) Scale(ctx context.Context, c ScaleConfig) (*ScaleResult, error) {
 	c = c.withDefaults()
-	r := &ScaleResult{Requested: c.Jobs}
-	base := b.now().Add(24 * time.Hour).UnixMilli()
-	s := b.newSpec("scale", func(i int) int64 { return base + int64(i)*7919%86_400_000 })
-	mem0, memOK := b.usedMemory(ctx)
-	mark := b.mark(ctx)
-	stop := b.profile("scale-load")
-	l, err := b.load(ctx, s, c.Jobs, b.cfg.BatchSize, loadOpts{stopAt: time.Now().Add(c.MaxLoad), progress: func(n int, d time.Duration) {
-		b.progressf("scale: loaded %s of %s jobs in %v (%s jobs/s)", fmtInt(int64(n)), fmtInt(int64(c.Jobs)), d.Round(time.Second), fmtInt(int64(float64(n)/d.Seconds())))
-	}})
-	stop()
-	r.CPU = b.usage(ctx, mark)
-	r.RedisCPUPerJobUS = r.CPU.redisUSPerJob(l.Created)
-	r.Loaded, r.Stopped, r.Seconds, r.JobsPerSec = l.Created, l.Stopped, l.Elapsed.Seconds(), l.rate()
-	if mem1, ok := b.usedMemory(ctx); ok && memOK {
-		r.Memory, r.MemoryDelta = mem1, mem1-mem0
-		if l.Created > 0 {
-			r.MemoryPerJob = float64(mem1-mem0) / float64(l.Created)
-		}
-	}
-	b.progressf("scale: %s jobs pending, loaded in %.1fs", fmtInt(int64(l.Created)), l.Elapsed.Seconds())
+	p, err := b.loadPending(ctx, "scale", c.Jobs, 24*time.Hour, 24*time.Hour, c.MaxLoad)
+	r := &ScaleResult{PendingLoad: *p}
 	if err == nil {
-		r.Precision, err = b.precision(ctx, c.PrecisionJobs, 0, c.PrecisionOver, l.Created, "scale-precision")
+		r.Precision, err = b.precision(ctx, c.PrecisionJobs, c.PrecisionOver, precisionRun{pending: p.Loaded, profile: "scale-precision"})
 	}
 	b.progressf("scale: removing the loaded jobs")
-	cctx, cancel := cleanupContext(ctx)
-	defer cancel()
-	if derr := b.drop(cctx, s, c.Jobs, nil); derr != nil && err == nil {
-		err = fmt.Errorf("clean up: %w", derr)
+	if derr := b.dropPending(ctx, p); derr != nil && err == nil {
+		err = derr
 	}
 	if err != nil {
 		return r, fmt.Errorf("scale: %w", err)
@@ -111,11 +80,7 @@ func (r *ScaleResult) Tables() []Table {
 		}
 		return s
 	}
-	t.Rows = [][]string{
-		{"jobs loaded", fmtInt(int64(r.Loaded)) + " / " + fmtInt(int64(r.Requested)), "", ""},
-		{"time to load", fmtSeconds(r.Seconds), "", ""},
-		{"load rate", fmtRate(r.JobsPerSec, "jobs/s"), "", ""},
-	}
+	t.Rows = r.loadRows()
 	for _, c := range r.Checks {
 		switch c.Metric {
 		case "time to load 10M":
@@ -124,20 +89,8 @@ func (r *ScaleResult) Tables() []Table {
 			t.Rows = append(t.Rows, checkRow(name("Redis memory of 10M pending"), fmtBytes(c.Value*(1<<30)), c))
 		}
 	}
-	if r.Memory > 0 {
-		t.Rows = append(t.Rows,
-			[]string{"Redis used_memory once loaded", fmtBytes(float64(r.Memory)), "", ""},
-			[]string{"memory per pending job", fmtBytes(r.MemoryPerJob), "", ""})
-	}
-	t.Rows = append(t.Rows, []string{"CPU while loading (% of one core)", fmtCPU(r.CPU), "", ""},
-		redisCPURow("Redis CPU per job loaded", r.CPU, r.Loaded, nil))
-	if n := countersNote(r.CPU); n != "" {
-		t.Notes = append(t.Notes, n)
-	}
-	t.Notes = append(t.Notes, "Redis CPU per job loaded = growth of INFO used_cpu_user+used_cpu_sys over the load (kairos's background work included) / jobs loaded")
-	if r.Stopped {
-		t.Notes = append(t.Notes, "loading stopped at the time limit (--scale-max-load)")
-	}
+	t.Rows = append(t.Rows, r.costRows(nil)...)
+	t.Notes = r.notes("--scale-max-load")
 	out := []Table{t}
 	if r.Precision != nil {
 		out = append(out, r.Precision.Tables()...)

@@ -140,7 +140,7 @@ func (b *Bench) Schedules(ctx context.Context, c SchedulesConfig) (*SchedulesRes
 			}
 			for _, size := range sizes {
 				b.progressf("schedules %s: one-shot jobs at the same rate: %s over %v, created %s", ph.name, fmtInt(int64(jobs)), over, createdBy(size))
-				one, err := b.precision(ctx, jobs, size, over, 0, fmt.Sprintf("schedules-%s-oneshot-%d", ph.name, size))
+				one, err := b.precision(ctx, jobs, over, precisionRun{size: size, profile: fmt.Sprintf("schedules-%s-oneshot-%d", ph.name, size)})
 				p.OneShots = append(p.OneShots, one)
 				if err != nil {
 					p.check()
