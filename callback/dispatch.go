@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos"
-	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // dispatchConfig tunes a dispatcher. Zero values take the defaults.
@@ -38,8 +37,8 @@ type dispatcher struct {
 	log *slog.Logger
 
 	mu     sync.Mutex
-	topics map[string]*queue             // "tenant/topic"
-	timers map[*time.Timer][]rdb.Claimed // jobs waiting for a time
+	topics map[string]*queue                // "tenant/topic"
+	timers map[*time.Timer][]kairos.Claimed // jobs waiting for a time
 	held   int
 	closed bool
 	gated  map[attemptKey]gated // attempts flow control let go, until finish
@@ -77,7 +76,7 @@ type fullFlow struct {
 var firstInLine = time.UnixMilli(1)
 
 // gateFailed marks a job whose flow control call failed: asked again.
-const gateFailed rdb.Gate = -1
+const gateFailed kairos.Gate = -1
 
 // attemptKey names one attempt of a job.
 type attemptKey struct {
@@ -88,7 +87,7 @@ type attemptKey struct {
 // queue is one topic's jobs whose due time has come, oldest due first;
 // with jobs of priority among them, in heldOrder.
 type queue struct {
-	ready  []rdb.Claimed
+	ready  []kairos.Claimed
 	low    int           // when ready drops below it, refill is closed (0: no mark)
 	signal chan struct{} // a nudge when ready grows
 	ranked bool          // kept in heldOrder (put)
@@ -100,7 +99,7 @@ type queue struct {
 // priority joins it; from then on it is kept in heldOrder (its topic's
 // jobs of priority 0 too: they are ordered against the others even when
 // they come back from flow control in groups of their own).
-func (q *queue) put(c rdb.Claimed, front bool) {
+func (q *queue) put(c kairos.Claimed, front bool) {
 	if !q.ranked && c.Job.Priority == 0 {
 		if front {
 			q.ready = slices.Insert(q.ready, 0, c)
@@ -111,7 +110,7 @@ func (q *queue) put(c rdb.Claimed, front bool) {
 	}
 	if !q.ranked {
 		q.ranked = true
-		slices.SortStableFunc(q.ready, func(a, b rdb.Claimed) int { return heldOrder(a).Compare(heldOrder(b)) })
+		slices.SortStableFunc(q.ready, func(a, b kairos.Claimed) int { return heldOrder(a).Compare(heldOrder(b)) })
 	}
 	k := heldOrder(c)
 	i := sort.Search(len(q.ready), func(i int) bool {
@@ -125,7 +124,7 @@ func (q *queue) put(c rdb.Claimed, front bool) {
 // back (kairos.HeldOrder): its due time, or its run_at when earlier (a job
 // claimed after its time was due since its run_at, and Due only says when
 // it was claimed), less its priority's steps.
-func heldOrder(c rdb.Claimed) time.Time {
+func heldOrder(c kairos.Claimed) time.Time {
 	due := c.Due
 	if !c.Job.RunAt.IsZero() && c.Job.RunAt.Before(due) {
 		due = c.Job.RunAt
@@ -136,7 +135,7 @@ func heldOrder(c rdb.Claimed) time.Time {
 // newDispatcher returns a dispatcher over st.
 func newDispatcher(st Store, cfg dispatchConfig) *dispatcher {
 	if cfg.Hold <= 0 {
-		cfg.Hold = rdb.DefaultReadyLease / 2
+		cfg.Hold = kairos.DefaultReadyLease / 2
 	}
 	if cfg.MaxHeld <= 0 {
 		cfg.MaxHeld = 5000
@@ -145,7 +144,7 @@ func newDispatcher(st Store, cfg dispatchConfig) *dispatcher {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &dispatcher{st: st, cfg: cfg, log: cfg.Logger.With("component", "dispatch"),
-		topics: map[string]*queue{}, timers: map[*time.Timer][]rdb.Claimed{}, gated: map[attemptKey]gated{}, full: map[string]*fullFlow{},
+		topics: map[string]*queue{}, timers: map[*time.Timer][]kairos.Claimed{}, gated: map[attemptKey]gated{}, full: map[string]*fullFlow{},
 		room: make(chan struct{}, 1), refill: make(chan struct{})}
 }
 
@@ -165,7 +164,7 @@ func (d *dispatcher) Held() int {
 
 // Add takes popped jobs: each becomes available to Next once the Redis
 // clock reaches its due time. After Close, they are released at once.
-func (d *dispatcher) Add(ctx context.Context, cs []rdb.Claimed) {
+func (d *dispatcher) Add(ctx context.Context, cs []kairos.Claimed) {
 	cs = d.pace(ctx, cs)
 	now := d.st.Now()
 	d.mu.Lock()
@@ -184,7 +183,7 @@ func (d *dispatcher) Add(ctx context.Context, cs []rdb.Claimed) {
 			d.readyLocked(c)
 			continue
 		}
-		d.timerLocked([]rdb.Claimed{c}, time.Until(fire), false)
+		d.timerLocked([]kairos.Claimed{c}, time.Until(fire), false)
 	}
 	d.mu.Unlock()
 }
@@ -195,14 +194,14 @@ func (d *dispatcher) Add(ctx context.Context, cs []rdb.Claimed) {
 // for past its due time.
 const paceHold = 100 * time.Millisecond
 
-// pace gives each job of a topic with a rate limit alone (rdb.Paceable)
+// pace gives each job of a topic with a rate limit alone (Topic.Paceable)
 // its time from the flow's rate as it is claimed, one call a flow for the
 // whole claim (Store.Pace), instead of one Gate call as each comes due: a
 // job keeps its due time while the rate allows it, or is held until its
 // later time, or given back to Redis until then when that is further than
 // paceHold. It returns the jobs to hold. A job whose call failed is held
 // as it is, and asks Gate when due.
-func (d *dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
+func (d *dispatcher) pace(ctx context.Context, cs []kairos.Claimed) []kairos.Claimed {
 	type group struct {
 		topic kairos.Topic
 		flow  string
@@ -224,7 +223,7 @@ func (d *dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 		to, seen := topics[tk]
 		if !seen {
 			t, err := d.st.GetTopic(ctx, tk.Tenant, tk.Topic)
-			to = topicOf{t, err == nil && rdb.Paceable(t)}
+			to = topicOf{t, err == nil && t.Paceable()}
 			topics[tk] = to
 		}
 		if !to.ok {
@@ -244,7 +243,7 @@ func (d *dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 	if len(groups) == 0 {
 		return cs
 	}
-	var wait []rdb.Claimed
+	var wait []kairos.Claimed
 	back := make([]bool, len(cs))
 	for _, g := range groups {
 		// oldest due first: each then mostly takes its own time from the
@@ -272,7 +271,7 @@ func (d *dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 					c.FireAt = c.FireAt.Add(shift)
 				}
 			}
-			if rs[k].Gate == rdb.GateWait {
+			if rs[k].Gate == kairos.GateWait {
 				wait, back[i] = append(wait, *c), true
 				continue
 			}
@@ -294,7 +293,7 @@ func (d *dispatcher) pace(ctx context.Context, cs []rdb.Claimed) []rdb.Claimed {
 
 // timerLocked makes cs ready after wait: at the end of their topics'
 // queues, or ahead of them (front).
-func (d *dispatcher) timerLocked(cs []rdb.Claimed, wait time.Duration, front bool) *time.Timer {
+func (d *dispatcher) timerLocked(cs []kairos.Claimed, wait time.Duration, front bool) *time.Timer {
 	var t *time.Timer
 	t = time.AfterFunc(wait, func() {
 		d.mu.Lock()
@@ -326,7 +325,7 @@ func (d *dispatcher) queueLocked(tenant, topic string) *queue {
 	return q
 }
 
-func (d *dispatcher) readyLocked(c rdb.Claimed) {
+func (d *dispatcher) readyLocked(c kairos.Claimed) {
 	q := d.queueLocked(c.Job.Tenant, c.Job.Topic)
 	q.put(c, false)
 	select {
@@ -337,7 +336,7 @@ func (d *dispatcher) readyLocked(c rdb.Claimed) {
 
 // frontLocked puts cs ahead of their topics' other ready jobs (of no
 // higher priority), in order.
-func (d *dispatcher) frontLocked(cs []rdb.Claimed) {
+func (d *dispatcher) frontLocked(cs []kairos.Claimed) {
 	for i := len(cs) - 1; i >= 0; i-- {
 		q := d.queueLocked(cs[i].Job.Tenant, cs[i].Job.Topic)
 		q.put(cs[i], true)
@@ -394,7 +393,7 @@ func (d *dispatcher) Next(ctx context.Context, tenant, topic string, n int, wait
 // one that found every permit taken waits here, first in its queue, and
 // is asked about again after fullRetry (or released like any job held
 // longer than Config.Hold).
-func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Claimed) []kairos.Job {
+func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []kairos.Claimed) []kairos.Job {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -409,13 +408,13 @@ func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	// Some go without asking: failure notifications (they go to the
 	// failure URL: the limits and the breaker of the topic's callback URL
 	// are not theirs), jobs past their expiry, and jobs paced as they were claimed, at their time
-	// (one later than rdb.PacedLate asks again, for a new time).
+	// (one later than kairos.PacedLate asks again, for a new time).
 	var unasked []kairos.Job
-	paceable, now := rdb.Paceable(t), d.st.Now()
+	paceable, now := t.Paceable(), d.st.Now()
 	for i := 0; i < len(cs); {
 		_, notice := kairos.NoticeOf(cs[i].Job.ID)
 		// an expired job takes no place in the limits: the consumer ends it (Worker.expire)
-		if notice || cs[i].Job.Expired(now) || (paceable && cs[i].Paced && !now.After(cs[i].Due.Add(rdb.PacedLate))) {
+		if notice || cs[i].Job.Expired(now) || (paceable && cs[i].Paced && !now.After(cs[i].Due.Add(kairos.PacedLate))) {
 			unasked = append(unasked, cs[i].Job)
 			cs, jobs = slices.Delete(cs, i, i+1), slices.Delete(jobs, i, i+1)
 			continue
@@ -427,7 +426,7 @@ func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	}
 	// jobs with their own flow key count against that flow: one script
 	// call a flow
-	rs := make([]rdb.GateResult, len(jobs))
+	rs := make([]kairos.GateResult, len(jobs))
 	var flows []string
 	byFlow := map[string][]int{}
 	flowOf := make([]string, len(jobs)) // each job's flow key ("tenant/flow")
@@ -439,7 +438,7 @@ func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 		byFlow[f] = append(byFlow[f], i)
 		flowOf[i] = flowKey(t.Tenant, f)
 	}
-	var failed []rdb.Claimed
+	var failed []kairos.Claimed
 	wall := time.Now()
 	for _, f := range flows {
 		idx := byFlow[f]
@@ -450,7 +449,7 @@ func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 			d.mu.Unlock()
 			if waiting { // its permits were all taken a moment ago: wait without asking
 				for _, i := range idx {
-					rs[i].Gate = rdb.GateFull
+					rs[i].Gate = kairos.GateFull
 				}
 				continue
 			}
@@ -459,7 +458,7 @@ func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 				// without asking (a backlog would otherwise send every
 				// waiting job to the script every fullRetry)
 				for _, i := range idx[t.Parallelism:] {
-					rs[i].Gate = rdb.GateFull
+					rs[i].Gate = kairos.GateFull
 				}
 				idx = idx[:t.Parallelism]
 			}
@@ -474,7 +473,7 @@ func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 				order[k] = firstInLine
 			}
 		}
-		grs, err := d.st.Gate(ctx, t, f, group, order, t.WithDefaults().Timeout+rdb.DefaultReadyLease)
+		grs, err := d.st.Gate(ctx, t, f, group, order, t.WithDefaults().Timeout+kairos.DefaultReadyLease)
 		if err != nil {
 			d.log.Warn("flow control; the jobs wait and are asked about again", "tenant", tenant, "topic", topic, "err", err)
 			for _, i := range idx {
@@ -489,17 +488,17 @@ func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 	}
 	d.requeue(failed)
 	out := unasked
-	var wait []rdb.Claimed
-	full := map[string][]rdb.Claimed{}
+	var wait []kairos.Claimed
+	full := map[string][]kairos.Claimed{}
 	d.mu.Lock()
 	for i, r := range rs {
 		p := attemptKey{jobs[i].JobKey, jobs[i].Attempts}
 		switch r.Gate {
 		case gateFailed:
-		case rdb.GateGo, rdb.GateProbe:
+		case kairos.GateGo, kairos.GateProbe:
 			out = append(out, jobs[i])
-			d.gated[p] = gated{topic: t, job: jobs[i], probe: r.Gate == rdb.GateProbe}
-		case rdb.GateWait:
+			d.gated[p] = gated{topic: t, job: jobs[i], probe: r.Gate == kairos.GateProbe}
+		case kairos.GateWait:
 			c := cs[i]
 			c.Due = r.At
 			wait = append(wait, c)
@@ -517,7 +516,7 @@ func (d *dispatcher) gate(ctx context.Context, tenant, topic string, cs []rdb.Cl
 
 // requeue holds cs again, ahead of their topics' other ready jobs, after
 // fullRetry.
-func (d *dispatcher) requeue(cs []rdb.Claimed) {
+func (d *dispatcher) requeue(cs []kairos.Claimed) {
 	if len(cs) > 0 {
 		d.requeueThen(cs, nil)
 	}
@@ -525,7 +524,7 @@ func (d *dispatcher) requeue(cs []rdb.Claimed) {
 
 // requeueThen is requeue; then, with the lock held, it calls then (if
 // set) with the jobs' timer. After Close it releases the jobs.
-func (d *dispatcher) requeueThen(cs []rdb.Claimed, then func(*time.Timer)) {
+func (d *dispatcher) requeueThen(cs []kairos.Claimed, then func(*time.Timer)) {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -543,7 +542,7 @@ func (d *dispatcher) requeueThen(cs []rdb.Claimed, then func(*time.Timer)) {
 // requeueFull is requeue for the jobs of flow f ("tenant/flow") that found
 // its permits all taken: until fullRetry, the flow's other jobs wait too
 // without asking, and a permit given back here (Finish) wakes them all.
-func (d *dispatcher) requeueFull(f string, cs []rdb.Claimed) {
+func (d *dispatcher) requeueFull(f string, cs []kairos.Claimed) {
 	d.mu.Lock()
 	if ff := d.full[f]; ff != nil && !d.closed && len(ff.timers) > 0 {
 		// the flow's jobs refused meanwhile join those already waiting: they
@@ -658,7 +657,7 @@ func (d *dispatcher) finish(ctx context.Context, key kairos.JobKey, a kairos.Att
 }
 
 // take removes up to n ready jobs of a topic, and those overdue.
-func (d *dispatcher) take(tenant, topic string, n int) (jobs []rdb.Claimed, overdue []rdb.Claimed, q *queue) {
+func (d *dispatcher) take(tenant, topic string, n int) (jobs []kairos.Claimed, overdue []kairos.Claimed, q *queue) {
 	now := d.st.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -692,7 +691,7 @@ func (d *dispatcher) take(tenant, topic string, n int) (jobs []rdb.Claimed, over
 	return jobs, overdue, q
 }
 
-func (d *dispatcher) release(ctx context.Context, cs []rdb.Claimed) {
+func (d *dispatcher) release(ctx context.Context, cs []kairos.Claimed) {
 	if len(cs) == 0 {
 		return
 	}
@@ -763,12 +762,12 @@ func (d *dispatcher) waiting(tenant, topic string) int {
 func (d *dispatcher) Close(ctx context.Context) {
 	d.mu.Lock()
 	d.closed = true
-	var rest []rdb.Claimed
+	var rest []kairos.Claimed
 	for t, cs := range d.timers {
 		t.Stop()
 		rest = append(rest, cs...)
 	}
-	d.timers = map[*time.Timer][]rdb.Claimed{}
+	d.timers = map[*time.Timer][]kairos.Claimed{}
 	for _, q := range d.topics {
 		rest = append(rest, q.ready...)
 		q.ready = nil

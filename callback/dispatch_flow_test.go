@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos"
-	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // A flow's jobs refused a permit come back together (one timer), and a
@@ -14,13 +13,13 @@ import (
 func TestFlowFreedWakesWaitingJobs(t *testing.T) {
 	tp := kairos.Topic{Tenant: "acme", Name: "lambda", Parallelism: 1}
 	d := newDispatcher(newFakeStore(tp), dispatchConfig{})
-	job := func(id string) rdb.Claimed {
-		return rdb.Claimed{Job: kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "lambda", ID: id}, Attempts: 1}, Due: time.Now()}
+	job := func(id string) kairos.Claimed {
+		return kairos.Claimed{Job: kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "lambda", ID: id}, Attempts: 1}, Due: time.Now()}
 	}
 	f := flowKey("acme", tp.Flow())
 	start := time.Now()
-	d.requeueFull(f, []rdb.Claimed{job("a")})
-	d.requeueFull(f, []rdb.Claimed{job("b")})
+	d.requeueFull(f, []kairos.Claimed{job("a")})
+	d.requeueFull(f, []kairos.Claimed{job("b")})
 	d.mu.Lock()
 	timers := len(d.timers)
 	d.mu.Unlock()

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos"
-	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // idleTopicStore is a fakeStore with a second topic, "later", whose ready
@@ -60,19 +59,19 @@ func (f *idleTopicStore) Interrupt(context.Context, []int) error {
 	return nil
 }
 
-func (f *idleTopicStore) Start(_ context.Context, cs []rdb.Claimed) ([]rdb.Claimed, error) {
+func (f *idleTopicStore) Start(_ context.Context, cs []kairos.Claimed) ([]kairos.Claimed, error) {
 	time.Sleep(2 * time.Millisecond) // a round trip, during which the next pops go on
 	return cs, nil
 }
 
-func (f *idleTopicStore) Pop(ctx context.Context, _ []int, hs []string, n int, timeout time.Duration) ([]rdb.Claimed, error) {
+func (f *idleTopicStore) Pop(ctx context.Context, _ []int, hs []string, n int, timeout time.Duration) ([]kairos.Claimed, error) {
 	f.pops.Add(1)
 	select {
 	case <-f.interrupts: // a pop that begins after an interrupt ends at once, as on Redis
 		return nil, nil
 	default:
 	}
-	var out []rdb.Claimed
+	var out []kairos.Claimed
 	if slices.Contains(hs, "h:"+f.topic.Name) {
 	take:
 		for len(out) < min(n, f.perPop) {

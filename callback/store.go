@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos"
-	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // Store is what delivery needs from the job store, the Redis data model
@@ -28,16 +27,16 @@ type Store interface {
 	// group, blocking up to timeout; Start starts what a pop took (a job
 	// fires only once started); Interrupt ends this process's pop of group
 	// under way.
-	Pop(ctx context.Context, group []int, hs []string, n int, timeout time.Duration) ([]rdb.Claimed, error)
-	Start(ctx context.Context, cs []rdb.Claimed) ([]rdb.Claimed, error)
+	Pop(ctx context.Context, group []int, hs []string, n int, timeout time.Duration) ([]kairos.Claimed, error)
+	Start(ctx context.Context, cs []kairos.Claimed) ([]kairos.Claimed, error)
 	Interrupt(ctx context.Context, group []int) error
 	// Release gives back popped jobs that will not start here: each keeps
 	// its due time (or the later Due set) and loses no attempt.
-	Release(ctx context.Context, cs []rdb.Claimed) error
+	Release(ctx context.Context, cs []kairos.Claimed) error
 	// Pace, Gate, Done and Outcome are flow control: rate, parallelism
 	// permits, and the circuit breaker (internal/rdb's flow.go).
-	Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues, order []time.Time, hold time.Duration) ([]rdb.GateResult, error)
-	Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, order []time.Time, lease time.Duration) ([]rdb.GateResult, error)
+	Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues, order []time.Time, hold time.Duration) ([]kairos.GateResult, error)
+	Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, order []time.Time, lease time.Duration) ([]kairos.GateResult, error)
 	Done(ctx context.Context, t kairos.Topic, j kairos.Job) error
 	Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error)
 	// Finish records attempt a's outcome and returns the job's new state,

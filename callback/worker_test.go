@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos"
-	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // fakeStore is a Store of one topic and one shard whose ready list is a
@@ -17,24 +16,24 @@ import (
 // real one). Flow control lets every job go.
 type fakeStore struct {
 	topic kairos.Topic
-	ready chan rdb.Claimed
+	ready chan kairos.Claimed
 	want  int64         // outcomes after which done closes (0: never)
 	done  chan struct{} // closed when want outcomes are recorded
 
 	// gate, if set, answers Gate (flow control); nil lets every job go.
-	gate func(jobs []kairos.Job) []rdb.GateResult
+	gate func(jobs []kairos.Job) []kairos.GateResult
 
 	mu       sync.Mutex
 	finished []kairos.Outcome
-	released []rdb.Claimed
+	released []kairos.Claimed
 }
 
 func newFakeStore(t kairos.Topic) *fakeStore {
-	return &fakeStore{topic: t, ready: make(chan rdb.Claimed, 1024), done: make(chan struct{})}
+	return &fakeStore{topic: t, ready: make(chan kairos.Claimed, 1024), done: make(chan struct{})}
 }
 
 // push puts job on the ready list, due at due.
-func (f *fakeStore) push(j kairos.Job, due time.Time) { f.ready <- rdb.Claimed{Job: j, Due: due} }
+func (f *fakeStore) push(j kairos.Job, due time.Time) { f.ready <- kairos.Claimed{Job: j, Due: due} }
 
 func (f *fakeStore) outcomes() []kairos.Outcome {
 	f.mu.Lock()
@@ -59,10 +58,10 @@ func (f *fakeStore) SigningSecret(context.Context, string, string) (string, erro
 	return testSecret, nil
 }
 
-func (f *fakeStore) Pop(ctx context.Context, _ []int, _ []string, n int, timeout time.Duration) ([]rdb.Claimed, error) {
+func (f *fakeStore) Pop(ctx context.Context, _ []int, _ []string, n int, timeout time.Duration) ([]kairos.Claimed, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	var out []rdb.Claimed
+	var out []kairos.Claimed
 	select {
 	case c := <-f.ready:
 		out = append(out, c)
@@ -82,28 +81,30 @@ func (f *fakeStore) Pop(ctx context.Context, _ []int, _ []string, n int, timeout
 	return out, nil
 }
 
-func (f *fakeStore) Start(_ context.Context, cs []rdb.Claimed) ([]rdb.Claimed, error) { return cs, nil }
+func (f *fakeStore) Start(_ context.Context, cs []kairos.Claimed) ([]kairos.Claimed, error) {
+	return cs, nil
+}
 
-func (f *fakeStore) Release(_ context.Context, cs []rdb.Claimed) error {
+func (f *fakeStore) Release(_ context.Context, cs []kairos.Claimed) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.released = append(f.released, cs...)
 	return nil
 }
 
-func (f *fakeStore) Pace(_ context.Context, _ kairos.Topic, _ string, jobs []kairos.Job, dues, _ []time.Time, _ time.Duration) ([]rdb.GateResult, error) {
-	out := make([]rdb.GateResult, len(jobs))
+func (f *fakeStore) Pace(_ context.Context, _ kairos.Topic, _ string, jobs []kairos.Job, dues, _ []time.Time, _ time.Duration) ([]kairos.GateResult, error) {
+	out := make([]kairos.GateResult, len(jobs))
 	for i := range out {
 		out[i].At = dues[i]
 	}
 	return out, nil
 }
 
-func (f *fakeStore) Gate(_ context.Context, _ kairos.Topic, _ string, jobs []kairos.Job, _ []time.Time, _ time.Duration) ([]rdb.GateResult, error) {
+func (f *fakeStore) Gate(_ context.Context, _ kairos.Topic, _ string, jobs []kairos.Job, _ []time.Time, _ time.Duration) ([]kairos.GateResult, error) {
 	if f.gate != nil {
 		return f.gate(jobs), nil
 	}
-	return make([]rdb.GateResult, len(jobs)), nil
+	return make([]kairos.GateResult, len(jobs)), nil
 }
 func (f *fakeStore) Done(context.Context, kairos.Topic, kairos.Job) error { return nil }
 func (f *fakeStore) Outcome(context.Context, kairos.Topic, kairos.Job, bool) (kairos.Breaker, error) {
@@ -200,11 +201,11 @@ func TestFlowGateGivesBackWhatMustWait(t *testing.T) {
 	defer srv.Close()
 	st := newFakeStore(kairos.Topic{Tenant: "t", Name: "orders", CallbackURL: srv.URL, Parallelism: 1}.WithDefaults())
 	later := time.Now().Add(time.Hour)
-	st.gate = func(jobs []kairos.Job) []rdb.GateResult {
-		out := make([]rdb.GateResult, len(jobs))
+	st.gate = func(jobs []kairos.Job) []kairos.GateResult {
+		out := make([]kairos.GateResult, len(jobs))
 		for i, j := range jobs {
 			if j.ID == "wait" {
-				out[i] = rdb.GateResult{Gate: rdb.GateWait, At: later}
+				out[i] = kairos.GateResult{Gate: kairos.GateWait, At: later}
 			}
 		}
 		return out
@@ -228,7 +229,7 @@ func TestFlowGateGivesBackWhatMustWait(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st.mu.Lock()
-		released := append([]rdb.Claimed(nil), st.released...)
+		released := append([]kairos.Claimed(nil), st.released...)
 		st.mu.Unlock()
 		if len(released) == 1 {
 			if released[0].Job.ID != "wait" || !released[0].Due.Equal(later) {

@@ -60,7 +60,6 @@ const (
 	// spread over the cluster's masters (one hash slot each).
 	DefaultClusterShards = 16
 	DefaultRetention     = 24 * time.Hour
-	DefaultReadyLease    = 10 * time.Second
 	DefaultLeaseGrace    = 5 * time.Second
 )
 
@@ -103,7 +102,7 @@ func New(c redis.UniversalClient, opts Options) *Store {
 		opts.Retention = DefaultRetention
 	}
 	if opts.ReadyLease <= 0 {
-		opts.ReadyLease = DefaultReadyLease
+		opts.ReadyLease = kairos.DefaultReadyLease
 	}
 	if opts.LeaseGrace <= 0 {
 		opts.LeaseGrace = DefaultLeaseGrace
