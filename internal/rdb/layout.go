@@ -177,7 +177,7 @@ import (
 // (code e), kept for the retention period like a delivered job (an entry at
 // its record's expiry) and counted as <from>>expired. Replay lifts the
 // expiry (replay.lua drops ex). Priority orders the jobs a flow limit
-// holds back in a worker (callback's dispatcher): no script reads it.
+// holds back in a worker (callback's flow client): no script reads it.
 //
 // # Labels
 //
