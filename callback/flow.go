@@ -46,9 +46,10 @@ type holdAgain interface {
 // tells the circuit breaker its answer (end). It is safe for concurrent
 // use.
 type flowClient struct {
-	st   flowStore
-	hold holdAgain
-	log  *slog.Logger
+	st    flowStore
+	hold  holdAgain
+	log   *slog.Logger
+	retry time.Duration // how soon a job refused a permit is asked about again: fullRetry
 
 	mu    sync.Mutex
 	gated map[attemptKey]gated // attempts the gate let go, until they end
@@ -96,7 +97,7 @@ func newFlowClient(st flowStore, hold holdAgain, logger *slog.Logger) *flowClien
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &flowClient{st: st, hold: hold, log: logger.With("component", "flow"),
+	return &flowClient{st: st, hold: hold, log: logger.With("component", "flow"), retry: fullRetry,
 		gated: map[attemptKey]gated{}, full: map[string]*fullFlow{}}
 }
 
@@ -116,7 +117,7 @@ func (fc *flowClient) waitFull(f string, cs []kairos.Claimed) {
 		ff.refused = time.Now()
 		return
 	}
-	t := fc.hold.again(cs, fullRetry)
+	t := fc.hold.again(cs, fc.retry)
 	if t == nil {
 		return // the holder is closed: released
 	}
@@ -126,7 +127,7 @@ func (fc *flowClient) waitFull(f string, cs []kairos.Claimed) {
 	}
 	now := time.Now()
 	if !now.Before(ff.until) {
-		ff.until = now.Add(fullRetry)
+		ff.until = now.Add(fc.retry)
 	}
 	ff.refused, ff.waiting = now, t
 }

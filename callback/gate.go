@@ -113,7 +113,7 @@ func (fc *flowClient) gate(ctx context.Context, tenant, topic string, cs []kairo
 		}
 	}
 	if len(failed) > 0 {
-		fc.hold.again(failed, fullRetry)
+		fc.hold.again(failed, fc.retry)
 	}
 	out := unasked
 	var wait []kairos.Claimed
