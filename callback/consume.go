@@ -66,7 +66,7 @@ func (w *Worker) sync(ctx context.Context, wg *sync.WaitGroup) {
 // (next), fires each in its own goroutine (tracked by wg) and records the
 // outcomes, until ctx ends. Two takes may be under way at once, so that
 // one waits while the other starts its jobs; slots a take did not fill
-// are released.
+// are freed.
 func (w *Worker) consume(ctx context.Context, run *topicRun, wg *sync.WaitGroup) {
 	const takers = 2
 	takes := make(chan struct{}, takers)
@@ -90,19 +90,19 @@ func (w *Worker) consume(ctx context.Context, run *topicRun, wg *sync.WaitGroup)
 		select {
 		case takes <- struct{}{}:
 		case <-ctx.Done():
-			run.release(n)
+			run.free(n)
 			return
 		}
 		gs.Go(func() {
 			defer func() { <-takes }()
 			jobs := w.next(ctx, t.Tenant, t.Name, int(n), w.cfg.Wait)
-			run.release(n - int64(len(jobs)))
+			run.free(n - int64(len(jobs)))
 			for _, job := range jobs {
 				w.inflight.Add(1)
 				gs.Go(func() {
 					w.fire(w.deliver, job, *run.topic.Load(), func() {
 						w.inflight.Add(-1)
-						run.release(1)
+						run.free(1)
 					})
 				})
 			}
@@ -138,8 +138,8 @@ func (w *Worker) next(ctx context.Context, tenant, topic string, n int, wait tim
 // callback or take before it ends.
 const poolIdle = 10 * time.Second
 
-// release frees n of a topic's callback slots.
-func (r *topicRun) release(n int64) {
+// free frees n of a topic's callback slots.
+func (r *topicRun) free(n int64) {
 	if n <= 0 {
 		return
 	}

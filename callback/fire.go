@@ -17,7 +17,7 @@ import (
 // called runs once the callback's HTTP exchange is over, before the outcome
 // is recorded: the topic's slot is free again for its next callback. A
 // topic with a circuit breaker frees it after the outcome is recorded
-// (Finish tells the breaker): a failure the breaker has not heard of yet
+// (record tells the breaker): a failure the breaker has not heard of yet
 // would let the next job start against a receiver the breaker is about to
 // shut off.
 func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, called func()) {
@@ -156,6 +156,7 @@ func (w *Worker) secret(ctx context.Context, tenant, topic string) (string, erro
 	return s, nil
 }
 
+// cachedSecret is a signing secret as the store gave it at at.
 type cachedSecret struct {
 	secret string
 	at     time.Time
