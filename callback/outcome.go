@@ -21,11 +21,11 @@ import (
 func (w *Worker) record(ctx context.Context, j kairos.Job, a kairos.Attempt, o kairos.Outcome, retryAt time.Time, notice ...kairos.Notice) (kairos.State, error) {
 	give := time.Now().Add(recordPatience)
 	wait := 100 * time.Millisecond
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	o, retryAt = w.flow.end(fctx, j.JobKey, a, o, retryAt)
-	cancel()
-	for {
+	for try := 0; ; try++ {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if try == 0 { // once: its permit is given back, the breaker told
+			o, retryAt = w.flow.end(fctx, j.JobKey, a, o, retryAt)
+		}
 		state, err := w.st.Finish(fctx, j.JobKey, a, o, retryAt, notice...)
 		cancel()
 		if err == nil || time.Now().Add(wait).After(give) {
