@@ -152,6 +152,15 @@ func FlowOf(j Job, t Topic) string {
 // circuit breaker.
 func (t Topic) Limited() bool { return t.RateLimit > 0 || t.Parallelism > 0 || t.BreakerFailures > 0 }
 
+// Paceable reports whether t's jobs are paced as they are popped: each
+// given its time from the rate limit then, in one call a flow for a whole
+// pop, rather than asking the gate as it comes due. That is a topic with
+// a rate limit and neither a parallelism limit nor a circuit breaker,
+// which are asked as a job starts.
+func (t Topic) Paceable() bool {
+	return t.RateLimit > 0 && t.Parallelism <= 0 && t.BreakerFailures <= 0
+}
+
 // MaxBreakerCooldown bounds a circuit breaker's cool-down as failed probes
 // double it.
 const MaxBreakerCooldown = 10 * time.Minute

@@ -311,7 +311,7 @@ const hook = "https://hooks.example.com/kairos"
 func (e *env) next(tb testing.TB, tenant, topic, id string) kairos.Job {
 	tb.Helper()
 	ctx := context.Background()
-	var all []rdb.Claimed
+	var all []kairos.Claimed
 	for sh := range e.store.Shards() {
 		c, err := e.store.ClaimDue(ctx, sh, 500, 0, time.Second)
 		if err != nil {

@@ -1,11 +1,3 @@
-// Package callback fires kairos's signed HTTP callbacks: Sign for the two
-// signatures, Client for one attempt through the address-checking
-// transport, and Backoff and RetryAfter for when to try again.
-//
-// Receivers do not import it: they check a callback's signatures with
-// package github.com/kairos-sh/kairos/verify, which imports only the
-// standard library and golang-jwt (this package pulls in the server's
-// dependencies).
 package callback
 
 import (

@@ -21,7 +21,7 @@ func (w *Worker) expire(ctx context.Context, j kairos.Job, t kairos.Topic, now t
 	if n, ok := noticeOf(made, t, kairos.Attempt{}, kairos.OutcomeExpired, nil, now); ok {
 		notices = append(notices, n)
 	}
-	state, err := w.finish(ctx, j, a, kairos.OutcomeExpired, time.Time{}, notices...)
+	state, err := w.record(ctx, j, a, kairos.OutcomeExpired, time.Time{}, notices...)
 	switch {
 	case err != nil:
 		w.log.Error("record an expiry; the job is handed out again when its lease lapses", "tenant", j.Tenant, "topic", j.Topic, "job_id", j.ID, "err", err)

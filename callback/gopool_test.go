@@ -6,28 +6,6 @@ import (
 	"time"
 )
 
-// waitFor polls cond every millisecond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-	}
-}
-
-// waitGroup waits up to 10 s for wg.
-func waitGroup(t *testing.T, what string, wg *sync.WaitGroup) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("gave up waiting: %s", what)
-	}
-}
-
 // TestGoPoolReusesGoroutines: functions handed to the pool one after the
 // other run on the goroutine the first one started, and those handed out
 // at once each get a goroutine of their own (none waits for another).

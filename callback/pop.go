@@ -12,7 +12,7 @@ import (
 // The scanners push what they claim onto per-topic ready lists, one a
 // topic in each shard (a shard is one hash slot). A worker pops them with
 // blocking pops (BLMPOP) that cover every topic it knows: one pop for all
-// shards on a single Redis, one a shard on a cluster (rdb's PopGroups), so
+// shards on a single Redis, one a shard on a cluster (Store.PopGroups), so
 // its Redis connections do not grow with topics; an idle worker costs
 // Redis one pop a group every Wait.
 
@@ -42,7 +42,7 @@ const (
 
 // busyWait is how long a pop loop that has room but no topic to pop (each
 // waits for its callback slots) idles before it looks again, should no
-// drain tell it sooner (dispatcher.refillSignal).
+// drain tell it sooner (holder.refillSignal).
 const busyWait = 50 * time.Millisecond
 
 // setLists makes the pops cover topics: the handles of those that have
@@ -99,8 +99,8 @@ func (w *Worker) interruptPops() {
 }
 
 // pop is the pop loop of a group of shards: it takes the jobs pushed onto
-// their ready lists of the topics known, as many at once as the dispatcher
-// has room for, and hands them to it, until ctx ends. A topic whose due
+// their ready lists of the topics known, as many at once as the holder
+// has room for, and starts them (start), until ctx ends. A topic whose due
 // jobs already wait for all its callback slots (busy) is left out of the
 // pop until they are taken: when they are, the pop under way is
 // interrupted so that the next one covers it again at once, rather than
@@ -117,18 +117,18 @@ func (w *Worker) pop(ctx context.Context, group []int) {
 		l.mu.Lock()
 		topics, changed := l.topics, l.changed
 		l.mu.Unlock()
-		refill := w.disp.refillSignal()
+		refill := w.hold.refillSignal()
 		hs := make([]string, 0, len(topics))
 		busy := false
 		for i := range topics {
 			t := topics[(i+turn)%len(topics)]
-			if w.disp.busy(t.tenant, t.name, t.concurrency) {
+			if w.hold.busy(t.tenant, t.name, t.concurrency) {
 				busy = true
 				continue
 			}
 			hs = append(hs, t.h)
 		}
-		room := w.disp.Capacity()
+		room := w.hold.capacity()
 		if room <= 0 || len(hs) == 0 {
 			wait := time.Duration(0) // until the topics change
 			if room <= 0 || busy {
@@ -150,14 +150,7 @@ func (w *Worker) pop(ctx context.Context, group []int) {
 			starts <- struct{}{}
 			startWG.Go(func() {
 				defer func() { <-starts }()
-				started, err := w.st.Start(ctx, cs) // repeated through an outage, not past the worker's stop
-				if err != nil {
-					w.log.Warn("start popped jobs; they are pushed again when their pop leases lapse", "jobs", len(cs)-len(started), "err", err)
-				}
-				if len(started) > 0 {
-					w.tracePop(ctx, began, started)
-					w.disp.Add(context.WithoutCancel(ctx), started)
-				}
+				w.start(ctx, began, cs)
 			})
 		}
 		if err == nil {
@@ -171,6 +164,22 @@ func (w *Worker) pop(ctx context.Context, group []int) {
 		w.idle(ctx, nil, nil, errDelay)
 		errDelay = min(2*errDelay, popErrMax)
 	}
+}
+
+// start starts the jobs a pop took at began (Store.Start: a job fires
+// only once started), and hands those it started to the flow client to
+// pace, then to the holder to hold until due.
+func (w *Worker) start(ctx context.Context, began time.Time, cs []kairos.Claimed) {
+	started, err := w.st.Start(ctx, cs) // repeated through an outage, not past the worker's stop
+	if err != nil {
+		w.log.Warn("start popped jobs; they are pushed again when their pop leases lapse", "jobs", len(cs)-len(started), "err", err)
+	}
+	if len(started) == 0 {
+		return
+	}
+	w.tracePop(ctx, began, started)
+	ctx = context.WithoutCancel(ctx)
+	w.hold.add(ctx, w.flow.pace(ctx, started))
 }
 
 // popErrMax is the longest a pop loop waits after a failed pop: short, so
@@ -201,7 +210,7 @@ func (w *Worker) interruptOn(ctx context.Context, refill <-chan struct{}, group 
 }
 
 // idle waits until ctx ends, changed or refill is closed, room frees in
-// the dispatcher, or wait passes (0: no limit).
+// the holder, or wait passes (0: no limit).
 func (w *Worker) idle(ctx context.Context, changed, refill <-chan struct{}, wait time.Duration) {
 	var after <-chan time.Time
 	if wait > 0 {
@@ -213,7 +222,7 @@ func (w *Worker) idle(ctx context.Context, changed, refill <-chan struct{}, wait
 	case <-ctx.Done():
 	case <-changed:
 	case <-refill:
-	case <-w.disp.room:
+	case <-w.hold.roomFreed():
 	case <-after:
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kairos-sh/kairos"
-	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/tracing"
 )
 
@@ -141,7 +140,7 @@ func redacted(u *url.URL) string {
 // tracePop records a pop that took jobs from ready lists as a
 // consumer span ("receive") linking each job's create; pops that take
 // none leave no span.
-func (w *Worker) tracePop(ctx context.Context, began time.Time, cs []rdb.Claimed) {
+func (w *Worker) tracePop(ctx context.Context, began time.Time, cs []kairos.Claimed) {
 	_, span := w.tracer.Start(ctx, "receive", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(began),
 		trace.WithNewRoot())
 	if !span.IsRecording() {

@@ -23,7 +23,7 @@ import (
 // attempts' start times (from the jobs' attempt logs, on the Redis clock)
 // and by the receiver's arrivals. The calendar spaces the 200 over a
 // second and rdb.RateGuard (5.1 ms apart: 196 a second), so a delivery
-// that starts up to rdb.PacedLate after its time, and arrives a few ms
+// that starts up to kairos.PacedLate after its time, and arrives a few ms
 // after it starts, still keeps the receiver's count; without the guard
 // the receiver saw 201-202. Without the limit the 6,000 arrive within a
 // few seconds. On a loaded machine the way to the receiver can vary by more

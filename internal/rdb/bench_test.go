@@ -212,7 +212,7 @@ func commandUS(b *testing.B, s *Store, cmds ...string) float64 {
 // deliverAll records a delivered outcome (204) of each claimed job at
 // once, as workers do (the store sends them in shared round trips), and
 // returns the states Finish reported.
-func deliverAll(b *testing.B, s *Store, cs []Claimed, at time.Time) []kairos.State {
+func deliverAll(b *testing.B, s *Store, cs []kairos.Claimed, at time.Time) []kairos.State {
 	b.Helper()
 	type done struct {
 		st  kairos.State

@@ -9,26 +9,6 @@ import (
 	"github.com/kairos-sh/kairos"
 )
 
-// Claimed is a job handed out by a claim, with an attempt started on it:
-// Job.Attempts is that attempt's number. It must not fire before Due.
-type Claimed struct {
-	Job kairos.Job
-	Due time.Time
-	// FireAt is when, on this machine's monotonic clock, Redis's clock has
-	// surely reached Due: the pop that took it came after the claim that
-	// pushed it, so counting from the pop's reply by the time left at the
-	// claim cannot be early, whatever this machine's clock says. Zero when
-	// unknown (use Store.Local).
-	FireAt time.Time
-	// Paced says that its flow's rate limit gave it Due (Store.Pace): it
-	// starts then without asking Gate.
-	Paced     bool
-	lease     int64  // its lease's end (ms), as the claim set it
-	entryHead string // "<due>,<claimed at>" as its ready list entry has them
-	shard     int    // where it was popped from: its shard and topic handle
-	h         string
-}
-
 // Pass is the result of one Claim call.
 type Pass struct {
 	Claimed int       // jobs pushed onto ready lists
@@ -55,7 +35,7 @@ type TopicCount struct {
 
 // Claim is the result of one ClaimDue call.
 type Claim struct {
-	Jobs    []Claimed
+	Jobs    []kairos.Claimed
 	Next    time.Time
 	Now     time.Time
 	Refills int
@@ -162,7 +142,7 @@ func (s *Store) leaseMargin() time.Duration { return s.opts.ReadyLease + s.opts.
 // keeps its due time (or waits until a later Due set by the caller, as
 // flow control does) and loses no attempt. A job whose claim lapsed meanwhile
 // is left alone. It returns the first error.
-func (s *Store) Release(ctx context.Context, cs []Claimed) error {
+func (s *Store) Release(ctx context.Context, cs []kairos.Claimed) error {
 	now := ms(s.Now())
 	// one call a shard for up to releaseBatch of its jobs
 	type call struct {

@@ -46,7 +46,7 @@ func (s *Store) PopGroups() [][]int {
 // ended when the topics change. A Redis without BLMPOP (before 7.0, or the
 // embedded one) gets BRPOP for the first and RPOP with a count for the
 // rest. It returns no jobs and no error when nothing arrived.
-func (s *Store) Pop(ctx context.Context, group []int, hs []string, n int, timeout time.Duration) ([]Claimed, error) {
+func (s *Store) Pop(ctx context.Context, group []int, hs []string, n int, timeout time.Duration) ([]kairos.Claimed, error) {
 	type list struct {
 		shard int
 		h     string
@@ -98,27 +98,45 @@ func (s *Store) Pop(ctx context.Context, group []int, hs []string, n int, timeou
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Claimed, 0, len(entries))
+	out := make([]kairos.Claimed, 0, len(entries))
+	tickets := make([]ticket, len(entries)) // one allocation for the pop's tickets
 	var first error
-	for _, e := range entries {
-		c, err := s.readyEntry(kairos.JobKey{Tenant: tenant, Topic: topic}, e, received)
+	for i, e := range entries {
+		tk := &tickets[i]
+		tk.shard, tk.h = shard, h
+		c, err := s.readyEntry(kairos.JobKey{Tenant: tenant, Topic: topic}, e, received, tk)
 		if err != nil {
 			first = cmp.Or(first, err) // left to its pop lease, which pushes it again
 			continue
 		}
 		out = append(out, c)
 	}
-	for i := range out {
-		out[i].shard, out[i].h = shard, h
-	}
 	return out, first
+}
+
+// ticket is a popped job's kairos.Claimed.Ticket: where Pop took it from
+// and what its ready list entry said of its claim, which Start reads back.
+type ticket struct {
+	shard     int // where it was popped from: its shard and topic handle
+	h         string
+	lease     int64  // its lease's end (ms), as the claim set it
+	entryHead string // "<due>,<claimed at>" as its ready list entry has them
+}
+
+// ticketOf returns c's ticket; a zero one for a job Pop did not take,
+// which Start then starts nowhere.
+func ticketOf(c kairos.Claimed) ticket {
+	if tk, ok := c.Ticket.(*ticket); ok && tk != nil {
+		return *tk
+	}
+	return ticket{}
 }
 
 // Start starts jobs that Pop took (start.lua): it returns those this call
 // started, leaving out a job pushed twice whose other entry started it
 // already. Until started, a popped job is under its pop lease, and pushed
 // again when it lapses: a worker starts what it popped before it fires it.
-func (s *Store) Start(ctx context.Context, cs []Claimed) ([]Claimed, error) {
+func (s *Store) Start(ctx context.Context, cs []kairos.Claimed) ([]kairos.Claimed, error) {
 	if len(cs) == 0 {
 		return cs, nil
 	}
@@ -127,15 +145,16 @@ func (s *Store) Start(ctx context.Context, cs []Claimed) ([]Claimed, error) {
 		h     string
 	}
 	var order []list
-	byList := map[list][]Claimed{}
+	byList := map[list][]kairos.Claimed{}
 	for _, c := range cs {
-		l := list{c.shard, c.h}
+		tk := ticketOf(c)
+		l := list{tk.shard, tk.h}
 		if _, ok := byList[l]; !ok {
 			order = append(order, l)
 		}
 		byList[l] = append(byList[l], c)
 	}
-	var out []Claimed
+	var out []kairos.Claimed
 	for _, l := range order {
 		started, err := s.start(ctx, l.shard, l.h, byList[l])
 		if err != nil {
@@ -153,7 +172,7 @@ func (s *Store) Start(ctx context.Context, cs []Claimed) ([]Claimed, error) {
 // first), for up to startOutage, or startPatience once ctx is done (the
 // worker stops): a call sent into an outage may run when Redis comes back,
 // and its jobs, started, would otherwise wait for their leases.
-func (s *Store) start(ctx context.Context, shard int, h string, cs []Claimed) ([]Claimed, error) {
+func (s *Store) start(ctx context.Context, shard int, h string, cs []kairos.Claimed) ([]kairos.Claimed, error) {
 	if len(cs) == 0 {
 		return cs, nil
 	}
@@ -162,7 +181,8 @@ func (s *Store) start(ctx context.Context, shard int, h string, cs []Claimed) ([
 	argv := make([]any, 0, 1+3*len(cs))
 	argv = append(argv, startTokenTTL.Milliseconds())
 	for _, c := range cs {
-		argv = append(argv, field(h, c.Job.ID)+","+strconv.FormatInt(int64(c.Job.Attempts), 36)+","+c.entryHead, field(h, c.Job.ID), c.lease)
+		tk := ticketOf(c)
+		argv = append(argv, field(h, c.Job.ID)+","+strconv.FormatInt(int64(c.Job.Attempts), 36)+","+tk.entryHead, field(h, c.Job.ID), tk.lease)
 	}
 	keys := []string{s.k.popLeases(shard), s.k.leases(shard), s.k.tag(shard) + keyStartReply + hex.EncodeToString(tok[:])}
 	var res string
@@ -201,26 +221,28 @@ const (
 )
 
 // readyEntry decodes a ready list entry of topic key (its ID left empty),
-// "<due>,<claimed at>,<id>|<record>" (claim.lua), popped at received.
-func (s *Store) readyEntry(key kairos.JobKey, e string, received time.Time) (Claimed, error) {
+// "<due>,<claimed at>,<id>|<record>" (claim.lua), popped at received; tk,
+// the job's ticket, gets what the entry says of its claim.
+func (s *Store) readyEntry(key kairos.JobKey, e string, received time.Time, tk *ticket) (kairos.Claimed, error) {
 	due, rest, ok1 := strings.Cut(e, ",")
 	at, rest, ok2 := strings.Cut(rest, ",")
 	id, v, ok3 := strings.Cut(rest, "|")
 	dueMS, err1 := strconv.ParseInt(due, 36, 64)
 	atMS, err2 := strconv.ParseInt(at, 36, 64)
 	if !ok1 || !ok2 || !ok3 || err1 != nil || err2 != nil {
-		return Claimed{}, fmt.Errorf("ready entry of %s/%s: %w", key.Tenant, key.Topic, errBadRecord)
+		return kairos.Claimed{}, fmt.Errorf("ready entry of %s/%s: %w", key.Tenant, key.Topic, errBadRecord)
 	}
 	key.ID = id
 	r, err := decodeRecord(v)
 	if err != nil {
-		return Claimed{}, fmt.Errorf("job %s: %w", key, err)
+		return kairos.Claimed{}, fmt.Errorf("job %s: %w", key, err)
 	}
 	j, err := r.job(key, s.webhookID)
 	if err != nil {
-		return Claimed{}, err
+		return kairos.Claimed{}, err
 	}
-	c := Claimed{Job: j, Due: fromMS(dueMS), lease: r.next, entryHead: due + "," + at}
+	tk.lease, tk.entryHead = r.next, due+","+at
+	c := kairos.Claimed{Job: j, Due: fromMS(dueMS), Ticket: tk}
 	if s.opts.Now == nil {
 		c.FireAt = received.Add(time.Duration(dueMS-atMS) * time.Millisecond)
 	}

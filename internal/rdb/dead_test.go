@@ -159,7 +159,7 @@ func TestDeadStaleEntryDropped(t *testing.T) {
 func claimKey(t *testing.T, s *Store, k kairos.JobKey) kairos.Job {
 	t.Helper()
 	var found *kairos.Job
-	var others []Claimed
+	var others []kairos.Claimed
 	for _, c := range claimAll(t, s, 0) {
 		if c.Job.JobKey == k {
 			found = &c.Job

@@ -9,30 +9,6 @@ import (
 	"github.com/kairos-sh/kairos"
 )
 
-// Gate is what flow control says about a claimed job (Store.Gate).
-type Gate int
-
-const (
-	// GateGo: the job may start now (holding a permit when its topic has a
-	// parallelism limit: Store.Done gives it back).
-	GateGo Gate = iota
-	// GateWait: a limit holds it back until a later time (GateResult.At:
-	// its turn under the rate limit, or the circuit breaker's); give it
-	// back to wait for it (Release with Due set to that time).
-	GateWait
-	// GateFull: every permit of its flow is taken; try again shortly.
-	GateFull
-	// GateProbe: the job may start now as its flow's circuit breaker's
-	// probe: its answer closes the breaker or opens it again (Outcome).
-	GateProbe
-)
-
-// GateResult is flow control's answer for one job.
-type GateResult struct {
-	Gate Gate
-	At   time.Time // GateWait: the time reserved
-}
-
 // Gate asks flow (kairos.FlowOf: the jobs' flow key, or their topic's
 // flow) which of jobs of topic t, claimed and due, may start now, in
 // order: every kairos process asks the same script, so the topic's
@@ -40,16 +16,16 @@ type GateResult struct {
 // its holder never calls Done. The limits let jobs go in held order
 // across processes: order[i] is jobs[i]'s held order (kairos.HeldOrder;
 // zero or absent: now), which the caller knows from when the job has been
-// due. A job held back (GateWait, GateFull) waits in its flow's waiting
-// set, and no job goes while a waiting one ahead of it is expected back:
-// one told to wait (GateWait) is expected at its time, one refused a
-// permit (GateFull) at once, as its caller asks again about the jobs it
-// still holds; one that does not come back stops counting WaitLapse
-// after it was expected. A job refused a free permit because one waits
+// due. A job held back (kairos.GateWait, kairos.GateFull) waits in its
+// flow's waiting set, and no job goes while a waiting one ahead of it is
+// expected back: one told to wait (kairos.GateWait) is expected at its
+// time, one refused a permit (kairos.GateFull) at once, as its caller asks
+// again about the jobs it still holds; one that does not come back stops
+// counting WaitLapse after it was expected. A job refused a free permit because one waits
 // ahead of it says so on the wake channel (Wake.Flow): the process
 // holding that one asks again at once.
-func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, order []time.Time, lease time.Duration) ([]GateResult, error) {
-	out := make([]GateResult, len(jobs))
+func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, order []time.Time, lease time.Duration) ([]kairos.GateResult, error) {
+	out := make([]kairos.GateResult, len(jobs))
 	if !t.Limited() || len(jobs) == 0 {
 		return out, nil
 	}
@@ -88,7 +64,7 @@ const WaitLapse = time.Second
 
 // flowgate runs flowgate.lua for flow of topic t and reads its answers
 // into out, one a job.
-func (s *Store) flowgate(ctx context.Context, t kairos.Topic, flow string, argv []any, out []GateResult) error {
+func (s *Store) flowgate(ctx context.Context, t kairos.Topic, flow string, argv []any, out []kairos.GateResult) error {
 	tag := s.k.flow(t.Tenant, flow)
 	keys := []string{tag + keyFlowPace, tag + keyFlowPermits, tag + keyFlowBreaker, tag + keyFlowTaken,
 		tag + keyFlowWait, tag + keyFlowWaitLapse}
@@ -100,7 +76,7 @@ func (s *Store) flowgate(ctx context.Context, t kairos.Topic, flow string, argv 
 		return fmt.Errorf("flow control of topic %s/%s: %d replies for %d jobs", t.Tenant, t.Name, len(res)/2, len(out))
 	}
 	for i := range out {
-		out[i].Gate, out[i].At = Gate(toInt(res[2*i])), fromMS(toInt(res[2*i+1]))
+		out[i].Gate, out[i].At = kairos.Gate(toInt(res[2*i])), fromMS(toInt(res[2*i+1]))
 	}
 	return nil
 }
@@ -116,38 +92,26 @@ func paceOf(t kairos.Topic) float64 {
 
 // RateGuard widens a rate limit's period when its deliveries are spaced:
 // RateLimit of them span RatePeriod plus RateGuard. A delivery starts up
-// to PacedLate after its time (and up to a millisecond before, when that
-// is still its due time), and reaches the receiver a few milliseconds
-// later again; so a receiver that counts arrivals in any window of
+// to kairos.PacedLate after its time (and up to a millisecond before,
+// when that is still its due time), and reaches the receiver a few
+// milliseconds later again; so a receiver that counts arrivals in any window of
 // RatePeriod still sees at most RateLimit. It costs a 1 s period 2% of its
 // rate (196 a second for 200), a minute's 0.03%.
 const RateGuard = 20 * time.Millisecond
 
-// PacedLate is how long after the time the rate limit gave it a job may
-// still start on that time (flowgate.lua's RATE_LATE). A job later than
-// that takes a new time: its old one passed unused.
-const PacedLate = 10 * time.Millisecond
-
-// Paceable reports whether Pace serves topic t's jobs: it has a rate limit
-// and neither a parallelism limit nor a circuit breaker, which are asked
-// as a job starts (Gate).
-func Paceable(t kairos.Topic) bool {
-	return t.RateLimit > 0 && t.Parallelism <= 0 && t.BreakerFailures <= 0
-}
-
-// Pace takes, for jobs of flow (of topic t, Paceable) just claimed, each
-// the first free time of the flow's rate limit at or after its due time
-// (dues[i]), in one call, wherever their due times fall and whichever
-// process or shard asks first: GateGo with that time (At), when it is at
-// most hold after the job's due time (or now, when that is later): the
-// caller holds the job until then and starts it without asking Gate;
-// GateWait with its turn when the rate holds it back further, or when
-// jobs ahead of it in held order (order[i], as for Gate; zero: its due
+// Pace takes, for jobs of flow (of topic t, Topic.Paceable) just claimed,
+// each the first free time of the flow's rate limit at or after its due
+// time (dues[i]), in one call, wherever their due times fall and whichever
+// process or shard asks first: kairos.GateGo with that time (At), when it
+// is at most hold after the job's due time (or now, when that is later):
+// the caller holds the job until then and starts it without asking Gate;
+// kairos.GateWait with its turn when the rate holds it back further, or
+// when jobs ahead of it in held order (order[i], as for Gate; zero: its due
 // time) wait for times before it: the job goes back to Redis until then,
 // and is paced again as it is claimed.
-func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues, order []time.Time, hold time.Duration) ([]GateResult, error) {
-	out := make([]GateResult, len(jobs))
-	if !Paceable(t) || len(jobs) == 0 {
+func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues, order []time.Time, hold time.Duration) ([]kairos.GateResult, error) {
+	out := make([]kairos.GateResult, len(jobs))
+	if !t.Paceable() || len(jobs) == 0 {
 		for i := range out {
 			out[i].At = dues[i]
 		}

@@ -41,7 +41,7 @@ func BenchmarkGatePermitCost(b *testing.B) {
 					b.Fatal(err)
 				}
 				us += scriptUS(b, s) - u
-				if want := map[string]Gate{"free": GateGo, "refused": GateFull}[kind]; rs[0].Gate != want {
+				if want := map[string]kairos.Gate{"free": kairos.GateGo, "refused": kairos.GateFull}[kind]; rs[0].Gate != want {
 					b.Fatalf("%s: gate %d", kind, rs[0].Gate)
 				}
 				if kind == "free" {
@@ -98,9 +98,9 @@ func BenchmarkRateHeldBackCost(b *testing.B) {
 					asks += len(idx)
 					for k, r := range rs {
 						switch r.Gate {
-						case GateGo:
+						case kairos.GateGo:
 							delete(told, idx[k])
-						case GateWait:
+						case kairos.GateWait:
 							told[idx[k]] = r.At
 						default:
 							b.Fatalf("gate %d", r.Gate)

@@ -31,11 +31,11 @@ func TestGatePermitsInHeldOrderAcrossProcesses(t *testing.T) {
 	a0 := prioJob(tp, "a0", due, 0)                       // held by process A
 	b9 := prioJob(tp, "b9", due.Add(time.Millisecond), 9) // held by process B
 	b0 := prioJob(tp, "b0", due.Add(time.Millisecond), 0) // B's next, due after a0
-	if rs := gates(t, s, tp, []kairos.Job{first}); rs[0].Gate != GateGo {
+	if rs := gates(t, s, tp, []kairos.Job{first}); rs[0].Gate != kairos.GateGo {
 		t.Fatalf("first: %+v", rs)
 	}
 	for _, j := range []kairos.Job{a0, b9} {
-		if rs := gates(t, s, tp, []kairos.Job{j}); rs[0].Gate != GateFull {
+		if rs := gates(t, s, tp, []kairos.Job{j}); rs[0].Gate != kairos.GateFull {
 			t.Fatalf("%s while the permit is taken: %+v", j.ID, rs)
 		}
 	}
@@ -43,30 +43,30 @@ func TestGatePermitsInHeldOrderAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A asks first: b9 (waiting, in B) is ahead of a0, so the permit waits for it
-	if rs := gates(t, s, tp, []kairos.Job{a0}); rs[0].Gate != GateFull {
-		t.Fatalf("a0 with b9 waiting: %+v, want GateFull", rs)
+	if rs := gates(t, s, tp, []kairos.Job{a0}); rs[0].Gate != kairos.GateFull {
+		t.Fatalf("a0 with b9 waiting: %+v, want kairos.GateFull", rs)
 	}
-	if rs := gates(t, s, tp, []kairos.Job{b9}); rs[0].Gate != GateGo {
-		t.Fatalf("b9: %+v, want GateGo", rs)
+	if rs := gates(t, s, tp, []kairos.Job{b9}); rs[0].Gate != kairos.GateGo {
+		t.Fatalf("b9: %+v, want kairos.GateGo", rs)
 	}
-	if rs := gates(t, s, tp, []kairos.Job{b0}); rs[0].Gate != GateFull {
+	if rs := gates(t, s, tp, []kairos.Job{b0}); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("b0 while b9 holds the permit: %+v", rs)
 	}
 	if err := s.Done(ctx, tp, b9); err != nil {
 		t.Fatal(err)
 	}
 	// equal priority: b0, due after a0, waits for it
-	if rs := gates(t, s, tp, []kairos.Job{b0}); rs[0].Gate != GateFull {
-		t.Fatalf("b0 with a0 waiting: %+v, want GateFull", rs)
+	if rs := gates(t, s, tp, []kairos.Job{b0}); rs[0].Gate != kairos.GateFull {
+		t.Fatalf("b0 with a0 waiting: %+v, want kairos.GateFull", rs)
 	}
-	if rs := gates(t, s, tp, []kairos.Job{a0}); rs[0].Gate != GateGo {
-		t.Fatalf("a0: %+v, want GateGo", rs)
+	if rs := gates(t, s, tp, []kairos.Job{a0}); rs[0].Gate != kairos.GateGo {
+		t.Fatalf("a0: %+v, want kairos.GateGo", rs)
 	}
 	if err := s.Done(ctx, tp, a0); err != nil {
 		t.Fatal(err)
 	}
-	if rs := gates(t, s, tp, []kairos.Job{b0}); rs[0].Gate != GateGo {
-		t.Fatalf("b0 last: %+v, want GateGo", rs)
+	if rs := gates(t, s, tp, []kairos.Job{b0}); rs[0].Gate != kairos.GateGo {
+		t.Fatalf("b0 last: %+v, want kairos.GateGo", rs)
 	}
 	if err := s.Done(ctx, tp, b0); err != nil {
 		t.Fatal(err)
@@ -89,21 +89,21 @@ func TestGateWaiterLapses(t *testing.T) {
 	x, y := prioJob(tp, "x", due, 0), prioJob(tp, "y", due, 0)
 	dead := prioJob(tp, "dead", due, 9)
 	live := prioJob(tp, "live", due, 0)
-	if rs := gates(t, s, tp, []kairos.Job{x, y}); rs[0].Gate != GateGo || rs[1].Gate != GateGo {
+	if rs := gates(t, s, tp, []kairos.Job{x, y}); rs[0].Gate != kairos.GateGo || rs[1].Gate != kairos.GateGo {
 		t.Fatalf("x, y: %+v", rs)
 	}
-	if rs := gates(t, s, tp, []kairos.Job{dead}); rs[0].Gate != GateFull {
+	if rs := gates(t, s, tp, []kairos.Job{dead}); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("dead: %+v", rs)
 	}
 	if err := s.Done(ctx, tp, x); err != nil {
 		t.Fatal(err)
 	}
-	if rs := gates(t, s, tp, []kairos.Job{live}); rs[0].Gate != GateFull {
-		t.Fatalf("live behind a waiting job of priority 9: %+v, want GateFull", rs)
+	if rs := gates(t, s, tp, []kairos.Job{live}); rs[0].Gate != kairos.GateFull {
+		t.Fatalf("live behind a waiting job of priority 9: %+v, want kairos.GateFull", rs)
 	}
 	clk.Add(WaitLapse + time.Millisecond) // dead's process never asks again
-	if rs := gates(t, s, tp, []kairos.Job{live}); rs[0].Gate != GateGo {
-		t.Fatalf("live after dead's wait lapsed: %+v, want GateGo", rs)
+	if rs := gates(t, s, tp, []kairos.Job{live}); rs[0].Gate != kairos.GateGo {
+		t.Fatalf("live after dead's wait lapsed: %+v, want kairos.GateGo", rs)
 	}
 }
 
@@ -126,7 +126,7 @@ func TestGateSaysWhenAPermitIsKept(t *testing.T) {
 	if err := s.Done(ctx, tp, x); err != nil {
 		t.Fatal(err)
 	}
-	if rs := gates(t, s, tp, []kairos.Job{behind}); rs[0].Gate != GateFull {
+	if rs := gates(t, s, tp, []kairos.Job{behind}); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("behind: %+v", rs)
 	}
 	select {
@@ -207,7 +207,7 @@ func simRate(t *testing.T, s *Store, clk *testclock.Clock, tp kairos.Topic, jobs
 				js[k], os[k], dues[k] = mine[i], order[i], told[mine[i].ID]
 			}
 			run.asks += len(js)
-			var rs []GateResult
+			var rs []kairos.GateResult
 			var err error
 			if ahead {
 				rs, err = s.Pace(context.Background(), tp, tp.Flow(), js, dues, os, 100*time.Millisecond)
@@ -220,14 +220,14 @@ func simRate(t *testing.T, s *Store, clk *testclock.Clock, tp kairos.Topic, jobs
 			for k, r := range rs {
 				id := js[k].ID
 				switch r.Gate {
-				case GateGo:
+				case kairos.GateGo:
 					at := clk.Now()
 					if ahead {
 						at = r.At
 					}
 					run.ids, run.at = append(run.ids, id), append(run.at, at)
 					delete(told, id)
-				case GateWait:
+				case kairos.GateWait:
 					told[id] = r.At
 				default:
 					t.Fatalf("job %s: %+v", id, r)
@@ -325,23 +325,23 @@ func TestBreakerProbeIsFirstInHeldOrder(t *testing.T) {
 	low := prioJob(tp, "low", due, 0)                    // held by process A
 	high := prioJob(tp, "high", due.Add(time.Second), 9) // held by process B
 	for _, j := range []kairos.Job{low, high} {
-		if rs := gates(t, s, tp, []kairos.Job{j}); rs[0].Gate != GateWait || !rs[0].At.Equal(due.Add(10*time.Second)) {
+		if rs := gates(t, s, tp, []kairos.Job{j}); rs[0].Gate != kairos.GateWait || !rs[0].At.Equal(due.Add(10*time.Second)) {
 			t.Fatalf("%s while open: %+v", j.ID, rs)
 		}
 	}
 	clk.Add(10 * time.Second)
 	// A asks first: high is due back now and ahead of low
-	if rs := gates(t, s, tp, []kairos.Job{low}); rs[0].Gate != GateWait || !rs[0].At.Equal(clk.Now().Add(time.Second)) {
+	if rs := gates(t, s, tp, []kairos.Job{low}); rs[0].Gate != kairos.GateWait || !rs[0].At.Equal(clk.Now().Add(time.Second)) {
 		t.Fatalf("low with high due back: %+v, want to wait a second", rs)
 	}
-	if rs := gates(t, s, tp, []kairos.Job{high}); rs[0].Gate != GateProbe {
+	if rs := gates(t, s, tp, []kairos.Job{high}); rs[0].Gate != kairos.GateProbe {
 		t.Fatalf("high: %+v, want the probe", rs)
 	}
 	if b, err := s.Outcome(ctx, tp, high, true); err != nil || b.State != "closed" {
 		t.Fatalf("%+v %v", b, err)
 	}
 	clk.Add(time.Second)
-	if rs := gates(t, s, tp, []kairos.Job{low}); rs[0].Gate != GateGo {
+	if rs := gates(t, s, tp, []kairos.Job{low}); rs[0].Gate != kairos.GateGo {
 		t.Fatalf("low after the probe closed it: %+v", rs)
 	}
 	// a job ahead that never comes back holds the probe back only until
@@ -352,11 +352,11 @@ func TestBreakerProbeIsFirstInHeldOrder(t *testing.T) {
 	gone := prioJob(tp, "gone", clk.Now(), 9)
 	gates(t, s, tp, []kairos.Job{gone, low})
 	clk.Add(10 * time.Second)
-	if rs := gates(t, s, tp, []kairos.Job{low}); rs[0].Gate != GateWait {
+	if rs := gates(t, s, tp, []kairos.Job{low}); rs[0].Gate != kairos.GateWait {
 		t.Fatalf("low with gone due back: %+v", rs)
 	}
 	clk.Add(WaitLapse + time.Millisecond)
-	if rs := gates(t, s, tp, []kairos.Job{low}); rs[0].Gate != GateProbe {
+	if rs := gates(t, s, tp, []kairos.Job{low}); rs[0].Gate != kairos.GateProbe {
 		t.Fatalf("low after gone lapsed: %+v, want the probe", rs)
 	}
 }
@@ -446,7 +446,7 @@ func TestRateBacklogComesBackOnce(t *testing.T) {
 		}
 		asks += len(rs)
 		for k, r := range rs {
-			if r.Gate == GateWait {
+			if r.Gate == kairos.GateWait {
 				waits++
 				batch[k].told = r.At
 				continue
@@ -476,13 +476,13 @@ func TestGateEqualOrderDoesNotHoldAPermitBack(t *testing.T) {
 	due := clk.Now()
 	x, a, b := prioJob(tp, "x", due, 0), prioJob(tp, "a", due, 0), prioJob(tp, "b", due, 0)
 	gates(t, s, tp, []kairos.Job{x})
-	if rs := gates(t, s, tp, []kairos.Job{a}); rs[0].Gate != GateFull {
+	if rs := gates(t, s, tp, []kairos.Job{a}); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("a: %+v", rs)
 	}
 	if err := s.Done(ctx, tp, x); err != nil {
 		t.Fatal(err)
 	}
-	if rs := gates(t, s, tp, []kairos.Job{b}); rs[0].Gate != GateGo {
-		t.Fatalf("b, of a's order, with a waiting: %+v, want GateGo", rs)
+	if rs := gates(t, s, tp, []kairos.Job{b}); rs[0].Gate != kairos.GateGo {
+		t.Fatalf("b, of a's order, with a waiting: %+v, want kairos.GateGo", rs)
 	}
 }

@@ -34,7 +34,7 @@ func heldOrders(jobs []kairos.Job) []time.Time {
 	return order
 }
 
-func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []GateResult {
+func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []kairos.GateResult {
 	t.Helper()
 	rs, err := s.Gate(context.Background(), tp, tp.Flow(), jobs, heldOrders(jobs), 10*time.Second)
 	if err != nil {
@@ -53,35 +53,35 @@ func TestGateRatePacesAndReserves(t *testing.T) {
 	a := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: second, FlowKey: "partner"}
 	b := kairos.Topic{Tenant: "acme", Name: "b", RateLimit: 10, RatePeriod: second, FlowKey: "partner"}
 	rs := gates(t, s, a, flowJobs("a", 0, 3, 1))
-	if rs[0].Gate != GateGo || rs[1].Gate != GateWait || !rs[1].At.Equal(t0.Add(100*time.Millisecond)) ||
-		rs[2].Gate != GateWait || !rs[2].At.Equal(t0.Add(200*time.Millisecond)) {
+	if rs[0].Gate != kairos.GateGo || rs[1].Gate != kairos.GateWait || !rs[1].At.Equal(t0.Add(100*time.Millisecond)) ||
+		rs[2].Gate != kairos.GateWait || !rs[2].At.Equal(t0.Add(200*time.Millisecond)) {
 		t.Fatalf("first batch: %+v", rs)
 	}
 	rs = gates(t, s, b, flowJobs("b", 0, 1, 1))
-	if rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(300*time.Millisecond)) {
+	if rs[0].Gate != kairos.GateWait || !rs[0].At.Equal(t0.Add(300*time.Millisecond)) {
 		t.Fatalf("another topic of the flow key: %+v, want the next time after a's", rs)
 	}
 	// j1 comes back early: it waits again for its own time.
 	clk.Add(50 * time.Millisecond)
-	if rs = gates(t, s, a, flowJobs("a", 1, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(100*time.Millisecond)) {
+	if rs = gates(t, s, a, flowJobs("a", 1, 1, 1)); rs[0].Gate != kairos.GateWait || !rs[0].At.Equal(t0.Add(100*time.Millisecond)) {
 		t.Fatalf("back early: %+v", rs)
 	}
 	clk.Add(50 * time.Millisecond)
-	if rs = gates(t, s, a, flowJobs("a", 1, 1, 1)); rs[0].Gate != GateGo {
+	if rs = gates(t, s, a, flowJobs("a", 1, 1, 1)); rs[0].Gate != kairos.GateGo {
 		t.Fatalf("back at its time: %+v", rs)
 	}
 	// A new job queues behind the waiting jobs.
-	if rs = gates(t, s, a, flowJobs("a", 9, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(400*time.Millisecond)) {
+	if rs = gates(t, s, a, flowJobs("a", 9, 1, 1)); rs[0].Gate != kairos.GateWait || !rs[0].At.Equal(t0.Add(400*time.Millisecond)) {
 		t.Fatalf("a newcomer: %+v", rs)
 	}
 	// Another topic with its own flow is not slowed.
 	own := kairos.Topic{Tenant: "acme", Name: "own", RateLimit: 10, RatePeriod: second}
-	if rs = gates(t, s, own, flowJobs("own", 0, 1, 1)); rs[0].Gate != GateGo {
+	if rs = gates(t, s, own, flowJobs("own", 0, 1, 1)); rs[0].Gate != kairos.GateGo {
 		t.Fatalf("an unrelated flow: %+v", rs)
 	}
 	// After a quiet while, the first job goes at once.
 	clk.Add(time.Minute)
-	if rs = gates(t, s, a, flowJobs("a", 20, 2, 1)); rs[0].Gate != GateGo || rs[1].Gate != GateWait {
+	if rs = gates(t, s, a, flowJobs("a", 20, 2, 1)); rs[0].Gate != kairos.GateGo || rs[1].Gate != kairos.GateWait {
 		t.Fatalf("after a quiet minute: %+v", rs)
 	}
 }
@@ -94,23 +94,23 @@ func TestGateParallelismPermits(t *testing.T) {
 	tp := kairos.Topic{Tenant: "acme", Name: "lambda", Parallelism: 2}
 	js := flowJobs("lambda", 0, 3, 1)
 	rs := gates(t, s, tp, js)
-	if rs[0].Gate != GateGo || rs[1].Gate != GateGo || rs[2].Gate != GateFull {
+	if rs[0].Gate != kairos.GateGo || rs[1].Gate != kairos.GateGo || rs[2].Gate != kairos.GateFull {
 		t.Fatalf("3 jobs, 2 permits: %+v", rs)
 	}
-	if rs = gates(t, s, tp, js[2:]); rs[0].Gate != GateFull {
+	if rs = gates(t, s, tp, js[2:]); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("still full: %+v", rs)
 	}
 	if err := s.Done(ctx, tp, js[0]); err != nil {
 		t.Fatal(err)
 	}
-	if rs = gates(t, s, tp, js[2:]); rs[0].Gate != GateGo {
+	if rs = gates(t, s, tp, js[2:]); rs[0].Gate != kairos.GateGo {
 		t.Fatalf("after Done: %+v", rs)
 	}
-	if rs = gates(t, s, tp, flowJobs("lambda", 3, 1, 1)); rs[0].Gate != GateFull {
+	if rs = gates(t, s, tp, flowJobs("lambda", 3, 1, 1)); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("full again: %+v", rs)
 	}
 	clk.Add(11 * time.Second) // past the permits' lease
-	if rs = gates(t, s, tp, flowJobs("lambda", 3, 2, 1)); rs[0].Gate != GateGo || rs[1].Gate != GateGo {
+	if rs = gates(t, s, tp, flowJobs("lambda", 3, 2, 1)); rs[0].Gate != kairos.GateGo || rs[1].Gate != kairos.GateGo {
 		t.Fatalf("after the permits lapsed: %+v", rs)
 	}
 }
@@ -121,13 +121,13 @@ func TestGateRateAndParallelism(t *testing.T) {
 	t0 := clk.Now()
 	tp := kairos.Topic{Tenant: "acme", Name: "both", RateLimit: 10, RatePeriod: second, Parallelism: 1}
 	rs := gates(t, s, tp, flowJobs("both", 0, 3, 1))
-	if rs[0].Gate != GateGo || rs[1].Gate != GateFull || rs[2].Gate != GateFull {
+	if rs[0].Gate != kairos.GateGo || rs[1].Gate != kairos.GateFull || rs[2].Gate != kairos.GateFull {
 		t.Fatalf("%+v", rs)
 	}
 	if err := s.Done(context.Background(), tp, flowJobs("both", 0, 1, 1)[0]); err != nil {
 		t.Fatal(err)
 	}
-	if rs = gates(t, s, tp, flowJobs("both", 1, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(100*time.Millisecond)) {
+	if rs = gates(t, s, tp, flowJobs("both", 1, 1, 1)); rs[0].Gate != kairos.GateWait || !rs[0].At.Equal(t0.Add(100*time.Millisecond)) {
 		t.Fatalf("%+v", rs)
 	}
 }
@@ -140,22 +140,22 @@ func TestGateLateReturnNeverBunches(t *testing.T) {
 	t0 := clk.Now()
 	tp := kairos.Topic{Tenant: "acme", Name: "a", RateLimit: 10, RatePeriod: second}
 	rs := gates(t, s, tp, flowJobs("a", 0, 3, 1))
-	if rs[1].Gate != GateWait || !rs[1].At.Equal(t0.Add(100*time.Millisecond)) || rs[2].Gate != GateWait || !rs[2].At.Equal(t0.Add(200*time.Millisecond)) {
+	if rs[1].Gate != kairos.GateWait || !rs[1].At.Equal(t0.Add(100*time.Millisecond)) || rs[2].Gate != kairos.GateWait || !rs[2].At.Equal(t0.Add(200*time.Millisecond)) {
 		t.Fatalf("%+v", rs)
 	}
 	clk.Add(110 * time.Millisecond) // j1 back 10 ms late: it goes
-	if rs = gates(t, s, tp, flowJobs("a", 1, 1, 1)); rs[0].Gate != GateGo {
+	if rs = gates(t, s, tp, flowJobs("a", 1, 1, 1)); rs[0].Gate != kairos.GateGo {
 		t.Fatalf("back a little late: %+v", rs)
 	}
 	clk.Add(90 * time.Millisecond) // j2 back at its turn, 90 ms after j1 went: it waits for 210
-	if rs = gates(t, s, tp, flowJobs("a", 2, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(210*time.Millisecond)) {
+	if rs = gates(t, s, tp, flowJobs("a", 2, 1, 1)); rs[0].Gate != kairos.GateWait || !rs[0].At.Equal(t0.Add(210*time.Millisecond)) {
 		t.Fatalf("back at its turn, under the pace after a late one: %+v", rs)
 	}
 	clk.Add(10 * time.Millisecond)
-	if rs = gates(t, s, tp, flowJobs("a", 2, 1, 1)); rs[0].Gate != GateGo {
+	if rs = gates(t, s, tp, flowJobs("a", 2, 1, 1)); rs[0].Gate != kairos.GateGo {
 		t.Fatalf("back at its new turn: %+v", rs)
 	}
-	if rs = gates(t, s, tp, flowJobs("a", 9, 1, 1)); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(310*time.Millisecond)) {
+	if rs = gates(t, s, tp, flowJobs("a", 9, 1, 1)); rs[0].Gate != kairos.GateWait || !rs[0].At.Equal(t0.Add(310*time.Millisecond)) {
 		t.Fatalf("a newcomer: %+v", rs)
 	}
 }
@@ -170,7 +170,7 @@ func TestGateRateGuard(t *testing.T) {
 	rs := gates(t, s, tp, flowJobs("a", 0, 11, 1))
 	for i, r := range rs {
 		want := t0.Add(time.Duration(i) * (time.Second + RateGuard) / 10)
-		if (i == 0) != (r.Gate == GateGo) || !r.At.Equal(want) {
+		if (i == 0) != (r.Gate == kairos.GateGo) || !r.At.Equal(want) {
 			t.Fatalf("job %d: %+v, want at +%v", i, r, want.Sub(t0))
 		}
 	}
@@ -194,7 +194,7 @@ func TestGateBreaker(t *testing.T) {
 		return b
 	}
 	js := flowJobs("partner", 0, 6, 1)
-	if rs := gates(t, s, tp, js); rs[0].Gate != GateGo || rs[5].Gate != GateGo {
+	if rs := gates(t, s, tp, js); rs[0].Gate != kairos.GateGo || rs[5].Gate != kairos.GateGo {
 		t.Fatalf("closed: %+v", rs)
 	}
 	outcome(js[0], false)
@@ -218,7 +218,7 @@ func TestGateBreaker(t *testing.T) {
 	for i := range later {
 		later[i].RunAt = t0 // due together: none ahead of another
 	}
-	if rs := gates(t, s, tp, later); rs[0].Gate != GateWait || !rs[0].At.Equal(t0.Add(10*time.Second)) || rs[2].Gate != GateWait {
+	if rs := gates(t, s, tp, later); rs[0].Gate != kairos.GateWait || !rs[0].At.Equal(t0.Add(10*time.Second)) || rs[2].Gate != kairos.GateWait {
 		t.Fatalf("open: %+v", rs)
 	}
 	clk.Add(10 * time.Second)
@@ -226,20 +226,20 @@ func TestGateBreaker(t *testing.T) {
 		t.Fatalf("after the cool-down: %+v", b)
 	}
 	rs := gates(t, s, tp, later)
-	if rs[0].Gate != GateProbe || rs[1].Gate != GateWait || !rs[1].At.Equal(clk.Now().Add(time.Second)) {
+	if rs[0].Gate != kairos.GateProbe || rs[1].Gate != kairos.GateWait || !rs[1].At.Equal(clk.Now().Add(time.Second)) {
 		t.Fatalf("half-open: %+v, want one probe", rs)
 	}
 	if b := outcome(later[0], false); b.State != "open" || !b.Until.Equal(clk.Now().Add(20*time.Second)) || !b.Changed {
 		t.Fatalf("a failed probe: %+v, want open for 20 s", b)
 	}
 	clk.Add(20 * time.Second)
-	if rs = gates(t, s, tp, later[1:]); rs[0].Gate != GateProbe || rs[1].Gate != GateWait {
+	if rs = gates(t, s, tp, later[1:]); rs[0].Gate != kairos.GateProbe || rs[1].Gate != kairos.GateWait {
 		t.Fatalf("half-open again: %+v", rs)
 	}
 	if b := outcome(later[1], true); b.State != "closed" || !b.Changed {
 		t.Fatalf("a delivered probe: %+v", b)
 	}
-	if rs = gates(t, s, tp, later[2:]); rs[0].Gate != GateGo {
+	if rs = gates(t, s, tp, later[2:]); rs[0].Gate != kairos.GateGo {
 		t.Fatalf("closed again: %+v", rs)
 	}
 }
@@ -254,9 +254,9 @@ func TestGateFinePace(t *testing.T) {
 	goNow, last := 0, clk.Now()
 	for _, r := range rs {
 		switch r.Gate {
-		case GateGo:
+		case kairos.GateGo:
 			goNow++
-		case GateWait:
+		case kairos.GateWait:
 			last = r.At
 		default:
 			t.Fatalf("%+v", r)
@@ -267,7 +267,7 @@ func TestGateFinePace(t *testing.T) {
 	}
 }
 
-func paces(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job, dues []time.Time, hold time.Duration) []GateResult {
+func paces(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job, dues []time.Time, hold time.Duration) []kairos.GateResult {
 	t.Helper()
 	rs, err := s.Pace(context.Background(), tp, tp.Flow(), jobs, dues, nil, hold)
 	if err != nil {
@@ -289,7 +289,7 @@ func TestPaceKeepsDueTimesAcrossShards(t *testing.T) {
 	// shard A's claim: due at 0, 250 and 500
 	rs := paces(t, s, tp, flowJobs("a", 0, 3, 1), []time.Time{at(0), at(250), at(500)}, time.Second)
 	for i, want := range []time.Time{at(0), at(250), at(500)} {
-		if rs[i].Gate != GateGo || !rs[i].At.Equal(want) {
+		if rs[i].Gate != kairos.GateGo || !rs[i].At.Equal(want) {
 			t.Fatalf("shard A job %d: %+v, want go at %v", i, rs[i], want.Sub(t0))
 		}
 	}
@@ -297,22 +297,22 @@ func TestPaceKeepsDueTimesAcrossShards(t *testing.T) {
 	// (120 from 0, 130 from 250); 130 is not (10 from 120), nor is any time
 	// until 350 (100 from 250)
 	rs = paces(t, s, tp, flowJobs("a", 10, 2, 1), []time.Time{at(120), at(130)}, time.Second)
-	if rs[0].Gate != GateGo || !rs[0].At.Equal(at(120)) || rs[1].Gate != GateGo || !rs[1].At.Equal(at(350)) {
+	if rs[0].Gate != kairos.GateGo || !rs[0].At.Equal(at(120)) || rs[1].Gate != kairos.GateGo || !rs[1].At.Equal(at(350)) {
 		t.Fatalf("shard B: %+v, want go at 120 and at 350", rs)
 	}
 	// pushed back further than the hold: told its turn, and Gate lets it
 	// go then
 	rs = paces(t, s, tp, flowJobs("a", 20, 3, 1), []time.Time{at(2000), at(2000), at(2000)}, 150*time.Millisecond)
-	if rs[0].Gate != GateGo || !rs[0].At.Equal(at(2000)) || rs[1].Gate != GateGo || !rs[1].At.Equal(at(2100)) ||
-		rs[2].Gate != GateWait || !rs[2].At.Equal(at(2200)) {
+	if rs[0].Gate != kairos.GateGo || !rs[0].At.Equal(at(2000)) || rs[1].Gate != kairos.GateGo || !rs[1].At.Equal(at(2100)) ||
+		rs[2].Gate != kairos.GateWait || !rs[2].At.Equal(at(2200)) {
 		t.Fatalf("three due at once: %+v, want go at 2000 and 2100, wait for 2200", rs)
 	}
 	clk.Add(2200 * time.Millisecond)
-	if g := gates(t, s, tp, flowJobs("a", 22, 1, 1)); g[0].Gate != GateGo {
+	if g := gates(t, s, tp, flowJobs("a", 22, 1, 1)); g[0].Gate != kairos.GateGo {
 		t.Fatalf("back at its turn: %+v", g)
 	}
 	// asked now, a job takes the first free time from now
-	if g := gates(t, s, tp, flowJobs("a", 30, 1, 1)); g[0].Gate != GateWait || !g[0].At.Equal(at(2300)) {
+	if g := gates(t, s, tp, flowJobs("a", 30, 1, 1)); g[0].Gate != kairos.GateWait || !g[0].At.Equal(at(2300)) {
 		t.Fatalf("after the one back at its turn: %+v, want 2300", g)
 	}
 }
@@ -336,7 +336,7 @@ func TestPaceNeverBunchesNorFiresEarly(t *testing.T) {
 		}
 		rs := paces(t, s, tp, jobs, dues, time.Hour)
 		for i, r := range rs {
-			if r.Gate != GateGo || r.At.Before(dues[i]) {
+			if r.Gate != kairos.GateGo || r.At.Before(dues[i]) {
 				t.Fatalf("batch %d job %d due +%v: %+v", batch, i, dues[i].Sub(t0), r)
 			}
 			free := true

@@ -79,7 +79,7 @@ func BenchmarkOutcomeResponse(b *testing.B) {
 
 // finishAll records attempt a (its N each job's) as a delivery of each
 // claimed job at once, as workers do.
-func finishAll(b *testing.B, s *Store, cs []Claimed, a kairos.Attempt) {
+func finishAll(b *testing.B, s *Store, cs []kairos.Claimed, a kairos.Attempt) {
 	b.Helper()
 	errs := make(chan error, len(cs))
 	for _, cl := range cs {

@@ -177,7 +177,7 @@ import (
 // (code e), kept for the retention period like a delivered job (an entry at
 // its record's expiry) and counted as <from>>expired. Replay lifts the
 // expiry (replay.lua drops ex). Priority orders the jobs a flow limit
-// holds back in a worker (callback's dispatcher): no script reads it.
+// holds back in a worker (callback's flow client): no script reads it.
 //
 // # Labels
 //
@@ -600,7 +600,7 @@ var luaPrelude = func() string {
 		recordHeader, recordHeaderLen)
 	fmt.Fprintf(&b, "local LOG_KEEP, CHORES_MAX = %d, %d\n", LogKeep, maxChores)
 	fmt.Fprintf(&b, "local READY_LOOK = %d -- how far from its oldest end a ready list is searched for an entry (claim.lua)\n", readyLook)
-	fmt.Fprintf(&b, "local RATE_LATE = %d -- ms a job may start after its time from the rate limit (PacedLate)\n", PacedLate.Milliseconds())
+	fmt.Fprintf(&b, "local RATE_LATE = %d -- ms a job may start after its time from the rate limit (PacedLate)\n", kairos.PacedLate.Milliseconds())
 	fmt.Fprintf(&b, "local SCH, SCH_LEN, SCH_Q = '%s', %d, %d -- a schedule header (scheduleFields) and a queued instant's width\n",
 		scheduleHeader, scheduleHeaderLen, queueEntry)
 	fmt.Fprintf(&b, "local MISFIRE_GRACE, CATCHUP_MAX, REFILL_BELOW = %d, %d, %d\n",

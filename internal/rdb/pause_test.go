@@ -81,13 +81,13 @@ func TestPauseHoldsJobsAndResumeFiresThemOldestFirst(t *testing.T) {
 			t.Fatalf("%s claimed as attempt %d, want 1", c.Job.ID, c.Job.Attempts)
 		}
 	}
-	byShard := map[int][]Claimed{}
+	byShard := map[int][]kairos.Claimed{}
 	for _, c := range cs {
 		sh := s.k.shardOf(c.Job.JobKey)
 		byShard[sh] = append(byShard[sh], c)
 	}
 	for sh, cs := range byShard {
-		if !slices.IsSortedFunc(cs, func(a, b Claimed) int { return a.Job.RunAt.Compare(b.Job.RunAt) }) {
+		if !slices.IsSortedFunc(cs, func(a, b kairos.Claimed) int { return a.Job.RunAt.Compare(b.Job.RunAt) }) {
 			t.Fatalf("shard %d fired out of due order: %v", sh, claimedIDs(cs))
 		}
 	}

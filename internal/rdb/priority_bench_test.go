@@ -24,7 +24,7 @@ func BenchmarkPriorityCost(b *testing.B) {
 			const batch = 100
 			s, clk := newBenchStore(b, Options{Shards: 1})
 			ctx := context.Background()
-			claim := func(want int) []Claimed {
+			claim := func(want int) []kairos.Claimed {
 				c, err := s.ClaimDue(ctx, 0, 500, 0, 30*time.Second)
 				if err != nil {
 					b.Fatal(err)
@@ -48,7 +48,7 @@ func BenchmarkPriorityCost(b *testing.B) {
 				enqueueAll(b, s, jobs)
 				clk.Add(time.Second)
 				cs := claim(batch)
-				n, err := s.c.HStrLen(ctx, s.k.pool(0), field(cs[0].h, cs[0].Job.ID)).Result()
+				n, err := s.c.HStrLen(ctx, s.k.pool(0), field(ticketOf(cs[0]).h, cs[0].Job.ID)).Result()
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -45,7 +45,7 @@ func TestTenantPendingFollowsJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("acme", 19)
-	var c Claimed
+	var c kairos.Claimed
 	for _, cl := range claimAll(t, s, 0) {
 		if cl.Job.Tenant == "acme" {
 			c = cl

@@ -23,7 +23,7 @@ func claimOnly(t *testing.T, s *Store, shard int) Pass {
 }
 
 // popAll pops what shard's ready list of topic orders holds, starting it.
-func popAll(t *testing.T, s *Store, shard int) []Claimed {
+func popAll(t *testing.T, s *Store, shard int) []kairos.Claimed {
 	t.Helper()
 	h, err := s.handle(context.Background(), "acme", "orders", false)
 	if err != nil {
@@ -110,11 +110,11 @@ func TestLostPopIsPushedAgain(t *testing.T) {
 		t.Fatalf("popped %+v, want the job in attempt 1", cs)
 	}
 	// the lost entry, delivered late after all, starts nothing
-	late, err := s.readyEntry(kairos.JobKey{Tenant: "acme", Topic: "orders"}, lost, time.Now())
+	late, err := s.readyEntry(kairos.JobKey{Tenant: "acme", Topic: "orders"}, lost, time.Now(), &ticket{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if started, err := s.start(context.Background(), sh, h, []Claimed{late}); err != nil || len(started) != 0 {
+	if started, err := s.start(context.Background(), sh, h, []kairos.Claimed{late}); err != nil || len(started) != 0 {
 		t.Errorf("the lost entry started %d jobs (%v), want none", len(started), err)
 	}
 }
@@ -131,11 +131,11 @@ func TestStartIsDoneOncePerToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.readyEntry(kairos.JobKey{Tenant: "acme", Topic: "orders"}, e, time.Now())
+	c, err := s.readyEntry(kairos.JobKey{Tenant: "acme", Topic: "orders"}, e, time.Now(), &ticket{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv := []any{startTokenTTL.Milliseconds(), field(h, "a") + "," + "1," + c.entryHead, field(h, "a"), c.lease}
+	argv := []any{startTokenTTL.Milliseconds(), field(h, "a") + "," + "1," + ticketOf(c).entryHead, field(h, "a"), ticketOf(c).lease}
 	keys := []string{s.k.popLeases(sh), s.k.leases(sh), s.k.tag(sh) + "st:tok"}
 	for i := range 2 {
 		res, err := s.run(context.Background(), startScript, keys, argv...).Text()

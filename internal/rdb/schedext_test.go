@@ -12,9 +12,9 @@ import (
 
 // claimHeld claims everything due now without finishing it: the
 // occurrences stay active, as with a receiver slower than the period.
-func claimHeld(t *testing.T, s *Store) []Claimed {
+func claimHeld(t *testing.T, s *Store) []kairos.Claimed {
 	t.Helper()
-	var out []Claimed
+	var out []kairos.Claimed
 	for sh := range s.Shards() {
 		c, err := s.ClaimDue(context.Background(), sh, 500, 0, 30*time.Second)
 		if err != nil {
@@ -30,7 +30,7 @@ func claimHeld(t *testing.T, s *Store) []Claimed {
 	return out
 }
 
-func finishDelivered(t *testing.T, s *Store, cl Claimed) {
+func finishDelivered(t *testing.T, s *Store, cl kairos.Claimed) {
 	t.Helper()
 	a := kairos.Attempt{N: cl.Job.Attempts, At: s.Now(), Duration: time.Millisecond, Status: 200}
 	if _, err := s.Finish(context.Background(), cl.Job.JobKey, a, kairos.OutcomeDelivered, time.Time{}); err != nil {
@@ -238,7 +238,7 @@ func TestScheduleBackfillStopsAtMaxRuns(t *testing.T) {
 // overlapHeld puts schedule "tick" (every second, overlap ov), fires its
 // first occurrence and keeps it active while three more instants come;
 // it returns that first occurrence.
-func overlapHeld(t *testing.T, s *Store, add func(time.Duration), ov kairos.Overlap) Claimed {
+func overlapHeld(t *testing.T, s *Store, add func(time.Duration), ov kairos.Overlap) kairos.Claimed {
 	t.Helper()
 	sc := everySecond("tick", s.Now().Add(500*time.Millisecond), "")
 	sc.Overlap = ov

@@ -28,8 +28,9 @@ type Options struct {
 	Retention  time.Duration // how long delivered jobs stay readable; default 24h
 	ReadyLease time.Duration // how long past its due time a claimed job may wait to start before its lease lapses; default 10s
 	LeaseGrace time.Duration // added to a callback timeout to make its lease; default 5s
-	// Blocking is the client used for BRPOP, kept apart so that blocked
-	// consumers cannot take the connections API calls need. Default: the main client.
+	// Blocking is the client of the workers' blocking pops (BLMPOP; BRPOP
+	// on a Redis without it), kept apart so that blocked consumers cannot
+	// take the connections API calls need. Default: the main client.
 	Blocking redis.UniversalClient
 	// Now overrides the Redis-synchronised clock (tests); scripts then use
 	// it too instead of Redis's TIME.
@@ -60,7 +61,6 @@ const (
 	// spread over the cluster's masters (one hash slot each).
 	DefaultClusterShards = 16
 	DefaultRetention     = 24 * time.Hour
-	DefaultReadyLease    = 10 * time.Second
 	DefaultLeaseGrace    = 5 * time.Second
 )
 
@@ -103,7 +103,7 @@ func New(c redis.UniversalClient, opts Options) *Store {
 		opts.Retention = DefaultRetention
 	}
 	if opts.ReadyLease <= 0 {
-		opts.ReadyLease = DefaultReadyLease
+		opts.ReadyLease = kairos.DefaultReadyLease
 	}
 	if opts.LeaseGrace <= 0 {
 		opts.LeaseGrace = DefaultLeaseGrace

@@ -60,9 +60,9 @@ func wantCounts(t *testing.T, s *Store, want map[kairos.State]int64) {
 
 // claimAll claims every shard as a scanner would at the store's time,
 // ahead by ahead.
-func claimAll(t *testing.T, s *Store, ahead time.Duration) []Claimed {
+func claimAll(t *testing.T, s *Store, ahead time.Duration) []kairos.Claimed {
 	t.Helper()
-	var out []Claimed
+	var out []kairos.Claimed
 	for sh := range s.Shards() {
 		c, err := s.ClaimDue(context.Background(), sh, 500, ahead, 5*time.Second)
 		if err != nil {
@@ -74,7 +74,7 @@ func claimAll(t *testing.T, s *Store, ahead time.Duration) []Claimed {
 }
 
 // claimOne claims every shard and wants exactly one job, id.
-func claimOne(t *testing.T, s *Store, id string) Claimed {
+func claimOne(t *testing.T, s *Store, id string) kairos.Claimed {
 	t.Helper()
 	cs := claimAll(t, s, 0)
 	if len(cs) != 1 || cs[0].Job.ID != id {
@@ -83,7 +83,7 @@ func claimOne(t *testing.T, s *Store, id string) Claimed {
 	return cs[0]
 }
 
-func claimedIDs(cs []Claimed) []string {
+func claimedIDs(cs []kairos.Claimed) []string {
 	ids := make([]string, len(cs))
 	for i, c := range cs {
 		ids[i] = c.Job.ID
