@@ -96,6 +96,10 @@ func (h *holder) add(ctx context.Context, cs []kairos.Claimed) {
 		return
 	}
 	h.held += len(cs)
+	// jobs due at one instant (a burst, a cron minute) share a timer
+	var later [][]kairos.Claimed
+	var fires []time.Time
+	group := map[int64]int{}
 	for _, c := range cs {
 		fire := c.FireAt
 		if fire.IsZero() {
@@ -105,7 +109,16 @@ func (h *holder) add(ctx context.Context, cs []kairos.Claimed) {
 			h.readyLocked(c)
 			continue
 		}
-		h.timerLocked([]kairos.Claimed{c}, time.Until(fire), false)
+		i, ok := group[fire.UnixNano()]
+		if !ok {
+			i = len(later)
+			group[fire.UnixNano()] = i
+			later, fires = append(later, nil), append(fires, fire)
+		}
+		later[i] = append(later[i], c)
+	}
+	for i, g := range later {
+		h.timerLocked(g, time.Until(fires[i]), false)
 	}
 	h.mu.Unlock()
 }

@@ -224,3 +224,28 @@ func TestHolderCloseReleasesEverything(t *testing.T) {
 		t.Errorf("%d jobs ready after close", n)
 	}
 }
+
+// TestHolderJobsDueAtOneInstantShareATimer: a burst's jobs, due at one
+// instant, wait on one timer and are ready together, in the order they
+// came; a job due at another instant has a timer of its own.
+func TestHolderJobsDueAtOneInstantShareATimer(t *testing.T) {
+	h, st := testHolder(holdConfig{})
+	ctx := context.Background()
+	due := st.Now().Add(50 * time.Millisecond)
+	var cs []kairos.Claimed
+	for _, id := range []string{"a", "b", "c", "d"} {
+		cs = append(cs, claimed(orders, id, due))
+	}
+	cs = append(cs, claimed(orders, "e", due.Add(time.Millisecond)))
+	h.add(ctx, cs)
+	h.mu.Lock()
+	timers := len(h.timers)
+	h.mu.Unlock()
+	if timers != 2 {
+		t.Fatalf("%d timers for 5 jobs due at 2 instants, want 2", timers)
+	}
+	waitFor(t, "the jobs to be ready", func() bool { return h.waiting("t", "orders") == 5 })
+	if got := ids(h.take(ctx, "t", "orders", 10)); !slices.Equal(got, []string{"a", "b", "c", "d", "e"}) {
+		t.Errorf("took %v, want a to e in order", got)
+	}
+}
