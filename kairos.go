@@ -13,7 +13,7 @@ import (
 type State string
 
 // The states a job moves through. Scheduled, Ready, Active and Retrying jobs
-// are pending: they sit in a Delay Bucket until they are acknowledged.
+// are pending: their attempt is still to come, or under way.
 const (
 	StateScheduled State = "scheduled" // waiting for its run_at
 	StateReady     State = "ready"     // due, on its topic's ready list

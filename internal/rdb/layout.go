@@ -17,11 +17,10 @@ import (
 // fails on a script that spells one itself), so a reader learns the layout
 // here and nowhere else.
 //
-// # Layout version 7 (3 added schedules, and routes occurrences by their schedule; 4 gave the job record a binary header;
-// 5 keeps a schedule's binary header apart from its body; 6 pushes claimed jobs onto per-shard ready lists, keeps
-// leases in a set of their own, records outcomes as they come, and locks shards with redsync mutexes; 7 adds the
-// expired state, success notifications and the schedule header's overlap and max_runs extension, which a layout 6
-// process would misread)
+// # Layout version 7
+//
+// (What each version changed, and how `kairos migrate` moves an older one:
+// docs/architecture.md and docs/operations.md, "Upgrading".)
 //
 // Keys (P is the key prefix, s a shard, h a topic handle):
 //
