@@ -274,8 +274,7 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 	}
 	j.Payload = body(req.Payload, j.ContentType)
 	if int64(len(j.Payload)) > maxPayload {
-		return j, &ValidationError{Status: http.StatusRequestEntityTooLarge, Errors: []FieldError{{
-			Field: "payload", Message: fmt.Sprintf("payload is %d bytes; the limit is %d", len(j.Payload), maxPayload)}}}
+		return j, payloadTooLarge("payload", len(j.Payload), maxPayload)
 	}
 	if msg := checkPayload(req.Payload); msg != "" {
 		fe.add("payload", "%s", msg)
@@ -374,7 +373,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req jobRequest
-	if err := s.decode(w, r, s.cfg.MaxPayload+64<<10, &req); err != nil {
+	if err := s.decode(w, r, s.cfg.MaxPayload+jobBodyRoom, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
