@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -216,7 +215,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 		stopRun()
 		subWG.Wait()
 		closeRedis()
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+		return nil, listenError(cfg.Addr, "--addr or KAIROS_ADDR", err)
 	}
 	metricsURL, stopMetrics, err := serveMetrics(cfg, ownMetrics, run, log)
 	if err != nil {
