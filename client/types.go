@@ -58,10 +58,11 @@ const (
 	StateDelivered State = "delivered" // a callback answered 2xx; kept for the retention period
 	StateDead      State = "dead"      // every attempt failed; kept until replayed or cancelled
 	StateExpired   State = "expired"   // its expiry came before its next attempt; kept for the retention period
+	StateCancelled State = "cancelled" // cancelled before its delivery; kept, with its history, for the retention period
 )
 
 // States lists every state in life order.
-var States = []State{StateScheduled, StateReady, StateActive, StateRetrying, StateDelivered, StateDead, StateExpired}
+var States = []State{StateScheduled, StateReady, StateActive, StateRetrying, StateDelivered, StateDead, StateExpired, StateCancelled}
 
 // Backoff bounds the waits between a job's failed attempts (full jitter:
 // the n-th retry waits a random time up to min(Max, Initial·2^(n-1))). In a
@@ -323,6 +324,7 @@ type Counts struct {
 	Delivered int64 `json:"delivered"`
 	Dead      int64 `json:"dead"`
 	Expired   int64 `json:"expired"`
+	Cancelled int64 `json:"cancelled"`
 }
 
 // Recent are a topic's figures over the last Minutes minutes.

@@ -197,7 +197,10 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 		t.Errorf("reschedule --delay 10h: next run %v, was %v", j.NextRunAt, before.RunAt)
 	}
 	k.ok("", "jobs", "cancel", "orders", generated)
-	k.fails(exitNotFound, []string{"jobs", "get", "orders", generated}, "Not Found (404)", generated)
+	k.json(&j, "jobs", "get", "orders", generated)
+	if j.State != client.StateCancelled {
+		t.Errorf("jobs get after jobs cancel: state %s, want cancelled", j.State)
+	}
 	k.fails(exitNotFound, []string{"jobs", "cancel", "orders", "no-such-job"}, "Not Found (404)")
 	k.fails(exitNotFound, []string{"topics", "get", "nope"}, "Not Found (404)")
 

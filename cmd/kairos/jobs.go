@@ -52,7 +52,7 @@ var jobCommands = []apiCommand{
 				}
 				return out.print(j, func(w io.Writer) {
 					if j.State == "" { // a duplicate whose first job's record is gone
-						fmt.Fprintf(w, "%s job %s in %s: its record is gone (cancelled, or past the retention period)\n", j.Result, j.ID, j.Topic)
+						fmt.Fprintf(w, "%s job %s in %s: its record is gone (past the retention period)\n", j.Result, j.ID, j.Topic)
 						return
 					}
 					fmt.Fprintf(w, "%s job %s in %s: %s, runs at %s\n", j.Result, j.ID, j.Topic, j.State, formatTime(j.RunAt))
@@ -89,7 +89,7 @@ var jobCommands = []apiCommand{
 				func() (*client.JobList, error) { return c.ListJobs(ctx, args[0], opts) }, jobTable)
 		}
 	}},
-	{name: "cancel", args: []string{"TOPIC", "ID"}, summary: "cancel a job that has not been delivered (a dead one is discarded)", setup: func(fs *flag.FlagSet) runFunc {
+	{name: "cancel", args: []string{"TOPIC", "ID"}, summary: "cancel a job that has not been delivered (it stays readable as cancelled for the retention period)", setup: func(fs *flag.FlagSet) runFunc {
 		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 			if err := c.CancelJob(ctx, args[0], args[1]); err != nil {
 				return err

@@ -176,7 +176,7 @@ class Kairos:
         return cast(Job, self._call("PATCH", f"/v1/topics/{_seg(topic)}/jobs/{_seg(id)}", body=req))
 
     def cancel_job(self, topic: str, id: str) -> None:
-        """DELETE /v1/topics/{topic}/jobs/{id}: cancels a job that has not fired (or a dead one)."""
+        """DELETE /v1/topics/{topic}/jobs/{id}: cancels a job that has not been delivered (it stays readable as cancelled for the retention period)."""
         self._call("DELETE", f"/v1/topics/{_seg(topic)}/jobs/{_seg(id)}")
 
     def retry_job(self, topic: str, id: str) -> Job:

@@ -14,7 +14,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 Duration = str
 Time = str
 TimeInput = datetime | str
-State = Literal["scheduled", "ready", "active", "retrying", "delivered", "dead", "expired"]
+State = Literal["scheduled", "ready", "active", "retrying", "delivered", "dead", "expired", "cancelled"]
 
 
 class Backoff(TypedDict, total=False):

@@ -15,7 +15,7 @@ export type Time = string;
 export type JSONValue = string | number | boolean | null | JSONValue[] | { [key: string]: JSONValue };
 
 /** Where a job is in its life. */
-export type State = "scheduled" | "ready" | "active" | "retrying" | "delivered" | "dead" | "expired";
+export type State = "scheduled" | "ready" | "active" | "retrying" | "delivered" | "dead" | "expired" | "cancelled";
 
 /** The HTTP method of a callback. */
 export type Method = "POST" | "PUT" | "PATCH" | "DELETE" | "GET" | "post" | "put" | "patch" | "delete" | "get";
@@ -394,6 +394,7 @@ export interface Counts {
   delivered: number;
   dead: number;
   expired: number;
+  cancelled: number;
 }
 
 export interface Lateness {
