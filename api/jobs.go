@@ -68,14 +68,17 @@ type attemptResponse struct {
 // jobResponse is a job as the API shows it, with the values of
 // secret-looking headers masked.
 //
-// State, RunAt, CreatedAt and Attempts are absent only from the answer to
-// a duplicate create whose first job's record is gone (cancelled, or past
-// its retention): it shows id, topic, tenant and result (JobForgotten in
+// Kind, State, RunAt, CreatedAt and Attempts are absent only from the
+// answer to a duplicate create whose first job's record is gone (past its
+// retention): it shows id, topic, tenant and result (JobForgotten in
 // openapi.yaml).
 type jobResponse struct {
-	ID        string       `json:"id"`
-	Topic     string       `json:"topic"`
-	Tenant    string       `json:"tenant"`
+	ID     string `json:"id"`
+	Topic  string `json:"topic"`
+	Tenant string `json:"tenant"`
+	// Kind is notification for a failure or success notification that
+	// kairos made of another job's end, job for the others.
+	Kind      kairos.Kind  `json:"kind,omitempty"`
 	State     kairos.State `json:"state,omitempty"`
 	RunAt     string       `json:"run_at,omitempty"`
 	NextRunAt string       `json:"next_run_at,omitempty"`
@@ -138,7 +141,7 @@ func upserted(res rdb.BatchResult) (jobResponse, int) {
 
 func jobView(j kairos.Job) jobResponse {
 	v := jobResponse{
-		ID: j.ID, Topic: j.Topic, Tenant: j.Tenant, State: j.State, RunAt: formatTime(j.RunAt),
+		ID: j.ID, Topic: j.Topic, Tenant: j.Tenant, Kind: kairos.KindOf(j.ID), State: j.State, RunAt: formatTime(j.RunAt),
 		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: attemptCount(j.Attempts),
 		ReplayedAfter: j.ReplayedAfter, MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
 		FlowKey: j.FlowKey, FailureURL: j.FailureURL, Payload: payloadJSON(j), SuccessURL: j.SuccessURL,

@@ -27,7 +27,7 @@ func TestJobCreateGet(t *testing.T) {
 		"callback_url": hook + "/own",
 	})
 	wantJob := jobResponse{
-		ID: "order-8412", Topic: "orders", Tenant: "acme", State: kairos.StateScheduled,
+		ID: "order-8412", Topic: "orders", Tenant: "acme", Kind: kairos.KindJob, State: kairos.StateScheduled,
 		RunAt: ms(runAt), NextRunAt: ms(runAt), CreatedAt: ms(t0), MaxAttempts: 3,
 		CallbackURL: hook + "/own", Method: "PATCH", Headers: map[string]string{"X-Trace": "abc", "Content-Type": "application/json; charset=utf-8"},
 		Timeout: "5s", Backoff: &backoffResponse{Initial: "2s"}, Payload: json.RawMessage(`{"order_id":8412}`),

@@ -15,10 +15,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/client"
-	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
 )

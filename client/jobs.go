@@ -156,6 +156,9 @@ func (o ListOptions) query(withState bool) url.Values {
 	if withState && o.State != "" {
 		q.Set("state", string(o.State))
 	}
+	if o.Kind != "" {
+		q.Set("kind", string(o.Kind))
+	}
 	if o.Limit != 0 {
 		q.Set("limit", strconv.Itoa(o.Limit))
 	}

@@ -249,6 +249,15 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 	if len(dead.Jobs) != 1 || dead.Jobs[0].ID != "g1" || dead.Jobs[0].Topic != "gone" {
 		t.Errorf("dead list --json: %+v", dead)
 	}
+	for kind, n := range map[string]int{"job": 1, "notification": 0} {
+		dead = client.JobList{}
+		k.json(&dead, "dead", "list", "--kind", kind)
+		if len(dead.Jobs) != n || (n == 1 && dead.Jobs[0].Kind != client.KindJob) {
+			t.Errorf("dead list --kind %s --json: %+v", kind, dead)
+		}
+	}
+	k.fails(exitUsage, []string{"dead", "list", "--kind", "notice"}, "--kind")
+	k.fails(exitUsage, []string{"jobs", "list", "orders", "--kind", "jobs"}, "--kind")
 	k.json(&dead, "dead", "list", "--topic", "orders")
 	if len(dead.Jobs) != 0 {
 		t.Errorf("dead list --topic orders --json: %+v", dead)

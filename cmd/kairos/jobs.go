@@ -78,11 +78,16 @@ var jobCommands = []apiCommand{
 		state := fs.String("state", "", "only jobs in this state: "+joinStates())
 		labels := labelFlag{}
 		fs.Var(labels, "label", "only jobs with this label KEY:VALUE; repeat for jobs with all of them")
+		kind := kindFlag(fs)
 		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 			if *state != "" && !slices.Contains(client.States, client.State(*state)) {
 				return usagef("kairos jobs list", "--state %q is not a state: use one of %s", *state, joinStates())
 			}
 			opts := page.options()
+			var err error
+			if opts.Kind, err = checkKind("kairos jobs list", *kind); err != nil {
+				return err
+			}
 			opts.State = client.State(*state)
 			opts.Labels = labels.labels()
 			return page.list(out, "kairos jobs list "+args[0], c.AllJobs(ctx, args[0], opts),

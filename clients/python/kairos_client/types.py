@@ -15,6 +15,9 @@ Duration = str
 Time = str
 TimeInput = datetime | str
 State = Literal["scheduled", "ready", "active", "retrying", "delivered", "dead", "expired", "cancelled"]
+# job: a topic's own job; notification: a failure or success notification
+# kairos made of another job's end.
+JobKind = Literal["job", "notification"]
 
 
 class Backoff(TypedDict, total=False):
@@ -124,6 +127,7 @@ class Job(TypedDict):
     id: str
     topic: str
     tenant: str
+    kind: NotRequired[JobKind]
     state: State
     run_at: Time
     created_at: Time

@@ -320,6 +320,7 @@ export class Kairos {
 function listQuery(o: ListOptions): Query {
   const q: Query = {};
   if (o.state) q.state = o.state;
+  if (o.kind) q.kind = o.kind;
   if (o.labels) q.label = Object.entries(o.labels).map(([k, v]) => `${k}:${v}`);
   if (o.limit) q.limit = o.limit;
   if (o.cursor) q.cursor = o.cursor;
