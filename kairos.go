@@ -22,10 +22,11 @@ const (
 	StateDelivered State = "delivered" // a callback answered 2xx; kept for the retention period
 	StateDead      State = "dead"      // every attempt failed; kept until replayed or deleted
 	StateExpired   State = "expired"   // its expires_at passed before an attempt could start; kept for the retention period
+	StateCancelled State = "cancelled" // cancelled before its delivery; kept, with its history, for the retention period
 )
 
 // States lists every state in life order.
-var States = []State{StateScheduled, StateReady, StateActive, StateRetrying, StateDelivered, StateDead, StateExpired}
+var States = []State{StateScheduled, StateReady, StateActive, StateRetrying, StateDelivered, StateDead, StateExpired, StateCancelled}
 
 // Valid reports whether s is one of the known states.
 func (s State) Valid() bool {

@@ -18,6 +18,29 @@ const SuccessMark = "~ok."
 // delivered by attempt n: "<id>~ok.<n>". Such ids are reserved.
 func SuccessNoticeID(id string, n int) string { return id + SuccessMark + strconv.Itoa(n) }
 
+// Kind says whether a job is one of its topic's own jobs (KindJob) or a
+// notification that kairos made of another job's end (KindNotification:
+// its failure or success notification, ParseNotice).
+type Kind string
+
+// The kinds of jobs.
+const (
+	KindJob          Kind = "job"
+	KindNotification Kind = "notification"
+)
+
+// Valid reports whether k is one of the kinds.
+func (k Kind) Valid() bool { return k == KindJob || k == KindNotification }
+
+// KindOf returns the kind of the job of id: the ids of notifications are
+// reserved (NoticeID, SuccessNoticeID), so the id tells.
+func KindOf(id string) Kind {
+	if _, _, ok := ParseNotice(id); ok {
+		return KindNotification
+	}
+	return KindJob
+}
+
 // ParseNotice splits the job id of a notification, "<id><mark><attempt>",
 // into the id of the job it tells of and its mark (NoticeMark or
 // SuccessMark); false when id is not one.

@@ -69,7 +69,7 @@ func TestAuthRefused(t *testing.T) {
 		{"HS512", "Bearer " + signed(t, jwt.SigningMethodHS512, claims(), key), "only HS256"},
 		{"HS384", "Bearer " + signed(t, jwt.SigningMethodHS384, claims(), key), "only HS256"},
 		{"RS256 header", "Bearer " + forged(t, map[string]any{"alg": "RS256", "typ": "JWT"}, claims()), "only HS256"},
-		{"other secret", "Bearer " + signed(t, jwt.SigningMethodHS256, claims(), []byte("another secret of some length!!")), "signature is invalid"},
+		{"other secret", "Bearer " + signed(t, jwt.SigningMethodHS256, claims(), []byte("another secret of some length!!")), "signature is invalid: it was not signed with this server's KAIROS_AUTH_SECRET (the server may have restarted with a new secret)"},
 		{"tampered claims", "Bearer " + tamper(t, signed(t, jwt.SigningMethodHS256, claims(), key)), "signature is invalid"},
 		{"expired", "Bearer " + signed(t, jwt.SigningMethodHS256, claims("exp", now-6), key), "expired"},
 		{"not yet valid", "Bearer " + signed(t, jwt.SigningMethodHS256, claims("nbf", now+60), key), "not valid yet"},

@@ -70,8 +70,12 @@ func TestBulkCancelAndReplayByLabel(t *testing.T) {
 		res := e.do(t, "GET", fmt.Sprintf("/v1/topics/orders/jobs/j%04d", i), acme, nil)
 		counts[fmt.Sprintf("c-%d %d", i%3, res.Status)]++
 	}
-	if counts["c-1 404"] != 400 || counts["c-0 200"] != 400 || counts["c-2 200"] != 400 {
+	if counts["c-1 200"] != 400 || counts["c-0 200"] != 400 || counts["c-2 200"] != 400 {
 		t.Errorf("after the cancel: %v", counts)
+	}
+	cancelled := want[listResponse](t, e.do(t, "GET", "/v1/topics/orders/jobs?state=cancelled&label=customer:c-1&limit=500", acme, nil), http.StatusOK)
+	if len(cancelled.Jobs) != 400 {
+		t.Errorf("after the cancel %d jobs of c-1 listed cancelled, want 400", len(cancelled.Jobs))
 	}
 	if j := e.getJob(t, acme, "orders", "d1"); j.State != kairos.StateDead {
 		t.Errorf("the dead job of c-1 is %s: the state filter said scheduled", j.State)

@@ -26,7 +26,8 @@ const bodyRate = 64 << 10
 // moves as much. A declared length above limit is refused before anything
 // is read. The time the body took does not count against the request's
 // Redis time (notBody).
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, limit int64, dst any) error {
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, limit int64, dst any) (err error) {
+	defer func() { err = s.explainBodyLimit(err, limit) }() // which limit, set by what
 	n := limit
 	if r.ContentLength >= 0 {
 		if r.ContentLength > limit {
@@ -43,7 +44,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, limit int64, dst
 		_ = rc.SetWriteDeadline(now.Add(s.cfg.WriteTimeout + extra))
 	}
 	start := time.Now()
-	err := decode(r, limit, dst)
+	err = decode(r, limit, dst)
 	s.notBody(r, time.Since(start))
 	return err
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
 // TestCreateDedupRace: 50 racing creates of one dedup_key (and no id)
@@ -62,10 +64,26 @@ func TestCreateDedupOutlivesTheJob(t *testing.T) {
 		t.Errorf("after delivery: %s %s %s, want a duplicate of the delivered %s", dup.ID, dup.Result, dup.State, first.ID)
 	}
 
-	second := e.createJob(t, acme, "orders", obj{"dedup_key": "b", "delay": "1h"})
+	second := e.createJob(t, acme, "orders", obj{"dedup_key": "b", "dedup_window": "7d", "delay": "1h"})
 	if res := e.do(t, "DELETE", "/v1/topics/orders/jobs/"+second.ID, acme, nil); res.Status != http.StatusNoContent {
 		t.Fatalf("cancel: %d", res.Status)
 	}
+	dup = want[jobResponse](t, e.do(t, "POST", "/v1/topics/orders/jobs", acme, obj{"dedup_key": "b"}), http.StatusOK)
+	if dup.ID != second.ID || dup.Result != "duplicate" || dup.State != kairos.StateCancelled {
+		t.Errorf("after a cancel: %s %s %s, want a duplicate of the cancelled %s", dup.ID, dup.Result, dup.State, second.ID)
+	}
+	// past the retention the cancelled record is gone, once a claim has
+	// processed its expiry; the key's window is not
+	e.clock.Add(rdb.DefaultRetention + time.Hour)
+	for range 5 {
+		for sh := range e.store.Shards() {
+			if _, err := e.store.ClaimDue(context.Background(), sh, 500, 0, time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	acme = e.token(t, "acme", false) // the first expired meanwhile
+	wantProblem(t, e.do(t, "GET", "/v1/topics/orders/jobs/"+second.ID, acme, nil), http.StatusNotFound)
 	res := e.do(t, "POST", "/v1/topics/orders/jobs", acme, obj{"dedup_key": "b"})
 	if got := strings.TrimSpace(string(res.Body)); res.Status != http.StatusOK ||
 		got != `{"id":"`+second.ID+`","topic":"orders","tenant":"acme","result":"duplicate"}` {

@@ -68,14 +68,17 @@ type attemptResponse struct {
 // jobResponse is a job as the API shows it, with the values of
 // secret-looking headers masked.
 //
-// State, RunAt, CreatedAt and Attempts are absent only from the answer to
-// a duplicate create whose first job's record is gone (cancelled, or past
-// its retention): it shows id, topic, tenant and result (JobForgotten in
+// Kind, State, RunAt, CreatedAt and Attempts are absent only from the
+// answer to a duplicate create whose first job's record is gone (past its
+// retention): it shows id, topic, tenant and result (JobForgotten in
 // openapi.yaml).
 type jobResponse struct {
-	ID        string       `json:"id"`
-	Topic     string       `json:"topic"`
-	Tenant    string       `json:"tenant"`
+	ID     string `json:"id"`
+	Topic  string `json:"topic"`
+	Tenant string `json:"tenant"`
+	// Kind is notification for a failure or success notification that
+	// kairos made of another job's end, job for the others.
+	Kind      kairos.Kind  `json:"kind,omitempty"`
 	State     kairos.State `json:"state,omitempty"`
 	RunAt     string       `json:"run_at,omitempty"`
 	NextRunAt string       `json:"next_run_at,omitempty"`
@@ -138,7 +141,7 @@ func upserted(res rdb.BatchResult) (jobResponse, int) {
 
 func jobView(j kairos.Job) jobResponse {
 	v := jobResponse{
-		ID: j.ID, Topic: j.Topic, Tenant: j.Tenant, State: j.State, RunAt: formatTime(j.RunAt),
+		ID: j.ID, Topic: j.Topic, Tenant: j.Tenant, Kind: kairos.KindOf(j.ID), State: j.State, RunAt: formatTime(j.RunAt),
 		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: attemptCount(j.Attempts),
 		ReplayedAfter: j.ReplayedAfter, MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
 		FlowKey: j.FlowKey, FailureURL: j.FailureURL, Payload: payloadJSON(j), SuccessURL: j.SuccessURL,
@@ -274,8 +277,7 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 	}
 	j.Payload = body(req.Payload, j.ContentType)
 	if int64(len(j.Payload)) > maxPayload {
-		return j, &ValidationError{Status: http.StatusRequestEntityTooLarge, Errors: []FieldError{{
-			Field: "payload", Message: fmt.Sprintf("payload is %d bytes; the limit is %d", len(j.Payload), maxPayload)}}}
+		return j, payloadTooLarge("payload", len(j.Payload), maxPayload)
 	}
 	if msg := checkPayload(req.Payload); msg != "" {
 		fe.add("payload", "%s", msg)
@@ -374,7 +376,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req jobRequest
-	if err := s.decode(w, r, s.cfg.MaxPayload+64<<10, &req); err != nil {
+	if err := s.decode(w, r, s.cfg.MaxPayload+jobBodyRoom, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

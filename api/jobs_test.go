@@ -27,7 +27,7 @@ func TestJobCreateGet(t *testing.T) {
 		"callback_url": hook + "/own",
 	})
 	wantJob := jobResponse{
-		ID: "order-8412", Topic: "orders", Tenant: "acme", State: kairos.StateScheduled,
+		ID: "order-8412", Topic: "orders", Tenant: "acme", Kind: kairos.KindJob, State: kairos.StateScheduled,
 		RunAt: ms(runAt), NextRunAt: ms(runAt), CreatedAt: ms(t0), MaxAttempts: 3,
 		CallbackURL: hook + "/own", Method: "PATCH", Headers: map[string]string{"X-Trace": "abc", "Content-Type": "application/json; charset=utf-8"},
 		Timeout: "5s", Backoff: &backoffResponse{Initial: "2s"}, Payload: json.RawMessage(`{"order_id":8412}`),
@@ -182,12 +182,28 @@ func TestJobRescheduleCancel(t *testing.T) {
 	wantFields(t, wantProblem(t, e.do(t, "PATCH", "/v1/topics/orders/jobs/o1", acme, obj{}), http.StatusBadRequest), "run_at")
 	wantProblem(t, e.do(t, "PATCH", "/v1/topics/orders/jobs/nope", acme, obj{"delay": "1m"}), http.StatusNotFound)
 
+	// A cancelled job stays readable as cancelled, is listed by that state,
+	// and can be neither rescheduled nor replayed; a second cancel changes
+	// nothing.
 	if res := e.do(t, "DELETE", "/v1/topics/orders/jobs/o1", acme, nil); res.Status != http.StatusNoContent || len(res.Body) != 0 {
 		t.Fatalf("cancel: %d %q", res.Status, res.Body)
 	}
-	wantProblem(t, e.do(t, "GET", "/v1/topics/orders/jobs/o1", acme, nil), http.StatusNotFound)
-	wantProblem(t, e.do(t, "DELETE", "/v1/topics/orders/jobs/o1", acme, nil), http.StatusNotFound)
-	wantCounts(t, e, "acme", nil)
+	got = e.getJob(t, acme, "orders", "o1")
+	if got.State != kairos.StateCancelled || got.DoneAt != ms(t0) || got.NextRunAt != "" || string(got.Payload) != `{"v":1}` {
+		t.Errorf("cancelled job: %+v", got)
+	}
+	if res := e.do(t, "DELETE", "/v1/topics/orders/jobs/o1", acme, nil); res.Status != http.StatusNoContent {
+		t.Fatalf("cancel twice: %d %q", res.Status, res.Body)
+	}
+	list := want[listResponse](t, e.do(t, "GET", "/v1/topics/orders/jobs?state=cancelled", acme, nil), http.StatusOK)
+	if len(list.Jobs) != 1 || list.Jobs[0].ID != "o1" || list.Jobs[0].State != kairos.StateCancelled {
+		t.Errorf("?state=cancelled: %+v", list.Jobs)
+	}
+	if p := wantProblem(t, e.do(t, "PATCH", "/v1/topics/orders/jobs/o1", acme, obj{"delay": "1m"}), http.StatusConflict); !strings.Contains(p.Detail, "cancelled") {
+		t.Errorf("reschedule a cancelled job: %q", p.Detail)
+	}
+	wantProblem(t, e.do(t, "POST", "/v1/topics/orders/jobs/o1/retry", acme, nil), http.StatusConflict)
+	wantCounts(t, e, "acme", map[kairos.State]int64{kairos.StateCancelled: 1})
 
 	// A delivered job can be neither cancelled nor rescheduled.
 	e.createJob(t, acme, "orders", obj{"id": "o2", "delay": "0s"})

@@ -15,7 +15,7 @@ type listResponse struct {
 	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
-// listJobs handles GET /v1/topics/{topic}/jobs?state=&label=&cursor=&limit=.
+// listJobs handles GET /v1/topics/{topic}/jobs?state=&label=&kind=&cursor=&limit=.
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	tenant, topic, err := s.topicTarget(r)
 	if err != nil {
@@ -34,6 +34,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	labels := parseLabelQuery(&fe, q["label"])
 	limit := pageLimit(&fe, q.Get("limit"))
+	kind := kindQuery(&fe, q.Get("kind"))
 	if err := fe.err(); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -42,7 +43,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	page, err := s.store.ListJobs(r.Context(), rdb.ListQuery{Tenant: tenant, Topic: topic, State: state, Cursor: q.Get("cursor"), Limit: limit, Labels: labels})
+	page, err := s.store.ListJobs(r.Context(), rdb.ListQuery{Tenant: tenant, Topic: topic, State: state, Cursor: q.Get("cursor"), Limit: limit, Labels: labels, Kind: kind})
 	if err != nil {
 		s.writeError(w, r, cursorError(err))
 		return
@@ -60,6 +61,16 @@ func pageLimit(fe *fieldErrors, v string) int {
 		fe.add("limit", "%q is out of range: use a whole number from 1 to 500", v)
 	}
 	return n
+}
+
+// kindQuery reads a listing's kind query parameter: job, notification, or
+// "" for both.
+func kindQuery(fe *fieldErrors, v string) kairos.Kind {
+	k := kairos.Kind(v)
+	if v != "" && !k.Valid() {
+		fe.add("kind", "%q is not a kind: use job (a topic's own jobs) or notification (the failure and success notifications kairos makes)", v)
+	}
+	return k
 }
 
 // cursorError turns a cursor the store did not make into a field error.

@@ -273,6 +273,11 @@ func (a *Authenticator) Authenticate(header string) (Identity, error) {
 	return id, nil
 }
 
+// OtherSecretReason is the Reason of the Error for an HS256 token whose signature
+// does not check out: most often one minted with another secret, such as a
+// token kept from before a restart that generated a new secret.
+const OtherSecretReason = "token signature is invalid: it was not signed with this server's KAIROS_AUTH_SECRET (the server may have restarted with a new secret)"
+
 func reason(err error) string {
 	switch {
 	case errors.Is(err, jwt.ErrTokenMalformed):
@@ -280,7 +285,7 @@ func reason(err error) string {
 	case errors.Is(err, jwt.ErrTokenUnverifiable), errors.Is(err, jwt.ErrTokenSignatureInvalid) && strings.Contains(err.Error(), "signing method"):
 		return "token algorithm not accepted: only HS256 is"
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
-		return "token signature is invalid"
+		return OtherSecretReason
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return "token has expired"
 	case errors.Is(err, jwt.ErrTokenNotValidYet):

@@ -115,13 +115,17 @@ func Example() {
 	if err := c.CancelJob(ctx, "orders", job.ID); err != nil {
 		log.Fatal(err)
 	}
-	_, err = c.GetJob(ctx, "orders", job.ID)
-	fmt.Println("gone:", client.IsNotFound(err))
+	// It stays readable, cancelled, for the retention period.
+	job, err = c.GetJob(ctx, "orders", job.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(job.State)
 	// Output:
 	// topic created: true
 	// cancel-order-1042 scheduled created
 	// runs in about 1h0m0s
-	// gone: true
+	// cancelled
 }
 
 func ExampleError() {

@@ -91,8 +91,9 @@ func (c *Client) AllJobs(ctx context.Context, topic string, opts ListOptions) it
 	return pages(opts, jobPages(func(o ListOptions) (*JobList, error) { return c.ListJobs(ctx, topic, o) }))
 }
 
-// CancelJob removes a job that has not been delivered (a dead job is
-// discarded); its id is free again at once. A job being delivered now, or
+// CancelJob cancels a job that has not been delivered: it stays readable
+// in [StateCancelled], with its history, for the retention period (a dead
+// job leaves the dead letters); its id is free again at once. A job being delivered now, or
 // delivered, is a conflict ([IsConflict]). Cancelling a schedule's pending
 // occurrence skips that instant only: the schedule's next becomes pending.
 func (c *Client) CancelJob(ctx context.Context, topic, id string) error {
@@ -154,6 +155,9 @@ func (o ListOptions) query(withState bool) url.Values {
 	q := url.Values{}
 	if withState && o.State != "" {
 		q.Set("state", string(o.State))
+	}
+	if o.Kind != "" {
+		q.Set("kind", string(o.Kind))
 	}
 	if o.Limit != 0 {
 		q.Set("limit", strconv.Itoa(o.Limit))

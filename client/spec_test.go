@@ -123,7 +123,7 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		return err
 	},
 	"listJobs": func(ctx context.Context, c *client.Client) error {
-		_, err := c.ListJobs(ctx, "orders", client.ListOptions{State: client.StateRetrying, Limit: 10, Cursor: "MTc5NTI1", Labels: map[string]string{"env": "prod", "team": "a"}})
+		_, err := c.ListJobs(ctx, "orders", client.ListOptions{State: client.StateRetrying, Kind: client.KindJob, Limit: 10, Cursor: "MTc5NTI1", Labels: map[string]string{"env": "prod", "team": "a"}})
 		return err
 	},
 	"getJob": func(ctx context.Context, c *client.Client) error {
@@ -153,7 +153,7 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		return err
 	},
 	"listDead": func(ctx context.Context, c *client.Client) error {
-		_, err := c.ListDead(ctx, client.ListOptions{Limit: 500, Cursor: "MTc5NTI2"})
+		_, err := c.ListDead(ctx, client.ListOptions{Limit: 500, Cursor: "MTc5NTI2", Kind: client.KindNotification})
 		return err
 	},
 	"getSigningKeys": func(ctx context.Context, c *client.Client) error {

@@ -58,10 +58,22 @@ const (
 	StateDelivered State = "delivered" // a callback answered 2xx; kept for the retention period
 	StateDead      State = "dead"      // every attempt failed; kept until replayed or cancelled
 	StateExpired   State = "expired"   // its expiry came before its next attempt; kept for the retention period
+	StateCancelled State = "cancelled" // cancelled before its delivery; kept, with its history, for the retention period
 )
 
 // States lists every state in life order.
-var States = []State{StateScheduled, StateReady, StateActive, StateRetrying, StateDelivered, StateDead, StateExpired}
+var States = []State{StateScheduled, StateReady, StateActive, StateRetrying, StateDelivered, StateDead, StateExpired, StateCancelled}
+
+// Kind says whether a job is one of its topic's own (KindJob) or a failure
+// or success notification that kairos made of another job's end
+// (KindNotification, id "<id>~dead.<n>" or "<id>~ok.<n>").
+type Kind string
+
+// The kinds of jobs.
+const (
+	KindJob          Kind = "job"
+	KindNotification Kind = "notification"
+)
 
 // Backoff bounds the waits between a job's failed attempts (full jitter:
 // the n-th retry waits a random time up to min(Max, Initial·2^(n-1))). In a
@@ -183,11 +195,12 @@ type Job struct {
 	ID            string            `json:"id"`
 	Topic         string            `json:"topic"`
 	Tenant        string            `json:"tenant"`
+	Kind          Kind              `json:"kind,omitempty"` // job, or notification for a failure or success notification
 	State         State             `json:"state"`
 	RunAt         Time              `json:"run_at"`
 	NextRunAt     Time              `json:"next_run_at,omitzero"` // pending jobs only
 	CreatedAt     Time              `json:"created_at"`
-	DoneAt        Time              `json:"done_at,omitzero"` // when it was delivered or died
+	DoneAt        Time              `json:"done_at,omitzero"` // when it was delivered, died, expired or was cancelled
 	Attempts      int               `json:"attempts"`
 	ReplayedAfter int               `json:"replayed_after,omitempty"` // attempts made before its last replay; max_attempts counts those after
 	MaxAttempts   int               `json:"max_attempts,omitempty"`
@@ -238,6 +251,7 @@ type JobList struct {
 // state, the server's page size (50), the first page.
 type ListOptions struct {
 	State  State  // only jobs in this state
+	Kind   Kind   // only jobs (KindJob) or only notifications (KindNotification); "" both
 	Limit  int    // page size, 1 to 500
 	Cursor string // the NextCursor of the previous page
 	// Labels keep the jobs that carry every one of them (job listings
@@ -323,6 +337,7 @@ type Counts struct {
 	Delivered int64 `json:"delivered"`
 	Dead      int64 `json:"dead"`
 	Expired   int64 `json:"expired"`
+	Cancelled int64 `json:"cancelled"`
 }
 
 // Recent are a topic's figures over the last Minutes minutes.

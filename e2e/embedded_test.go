@@ -25,7 +25,7 @@ import (
 func TestEmbeddedServeDelivers(t *testing.T) {
 	t.Parallel()
 	p := testproc.StartArgs(t, "embedded", nil, "KAIROS_REDIS_URL=", "KAIROS_AUTH_SECRET=",
-		"KAIROS_ADDR=127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS=")
+		"KAIROS_ADDR=127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS=", "XDG_CONFIG_HOME="+t.TempDir()) // its dev secrets kept there, not in $HOME
 	token := p.WaitMatch(t, regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`), 20*time.Second)
 	c, err := client.New(p.URL(t), client.WithToken(token))
 	if err != nil {

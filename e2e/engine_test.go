@@ -105,8 +105,8 @@ func testCancelBeforeDueNeverFires(t *testing.T, start starter) {
 	if len(jobs["c1"]) != 0 || len(jobs["control"]) != 1 {
 		t.Fatalf("hits by job: c1=%d control=%d; want 0 and 1", len(jobs["c1"]), len(jobs["control"]))
 	}
-	if _, err := e.c.GetJob(ctx, "t", "c1"); !client.IsNotFound(err) {
-		t.Fatalf("GET cancelled job: %v, want not found", err)
+	if j, err := e.c.GetJob(ctx, "t", "c1"); err != nil || j.State != client.StateCancelled || j.Attempts != 0 {
+		t.Fatalf("GET cancelled job: %+v, %v; want it cancelled, never attempted", j, err)
 	}
 }
 

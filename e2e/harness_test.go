@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	}
 	code := testredis.Main(m)
 	stopCluster()
+	removeInstalls()
 	os.Exit(code)
 }
 

@@ -3,7 +3,9 @@
 # redis-server (the tests start their own servers on free loopback ports),
 # chromium (web's browser test drives it headless; it looks for /usr/bin/chromium),
 # nodejs, npm and python3 (e2e runs the example receivers in examples/receivers and
-# the clients' suites in clients/, npm ci installing tsc), and redis-sentinel
+# the clients' suites in clients/, npm ci installing tsc), python3-venv (e2e
+# installs the Python client into a virtual environment), curl, jq and
+# openssl (e2e runs the documentation's examples), and redis-sentinel
 # (internal/server's TestSentinelFailover fails a master over under three
 # Sentinels; without it the tests run redis-server --sentinel, and in CI
 # (CI=true) a missing one fails them rather than skipping).
@@ -16,6 +18,10 @@ command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v jq >/dev/null 2>&1 || need+=(jq)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 
 if [ ${#need[@]} -eq 0 ]; then

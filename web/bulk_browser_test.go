@@ -48,15 +48,19 @@ func testBulkView(t *testing.T, b *browser, base, admin string, rcv *receiver) {
 	b.click("confirm-ok")
 	b.waitText(`[data-testid="jobs-bulk-text"]`, "done: 40 cancelled of 40", 20*time.Second)
 	b.waitJS("a full progress bar", `(() => { const p = document.getElementById('jobs-bulk-bar'); return p.value === p.max; })()`, 5*time.Second)
-	rowsIs("no wave 1 job left", 0)
+	// cancelled jobs stay listed, as cancelled, for the retention period
+	b.waitJS("wave 1 listed as cancelled", `(() => { const rs = [...document.querySelectorAll('[data-testid="jobs-table"] tbody tr')];
+		return rs.length === 25 && rs.every((r) => r.querySelector('[data-state="cancelled"]')); })()`, 10*time.Second)
+	b.fill(map[string]string{"jobs-state": "scheduled"})
+	rowsIs("no wave 1 job left scheduled", 0)
 	b.shot("bulk-cancel")
 
 	var left struct{ Jobs []struct{ ID string } }
-	json.Unmarshal(apiCall(t, base, admin, "GET", "/v1/topics/bulky/jobs?tenant=acme&label=wave:1", nil), &left)
+	json.Unmarshal(apiCall(t, base, admin, "GET", "/v1/topics/bulky/jobs?tenant=acme&label=wave:1&state=scheduled", nil), &left)
 	if len(left.Jobs) != 0 {
-		t.Errorf("wave 1 jobs left after the bulk cancel: %v", left.Jobs)
+		t.Errorf("wave 1 jobs left scheduled after the bulk cancel: %v", left.Jobs)
 	}
 	b.fill(map[string]string{"jobs-label": "wave:2"})
 	rowsIs("wave 2 untouched", 20)
-	b.fill(map[string]string{"jobs-label": ""})
+	b.fill(map[string]string{"jobs-label": "", "jobs-state": ""})
 }

@@ -37,8 +37,14 @@ func TestCLIBulkAndLabels(t *testing.T) {
 	if !strings.Contains(out, "cancel of topic orders, done: 2 matched, 2 done, 0 failed") {
 		t.Errorf("operations get: %q", out)
 	}
-	k.json(&page, "jobs", "list", "orders")
+	page = client.JobList{}
+	k.json(&page, "jobs", "list", "orders", "--state", "scheduled")
 	if len(page.Jobs) != 1 || page.Jobs[0].ID != "c" {
-		t.Errorf("after the bulk cancel: %+v", page.Jobs)
+		t.Errorf("scheduled after the bulk cancel: %+v", page.Jobs)
+	}
+	page = client.JobList{}
+	k.json(&page, "jobs", "list", "orders", "--state", "cancelled")
+	if len(page.Jobs) != 2 || page.Jobs[0].State != client.StateCancelled {
+		t.Errorf("cancelled after the bulk cancel: %+v", page.Jobs)
 	}
 }

@@ -197,7 +197,10 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 		t.Errorf("reschedule --delay 10h: next run %v, was %v", j.NextRunAt, before.RunAt)
 	}
 	k.ok("", "jobs", "cancel", "orders", generated)
-	k.fails(exitNotFound, []string{"jobs", "get", "orders", generated}, "Not Found (404)", generated)
+	k.json(&j, "jobs", "get", "orders", generated)
+	if j.State != client.StateCancelled {
+		t.Errorf("jobs get after jobs cancel: state %s, want cancelled", j.State)
+	}
 	k.fails(exitNotFound, []string{"jobs", "cancel", "orders", "no-such-job"}, "Not Found (404)")
 	k.fails(exitNotFound, []string{"topics", "get", "nope"}, "Not Found (404)")
 
@@ -246,6 +249,15 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 	if len(dead.Jobs) != 1 || dead.Jobs[0].ID != "g1" || dead.Jobs[0].Topic != "gone" {
 		t.Errorf("dead list --json: %+v", dead)
 	}
+	for kind, n := range map[string]int{"job": 1, "notification": 0} {
+		dead = client.JobList{}
+		k.json(&dead, "dead", "list", "--kind", kind)
+		if len(dead.Jobs) != n || (n == 1 && dead.Jobs[0].Kind != client.KindJob) {
+			t.Errorf("dead list --kind %s --json: %+v", kind, dead)
+		}
+	}
+	k.fails(exitUsage, []string{"dead", "list", "--kind", "notice"}, "--kind")
+	k.fails(exitUsage, []string{"jobs", "list", "orders", "--kind", "jobs"}, "--kind")
 	k.json(&dead, "dead", "list", "--topic", "orders")
 	if len(dead.Jobs) != 0 {
 		t.Errorf("dead list --topic orders --json: %+v", dead)

@@ -15,8 +15,13 @@ var deadCommands = []apiCommand{
 		var page pageFlags
 		page.define(fs)
 		topic := fs.String("topic", "", "only this topic's dead jobs")
+		kind := kindFlag(fs)
 		return func(ctx context.Context, c *client.Client, _ []string, out *printer) error {
 			opts := page.options()
+			var err error
+			if opts.Kind, err = checkKind("kairos dead list", *kind); err != nil {
+				return err
+			}
 			if *topic != "" {
 				opts.State = client.StateDead
 				return page.list(out, "kairos dead list --topic "+*topic, c.AllJobs(ctx, *topic, opts),
@@ -27,6 +32,19 @@ var deadCommands = []apiCommand{
 		}
 	}},
 	{name: "replay", args: []string{"TOPIC", "ID"}, summary: "replay a dead job now, with a fresh set of attempts", setup: replay},
+}
+
+// kindFlag defines --kind on fs, which keeps jobs or notifications only.
+func kindFlag(fs *flag.FlagSet) *string {
+	return fs.String("kind", "", "only jobs (job) or only the failure and success notifications kairos makes (notification); both when unset")
+}
+
+// checkKind reads the value of --kind of command cmd.
+func checkKind(cmd, kind string) (client.Kind, error) {
+	if k := client.Kind(kind); k != "" && k != client.KindJob && k != client.KindNotification {
+		return "", usagef(cmd, "--kind %q: use job or notification", kind)
+	}
+	return client.Kind(kind), nil
 }
 
 func deadTable(w io.Writer, jobs []client.Job) {

@@ -52,7 +52,7 @@ var jobCommands = []apiCommand{
 				}
 				return out.print(j, func(w io.Writer) {
 					if j.State == "" { // a duplicate whose first job's record is gone
-						fmt.Fprintf(w, "%s job %s in %s: its record is gone (cancelled, or past the retention period)\n", j.Result, j.ID, j.Topic)
+						fmt.Fprintf(w, "%s job %s in %s: its record is gone (past the retention period)\n", j.Result, j.ID, j.Topic)
 						return
 					}
 					fmt.Fprintf(w, "%s job %s in %s: %s, runs at %s\n", j.Result, j.ID, j.Topic, j.State, formatTime(j.RunAt))
@@ -78,18 +78,23 @@ var jobCommands = []apiCommand{
 		state := fs.String("state", "", "only jobs in this state: "+joinStates())
 		labels := labelFlag{}
 		fs.Var(labels, "label", "only jobs with this label KEY:VALUE; repeat for jobs with all of them")
+		kind := kindFlag(fs)
 		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 			if *state != "" && !slices.Contains(client.States, client.State(*state)) {
 				return usagef("kairos jobs list", "--state %q is not a state: use one of %s", *state, joinStates())
 			}
 			opts := page.options()
+			var err error
+			if opts.Kind, err = checkKind("kairos jobs list", *kind); err != nil {
+				return err
+			}
 			opts.State = client.State(*state)
 			opts.Labels = labels.labels()
 			return page.list(out, "kairos jobs list "+args[0], c.AllJobs(ctx, args[0], opts),
 				func() (*client.JobList, error) { return c.ListJobs(ctx, args[0], opts) }, jobTable)
 		}
 	}},
-	{name: "cancel", args: []string{"TOPIC", "ID"}, summary: "cancel a job that has not been delivered (a dead one is discarded)", setup: func(fs *flag.FlagSet) runFunc {
+	{name: "cancel", args: []string{"TOPIC", "ID"}, summary: "cancel a job that has not been delivered (it stays readable as cancelled for the retention period)", setup: func(fs *flag.FlagSet) runFunc {
 		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 			if err := c.CancelJob(ctx, args[0], args[1]); err != nil {
 				return err

@@ -88,20 +88,38 @@ func TestServeBannerBeforeListening(t *testing.T) {
 // says it listens.
 func servedBanner(t *testing.T, args ...string) string {
 	t.Helper()
+	out, stop := serveUntil(t, map[string]string{"KAIROS_ADDR": "127.0.0.1:0"}, args...)
+	t.Cleanup(stop)
+	return out
+}
+
+// serveUntil runs `kairos serve` with env and args and returns its output
+// once it says it listens, and the func that stops it (SIGINT's way: its
+// context ends) and waits until it has.
+func serveUntil(t *testing.T, env map[string]string, args ...string) (string, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out testproc.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"serve", "--grace", "1s"}, args...), fakeEnv(map[string]string{"KAIROS_ADDR": "127.0.0.1:0"}), nil, &out, &out)
+		done <- run(ctx, append([]string{"serve", "--grace", "1s"}, args...), fakeEnv(env), nil, &out, &out)
 	}()
 	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("serve's output:\n%s", out.String())
+		}
+	})
+	stop := func() {
 		cancel()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
 		case <-time.After(20 * time.Second):
 			t.Error("serve did not stop within 20s of its context ending")
 		}
-	})
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(out.String(), "kairos listening") {
 		select {
@@ -110,11 +128,12 @@ func servedBanner(t *testing.T, args ...string) string {
 		default:
 		}
 		if time.Now().After(deadline) {
+			stop()
 			t.Fatalf("serve did not say it listens within 20s:\n%s", out.String())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return out.String()
+	return out.String(), stop
 }
 
 // TestDevModeDeliversToLoopbackSigned: with nothing but `kairos serve`

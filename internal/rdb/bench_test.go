@@ -125,17 +125,7 @@ func BenchmarkClaimFinish(b *testing.B) {
 //	go test -run '^$' -bench PendingMemory -benchtime 1000000x ./internal/rdb
 func BenchmarkPendingMemory(b *testing.B) {
 	s, clk := newBenchStore(b, Options{})
-	ctx := context.Background()
-	used := func() int64 {
-		for _, l := range strings.Split(s.c.Info(ctx, "memory").Val(), "\r\n") {
-			if v, ok := strings.CutPrefix(l, "used_memory:"); ok {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				return n
-			}
-		}
-		b.Fatal("no used_memory in INFO")
-		return 0
-	}
+	used := func() int64 { return usedMemory(b, s) }
 	enqueueAll(b, s, []kairos.Job{benchJob(-1, clk.Now().Add(time.Hour))}) // the topic's keys exist before the baseline
 	before := used()
 	b.ResetTimer()
@@ -152,6 +142,34 @@ func BenchmarkPendingMemory(b *testing.B) {
 	if b.N >= 100_000 {
 		fmt.Printf("pending memory: %d jobs, %.1f B/job\n", b.N, float64(used()-before)/float64(b.N))
 	}
+}
+
+// BenchmarkCancelKept: what keeping a cancelled job for the retention
+// period costs (layout 8): the Redis memory a cancelled job holds until
+// its record expires, against a pending one's (the record stays, its
+// wheel entry moves to the expiry), and Redis's CPU per cancel.
+func BenchmarkCancelKept(b *testing.B) {
+	s, clk := newBenchStore(b, Options{})
+	ctx := context.Background()
+	enqueueAll(b, s, []kairos.Job{benchJob(-1, clk.Now().Add(time.Hour))}) // the topic's keys exist before the baseline
+	before := usedMemory(b, s)
+	jobs := make([]kairos.Job, b.N)
+	for i := range jobs {
+		jobs[i] = benchJob(i, clk.Now().Add(time.Hour+time.Duration(i*7919%86_400_000)*time.Millisecond))
+	}
+	enqueueAll(b, s, jobs)
+	pending := usedMemory(b, s)
+	cpu := redisCPU(b, s)
+	b.ResetTimer()
+	for _, j := range jobs {
+		if err := s.Cancel(ctx, j.JobKey); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric((redisCPU(b, s)-cpu)/float64(b.N), "redis-µs/cancel")
+	b.ReportMetric(float64(pending-before)/float64(b.N), "B/pending")
+	b.ReportMetric(float64(usedMemory(b, s)-before)/float64(b.N), "B/cancelled")
 }
 
 // redisCPU is Redis's used_cpu_user + used_cpu_sys (µs).

@@ -50,8 +50,9 @@ func (c opCursor) encode() string {
 const opActionBatch = 100
 
 // eligible reports whether the action of op applies to a job in state st
-// that its filter's state allows: a cancel to every job not delivered, a
-// replay to dead and expired jobs (as a single replay).
+// that its filter's state allows: a cancel to every job neither delivered
+// nor cancelled already, a replay to dead and expired jobs (as a single
+// replay).
 func (op Operation) eligible(st kairos.State) bool {
 	if op.Filter.State != "" && st != op.Filter.State {
 		return false
@@ -59,7 +60,7 @@ func (op Operation) eligible(st kairos.State) bool {
 	if op.Action == ActionReplay {
 		return st == kairos.StateDead || st == kairos.StateExpired
 	}
-	return st != kairos.StateDelivered
+	return st != kairos.StateDelivered && st != kairos.StateCancelled
 }
 
 // estimate is how many jobs op may match, read from the indexes and
@@ -287,7 +288,7 @@ func (s *Store) opApply(ctx context.Context, op Operation, h string, cur opCurso
 			})
 		} else {
 			cmds = s.evalAll(ctx, cancelScript, len(chunk), func(i int) ([]string, []any) {
-				return s.jobKeys(sh), []any{s.k.tag(sh), h, chunk[i], op.Tenant, s.scriptNow(), WakeHorizon.Milliseconds()}
+				return s.jobKeys(sh), []any{s.k.tag(sh), h, chunk[i], op.Tenant, s.scriptNow(), WakeHorizon.Milliseconds(), s.opts.Retention.Milliseconds()}
 			})
 		}
 		for _, c := range cmds {

@@ -9,9 +9,10 @@ import (
 // DeadQuery selects a page of dead jobs across topics, most recently dead
 // first.
 type DeadQuery struct {
-	Tenant string // "" for every tenant
-	Cursor string // from the previous page; "" for the first
-	Limit  int    // page size, 1 to 500
+	Tenant string      // "" for every tenant
+	Cursor string      // from the previous page; "" for the first
+	Limit  int         // page size, 1 to 500
+	Kind   kairos.Kind // "" for every kind; else jobs or notifications only
 }
 
 // ListDead returns a page of the dead jobs of a tenant's topics (of every
@@ -24,7 +25,7 @@ func (s *Store) ListDead(ctx context.Context, q DeadQuery) (ListPage, error) {
 	if q.Tenant != "" {
 		index = func(sh int) string { return s.k.deadTenant(sh, q.Tenant) }
 	}
-	return s.page(ctx, listing{index: index, load: s.loadDead, filtered: true}, q.Cursor, q.Limit)
+	return s.page(ctx, listing{index: index, load: s.loadDead, filtered: true}.ofKind(q.Kind), q.Cursor, q.Limit)
 }
 
 // loadDead reads the jobs of dead letter entries (pool fields), without

@@ -57,16 +57,18 @@ func (s *Store) GetJob(ctx context.Context, key kairos.JobKey) (kairos.Job, erro
 	return s.decode(key, v)
 }
 
-// Cancel removes a job that has not been delivered; a dead job is
-// discarded. Cancelling a schedule's pending occurrence skips it: the
-// schedule's next instant becomes pending.
+// Cancel cancels a job that has not been delivered: it stays readable in
+// state cancelled, with its history, for the retention period, as a
+// delivered job does; a dead one leaves the dead letters. Cancelling a job
+// already cancelled changes nothing. Cancelling a schedule's pending
+// occurrence skips it: the schedule's next instant becomes pending.
 func (s *Store) Cancel(ctx context.Context, key kairos.JobKey) error {
 	at, err := s.locate(ctx, key)
 	if err != nil {
 		return err
 	}
 	res, err := s.run(ctx, cancelScript, s.jobKeys(at.shard), s.k.tag(at.shard), at.h, key.ID, key.Tenant,
-		s.scriptNow(), WakeHorizon.Milliseconds()).Slice()
+		s.scriptNow(), WakeHorizon.Milliseconds(), s.opts.Retention.Milliseconds()).Slice()
 	if err != nil {
 		return fmt.Errorf("cancel %s: %w", key, err)
 	}
@@ -114,6 +116,8 @@ func (s *Store) Reschedule(ctx context.Context, key kairos.JobKey, runAt time.Ti
 		return kairos.Job{}, fmt.Errorf("%w: job %q was already delivered; create it again to schedule a new delivery", kairos.ErrConflict, key.ID)
 	case replyDead:
 		return kairos.Job{}, fmt.Errorf("%w: job %q is dead or expired; replay it with POST .../jobs/%s/retry", kairos.ErrConflict, key.ID, key.ID)
+	case replyCancelled:
+		return kairos.Job{}, fmt.Errorf("%w: job %q was cancelled; create it again to schedule a new delivery", kairos.ErrConflict, key.ID)
 	}
 	s.wakeFor(ctx, s.c, at.shard, res[1])
 	v, _ := res[2].(string)

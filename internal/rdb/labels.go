@@ -89,7 +89,7 @@ func (s *Store) listLabelled(ctx context.Context, q ListQuery, h string) (ListPa
 		},
 		filtered: true,
 	}
-	return s.page(ctx, l, q.Cursor, q.Limit)
+	return s.page(ctx, l.ofKind(q.Kind), q.Cursor, q.Limit)
 }
 
 // loadLabelled reads the jobs of label index entries es of topic handle

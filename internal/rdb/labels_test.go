@@ -114,20 +114,24 @@ func TestLabelFilterExact(t *testing.T) {
 		t.Errorf("delivered env=prod listed %v", got)
 	}
 
-	// a cancel leaves the index; a replace with other labels moves it
+	// a cancelled job stays in the index, as cancelled, until its record
+	// expires (below); a replace with other labels moves it
 	cancelled, moved := want["both"][0], want["both"][1]
 	if err := s.Cancel(context.Background(), key(cancelled)); err != nil {
 		t.Fatal(err)
 	}
 	labelled(t, s, moved, later, map[string]string{"env": "staging"})
-	rest := slices.DeleteFunc(slices.Clone(want["both"]), func(id string) bool { return id == cancelled || id == moved })
+	rest := slices.DeleteFunc(slices.Clone(want["both"]), func(id string) bool { return id == moved })
 	if d := cmp.Diff(rest, listLabels(t, s, "", 2, map[string]string{"env": "prod", "team": "a"})); d != "" {
 		t.Errorf("after cancel and replace (-want +got):\n%s", d)
+	}
+	if got := listLabels(t, s, kairos.StateCancelled, 2, map[string]string{"env": "prod", "team": "a"}); !slices.Equal(got, []string{cancelled}) {
+		t.Errorf("cancelled env=prod and team=a: %v, want [%s]", got, cancelled)
 	}
 	if got := listLabels(t, s, kairos.StateScheduled, 2, map[string]string{"env": "staging"}); !slices.Equal(got, []string{moved}) {
 		t.Errorf("env=staging: %v, want [%s]", got, moved)
 	}
-	if n, w := labelEntries(t, s, "team", "a"), int64(len(want["team=a"])-2); n != w {
+	if n, w := labelEntries(t, s, "team", "a"), int64(len(want["team=a"])-1); n != w {
 		t.Errorf("team=a index holds %d entries, want %d", n, w)
 	}
 

@@ -17,7 +17,7 @@ import (
 // fails on a script that spells one itself), so a reader learns the layout
 // here and nowhere else.
 //
-// # Layout version 7
+// # Layout version 8
 //
 // (What each version changed, and how `kairos migrate` moves an older one:
 // docs/architecture.md and docs/operations.md, "Upgrading".)
@@ -178,6 +178,18 @@ import (
 // expiry (replay.lua drops ex). Priority orders the jobs a flow limit
 // holds back in a worker (callback's flow client): no script reads it.
 //
+// # Cancelled jobs
+//
+// cancel.lua keeps a cancelled job's record, in state cancelled (code c),
+// its attempt log included, with fa the time of the cancel and nx its
+// record's expiry, the retention period later: an entry in the wheel at
+// that time, which the claim processes as a delivered job's (it deletes
+// the record and takes it out of the listing and label indexes), so no
+// sweep is needed. The cancel counts <from>>cancelled. A create of its id
+// makes a new job over it, as over a delivered one; a schedule that files
+// the instant of a cancelled occurrence again (a put or resume before that
+// instant) files a new one over it (sched.lua, occur).
+//
 // # Labels
 //
 // A job's labels are in its settings ("lb", JSON only Go reads), and each
@@ -232,7 +244,7 @@ import (
 //
 // A job waits as an entry in one slot of its shard's wheel, at its next
 // time (nx): its due time while scheduled or retrying, its lease expiry
-// while active, its record's expiry once delivered. An entry is live only
+// while active, its record's expiry once delivered, expired or cancelled. An entry is live only
 // while its time equals the job's nx: a cancelled, rescheduled or finished
 // job leaves stale entries behind, which the claim skips. Slots come in
 // wheelWidths; a job goes to the widest level whose slot is processed after
@@ -245,7 +257,7 @@ import (
 
 // LayoutVersion is the version of the layout this code reads and writes;
 // Init refuses a Redis that holds another.
-const LayoutVersion = 7
+const LayoutVersion = 8
 
 // Key suffixes: what follows a shard's tag (keys.tag, "P:{s}:") in each of
 // its keys, and a flow's tag (keys.flow) in each of its. keys.go builds
@@ -394,8 +406,8 @@ var recordFields = []headerField{
 	{"n", 3, false, "attempts started"},
 	{"ca", 6, false, "created at (ms)"},
 	{"ra", 6, false, "run_at: the time the job was scheduled for (ms)"},
-	{"nx", 6, false, "next time: due (scheduled, ready, retrying), lease expiry (active; dead keeps it), record expiry (delivered, expired: filed with the outcome)"},
-	{"fa", 6, false, "finished at: delivered or dead (ms); 0 before"},
+	{"nx", 6, false, "next time: due (scheduled, ready, retrying), lease expiry (active; dead keeps it), record expiry (delivered, expired: filed with the outcome; cancelled: by the cancel)"},
+	{"fa", 6, false, "finished at: delivered, dead, expired or cancelled (ms); 0 before"},
 	{"lt", 3, false, "lease timeout: the callback timeout in force when the job was created (ms); 0 for the claim's default"},
 	{"ls", 3, false, "length of the settings"},
 	{"ll", 3, false, "length of the attempt log"},
@@ -519,6 +531,7 @@ var stateCodes = map[kairos.State]byte{
 	kairos.StateDelivered: 'd',
 	kairos.StateDead:      'x',
 	kairos.StateExpired:   'e',
+	kairos.StateCancelled: 'c',
 }
 
 // stateOf returns the state of a stored code, or "" for an unknown one.
@@ -542,6 +555,7 @@ const (
 	replyDead      = -3 // the job is dead
 	replyNotDead   = -4 // replay of a job that is not dead
 	replyTopicGone = -5 // the topic was deleted (its handle is in P:{s}:gone)
+	replyCancelled = -6 // the job was cancelled
 	replyKept      = 3  // on_conflict keep: an existing job that had not fired was left as it was
 	replyDebounced = 4  // on_conflict debounce: replaced, its time bounded by max_delay
 	replyDuplicate = 5  // a create within its dedup key's window: nothing written
@@ -586,8 +600,8 @@ var luaPrelude = func() string {
 	}
 	sort.Strings(names)
 	fmt.Fprintf(&b, "local NAME = {%s} -- a state's name by its code (counter fields use names)\n", strings.Join(names, ", "))
-	fmt.Fprintf(&b, "local R = {not_found = %d, ok = %d, replaced = %d, active = %d, delivered = %d, dead = %d, not_dead = %d, topic_gone = %d, kept = %d, debounced = %d, duplicate = %d}\n",
-		replyNotFound, replyOK, replyReplaced, replyActive, replyDelivered, replyDead, replyNotDead, replyTopicGone, replyKept, replyDebounced, replyDuplicate)
+	fmt.Fprintf(&b, "local R = {not_found = %d, ok = %d, replaced = %d, active = %d, delivered = %d, dead = %d, not_dead = %d, topic_gone = %d, kept = %d, debounced = %d, duplicate = %d, cancelled = %d}\n",
+		replyNotFound, replyOK, replyReplaced, replyActive, replyDelivered, replyDead, replyNotDead, replyTopicGone, replyKept, replyDebounced, replyDuplicate, replyCancelled)
 	fmt.Fprintf(&b, "local DEDUP = '%s' -- starts a dedup key after the shard's tag\n", dedupMark)
 	fmt.Fprintf(&b, "local OUT = {delivered = %d, retrying = %d, dead = %d, expired = %d, expired_unstarted = %d}\n",
 		outcomeDelivered, outcomeRetrying, outcomeDead, outcomeExpired, outcomeExpiredUnstarted)

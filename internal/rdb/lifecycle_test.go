@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,10 +109,10 @@ func TestCancelAndRescheduleLeaveStaleEntries(t *testing.T) {
 	if err := s.Cancel(ctx, key("gone")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Cancel(ctx, key("gone")); !errors.Is(err, kairos.ErrNotFound) {
-		t.Fatalf("cancel twice: %v", err)
+	if err := s.Cancel(ctx, key("gone")); err != nil {
+		t.Fatalf("cancel twice: %v, want nothing changed", err)
 	}
-	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 1})
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateScheduled: 1, kairos.StateCancelled: 1})
 	clk.Add(time.Second)
 	if cs := claimAll(t, s, 0); len(cs) != 0 {
 		t.Fatalf("claimed %v at the old time", claimedIDs(cs))
@@ -607,4 +608,102 @@ func TestLapsedLeaseIsClaimedAgain(t *testing.T) {
 	if st, err := s.Finish(context.Background(), j.JobKey, kairos.Attempt{N: c.Job.Attempts, At: clk.Now(), Status: 200}, kairos.OutcomeDelivered, time.Time{}); err != nil || st != "" {
 		t.Errorf("stale outcome: %q %v", st, err)
 	}
+}
+
+// TestCancelledJobIsKeptForTheRetention: a cancelled job stays readable
+// as cancelled, its attempt log and labels kept, for the retention period,
+// and is listed by state and label; it is counted (cumulative, as
+// delivered jobs are) and leaves the tenant's pending jobs and the dead
+// letters. A second cancel changes nothing; a reschedule or a replay is a
+// conflict; its id takes a new job. Its record's expiry, in the wheel,
+// deletes it with its index entries: nothing sweeps.
+func TestCancelledJobIsKeptForTheRetention(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Shards: 1, Retention: time.Minute})
+	labels := map[string]string{"campaign": "bf"}
+	for _, id := range []string{"tried", "dead", "kept"} {
+		if _, err := s.Enqueue(ctx, kairos.Job{JobKey: key(id), RunAt: clk.Now(), Labels: labels, Payload: []byte(`1`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// tried fails once (retrying, with an attempt logged); dead dies.
+	for _, c := range claimAll(t, s, 0) {
+		switch c.Job.ID {
+		case "tried":
+			finishJob(t, s, c.Job, clk.Now(), 500, false, false, clk.Now().Add(time.Hour))
+		case "dead":
+			finishJob(t, s, c.Job, clk.Now(), 500, false, true, time.Time{})
+		case "kept":
+			finishJob(t, s, c.Job, clk.Now(), 500, false, false, clk.Now().Add(time.Hour))
+		}
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateRetrying: 2, kairos.StateDead: 1})
+	clk.Add(time.Second)
+	for _, id := range []string{"tried", "dead"} {
+		if err := s.Cancel(ctx, key(id)); err != nil {
+			t.Fatalf("cancel %s: %v", id, err)
+		}
+	}
+	if err := s.Cancel(ctx, key("tried")); err != nil {
+		t.Fatalf("cancel twice: %v, want nothing changed", err)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateRetrying: 1, kairos.StateCancelled: 2})
+	if n, err := s.TenantPending(ctx, "acme"); err != nil || n != 1 {
+		t.Errorf("tenant pending %d, %v; want 1 (kept, still retrying)", n, err)
+	}
+	if dead, err := s.ListDead(ctx, DeadQuery{Tenant: "acme", Limit: 10}); err != nil || len(dead.Jobs) != 0 {
+		t.Errorf("dead letters after the cancel: %+v, %v", dead.Jobs, err)
+	}
+	j := getJob(t, s, "tried")
+	if j.State != kairos.StateCancelled || j.Attempts != 1 || len(j.Log) != 1 || j.Log[0].Status != 500 ||
+		!j.DoneAt.Equal(clk.Now()) || j.Labels["campaign"] != "bf" || !j.NextRunAt.IsZero() {
+		t.Fatalf("cancelled job reads %+v; want cancelled, its attempt, its labels, done at the cancel", j)
+	}
+	listed := func(q ListQuery) []string {
+		t.Helper()
+		q.Tenant, q.Topic, q.Limit = "acme", "orders", 50
+		p, err := s.ListJobs(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, j := range p.Jobs {
+			ids = append(ids, j.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	if got := listed(ListQuery{State: kairos.StateCancelled}); !slices.Equal(got, []string{"dead", "tried"}) {
+		t.Errorf("listed as cancelled: %v", got)
+	}
+	if got := listed(ListQuery{State: kairos.StateCancelled, Labels: labels}); !slices.Equal(got, []string{"dead", "tried"}) {
+		t.Errorf("listed as cancelled by label: %v", got)
+	}
+	if _, err := s.Reschedule(ctx, key("tried"), clk.Now().Add(time.Hour)); !errors.Is(err, kairos.ErrConflict) {
+		t.Errorf("reschedule a cancelled job: %v, want a conflict", err)
+	}
+	if _, err := s.Replay(ctx, key("tried")); !errors.Is(err, kairos.ErrConflict) {
+		t.Errorf("replay a cancelled job: %v, want a conflict", err)
+	}
+	if _, err := s.Enqueue(ctx, kairos.Job{JobKey: key("dead"), RunAt: clk.Now().Add(time.Hour)}); err != nil {
+		t.Fatalf("a new job of a cancelled one's id: %v", err)
+	}
+	if j := getJob(t, s, "dead"); j.State != kairos.StateScheduled || j.Attempts != 0 {
+		t.Fatalf("the new job of that id reads %+v", j)
+	}
+	// Nothing of the cancelled one fires; past the retention it is gone.
+	clk.Add(time.Minute + 2*time.Second)
+	if cs := claimAll(t, s, 0); len(cs) != 0 {
+		t.Fatalf("claimed %v", claimedIDs(cs))
+	}
+	if _, err := s.GetJob(ctx, key("tried")); !errors.Is(err, kairos.ErrNotFound) {
+		t.Errorf("past its retention the cancelled job reads %v, want not found", err)
+	}
+	if got := listed(ListQuery{Labels: labels}); !slices.Equal(got, []string{"kept"}) {
+		t.Errorf("listed by label past the retention: %v, want kept alone", got)
+	}
+	if got := listed(ListQuery{}); !slices.Equal(got, []string{"dead", "kept"}) {
+		t.Errorf("listed past the retention: %v", got)
+	}
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateRetrying: 1, kairos.StateCancelled: 2, kairos.StateScheduled: 1})
 }

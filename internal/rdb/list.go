@@ -25,6 +25,7 @@ type ListQuery struct {
 	// (listLabelled); the page is then newest first by creation, dead
 	// jobs too.
 	Labels map[string]string
+	Kind   kairos.Kind // "" for every kind; else jobs or notifications only
 }
 
 // ListPage is one page of jobs; Next is "" on the last page.
@@ -110,7 +111,7 @@ func (s *Store) ListJobs(ctx context.Context, q ListQuery) (ListPage, error) {
 		l.index = func(sh int) string { return s.k.dead(sh, h) }
 		l.groups = nil // the dead letters' set holds ids only
 	}
-	return s.page(ctx, l, q.Cursor, q.Limit)
+	return s.page(ctx, l.ofKind(q.Kind), q.Cursor, q.Limit)
 }
 
 // listing is what page reads: a per-shard index, and how to load the jobs
@@ -123,6 +124,26 @@ type listing struct {
 	// filtered says load passes over entries of jobs that exist, so a page
 	// short of its limit may still have a next one.
 	filtered bool
+}
+
+// ofKind returns l passing over the jobs of another kind than kind; ""
+// keeps every kind.
+func (l listing) ofKind(kind kairos.Kind) listing {
+	if kind == "" {
+		return l
+	}
+	load := l.load
+	l.load = func(ctx context.Context, es []entry) ([]*kairos.Job, error) {
+		jobs, err := load(ctx, es)
+		for i, j := range jobs {
+			if j != nil && kairos.KindOf(j.ID) != kind {
+				jobs[i] = nil
+			}
+		}
+		return jobs, err
+	}
+	l.filtered = true
+	return l
 }
 
 // page returns the page of l after the cursor after, newest first, of at

@@ -106,7 +106,7 @@ func TestListingPagesThroughTies(t *testing.T) {
 
 // TestListingByStateAndCreatedAgain: a state filter lists only that state;
 // an id created again after delivery is listed once, as its new job; a
-// cancelled job leaves the listing.
+// cancelled job is listed as cancelled.
 func TestListingByStateAndCreatedAgain(t *testing.T) {
 	ctx := context.Background()
 	s, clk := newStore(t, Options{Shards: 1})
@@ -120,8 +120,11 @@ func TestListingByStateAndCreatedAgain(t *testing.T) {
 	if err := s.Cancel(ctx, key("x")); err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]string{"d2", "d3", "d1"}, flat(listAll(t, s, "", 10))); d != "" {
+	if d := cmp.Diff([]string{"x", "d2", "d3", "d1"}, flat(listAll(t, s, "", 10))); d != "" {
 		t.Errorf("listing (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"x"}, flat(listAll(t, s, kairos.StateCancelled, 10))); d != "" {
+		t.Errorf("cancelled (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]string{"d3", "d1"}, flat(listAll(t, s, kairos.StateDelivered, 10))); d != "" {
 		t.Errorf("delivered (-want +got):\n%s", d)

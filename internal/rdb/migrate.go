@@ -35,10 +35,12 @@ end
 return n
 `)
 
-// Migrate moves the kairos data under prefix from layout 4, 5 or 6 to
-// LayoutVersion, in place. From 6 it only records the new layout: layout 7
-// adds states, notifications and schedule fields that a layout 6 process
-// would misread, so the version tells such a process to stop. From 4 it splits every schedule record into its
+// Migrate moves the kairos data under prefix from layout 4, 5, 6 or 7 to
+// LayoutVersion, in place. From 7 it only records the new layout: layout 8
+// keeps cancelled jobs in a state a layout 7 process would misread, so the
+// version tells such a process to stop; from 6 likewise, as layout 7 added
+// states, notifications and schedule fields that a layout 6 process would
+// misread. From 4 it splits every schedule record into its
 // binary header and its body (layout.go, "Schedules"). From 5 it records
 // the attempt outcomes still waiting on the shards' outcome lists (layout
 // 6 records them as they come) and deletes layout 5's scanner leases and

@@ -189,24 +189,28 @@ func TestMigrateLayout5(t *testing.T) {
 	}
 }
 
-// From layout 6 Migrate records the new layout and touches no job: a store
-// refuses layout 6 data until then.
-func TestMigrateLayout6(t *testing.T) {
-	s, clk := newStore(t, Options{})
-	ctx := context.Background()
-	enqueue(t, s, "a", clk.Now().Add(time.Hour))
-	s.c.HSet(ctx, s.k.meta(), "layout", 6)
-	if err := s.initLayout(ctx); !errors.Is(err, ErrLayout) {
-		t.Fatalf("a store on layout 6 data: %v, want ErrLayout", err)
-	}
-	res, err := Migrate(ctx, s.c, s.k.prefix)
-	if err != nil || res != (MigrateResult{From: 6, To: LayoutVersion}) {
-		t.Fatalf("Migrate: %+v, %v", res, err)
-	}
-	if err := s.initLayout(ctx); err != nil {
-		t.Fatalf("a store after the migration: %v", err)
-	}
-	if got := getJob(t, s, "a"); got.State != kairos.StateScheduled {
-		t.Errorf("job a is %s after the migration", got.State)
+// From layouts 6 and 7 Migrate records the new layout and touches no
+// job: a store refuses their data until then.
+func TestMigrateLayouts6And7(t *testing.T) {
+	for _, from := range []int{6, 7} {
+		t.Run(strconv.Itoa(from), func(t *testing.T) {
+			s, clk := newStore(t, Options{})
+			ctx := context.Background()
+			enqueue(t, s, "a", clk.Now().Add(time.Hour))
+			s.c.HSet(ctx, s.k.meta(), "layout", from)
+			if err := s.initLayout(ctx); !errors.Is(err, ErrLayout) {
+				t.Fatalf("a store on layout %d data: %v, want ErrLayout", from, err)
+			}
+			res, err := Migrate(ctx, s.c, s.k.prefix)
+			if err != nil || res != (MigrateResult{From: from, To: LayoutVersion}) {
+				t.Fatalf("Migrate: %+v, %v", res, err)
+			}
+			if err := s.initLayout(ctx); err != nil {
+				t.Fatalf("a store after the migration: %v", err)
+			}
+			if got := getJob(t, s, "a"); got.State != kairos.StateScheduled {
+				t.Errorf("job a is %s after the migration", got.State)
+			}
+		})
 	}
 }

@@ -60,7 +60,7 @@ func TestPauseHoldsJobsAndResumeFiresThemOldestFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	// held jobs keep their state: scheduled, as created before due
-	wantCounts(t, s, map[kairos.State]int64{kairos.StateReady: 1, kairos.StateScheduled: 7})
+	wantCounts(t, s, map[kairos.State]int64{kairos.StateReady: 1, kairos.StateScheduled: 7, kairos.StateCancelled: 1})
 	for _, id := range []string{"a", "d", "late"} {
 		if j := getJob(t, s, id); j.Attempts != 0 || (j.State != kairos.StateReady && j.State != kairos.StateScheduled) {
 			t.Fatalf("held job %s: %s, %d attempts", id, j.State, j.Attempts)

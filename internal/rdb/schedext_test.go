@@ -203,6 +203,41 @@ func TestScheduleOverlapBufferOne(t *testing.T) {
 	}
 }
 
+// overlap buffer_one, deleted while an occurrence is in flight: the
+// occurrence that waits for it goes with the schedule, and nothing fires
+// beside the one in flight, then or after it ends.
+func TestScheduleDeleteCancelsBufferedOccurrence(t *testing.T) {
+	s, _, add := newScheduleStore(t)
+	ctx := context.Background()
+	first := overlapHeld(t, s, add, kairos.OverlapBufferOne)
+	buffered := kairos.JobKey{Tenant: "acme", Topic: "orders", ID: kairos.OccurrenceID("tick", first.Job.RunAt.Add(time.Second))}
+	if _, err := s.GetJob(ctx, buffered); err != nil {
+		t.Fatalf("the buffered occurrence %s: %v", buffered.ID, err)
+	}
+	if err := s.DeleteSchedule(ctx, "acme", "orders", "tick"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetJob(ctx, buffered); !errors.Is(err, kairos.ErrNotFound) {
+		t.Errorf("the buffered occurrence outlives its schedule's delete: %v", err)
+	}
+	add(bufferPoll + 100*time.Millisecond)
+	if cs := claimHeld(t, s); len(cs) != 0 {
+		t.Fatalf("deleted while %s was in flight, it fired %v beside it", first.Job.ID, claimedIDs(cs))
+	}
+	finishDelivered(t, s, first)
+	add(bufferPoll + 100*time.Millisecond)
+	if cs := claimHeld(t, s); len(cs) != 0 {
+		t.Fatalf("deleted, it fired %v after the one in flight ended", claimedIDs(cs))
+	}
+	c, err := s.TopicCounters(ctx, "acme", "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := c.States["scheduled"] + c.States["ready"] + c.States["active"]; n != 0 {
+		t.Errorf("counters hold %d pending or active jobs after the delete: %+v", n, c.States)
+	}
+}
+
 // A backfill files no more instants than max_runs leaves, so its count
 // is what fires.
 func TestScheduleBackfillStopsAtMaxRuns(t *testing.T) {

@@ -467,6 +467,37 @@ func TestCancelOrReschedulePendingOccurrence(t *testing.T) {
 			t.Fatalf("the schedule stopped after the cancels: fired %v", got)
 		}
 	})
+	// The cancelled occurrence stays readable as cancelled; a put of the
+	// schedule before its instant files that instant again, over it, and
+	// the schedule chains from it.
+	t.Run("cancel then put", func(t *testing.T) {
+		s, start, add := tick(t)
+		ctx := context.Background()
+		if err := s.Cancel(ctx, occ(start)); err != nil {
+			t.Fatal(err)
+		}
+		if j, err := s.GetJob(ctx, occ(start)); err != nil || j.State != kairos.StateCancelled {
+			t.Fatalf("the cancelled occurrence reads %+v, %v; want cancelled", j, err)
+		}
+		if _, err := s.PutSchedule(ctx, everySecond("tick", start, "")); err != nil {
+			t.Fatal(err)
+		}
+		if got := pending(t, s); !got.Equal(start) {
+			t.Fatalf("after the put the pending occurrence is at %v, want the cancelled instant %v", got, start)
+		}
+		if j, err := s.GetJob(ctx, occ(start)); err != nil || j.State != kairos.StateScheduled {
+			t.Fatalf("the instant filed again reads %+v, %v; want scheduled", j, err)
+		}
+		var fired []string
+		for range 3 {
+			add(time.Second)
+			fired = append(fired, fireDue(t, s)...)
+		}
+		want := []string{occ(start).ID, occ(start.Add(time.Second)).ID, occ(start.Add(2 * time.Second)).ID}
+		if !slices.Equal(fired, want) {
+			t.Fatalf("fired %v, want %v", fired, want)
+		}
+	})
 	t.Run("reschedule", func(t *testing.T) {
 		s, start, add := tick(t)
 		ctx := context.Background()

@@ -43,6 +43,18 @@ func (s *Store) GetTopicSigningKeys(ctx context.Context, tenant, topic string) (
 	return s.signingKeysAt(ctx, s.k.topicSigningKeys(tenant, topic))
 }
 
+// SetSigningKeys replaces a tenant's secrets with k: the embedded dev mode
+// gives its fresh Redis the secrets it keeps across restarts.
+func (s *Store) SetSigningKeys(ctx context.Context, tenant string, k SigningKeys) error {
+	if k.Current == "" || k.Next == "" {
+		return errors.New("set signing keys: both current and next are needed")
+	}
+	if err := s.c.HSet(ctx, s.k.signingKeys(tenant), "current", k.Current, "next", k.Next).Err(); err != nil {
+		return fmt.Errorf("set signing keys: %w", err)
+	}
+	return nil
+}
+
 // RotateSigningKeys makes a tenant's Next current and draws a new Next.
 func (s *Store) RotateSigningKeys(ctx context.Context, tenant string) (SigningKeys, error) {
 	return s.rotateAt(ctx, s.k.signingKeys(tenant))

@@ -248,7 +248,7 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 	}
 	var left int64
 	for _, st := range kairos.States {
-		if st != kairos.StateDelivered {
+		if st.Pending() || st == kairos.StateDead { // as topicretire.lua counts them
 			left += counts[st]
 		}
 	}

@@ -68,15 +68,21 @@ type Config struct {
 	// --allow-private-urls nor KAIROS_ALLOW_PRIVATE_URLS given, so that a
 	// newcomer's receiver on this machine works without a restart.
 	DevPrivateDefault bool
-	Prefix            string
-	Shards            int
-	Retention         time.Duration
-	Roles             map[string]bool
-	Grace             time.Duration
-	LockTTL           time.Duration
-	LeaseGrace        time.Duration
-	ReadyLease        time.Duration
-	MaxPayload        int64
+	// DevSecretsFile is where the embedded dev mode keeps its secrets
+	// across restarts (the API tokens' secret unless AuthSecret is set, and
+	// DevTenant's signing secrets): kairos/dev-secrets.json in the user's
+	// configuration directory. "" with a real Redis, or when there is no
+	// such directory: then they are made anew at each start.
+	DevSecretsFile string
+	Prefix         string
+	Shards         int
+	Retention      time.Duration
+	Roles          map[string]bool
+	Grace          time.Duration
+	LockTTL        time.Duration
+	LeaseGrace     time.Duration
+	ReadyLease     time.Duration
+	MaxPayload     int64
 	// Quota is every tenant's default quota; an admin may set another for
 	// one tenant (PUT /v1/tenants/{tenant}/quota). Zero fields: no limit.
 	Quota     kairos.Quota
@@ -171,6 +177,9 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		if c.RedisURL == "" {
 			c.Addr = "127.0.0.1:8080" // the embedded Redis is for trying kairos out: this machine only
 		}
+	}
+	if c.RedisURL == "" {
+		c.DevSecretsFile = devSecretsPath(getenv)
 	}
 	privateGiven := getenv("KAIROS_ALLOW_PRIVATE_URLS") != ""
 	fs.Visit(func(f *flag.Flag) { privateGiven = privateGiven || f.Name == "allow-private-urls" })

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -253,5 +254,35 @@ func TestLoggerRedactsURLs(t *testing.T) {
 		if out := b.String(); strings.Contains(out, "secret") || !strings.Contains(out, "example.com/c?redacted") {
 			t.Errorf("%s: %s", format, out)
 		}
+	}
+}
+
+// TestDevSecretsPath: the embedded dev mode keeps its secrets under
+// $XDG_CONFIG_HOME, else ~/.config (on Linux), and nowhere without either;
+// a real Redis keeps none.
+func TestDevSecretsPath(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the XDG layout is Linux's")
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"xdg", map[string]string{"XDG_CONFIG_HOME": "/x/cfg", "HOME": "/home/u"}, "/x/cfg/kairos/dev-secrets.json"},
+		{"home", map[string]string{"HOME": "/home/u"}, "/home/u/.config/kairos/dev-secrets.json"},
+		{"relative xdg is ignored", map[string]string{"XDG_CONFIG_HOME": "cfg", "HOME": "/home/u"}, "/home/u/.config/kairos/dev-secrets.json"},
+		{"neither", map[string]string{}, ""},
+		{"real redis", map[string]string{"HOME": "/home/u", "KAIROS_REDIS_URL": "redis://r:6379", "KAIROS_AUTH_SECRET": "0123456789abcdef"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig(nil, func(k string) string { return tc.env[k] }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.DevSecretsFile != tc.want {
+				t.Errorf("DevSecretsFile = %q, want %q", c.DevSecretsFile, tc.want)
+			}
+		})
 	}
 }

@@ -3,10 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -39,8 +36,12 @@ type Instance struct {
 	URL    string                // where the HTTP listener answers
 	// MetricsURL is the URL of /metrics on its own listener (Config.MetricsAddr), or "".
 	MetricsURL string
-	Shards     int // the Delay Bucket shards, as recorded in Redis
-	stop       func()
+	// DevSecretsFile is the file that keeps the embedded dev mode's
+	// secrets across restarts (Config.DevSecretsFile), or "" when they
+	// were made for this process alone.
+	DevSecretsFile string
+	Shards         int // the Delay Bucket shards, as recorded in Redis
+	stop           func()
 }
 
 // Stop stops everything in order: the scanner stops claiming and releases
@@ -96,10 +97,23 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 		}
 	}
 	secret := cfg.AuthSecret
+	devFile, saveDev := "", func(context.Context) error { return nil }
+	if cfg.RedisURL == "" && cfg.DevSecretsFile != "" {
+		dev, err := loadDevSecrets(cfg.DevSecretsFile)
+		if err == nil {
+			saveDev, err = keepDevSigningKeys(ctx, store, cfg.DevSecretsFile, dev)
+		}
+		if err != nil {
+			log.Warn("dev secrets not kept: new ones for this process only", "err", err)
+		} else {
+			devFile = cfg.DevSecretsFile
+			if secret == "" {
+				secret = dev.AuthSecret
+			}
+		}
+	}
 	if secret == "" {
-		b := make([]byte, 32)
-		rand.Read(b)
-		secret = base64.StdEncoding.EncodeToString(b)
+		secret = newAuthSecret()
 	}
 	authn := auth.New([]byte(secret), nil)
 
@@ -202,7 +216,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 		stopRun()
 		subWG.Wait()
 		closeRedis()
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+		return nil, listenError(cfg.Addr, "--addr or KAIROS_ADDR", err)
 	}
 	metricsURL, stopMetrics, err := serveMetrics(cfg, ownMetrics, run, log)
 	if err != nil {
@@ -219,7 +233,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 			log.Error("http server", "err", err)
 		}
 	})
-	return &Instance{Client: client, Authn: authn, URL: "http://" + displayAddr(ln.Addr()), MetricsURL: metricsURL, Shards: store.Shards(),
+	return &Instance{Client: client, Authn: authn, URL: "http://" + displayAddr(ln.Addr()), MetricsURL: metricsURL, Shards: store.Shards(), DevSecretsFile: devFile,
 		stop: func() {
 			stop()
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -229,6 +243,11 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 			stopMetrics()
 			stopRun()
 			subWG.Wait() // the subscription ends with run
+			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := saveDev(dctx); err != nil {
+				log.Warn("keep rotated dev signing secrets", "file", devFile, "err", err)
+			}
 			closeRedis() // last
 		}}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -198,4 +199,41 @@ func startWith(env map[string]string) (*Instance, error) {
 		logTo = os.Stderr
 	}
 	return Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelDebug})))
+}
+
+// TestBusyPortNamesTheSetting: a listen address taken by another process
+// fails the start with an error that says so and names the setting that
+// picks the address, for the API's listener and for /metrics' own.
+func TestBusyPortNamesTheSetting(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	for _, tc := range []struct {
+		name, setting string
+		args          []string
+		want          string
+	}{
+		{"api", "--addr or KAIROS_ADDR", []string{"--addr", addr}, "listen on " + addr + ": "},
+		{"metrics", "--metrics-addr or KAIROS_METRICS_ADDR", []string{"--addr", "127.0.0.1:0", "--metrics-addr", addr}, "/metrics: listen on " + addr + ": "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseConfig(append(tc.args, "--grace", "1s"), fakeEnv(map[string]string{"KAIROS_AUTH_SECRET": "0123456789abcdef0123"}), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := Start(context.Background(), cfg, slog.New(slog.DiscardHandler))
+			if err == nil {
+				in.Stop()
+				t.Fatalf("started on a busy address %s", addr)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, tc.want) || !strings.Contains(msg, "address already in use") ||
+				!strings.HasSuffix(msg, "another process listens there: stop it, or choose another address with "+tc.setting) {
+				t.Errorf("error %q: want it to start %q, say the address is in use and name %s", msg, tc.want, tc.setting)
+			}
+		})
+	}
 }

@@ -8,8 +8,19 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 )
+
+// listenError is the error of a listener that could not open on addr,
+// naming the setting that sets addr: a busy port is the usual cause.
+func listenError(addr, setting string, err error) error {
+	hint := "choose another address with " + setting
+	if errors.Is(err, syscall.EADDRINUSE) {
+		hint = "another process listens there: stop it, or " + hint
+	}
+	return fmt.Errorf("listen on %s: %w; %s", addr, err, hint)
+}
 
 // The timeouts of a Config built without ParseConfig (zero fields).
 const (
@@ -76,7 +87,7 @@ func serveMetrics(cfg Config, h http.Handler, base context.Context, log *slog.Lo
 	}
 	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
-		return "", nil, fmt.Errorf("listen for /metrics on %s: %w", cfg.MetricsAddr, err)
+		return "", nil, fmt.Errorf("/metrics: %w", listenError(cfg.MetricsAddr, "--metrics-addr or KAIROS_METRICS_ADDR", err))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from .errors import KairosError
 from .types import (
-    BackfillResult, BatchResult, BulkAccepted, BulkFilter, Duration, Health, Job, JobList, JobRequest,
+    BackfillResult, BatchResult, BulkAccepted, BulkFilter, Duration, Health, Job, JobKind, JobList, JobRequest,
     Operation, Quota, QuotaRequest, RescheduleRequest, Revocation, RevocationRequest, Schedule,
     ScheduleList, ScheduleRequest, SigningKeys, State, Stats, TickSummary, TimeInput, Token, Topic,
     TopicRequest,
@@ -35,10 +35,13 @@ def _json_default(v: Any) -> Any:
 
 
 def _list_query(state: State | None = None, labels: Mapping[str, str] | None = None,
-                limit: int | None = None, cursor: str | None = None) -> list[tuple[str, str]]:
+                limit: int | None = None, cursor: str | None = None,
+                kind: JobKind | None = None) -> list[tuple[str, str]]:
     q: list[tuple[str, str]] = []
     if state:
         q.append(("state", state))
+    if kind:
+        q.append(("kind", kind))
     for k, v in (labels or {}).items():
         q.append(("label", f"{k}:{v}"))
     if limit:
@@ -163,9 +166,10 @@ class Kairos:
         return cast(BatchResult, self._call("POST", f"/v1/topics/{_seg(topic)}/jobs/batch", body={"jobs": jobs}))
 
     def list_jobs(self, topic: str, *, state: State | None = None, labels: Mapping[str, str] | None = None,
-                  limit: int | None = None, cursor: str | None = None) -> JobList:
-        """GET /v1/topics/{topic}/jobs: a page of jobs, newest first; every label must match."""
-        return cast(JobList, self._call("GET", f"/v1/topics/{_seg(topic)}/jobs", _list_query(state, labels, limit, cursor)))
+                  limit: int | None = None, cursor: str | None = None, kind: JobKind | None = None) -> JobList:
+        """GET /v1/topics/{topic}/jobs: a page of jobs, newest first; every label must match;
+        kind keeps jobs or failure and success notifications only."""
+        return cast(JobList, self._call("GET", f"/v1/topics/{_seg(topic)}/jobs", _list_query(state, labels, limit, cursor, kind)))
 
     def get_job(self, topic: str, id: str) -> Job:
         """GET /v1/topics/{topic}/jobs/{id}: state, attempts, attempt_log, next run."""
@@ -176,7 +180,7 @@ class Kairos:
         return cast(Job, self._call("PATCH", f"/v1/topics/{_seg(topic)}/jobs/{_seg(id)}", body=req))
 
     def cancel_job(self, topic: str, id: str) -> None:
-        """DELETE /v1/topics/{topic}/jobs/{id}: cancels a job that has not fired (or a dead one)."""
+        """DELETE /v1/topics/{topic}/jobs/{id}: cancels a job that has not been delivered (it stays readable as cancelled for the retention period)."""
         self._call("DELETE", f"/v1/topics/{_seg(topic)}/jobs/{_seg(id)}")
 
     def retry_job(self, topic: str, id: str) -> Job:
@@ -195,9 +199,10 @@ class Kairos:
         """GET /v1/operations/{id}: how far a bulk action got."""
         return cast(Operation, self._call("GET", f"/v1/operations/{_seg(id)}"))
 
-    def list_dead(self, *, limit: int | None = None, cursor: str | None = None) -> JobList:
-        """GET /v1/dead: the dead jobs of every topic, most recently dead first."""
-        return cast(JobList, self._call("GET", "/v1/dead", _list_query(limit=limit, cursor=cursor)))
+    def list_dead(self, *, limit: int | None = None, cursor: str | None = None, kind: JobKind | None = None) -> JobList:
+        """GET /v1/dead: the dead jobs of every topic, most recently dead first; kind keeps
+        jobs or failure and success notifications only."""
+        return cast(JobList, self._call("GET", "/v1/dead", _list_query(limit=limit, cursor=cursor, kind=kind)))
 
     # Schedules
 

@@ -14,7 +14,10 @@ from typing import Any, Literal, NotRequired, TypedDict
 Duration = str
 Time = str
 TimeInput = datetime | str
-State = Literal["scheduled", "ready", "active", "retrying", "delivered", "dead", "expired"]
+State = Literal["scheduled", "ready", "active", "retrying", "delivered", "dead", "expired", "cancelled"]
+# job: a topic's own job; notification: a failure or success notification
+# kairos made of another job's end.
+JobKind = Literal["job", "notification"]
 
 
 class Backoff(TypedDict, total=False):
@@ -124,6 +127,7 @@ class Job(TypedDict):
     id: str
     topic: str
     tenant: str
+    kind: NotRequired[JobKind]
     state: State
     run_at: Time
     created_at: Time

@@ -97,8 +97,11 @@ class TestAgainstKairos(unittest.TestCase):
         k.cancel_job("py-later", "b")
         self.assertEqual([j["id"] for j in k.list_jobs("py-later", state="scheduled")["jobs"]], ["a"])
 
+        self.assertEqual(k.get_job("py-later", "b")["state"], "cancelled")
+        self.assertEqual([j["id"] for j in k.list_jobs("py-later", state="cancelled")["jobs"]], ["b"])
+
         with self.assertRaises(KairosError) as cm:
-            k.get_job("py-later", "b")
+            k.get_job("py-later", "nope")
         self.assertTrue(cm.exception.not_found)
         self.assertIn("not-found", cm.exception.type)
         with self.assertRaises(KairosError) as cm:
@@ -132,7 +135,8 @@ class TestAgainstKairos(unittest.TestCase):
             time.sleep(0.05)
             op = k.get_operation(op["id"])
         self.assertEqual((op["state"], op["done"], op["failed"]), ("done", 2, 0))
-        self.assertEqual([j["id"] for j in k.list_jobs("py-bulk")["jobs"]], ["l3"])
+        self.assertEqual([j["id"] for j in k.list_jobs("py-bulk", state="scheduled")["jobs"]], ["l3"])
+        self.assertEqual(sorted(j["id"] for j in k.list_jobs("py-bulk", state="cancelled")["jobs"]), ["l1", "l2"])
 
 
 if __name__ == "__main__":

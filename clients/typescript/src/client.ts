@@ -191,7 +191,7 @@ export class Kairos {
     return this.call({ method: "PATCH", path: `/v1/topics/${seg(topic)}/jobs/${seg(id)}`, body: req, signal });
   }
 
-  /** DELETE /v1/topics/{topic}/jobs/{id}: cancels a job that has not fired (or a dead one). */
+  /** DELETE /v1/topics/{topic}/jobs/{id}: cancels a job that has not been delivered (it stays readable as cancelled for the retention period). */
   cancelJob(topic: string, id: string, signal?: AbortSignal): Promise<void> {
     return this.call({ method: "DELETE", path: `/v1/topics/${seg(topic)}/jobs/${seg(id)}`, signal });
   }
@@ -320,6 +320,7 @@ export class Kairos {
 function listQuery(o: ListOptions): Query {
   const q: Query = {};
   if (o.state) q.state = o.state;
+  if (o.kind) q.kind = o.kind;
   if (o.labels) q.label = Object.entries(o.labels).map(([k, v]) => `${k}:${v}`);
   if (o.limit) q.limit = o.limit;
   if (o.cursor) q.cursor = o.cursor;

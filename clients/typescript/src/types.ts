@@ -15,7 +15,10 @@ export type Time = string;
 export type JSONValue = string | number | boolean | null | JSONValue[] | { [key: string]: JSONValue };
 
 /** Where a job is in its life. */
-export type State = "scheduled" | "ready" | "active" | "retrying" | "delivered" | "dead" | "expired";
+export type State = "scheduled" | "ready" | "active" | "retrying" | "delivered" | "dead" | "expired" | "cancelled";
+
+/** job: a topic's own job; notification: a failure or success notification kairos made of another job's end. */
+export type JobKind = "job" | "notification";
 
 /** The HTTP method of a callback. */
 export type Method = "POST" | "PUT" | "PATCH" | "DELETE" | "GET" | "post" | "put" | "patch" | "delete" | "get";
@@ -141,6 +144,7 @@ export interface Job {
   id: string;
   topic: string;
   tenant: string;
+  kind?: JobKind;
   state: State;
   run_at: Time;
   next_run_at?: Time;
@@ -180,6 +184,8 @@ export interface JobList {
 /** Selects a page of a listing. */
 export interface ListOptions {
   state?: State;
+  /** Only jobs (kind "job") or only failure and success notifications ("notification"). */
+  kind?: JobKind;
   /** Every label must match: {"region": "eu"} sends label=region:eu. */
   labels?: Record<string, string>;
   limit?: number;
@@ -394,6 +400,7 @@ export interface Counts {
   delivered: number;
   dead: number;
   expired: number;
+  cancelled: number;
 }
 
 export interface Lateness {

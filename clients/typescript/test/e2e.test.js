@@ -93,7 +93,10 @@ test("jobs and schedules against the real API", { skip }, async () => {
   const list = await kairos.listJobs("ts-later", { state: "scheduled" });
   assert.deepEqual(list.jobs.map((j) => j.id), ["a"]);
 
-  const err = await kairos.getJob("ts-later", "b").catch((e) => e);
+  assert.equal((await kairos.getJob("ts-later", "b")).state, "cancelled");
+  assert.deepEqual((await kairos.listJobs("ts-later", { state: "cancelled" })).jobs.map((j) => j.id), ["b"]);
+
+  const err = await kairos.getJob("ts-later", "nope").catch((e) => e);
   assert.ok(err instanceof KairosError, String(err));
   assert.equal(err.status, 404);
   assert.ok(err.notFound);
@@ -133,5 +136,6 @@ test("labels and a bulk cancel against the real API", { skip }, async () => {
     op = await kairos.getOperation(op.id);
   }
   assert.deepEqual([op.state, op.done, op.failed], ["done", 2, 0]);
-  assert.deepEqual((await kairos.listJobs("ts-bulk")).jobs.map((j) => j.id), ["l3"]);
+  assert.deepEqual((await kairos.listJobs("ts-bulk", { state: "scheduled" })).jobs.map((j) => j.id), ["l3"]);
+  assert.deepEqual((await kairos.listJobs("ts-bulk", { state: "cancelled" })).jobs.map((j) => j.id).sort(), ["l1", "l2"]);
 });

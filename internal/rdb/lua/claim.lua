@@ -340,7 +340,7 @@ local function claim(field, t, v)
     return -- a stale entry (cancelled, rescheduled or finished since), or a dead job's lease
   end
   local h, id = string.match(field, '^([^/]*)/(.*)$')
-  if st == ST.delivered or st == ST.expired then -- its record's expiry (its slot is processed whole, up to a slot early)
+  if st == ST.delivered or st == ST.expired or st == ST.cancelled then -- its record's expiry (its slot is processed whole, up to a slot early)
     chores = chores - 1
     hdel[#hdel + 1] = field
     written[field] = false -- gone

@@ -124,10 +124,10 @@ local function labelAddRecord(tag, h, id, r)
   end
 end
 
--- finished reports whether record r ended (delivered, dead or expired):
--- a new job may then take its id.
+-- finished reports whether record r ended (delivered, dead, expired or
+-- cancelled): a new job may then take its id.
 local function finished(r)
-  return r.st == ST.delivered or r.st == ST.dead or r.st == ST.expired
+  return r.st == ST.delivered or r.st == ST.dead or r.st == ST.expired or r.st == ST.cancelled
 end
 
 -- replaceFinished makes way for a new job of id (topic h, of tenant), in

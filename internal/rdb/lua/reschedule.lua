@@ -8,7 +8,8 @@
 -- ARGV[1] the shard's key tag, ARGV[2] the topic's handle, ARGV[3] id,
 -- ARGV[4] run_at (ms), ARGV[5] now (ms), ARGV[6] wake horizon (ms)
 -- Reply: {R.not_found}, {R.active}, {R.delivered}, {R.dead} (replay it
--- instead), or {R.ok, earliest, record} with the job as now stored.
+-- instead), {R.cancelled}, or {R.ok, earliest, record} with the job as now
+-- stored.
 local pool, due, tag, h, id = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
 local field = h .. '/' .. id
 local r = parse(redis.call('HGET', pool, field))
@@ -23,6 +24,9 @@ if r.st == ST.delivered then
 end
 if r.st == ST.dead or r.st == ST.expired then -- replay it instead
   return {R.dead}
+end
+if r.st == ST.cancelled then
+  return {R.cancelled}
 end
 local now = tonumber(ARGV[5])
 skipPending(tag, pool, KEYS[3], KEYS[4], h, id, r, now)

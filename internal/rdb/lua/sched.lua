@@ -175,12 +175,24 @@ local function fileNew(pool, h, id, v, st, t, now, put, written, exists)
 end
 
 -- occur files schedule s's occurrence at t as a new job of topic h,
--- unless a job of that id exists (a trigger at the same ms); put and
--- written as fileNew's.
-local function occur(pool, h, sid, s, t, now, put, written)
+-- unless a job of that id exists (a trigger at the same ms). A cancelled
+-- occurrence of that instant, kept for the retention period, makes way: a
+-- put or resume files its instant again, and the schedule chains from the
+-- new one.
+local function occur(pool, h, sid, s, t, now)
+  local id = occurrenceID(sid, t)
+  local field = h .. '/' .. id
+  local old = parse(redis.call('HGET', pool, field))
+  if old and old.st == ST.cancelled then
+    local tag = string.sub(pool, 1, -5)
+    unindex(tag, h, id, old.ca)
+    labelRemRecord(tag, h, id, old)
+    redis.call('HDEL', pool, field)
+    old = nil
+  end
   local st = waiting(t, now)
   local v = newRecord(st, now, t, s.lt, s.ls, occurrenceBody(s))
-  fileNew(pool, h, occurrenceID(sid, t), v, st, t, now, put, written)
+  fileNew(pool, h, id, v, st, t, now, nil, nil, old ~= nil)
 end
 
 -- skipPending moves a schedule past job id of topic h (record r), when

@@ -1,5 +1,8 @@
 -- scheddel.lua: delete a schedule. Its pending occurrence goes with it
--- unless it is being delivered (then it finishes, and files no next one).
+-- unless it is being delivered (then it finishes, and files no next one),
+-- and so does the one buffer_one holds back until the occurrence in flight
+-- ends: with the schedule gone nothing would hold it, and it would fire at
+-- once, beside that one.
 -- KEYS[1] the shard's pool, KEYS[2] its schedules, KEYS[3] its refill set,
 -- KEYS[4] the topic's schedule index in the shard
 -- ARGV[1] the shard's key tag, ARGV[2] the topic's handle, ARGV[3] the id
@@ -13,6 +16,9 @@ if not s then
 end
 if s.cur ~= 0 then
   unoccur(tag, pool, h, sid, s.cur)
+end
+if s.x and s.x.bw ~= 0 and s.x.bw ~= s.cur then
+  unoccur(tag, pool, h, sid, s.x.bw)
 end
 redis.call('HDEL', scheds, sf)
 redis.call('HDEL', s.bk, sf)

@@ -23,7 +23,7 @@ for i = 1, #all, 2 do
 end
 local jobs = 0
 for st, n in pairs(counts) do
-  if st ~= NAME[ST.delivered] and st ~= NAME[ST.expired] then
+  if st ~= NAME[ST.delivered] and st ~= NAME[ST.expired] and st ~= NAME[ST.cancelled] then
     jobs = jobs + n
   end
 end

@@ -1,5 +1,6 @@
 // The /v1 API with the signed-in bearer token. The token lives in
-// sessionStorage only: never in a URL, never in localStorage.
+// sessionStorage only: never in localStorage, never in a URL the page
+// makes (a link's #token=… is read once and taken out: app.js).
 const KEY = 'kairos.token';
 
 export const session = {

@@ -1,5 +1,6 @@
-// kairos admin page: sign-in, hash routing (#/view?params, never the token)
-// and the 2-second polling of the view on screen.
+// kairos admin page: sign-in (a pasted token, or one in a link's
+// #token=…), hash routing (#/view?params) and the 2-second polling of the
+// view on screen.
 import { call, session, whenUnauthorized } from './api.js';
 import { $, showError, reportError } from './dom.js';
 import { state } from './store.js';
@@ -124,10 +125,26 @@ $('tenant-filter').addEventListener('change', () => {
 
 $('error-close').addEventListener('click', () => reportError(null));
 $('nav').addEventListener('click', () => { $('notice').textContent = ''; });
+// A link with #token=… (the dev mode's banner prints one) signs in as a
+// pasted token does: the token is kept where a pasted one is and taken out
+// of the address bar and the history at once. The fragment never reaches
+// a server, unlike a query. A bad token ends on the sign-in form with the
+// server's reason.
+function signInFromLink() {
+  const m = location.hash.match(/^#token=([^&]+)/);
+  if (!m) return;
+  history.replaceState(null, '', location.pathname + location.search);
+  const tok = decodeURIComponent(m[1]).trim().replace(/^Bearer\s+/i, '');
+  if (tok) session.token = tok;
+}
+
 window.addEventListener('hashchange', () => {
+  // another token: a fresh page, as a sign-in from the form gives
+  if (location.hash.startsWith('#token=')) { signInFromLink(); location.reload(); return; }
   // After following a link, start reading at the new view; a filter that
   // changed the route keeps its focus.
   if (document.activeElement?.tagName === 'A') $('main').focus({ preventScroll: true });
   route();
 });
+signInFromLink();
 route();

@@ -1,19 +1,23 @@
 // Dead letters: jobs in state dead, of every topic (GET /v1/dead, the
 // default) or of one topic; replay one or all of them
-// (POST .../jobs/{id}/retry).
+// (POST .../jobs/{id}/retry). The failure and success notifications that
+// kairos makes of other jobs (kind notification) are left out unless the
+// view is asked for them (#/dead?notifications=1).
 import { call, tenantQuery, topicPath, jobPath, listAll } from './api.js';
 import { $, h, rows, confirmAction, notice, busy, timeEl, lastAttempt, reportError } from './dom.js';
 import { loadTopics, fillTopicSelect, selectedTopic, link, scopeQuery, topicLabel } from './store.js';
 
-// topic is the topic shown, or null for every topic.
-const cur = { topic: null, cursor: '', next: '' };
+// topic is the topic shown, or null for every topic; notifications says
+// whether notifications are shown beside the jobs.
+const cur = { topic: null, cursor: '', next: '', notifications: false };
 
 // listing is where the view's dead jobs come from: one topic's jobs in
 // state dead, or the dead letters across topics (in the admin's tenant
-// filter, if any).
+// filter, if any); jobs only (kind=job) unless notifications are shown.
 function listing(t) {
-  return t ? { path: topicPath(t, '/jobs'), query: tenantQuery(t.tenant, { state: 'dead' }) }
-    : { path: '/v1/dead', query: scopeQuery() };
+  const kind = cur.notifications ? undefined : 'job';
+  return t ? { path: topicPath(t, '/jobs'), query: tenantQuery(t.tenant, { state: 'dead', kind }) }
+    : { path: '/v1/dead', query: { ...scopeQuery(), kind } };
 }
 
 const topicOf = (j) => ({ tenant: j.tenant, name: j.topic });
@@ -28,6 +32,8 @@ export const deadView = {
     select.prepend(h('option', { value: '', text: 'All topics' }));
     if (!want) select.value = '';
     cur.topic = selectedTopic(select);
+    cur.notifications = p.get('notifications') === '1';
+    $('dead-notifications').checked = cur.notifications;
     cur.cursor = p.get('cursor') || '';
     $('replay-result').textContent = '';
     await this.refresh();
@@ -40,7 +46,9 @@ export const deadView = {
     cur.next = page.next_cursor || '';
     const jobs = page.jobs || [];
     rows($('dead-table'), jobs, (j) => [
-      ['Job', h('a', { href: link('job', { tenant: j.tenant, topic: j.topic, id: j.id }), 'data-testid': `dead-link-${j.id}`, text: j.id }), 'wrap'],
+      ['Job', h('span', {},
+        h('a', { href: link('job', { tenant: j.tenant, topic: j.topic, id: j.id }), 'data-testid': `dead-link-${j.id}`, text: j.id }),
+        j.kind === 'notification' ? h('span', { class: 'kind', 'data-testid': `dead-kind-${j.id}`, text: 'notification' }) : null), 'wrap'],
       ['Topic', h('a', { href: link('dead', { tenant: j.tenant, topic: j.topic }), text: topicLabel(topicOf(j)) }), 'wrap'],
       ['Died at', timeEl(j.done_at)],
       ['Attempts', String(j.attempts), 'num'],
@@ -51,7 +59,8 @@ export const deadView = {
           onclick: (e) => replayOne(e.currentTarget, topicOf(j), j.id) }))],
     ]);
     $('replay-all').disabled = jobs.length === 0 && !cur.cursor;
-    $('dead-empty').textContent = t ? 'No dead jobs in this topic.' : 'No dead jobs.';
+    $('dead-empty').textContent = (t ? 'No dead jobs in this topic' : 'No dead jobs') +
+      (cur.notifications ? '.' : ' (notifications left out).');
     $('dead-empty').hidden = jobs.length > 0;
     $('dead-next').disabled = !cur.next;
     $('dead-first').hidden = !cur.cursor;
@@ -103,9 +112,10 @@ async function replayAll() {
 
 function go(extra = {}) {
   const t = selectedTopic($('dead-topic'));
-  location.hash = link('dead', { tenant: t?.tenant, topic: t?.name, ...extra });
+  location.hash = link('dead', { tenant: t?.tenant, topic: t?.name, notifications: $('dead-notifications').checked ? '1' : '', ...extra });
 }
 $('dead-topic').addEventListener('change', () => go());
+$('dead-notifications').addEventListener('change', () => go());
 $('dead-filter').addEventListener('submit', (e) => { e.preventDefault(); go(); });
 $('dead-next').addEventListener('click', () => cur.next && go({ cursor: cur.next }));
 $('dead-first').addEventListener('click', () => go());

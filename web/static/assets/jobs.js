@@ -303,7 +303,7 @@ $('job-cancel').addEventListener('click', async () => {
   const id = cur.id;
   const ok = await confirmAction({
     title: `Cancel job ${id}?`,
-    message: 'The job is removed and will not fire. Its id becomes free for a new job.',
+    message: 'The job will not fire. It stays readable, cancelled, for the retention period; its id becomes free for a new job.',
     ok: 'Cancel job',
     action: async () => { await call('DELETE', jobPath(topicOf(), id), { query: tenantQuery(cur.tenant) }); return true; },
   });
