@@ -153,9 +153,10 @@ func NewTransport(allowPrivate bool) *http.Transport {
 }
 
 // Transport returns the transport kairos fires callbacks through: HTTP/2
-// where offered, 64 idle connections per host, a 10s TLS handshake limit
-// and no proxy from the environment (HTTP_PROXY and the like are ignored).
-// Each attempt's context bounds the rest.
+// where offered, 64 idle connections per host, a 10s TLS handshake limit,
+// answers' headers of at most MaxResponseHeaderBytes, and no proxy from the
+// environment (HTTP_PROXY and the like are ignored). Each attempt's
+// context bounds the rest.
 //
 // Unless AllowPrivate, the address rule holds: without a proxy, every
 // connection is checked with CheckAddr after DNS resolution, just before
@@ -203,6 +204,7 @@ func (e Egress) Transport() *http.Transport {
 	t.IdleConnTimeout = 90 * time.Second
 	t.TLSHandshakeTimeout = 10 * time.Second
 	t.ResponseHeaderTimeout = 0
+	t.MaxResponseHeaderBytes = MaxResponseHeaderBytes
 	t.ExpectContinueTimeout = time.Second
 	return t
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ type fakeStore struct {
 
 	mu       sync.Mutex
 	finished []kairos.Outcome
+	attempts []kairos.Attempt // of each outcome, in the same order
 	released []rdb.Claimed
 }
 
@@ -110,10 +112,11 @@ func (f *fakeStore) Outcome(context.Context, kairos.Topic, kairos.Job, bool) (ka
 	return kairos.Breaker{State: "closed"}, nil
 }
 
-func (f *fakeStore) Finish(_ context.Context, _ kairos.JobKey, _ kairos.Attempt, o kairos.Outcome, _ time.Time, _ ...kairos.Notice) (kairos.State, error) {
+func (f *fakeStore) Finish(_ context.Context, _ kairos.JobKey, a kairos.Attempt, o kairos.Outcome, _ time.Time, _ ...kairos.Notice) (kairos.State, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.finished = append(f.finished, o)
+	f.attempts = append(f.attempts, a)
 	if int64(len(f.finished)) == f.want {
 		close(f.done)
 	}
@@ -245,5 +248,29 @@ func TestFlowGateGivesBackWhatMustWait(t *testing.T) {
 	case id := <-arrived:
 		t.Errorf("%s fired too", id)
 	default:
+	}
+}
+
+// TestWorkerRecordsHugeHeadersAsAFailure: a receiver that answers 200 with
+// headers past the cap has not delivered the job: the attempt is recorded
+// as retrying, with the error that says why.
+func TestWorkerRecordsHugeHeadersAsAFailure(t *testing.T) {
+	srv := httptest.NewServer(hugeHeaders(1 << 20))
+	defer srv.Close()
+	st := newFakeStore(kairos.Topic{Tenant: "t", Name: "orders", CallbackURL: srv.URL}.WithDefaults())
+	st.want = 1
+	runWorker(t, st)
+	now := time.Now()
+	st.push(kairos.Job{JobKey: kairos.JobKey{Tenant: "t", Topic: "orders", ID: "a"}, UID: "ua", Attempts: 1, MaxAttempts: 3,
+		Method: http.MethodPost, ContentType: "application/json", Payload: []byte(`{}`), RunAt: now}, now)
+	select {
+	case <-st.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no outcome recorded within 10 s")
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished[0] != kairos.OutcomeRetrying || st.attempts[0].Status != 0 || !strings.Contains(st.attempts[0].Error, "headers exceed 64 KiB") {
+		t.Errorf("outcome %v, attempt %+v; want retrying with an error naming the 64 KiB cap", st.finished[0], st.attempts[0])
 	}
 }
