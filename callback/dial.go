@@ -54,6 +54,12 @@ var blockedPrefixes = []struct {
 	{netip.MustParsePrefix("100.64.0.0/10"), "shared (CGNAT) address"},
 	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignment address"},
 	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking address"},
+	// documentation ranges (RFC 5737, RFC 3849): no one serves a public
+	// callback there, and a host may route them to one of its own services
+	{netip.MustParsePrefix("192.0.2.0/24"), "documentation address"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "documentation address"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "documentation address"},
+	{netip.MustParsePrefix("2001:db8::/32"), "documentation address"},
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved address"}, // includes broadcast
 	{netip.MustParsePrefix("fec0::/10"), "site-local address"},
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 address"},
@@ -78,10 +84,11 @@ var (
 
 // CheckAddr returns a *BlockedAddressError if a is not a public unicast
 // address: unspecified, loopback, private, link-local (including the cloud
-// metadata addresses), CGNAT, multicast, broadcast and reserved ranges, in
-// IPv4, IPv4-mapped IPv6 and IPv6 forms (including IPv4 embedded by NAT64,
-// 6to4, IPv4-compatible and IPv4-translated prefixes, and any Teredo
-// address). It returns nil otherwise.
+// metadata addresses), CGNAT, multicast, broadcast, reserved and the
+// documentation ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24,
+// 2001:db8::/32), in IPv4, IPv4-mapped IPv6 and IPv6 forms (including IPv4
+// embedded by NAT64, 6to4, IPv4-compatible and IPv4-translated prefixes,
+// and any Teredo address). It returns nil otherwise.
 func CheckAddr(a netip.Addr) error {
 	if reason := blockReason(a.WithZone("").Unmap()); reason != "" {
 		return &BlockedAddressError{Addr: a, Reason: reason}
