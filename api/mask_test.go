@@ -28,11 +28,11 @@ func TestSecretHeadersMasked(t *testing.T) {
 	e := newEnv(t, Config{})
 	acme, globex, admin := e.token(t, "acme", false), e.token(t, "globex", false), e.token(t, "ops", true)
 	headers := map[string]string{
-		"Authorization": "Bearer sk_live_4f9a", "Proxy-Authorization": "Basic cHJveHk6cHc=", "Cookie": "sid=abc",
+		"Authorization": "Bearer sk_live_4f9a", "X-Auth-Token": "t0k3n", "Cookie": "sid=abc",
 		"X-Api-Key": "k-123456789", "X-Hub-Signature": "sha256=ff", "X-Shop": "eu-1",
 	}
 	masked := map[string]string{
-		"Authorization": headerMask, "Proxy-Authorization": headerMask, "Cookie": headerMask,
+		"Authorization": headerMask, "X-Auth-Token": headerMask, "Cookie": headerMask,
 		"X-Api-Key": headerMask, "X-Hub-Signature": headerMask, "X-Shop": "eu-1",
 	}
 	check := func(what string, got map[string]string, want map[string]string) {
@@ -72,7 +72,7 @@ func TestSecretHeadersMasked(t *testing.T) {
 	// overwrite the secret with the mask: it is refused.
 	back := obj{"callback_url": hook, "headers": masked}
 	e.refused(t, e.do(t, "PUT", "/v1/topics/orders", acme, back), before, http.StatusBadRequest,
-		[]string{"headers.Authorization", "headers.Cookie", "headers.Proxy-Authorization", "headers.X-Api-Key", "headers.X-Hub-Signature"}, false)
+		[]string{"headers.Authorization", "headers.Cookie", "headers.X-Auth-Token", "headers.X-Api-Key", "headers.X-Hub-Signature"}, false)
 	e.refused(t, e.do(t, "POST", "/v1/topics/orders/jobs", acme, obj{"delay": "1m", "headers": obj{"Authorization": headerMask}}), before,
 		http.StatusBadRequest, []string{"headers.Authorization"}, false)
 }

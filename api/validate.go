@@ -126,6 +126,22 @@ func validHeaderValue(v string) bool {
 	return true
 }
 
+// refusedHeader says why a callback header of canonical name canon may not
+// be set by a tenant, or "" when it may: kairos sets it on every callback
+// (reservedHeaders, Kairos-*), or it speaks to a proxy on the way
+// (Proxy-*): behind KAIROS_CALLBACK_PROXY a tenant would pick the proxy's
+// identity (Proxy-Authorization). It is the one rule of topics', jobs' and
+// schedules' headers (checkHeaders).
+func refusedHeader(canon string) string {
+	switch {
+	case reservedHeaders[canon] || strings.HasPrefix(canon, "Kairos-"):
+		return "header " + canon + " is set by kairos and cannot be overridden"
+	case strings.HasPrefix(canon, "Proxy-"):
+		return "header " + canon + " is refused: Proxy-* headers speak to a proxy between kairos and the receiver, which is the operator's (KAIROS_CALLBACK_PROXY); send the receiver's credentials in Authorization or a header of its own"
+	}
+	return ""
+}
+
 // checkHeaders validates callback headers and canonicalises their names.
 // When every name is canonical already, it returns h itself.
 func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string]string {
@@ -155,8 +171,8 @@ func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string
 			continue
 		}
 		canon := http.CanonicalHeaderKey(name)
-		if reservedHeaders[canon] || strings.HasPrefix(canon, "Kairos-") {
-			bad("header %s is set by kairos and cannot be overridden", canon)
+		if why := refusedHeader(canon); why != "" {
+			bad("%s", why)
 			continue
 		}
 		if !validHeaderValue(v) {
