@@ -352,7 +352,7 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reveal {
-		v.Headers = ownHeaders(sc.Job)
+		v.Headers, v.CallbackURL = ownHeaders(sc.Job), sc.Job.CallbackURL
 	}
 	writeJSON(w, http.StatusOK, v)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -75,6 +76,9 @@ func validName(s string, max int, extra string) bool {
 // (callback.CheckTarget; names are checked when the callback is dialled).
 func checkURL(fe *fieldErrors, field, raw string, allowPrivate bool) {
 	err := callback.CheckURL(raw)
+	if err == nil && strings.Contains(raw, headerMask) {
+		err = errors.New("the URL holds the mask kairos shows in place of a query value: send the URL itself (GET with ?reveal=headers to read it)")
+	}
 	if err == nil && !allowPrivate {
 		err = callback.CheckTarget(raw)
 	}
