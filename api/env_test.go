@@ -73,10 +73,17 @@ func newEnv(tb testing.TB, cfg Config) *env {
 	return e
 }
 
-// token returns an Authorization header value for tenant.
+// token returns an Authorization header value for tenant, valid for an
+// hour.
 func (e *env) token(tb testing.TB, tenant string, admin bool) string {
 	tb.Helper()
-	tok, err := e.auth.Mint(tenant, admin, time.Hour)
+	return e.tokenFor(tb, tenant, admin, time.Hour)
+}
+
+// tokenFor is token valid for ttl (0: it never expires).
+func (e *env) tokenFor(tb testing.TB, tenant string, admin bool, ttl time.Duration) string {
+	tb.Helper()
+	tok, err := e.auth.Mint(tenant, admin, ttl)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -56,6 +56,10 @@ type Config struct {
 	// Zero: 15s and 30s.
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
+	// MaxTokenTTL is the longest a token minted through POST /v1/tokens
+	// may live (KAIROS_MAX_TOKEN_TTL); none outlives the token that mints
+	// it either. Default DefaultMaxTokenTTL.
+	MaxTokenTTL time.Duration
 	// Bulk runs the bulk operations this process creates or takes over;
 	// nil answers POST .../jobs/bulk with a 404.
 	Bulk *bulk.Runner
@@ -96,6 +100,9 @@ func New(store *rdb.Store, a *auth.Authenticator, cfg Config) http.Handler {
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 30 * time.Second
+	}
+	if cfg.MaxTokenTTL <= 0 {
+		cfg.MaxTokenTTL = DefaultMaxTokenTTL
 	}
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()

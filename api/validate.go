@@ -224,9 +224,8 @@ func asciiUpper(s string) string {
 // parseDuration parses a duration (Go syntax plus days, duration.Parse)
 // within [lo, hi].
 func parseDuration(fe *fieldErrors, field, s string, lo, hi time.Duration) time.Duration {
-	d, err := duration.Parse(s)
-	if err != nil {
-		fe.add(field, "%q is not a duration: use Go syntax such as \"90s\", \"1.5h\" or \"250ms\", or days such as \"7d\" or \"1d12h\"", s)
+	d, ok := parseAnyDuration(fe, field, s)
+	if !ok {
 		return 0
 	}
 	if d < lo || d > hi {
@@ -234,6 +233,17 @@ func parseDuration(fe *fieldErrors, field, s string, lo, hi time.Duration) time.
 		return 0
 	}
 	return d
+}
+
+// parseAnyDuration parses s as a duration of any length; false, with an
+// error on field, when it is none.
+func parseAnyDuration(fe *fieldErrors, field, s string) (time.Duration, bool) {
+	d, err := duration.Parse(s)
+	if err != nil {
+		fe.add(field, "%q is not a duration: use Go syntax such as \"90s\", \"1.5h\" or \"250ms\", or days such as \"7d\" or \"1d12h\"", s)
+		return 0, false
+	}
+	return d, true
 }
 
 // parseRunAt parses an RFC 3339 time within the allowed window around now,

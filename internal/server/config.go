@@ -77,6 +77,10 @@ type Config struct {
 	LeaseGrace        time.Duration
 	ReadyLease        time.Duration
 	MaxPayload        int64
+	// MaxTokenTTL is the longest a token minted through POST /v1/tokens
+	// may live (KAIROS_MAX_TOKEN_TTL); none outlives the token that mints
+	// it either.
+	MaxTokenTTL time.Duration
 	// Quota is every tenant's default quota; an admin may set another for
 	// one tenant (PUT /v1/tenants/{tenant}/quota). Zero fields: no limit.
 	Quota     kairos.Quota
@@ -114,7 +118,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		return v
 	}
 	var roles, shards, retention, grace, lockTTL, leaseGrace, readyLease, maxPayload, waitReplicas, redisTimeout string
-	var maxPending, rate, burst, readTimeout, writeTimeout string
+	var maxPending, rate, burst, readTimeout, writeTimeout, maxTokenTTL string
 	fs.StringVar(&c.Addr, "addr", env("KAIROS_ADDR", ""), "listen address of the API and admin page; default :8080, or 127.0.0.1:8080 on the embedded Redis (KAIROS_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("KAIROS_REDIS_URL", ""), "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (KAIROS_REDIS_URL)")
 	fs.StringVar(&c.RedisCA, "redis-ca", env("KAIROS_REDIS_CA", ""), "PEM file of the CA that signed a rediss:// Redis's certificate; default the system's roots (KAIROS_REDIS_CA)")
@@ -137,6 +141,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&leaseGrace, "lease-grace", env("KAIROS_LEASE_GRACE", "5s"), "added to a callback's timeout to make its lease: a lost worker's job is re-sent after timeout+grace (KAIROS_LEASE_GRACE)")
 	fs.StringVar(&readyLease, "ready-lease", env("KAIROS_READY_LEASE", "10s"), "how long past its due time a claimed job may wait for a free worker; a claimed job's lease is its due time + this + its callback timeout + the lease grace, so a job claimed by a process that died is handed out again after that (KAIROS_READY_LEASE)")
 	fs.StringVar(&maxPayload, "max-payload", env("KAIROS_MAX_PAYLOAD", "262144"), "largest job payload in bytes (KAIROS_MAX_PAYLOAD)")
+	fs.StringVar(&maxTokenTTL, "max-token-ttl", env("KAIROS_MAX_TOKEN_TTL", "90d"), "longest a token minted through POST /v1/tokens may live, 1m to 365d; none outlives the admin token that mints it (KAIROS_MAX_TOKEN_TTL)")
 	fs.StringVar(&maxPending, "tenant-max-pending", env("KAIROS_TENANT_MAX_PENDING", "0"), "default most pending jobs a tenant may hold; 0: no limit (KAIROS_TENANT_MAX_PENDING)")
 	fs.StringVar(&rate, "tenant-rate", env("KAIROS_TENANT_RATE", "0"), "default most API requests a tenant may make, as N (a second) or N/PERIOD such as 600/1m; 0: no limit (KAIROS_TENANT_RATE)")
 	fs.StringVar(&burst, "tenant-burst", env("KAIROS_TENANT_BURST", "0"), "requests a tenant may make at once within its rate; 0: the rate's N (KAIROS_TENANT_BURST)")
@@ -223,13 +228,17 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		min  time.Duration
 	}{{"retention", retention, &c.Retention, time.Second}, {"grace", grace, &c.Grace, 0}, {"lock-ttl", lockTTL, &c.LockTTL, 300 * time.Millisecond}, {"lease-grace", leaseGrace, &c.LeaseGrace, 100 * time.Millisecond},
 		{"ready-lease", readyLease, &c.ReadyLease, time.Second}, {"redis-timeout", redisTimeout, &c.RedisTimeout, 100 * time.Millisecond},
-		{"read-timeout", readTimeout, &c.ReadTimeout, 100 * time.Millisecond}, {"write-timeout", writeTimeout, &c.WriteTimeout, 100 * time.Millisecond}}
+		{"read-timeout", readTimeout, &c.ReadTimeout, 100 * time.Millisecond}, {"write-timeout", writeTimeout, &c.WriteTimeout, 100 * time.Millisecond},
+		{"max-token-ttl", maxTokenTTL, &c.MaxTokenTTL, time.Minute}}
 	for _, d := range durations {
 		v, err := duration.Parse(d.raw)
 		if err != nil || v < d.min {
 			errs = append(errs, fmt.Errorf("%s %q: use a duration of at least %s such as \"30s\" or \"7d\"", d.name, d.raw, d.min))
 		}
 		*d.dst = v
+	}
+	if c.MaxTokenTTL > 365*24*time.Hour {
+		errs = append(errs, fmt.Errorf("max-token-ttl %q: use a duration from 1m to 365d", maxTokenTTL))
 	}
 	if c.WriteTimeout > 0 && c.WriteTimeout <= c.RedisTimeout {
 		errs = append(errs, fmt.Errorf("write-timeout %s: make it longer than redis-timeout (%s), or requests are cut off before Redis answers them", c.WriteTimeout, c.RedisTimeout))
