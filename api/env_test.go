@@ -55,12 +55,22 @@ type env struct {
 // newEnv starts an API server on loopback with its own key prefix and clock.
 func newEnv(tb testing.TB, cfg Config) *env {
 	tb.Helper()
+	return newEnvOn(tb, cfg, true)
+}
+
+// newEnvOn is newEnv whose bulk runner (when cfg names none) runs the
+// operations it creates only when runBulk is set.
+func newEnvOn(tb testing.TB, cfg Config, runBulk bool) *env {
+	tb.Helper()
 	e := &env{rc: testredis.Client(tb), prefix: testredis.Prefix(tb), clock: testclock.New(t0)}
 	e.store = rdb.New(e.rc, rdb.Options{Prefix: e.prefix, Now: e.clock.Now, NewSecret: callback.NewSecret})
 	if err := e.store.Init(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	e.auth = auth.New([]byte(testSecret), e.clock.Now)
+	if cfg.Bulk == nil && !runBulk {
+		cfg.Bulk = bulk.New(e.store, bulk.Config{})
+	}
 	if cfg.Bulk == nil {
 		cfg.Bulk = bulk.New(e.store, bulk.Config{Pause: time.Millisecond})
 		ctx, stop := context.WithCancel(context.Background())
