@@ -374,7 +374,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req jobRequest
-	if err := s.decode(w, r, s.cfg.MaxPayload+64<<10, &req); err != nil {
+	if err := s.decode(w, r, jobBody(s.cfg.MaxPayload), &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -20,14 +20,14 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/callback"
-	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/internal/bulk"
 	"github.com/kairos-sh/kairos/internal/metrics"
 	"github.com/kairos-sh/kairos/internal/rdb"
-	"github.com/kairos-sh/kairos/scanner"
 	"github.com/kairos-sh/kairos/internal/tracing"
+	"github.com/kairos-sh/kairos/scanner"
 	"github.com/kairos-sh/kairos/web"
 )
 
@@ -182,7 +182,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 		bulkWG.Go(func() { runner.Run(bulkCtx) })
 		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
 			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick, RedisTimeout: cfg.RedisTimeout, Quota: cfg.Quota,
-			ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, MaxTokenTTL: cfg.MaxTokenTTL, Bulk: runner})
+			ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, MaxTokenTTL: cfg.MaxTokenTTL, MaxBodyInflight: cfg.MaxBodyInflight, Bulk: runner})
 	} else {
 		h = opsHandler(store, metricsHandler, cfg.RedisTimeout)
 	}
