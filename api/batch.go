@@ -11,8 +11,8 @@ import (
 	"github.com/kairos-sh/kairos/internal/rdb"
 )
 
-// maxBatch is the largest batch create; maxBatchBody bounds its body, so
-// that one request cannot make the server hold a thousand maximal payloads.
+// maxBatch is the largest batch create; maxBatchBody bounds its body
+// (batchBody).
 const (
 	maxBatch     = 1000
 	maxBatchBody = 32 << 20
@@ -49,7 +49,7 @@ func (s *Server) createJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req batchRequest
-	if err := s.decode(w, r, min(maxBatch*(s.cfg.MaxPayload+4<<10), maxBatchBody), &req); err != nil {
+	if err := s.decode(w, r, batchBody(s.cfg.MaxPayload), &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

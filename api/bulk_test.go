@@ -199,3 +199,25 @@ func FuzzBulkRequest(f *testing.F) {
 		specAccepts(t, "BulkRequest", canon)
 	})
 }
+
+// TestBulkThirdOperationQueued: a tenant's third operation while two run
+// answers 202 with state queued (as openapi.yaml allows) and reads queued.
+func TestBulkThirdOperationQueued(t *testing.T) {
+	t.Parallel()
+	e := newEnvOn(t, Config{}, false) // the runner does not run: the first two stay running
+	acme := e.token(t, "acme", false)
+	e.putTopic(t, acme, "orders", obj{"callback_url": hook})
+	e.createJob(t, acme, "orders", obj{"id": "j", "delay": "1h", "labels": obj{"k": "v"}})
+	var states []string
+	for range 3 {
+		op := want[operationResponse](t, e.do(t, "POST", "/v1/topics/orders/jobs/bulk", acme,
+			obj{"action": "cancel", "filter": obj{"labels": obj{"k": "v"}}}), http.StatusAccepted)
+		states = append(states, op.State)
+		if got := want[operationResponse](t, e.do(t, "GET", "/v1/operations/"+op.ID, acme, nil), http.StatusOK); got.State != op.State {
+			t.Errorf("operation %s reads %s, answered %s", op.ID, got.State, op.State)
+		}
+	}
+	if fmt.Sprint(states) != "[running running queued]" {
+		t.Errorf("states %v, want running, running, queued", states)
+	}
+}

@@ -55,12 +55,22 @@ type env struct {
 // newEnv starts an API server on loopback with its own key prefix and clock.
 func newEnv(tb testing.TB, cfg Config) *env {
 	tb.Helper()
+	return newEnvOn(tb, cfg, true)
+}
+
+// newEnvOn is newEnv whose bulk runner (when cfg names none) runs the
+// operations it creates only when runBulk is set.
+func newEnvOn(tb testing.TB, cfg Config, runBulk bool) *env {
+	tb.Helper()
 	e := &env{rc: testredis.Client(tb), prefix: testredis.Prefix(tb), clock: testclock.New(t0)}
 	e.store = rdb.New(e.rc, rdb.Options{Prefix: e.prefix, Now: e.clock.Now, NewSecret: callback.NewSecret})
 	if err := e.store.Init(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	e.auth = auth.New([]byte(testSecret), e.clock.Now)
+	if cfg.Bulk == nil && !runBulk {
+		cfg.Bulk = bulk.New(e.store, bulk.Config{})
+	}
 	if cfg.Bulk == nil {
 		cfg.Bulk = bulk.New(e.store, bulk.Config{Pause: time.Millisecond})
 		ctx, stop := context.WithCancel(context.Background())
@@ -73,10 +83,17 @@ func newEnv(tb testing.TB, cfg Config) *env {
 	return e
 }
 
-// token returns an Authorization header value for tenant.
+// token returns an Authorization header value for tenant, valid for an
+// hour.
 func (e *env) token(tb testing.TB, tenant string, admin bool) string {
 	tb.Helper()
-	tok, err := e.auth.Mint(tenant, admin, time.Hour)
+	return e.tokenFor(tb, tenant, admin, time.Hour)
+}
+
+// tokenFor is token valid for ttl (0: it never expires).
+func (e *env) tokenFor(tb testing.TB, tenant string, admin bool, ttl time.Duration) string {
+	tb.Helper()
+	tok, err := e.auth.Mint(tenant, admin, ttl)
 	if err != nil {
 		tb.Fatal(err)
 	}

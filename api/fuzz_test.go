@@ -93,7 +93,7 @@ func checkAcceptedHeaders(t *testing.T, h map[string]string) {
 		switch {
 		case k != http.CanonicalHeaderKey(k):
 			t.Errorf("header %q is not canonical", k)
-		case reservedHeaders[k] || strings.HasPrefix(k, "Kairos-"):
+		case reservedHeaders[k] || strings.HasPrefix(k, "Kairos-") || strings.HasPrefix(k, "Proxy-"):
 			t.Errorf("reserved header %q accepted", k)
 		case !httpguts.ValidHeaderFieldName(k) || len(k) > maxHeaderName || !httpguts.ValidHeaderFieldValue(v) || len(v) > maxHeaderValue:
 			t.Errorf("header %q: %q accepted", k, v)

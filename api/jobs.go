@@ -143,8 +143,8 @@ func jobView(j kairos.Job) jobResponse {
 	v := jobResponse{
 		ID: j.ID, Topic: j.Topic, Tenant: j.Tenant, Kind: kairos.KindOf(j.ID), State: j.State, RunAt: formatTime(j.RunAt),
 		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: attemptCount(j.Attempts),
-		ReplayedAfter: j.ReplayedAfter, MaxAttempts: j.MaxAttempts, CallbackURL: j.CallbackURL, Method: j.Method, Headers: maskHeaders(j.Headers),
-		FlowKey: j.FlowKey, FailureURL: j.FailureURL, Payload: payloadJSON(j), SuccessURL: j.SuccessURL,
+		ReplayedAfter: j.ReplayedAfter, MaxAttempts: j.MaxAttempts, CallbackURL: maskURL(j.CallbackURL), Method: j.Method, Headers: maskHeaders(j.Headers),
+		FlowKey: j.FlowKey, FailureURL: maskURL(j.FailureURL), Payload: payloadJSON(j), SuccessURL: maskURL(j.SuccessURL),
 		ExpiresAt: formatTime(j.ExpiresAt), Priority: j.Priority,
 		Labels: j.Labels,
 	}
@@ -376,7 +376,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req jobRequest
-	if err := s.decode(w, r, s.cfg.MaxPayload+jobBodyRoom, &req); err != nil {
+	if err := s.decode(w, r, jobBody(s.cfg.MaxPayload), &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -452,6 +452,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	v := jobView(j)
 	if reveal {
 		v.Headers = ownHeaders(j)
+		v.CallbackURL, v.FailureURL, v.SuccessURL = j.CallbackURL, j.FailureURL, j.SuccessURL
 	}
 	writeJSON(w, http.StatusOK, v)
 }

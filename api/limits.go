@@ -17,8 +17,7 @@ const payloadSetting = "KAIROS_MAX_PAYLOAD or --max-payload"
 
 // jobBodyRoom and batchItemRoom are the bytes a body may hold besides its
 // payloads: a create's (or a schedule's) other fields, and a batch item's
-// (createJobs sizes its limit as min(maxBatch*(MaxPayload+4 KiB),
-// maxBatchBody); TestBodyLimitsNameTheirSetting holds the two together).
+// (jobBody and batchBody size the routes' limits from them).
 const (
 	jobBodyRoom   = 64 << 10
 	batchItemRoom = 4 << 10
@@ -41,9 +40,9 @@ func (s *Server) explainBodyLimit(err error, limit int64) error {
 	p := s.cfg.MaxPayload
 	var why string
 	switch limit {
-	case p + jobBodyRoom:
+	case jobBody(p):
 		why = fmt.Sprintf("this route's body limit: the payload limit, %d bytes (%s), plus %d bytes for the other fields", p, payloadSetting, jobBodyRoom)
-	case min(maxBatch*(p+batchItemRoom), maxBatchBody):
+	case batchBody(p):
 		why = fmt.Sprintf("a batch's body limit: %d items of the payload limit, %d bytes (%s), plus %d bytes each, at most %d bytes", maxBatch, p, payloadSetting, batchItemRoom, maxBatchBody)
 	default:
 		why = "this route's fixed body limit"

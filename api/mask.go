@@ -5,15 +5,17 @@ import (
 	"strings"
 )
 
-// headerMask replaces the value of a secret-looking callback header in API
-// answers, whatever the value's length.
+// headerMask replaces the value of a secret-looking callback header, and
+// each query value of a callback, success or failure URL, in API answers,
+// whatever the value's length.
 const headerMask = "••••••••"
 
 // secretWords: a header whose name contains one of them, in any case,
-// looks secret (Authorization, Proxy-Authorization, Cookie, Set-Cookie,
-// X-Api-Key, X-Auth-Token, ...). The admin page shows what the API sends
-// and keeps no list of its own.
-var secretWords = []string{"auth", "cookie", "credential", "key", "passwd", "password", "secret", "session", "signature", "token"}
+// looks secret (Authorization, Cookie, Set-Cookie, X-Api-Key, X-Auth-Token,
+// X-Jwt, X-Hmac-Sha256, X-Session-Id, ...): masking goes by what a name
+// means, not by a list of names. The admin page and the CLI show what the
+// API sends and keep no list of their own.
+var secretWords = []string{"auth", "cookie", "credential", "hmac", "jwt", "key", "passwd", "password", "secret", "session", "signature", "token"}
 
 // secretHeader reports whether a header named name looks secret.
 func secretHeader(name string) bool {
@@ -48,9 +50,42 @@ func maskHeaders(h map[string]string) map[string]string {
 	return out
 }
 
-// revealHeaders reads ?reveal=headers, which asks a GET of a topic or job
-// for its headers in full: the caller may read the topic or job, so it is
-// theirs (or an admin's) to see.
+// maskURL returns the callback, success or failure URL raw with each value
+// of its query replaced by headerMask (a parameter without '=' whole), and
+// its fragment too: a receiver's token often rides there, and no name
+// tells which parameter holds one. Names of parameters, the host and the
+// path stay readable. raw comes back as it is when it has neither.
+func maskURL(raw string) string {
+	rest, frag, hasFrag := strings.Cut(raw, "#")
+	base, query, hasQuery := strings.Cut(rest, "?")
+	if !hasQuery && !hasFrag {
+		return raw
+	}
+	var b strings.Builder
+	b.WriteString(base)
+	if hasQuery {
+		b.WriteByte('?')
+		for i, p := range strings.Split(query, "&") {
+			if i > 0 {
+				b.WriteByte('&')
+			}
+			if name, _, ok := strings.Cut(p, "="); ok {
+				b.WriteString(name + "=" + headerMask)
+			} else if p != "" {
+				b.WriteString(headerMask)
+			}
+		}
+	}
+	if hasFrag && frag != "" {
+		b.WriteString("#" + headerMask)
+	}
+	return b.String()
+}
+
+// revealHeaders reads ?reveal=headers, which asks a GET of a topic, job or
+// schedule for what answers mask, in full: its headers' values and its
+// URLs' queries. The caller may read the topic or job, so it is theirs (or
+// an admin's) to see.
 func revealHeaders(r *http.Request) (bool, error) {
 	switch v := r.URL.Query().Get("reveal"); v {
 	case "":

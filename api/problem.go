@@ -90,6 +90,7 @@ func (s *Server) problem(r *http.Request, err error) Problem {
 	var he *httpError
 	var ae *auth.Error
 	var qe *quotaError
+	var be *budgetError
 	switch {
 	case errors.As(err, &ve):
 		p.Status = ve.Status
@@ -97,12 +98,19 @@ func (s *Server) problem(r *http.Request, err error) Problem {
 			p.Status = http.StatusBadRequest
 		}
 		p.Type, p.Title, p.Detail, p.Errors = problemBase+"validation", "Invalid request", ve.Error(), ve.Errors
-		if p.Status == http.StatusRequestEntityTooLarge {
+		switch p.Status {
+		case http.StatusRequestEntityTooLarge:
 			p.Type, p.Title = problemBase+"too-large", "Request too large"
+		case http.StatusRequestTimeout:
+			p.Type, p.Title = problemBase+"slow-body", "Request body too slow"
 		}
 	case errors.As(err, &he):
 		p.Status, p.Title, p.Detail = he.status, he.title, he.detail
 		p.Type = problemBase + strings.ToLower(strings.ReplaceAll(he.title, " ", "-"))
+	case errors.As(err, &be):
+		p.Status, p.Type, p.Title, p.retryAfter = http.StatusServiceUnavailable, problemBase+"busy", "Service Unavailable", "1"
+		p.Errors = []FieldError{{Field: "body", Message: be.Error()}}
+		p.Detail = "invalid request: body: " + be.Error()
 	case errors.As(err, &qe):
 		p.Status, p.Type, p.Title, p.Detail = http.StatusTooManyRequests, problemBase+"too-many-requests", "Too Many Requests", qe.detail
 		p.retryAfter = retryAfterSeconds(qe.retryAfter)

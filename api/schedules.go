@@ -205,7 +205,7 @@ func (s *Server) putSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req scheduleRequest
-	if err := s.decode(w, r, s.cfg.MaxPayload+jobBodyRoom, &req); err != nil {
+	if err := s.decode(w, r, jobBody(s.cfg.MaxPayload), &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -352,7 +352,7 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reveal {
-		v.Headers = ownHeaders(sc.Job)
+		v.Headers, v.CallbackURL = ownHeaders(sc.Job), sc.Job.CallbackURL
 	}
 	writeJSON(w, http.StatusOK, v)
 }

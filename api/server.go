@@ -50,12 +50,24 @@ type Config struct {
 	// one tenant); zero fields are no limit.
 	Quota kairos.Quota
 	// ReadTimeout is the server's (http.Server.ReadTimeout): a handler that
-	// reads a body above bodyRate bytes moves the read deadline by a second
-	// for each further bodyRate bytes, up to its route's size limit (decode).
-	// WriteTimeout is the server's too: POST /v1/tick moves it by its tick.
-	// Zero: 15s and 30s.
+	// reads a body paces it itself (readBody: a second to start, then
+	// BodyFloor bytes a second), and gives the rest of the request
+	// ReadTimeout from the body's end. WriteTimeout is the server's too,
+	// counted again from the body's end; POST /v1/tick moves it by its
+	// tick. Zero: 15s and 30s.
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
+	// MaxBodyInflight is the server's budget of request body bytes in
+	// flight (KAIROS_MAX_BODY_INFLIGHT): the buffers of the bodies being
+	// read, past each one's first 4 KiB. A body that would pass it waits a
+	// second at most, then is answered 503 with Retry-After. It must hold
+	// LargestBody(MaxPayload). Default DefaultMaxBodyInflight, or twice
+	// LargestBody when that is more.
+	MaxBodyInflight int64
+	// MaxTokenTTL is the longest a token minted through POST /v1/tokens
+	// may live (KAIROS_MAX_TOKEN_TTL); none outlives the token that mints
+	// it either. Default DefaultMaxTokenTTL.
+	MaxTokenTTL time.Duration
 	// Bulk runs the bulk operations this process creates or takes over;
 	// nil answers POST .../jobs/bulk with a 404.
 	Bulk *bulk.Runner
@@ -77,6 +89,7 @@ type Server struct {
 	tracer  trace.Tracer
 	quotas  quotas
 	revoked revokedSync
+	bodies  *bodyBudget
 }
 
 // New returns the API handler.
@@ -97,11 +110,17 @@ func New(store *rdb.Store, a *auth.Authenticator, cfg Config) http.Handler {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 30 * time.Second
 	}
+	if cfg.MaxBodyInflight <= 0 {
+		cfg.MaxBodyInflight = max(DefaultMaxBodyInflight, 2*LargestBody(cfg.MaxPayload))
+	}
+	if cfg.MaxTokenTTL <= 0 {
+		cfg.MaxTokenTTL = DefaultMaxTokenTTL
+	}
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
 	s := &Server{store: store, auth: a, cfg: cfg, log: cfg.Logger.With("component", "api"), onTopic: cfg.OnTopicChange,
-		tracer: cfg.Tracer.Tracer(tracing.Scope)}
+		tracer: cfg.Tracer.Tracer(tracing.Scope), bodies: newBodyBudget(cfg.MaxBodyInflight)}
 	return s.routes()
 }
 

@@ -9,11 +9,14 @@ import (
 )
 
 // Bounds of a minted token's ttl: through the API every token expires
-// (a token without expiry needs KAIROS_AUTH_SECRET and `kairos token`).
+// (a token without expiry needs KAIROS_AUTH_SECRET and `kairos token`), at
+// the latest when the token that minted it does, and never later than
+// Config.MaxTokenTTL from now.
 const (
 	defaultTokenTTL = 24 * time.Hour
 	minTokenTTL     = time.Minute
-	maxTokenTTL     = 365 * 24 * time.Hour
+	// DefaultMaxTokenTTL is the default of Config.MaxTokenTTL.
+	DefaultMaxTokenTTL = 90 * 24 * time.Hour
 )
 
 // tokenRequest is the body of POST /v1/tokens.
@@ -38,7 +41,7 @@ func (s *Server) mintToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req tokenRequest
-	if err := decode(r, 4<<10, &req); err != nil {
+	if err := s.decode(w, r, 4<<10, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -49,10 +52,7 @@ func (s *Server) mintToken(w http.ResponseWriter, r *http.Request) {
 	case !auth.TenantPattern.MatchString(*req.Tenant):
 		fe.add("tenant", "%q is not a valid tenant name: use 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit", *req.Tenant)
 	}
-	ttl := defaultTokenTTL
-	if req.TTL != nil {
-		ttl = parseDuration(&fe, "ttl", *req.TTL, minTokenTTL, maxTokenTTL)
-	}
+	ttl := s.tokenTTL(&fe, r, req.TTL)
 	if err := fe.err(); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -65,4 +65,33 @@ func (s *Server) mintToken(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("token minted", "tenant", *req.Tenant, "admin", req.Admin, "jti", tok.ID,
 		"expires_at", formatTime(tok.ExpiresAt), "by", identityOf(r))
 	writeJSON(w, http.StatusCreated, tokenResponse{Token: tok.Token, JTI: tok.ID, ExpiresAt: formatTime(tok.ExpiresAt)})
+}
+
+// tokenTTL is the ttl of a token minted by r's token: ttl as asked, or by
+// default 24h, within [1m, most] where most is the server's cap
+// (MaxTokenTTL) or, when sooner, what is left of r's token, which a token
+// it mints may not outlive. A ttl past most is refused, not cut: the
+// error names the most allowed and why.
+func (s *Server) tokenTTL(fe *fieldErrors, r *http.Request, ttl *string) time.Duration {
+	most, why := s.cfg.MaxTokenTTL, "the server's cap (KAIROS_MAX_TOKEN_TTL)"
+	id, _ := auth.FromContext(r.Context())
+	if left, ok := s.auth.Remaining(id); ok && left < most {
+		most, why = left.Truncate(time.Second), "what is left of the token that mints it, which a minted token may not outlive"
+	}
+	if most < minTokenTTL {
+		fe.add("ttl", "a minted token lives at least %s, but at most %s is allowed: %s; mint with a token that lives longer", fmtDuration(minTokenTTL), fmtDuration(most), why)
+		return 0
+	}
+	if ttl == nil {
+		return min(defaultTokenTTL, most)
+	}
+	d, ok := parseAnyDuration(fe, "ttl", *ttl)
+	switch {
+	case !ok:
+	case d < minTokenTTL:
+		fe.add("ttl", "%s is out of range: allowed %s to %s", *ttl, fmtDuration(minTokenTTL), fmtDuration(most))
+	case d > most:
+		fe.add("ttl", "%s is longer than allowed: at most %s, %s", *ttl, fmtDuration(most), why)
+	}
+	return d
 }

@@ -137,12 +137,12 @@ func topicView(t kairos.Topic) topicResponse {
 	if t.OwnSecret() != "" {
 		signing = kairos.SigningTopic
 	}
-	return topicResponse{Rate: rate, Parallelism: t.Parallelism, FlowKey: t.FlowKey, Breaker: brk, FailureURL: t.FailureURL, Signing: signing,
-		Name: t.Name, Tenant: t.Tenant, CallbackURL: t.CallbackURL, Method: d.Method, Headers: maskHeaders(t.Headers),
+	return topicResponse{Rate: rate, Parallelism: t.Parallelism, FlowKey: t.FlowKey, Breaker: brk, FailureURL: maskURL(t.FailureURL), Signing: signing,
+		Name: t.Name, Tenant: t.Tenant, CallbackURL: maskURL(t.CallbackURL), Method: d.Method, Headers: maskHeaders(t.Headers),
 		Timeout: d.Timeout.String(), MaxAttempts: d.MaxAttempts,
 		Backoff:     backoffResponse{Initial: d.BackoffInitial.String(), Max: d.BackoffMax.String()},
 		Concurrency: d.Concurrency, Paused: t.Paused, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
-		SuccessURL: t.SuccessURL, ResponseBytes: t.KeptResponse(),
+		SuccessURL: maskURL(t.SuccessURL), ResponseBytes: t.KeptResponse(),
 	}
 }
 
@@ -350,6 +350,7 @@ func (s *Server) getTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	if reveal {
 		v.Headers = t.Headers
+		v.CallbackURL, v.FailureURL, v.SuccessURL = t.CallbackURL, t.FailureURL, t.SuccessURL
 	}
 	writeJSON(w, http.StatusOK, v)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -75,6 +76,9 @@ func validName(s string, max int, extra string) bool {
 // (callback.CheckTarget; names are checked when the callback is dialled).
 func checkURL(fe *fieldErrors, field, raw string, allowPrivate bool) {
 	err := callback.CheckURL(raw)
+	if err == nil && strings.Contains(raw, headerMask) {
+		err = errors.New("the URL holds the mask kairos shows in place of a query value: send the URL itself (GET with ?reveal=headers to read it)")
+	}
 	if err == nil && !allowPrivate {
 		err = callback.CheckTarget(raw)
 	}
@@ -126,6 +130,22 @@ func validHeaderValue(v string) bool {
 	return true
 }
 
+// refusedHeader says why a callback header of canonical name canon may not
+// be set by a tenant, or "" when it may: kairos sets it on every callback
+// (reservedHeaders, Kairos-*), or it speaks to a proxy on the way
+// (Proxy-*): behind KAIROS_CALLBACK_PROXY a tenant would pick the proxy's
+// identity (Proxy-Authorization). It is the one rule of topics', jobs' and
+// schedules' headers (checkHeaders).
+func refusedHeader(canon string) string {
+	switch {
+	case reservedHeaders[canon] || strings.HasPrefix(canon, "Kairos-"):
+		return "header " + canon + " is set by kairos and cannot be overridden"
+	case strings.HasPrefix(canon, "Proxy-"):
+		return "header " + canon + " is refused: Proxy-* headers speak to a proxy between kairos and the receiver, which is the operator's (KAIROS_CALLBACK_PROXY); send the receiver's credentials in Authorization or a header of its own"
+	}
+	return ""
+}
+
 // checkHeaders validates callback headers and canonicalises their names.
 // When every name is canonical already, it returns h itself.
 func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string]string {
@@ -155,8 +175,8 @@ func checkHeaders(fe *fieldErrors, field string, h map[string]string) map[string
 			continue
 		}
 		canon := http.CanonicalHeaderKey(name)
-		if reservedHeaders[canon] || strings.HasPrefix(canon, "Kairos-") {
-			bad("header %s is set by kairos and cannot be overridden", canon)
+		if why := refusedHeader(canon); why != "" {
+			bad("%s", why)
 			continue
 		}
 		if !validHeaderValue(v) {
@@ -204,9 +224,8 @@ func asciiUpper(s string) string {
 // parseDuration parses a duration (Go syntax plus days, duration.Parse)
 // within [lo, hi].
 func parseDuration(fe *fieldErrors, field, s string, lo, hi time.Duration) time.Duration {
-	d, err := duration.Parse(s)
-	if err != nil {
-		fe.add(field, "%q is not a duration: use Go syntax such as \"90s\", \"1.5h\" or \"250ms\", or days such as \"7d\" or \"1d12h\"", s)
+	d, ok := parseAnyDuration(fe, field, s)
+	if !ok {
 		return 0
 	}
 	if d < lo || d > hi {
@@ -214,6 +233,17 @@ func parseDuration(fe *fieldErrors, field, s string, lo, hi time.Duration) time.
 		return 0
 	}
 	return d
+}
+
+// parseAnyDuration parses s as a duration of any length; false, with an
+// error on field, when it is none.
+func parseAnyDuration(fe *fieldErrors, field, s string) (time.Duration, bool) {
+	d, err := duration.Parse(s)
+	if err != nil {
+		fe.add(field, "%q is not a duration: use Go syntax such as \"90s\", \"1.5h\" or \"250ms\", or days such as \"7d\" or \"1d12h\"", s)
+		return 0, false
+	}
+	return d, true
 }
 
 // parseRunAt parses an RFC 3339 time within the allowed window around now,

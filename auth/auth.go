@@ -28,6 +28,9 @@ type Identity struct {
 	// (zero when it has none). Revocations match them.
 	TokenID  string
 	IssuedAt time.Time
+	// ExpiresAt is the token's exp (zero when it never expires): a token
+	// it mints may not outlive it (Authenticator.Remaining).
+	ExpiresAt time.Time
 }
 
 // Claims are the claims of a kairos API token.
@@ -219,6 +222,16 @@ func (a *Authenticator) MintToken(tenant string, admin bool, ttl time.Duration) 
 	return Token{Token: tok, ID: c.ID, ExpiresAt: exp}, nil
 }
 
+// Remaining returns how long the token of id has left by the
+// authenticator's clock (never below zero); ok is false when it never
+// expires.
+func (a *Authenticator) Remaining(id Identity) (d time.Duration, ok bool) {
+	if id.ExpiresAt.IsZero() {
+		return 0, false
+	}
+	return max(id.ExpiresAt.Sub(a.now()), 0), true
+}
+
 // Authenticate checks an Authorization header value. A token that passed
 // is remembered for a minute (never past its expiry), so that a client
 // sending the same token with every request pays for the HMAC and the JSON
@@ -256,6 +269,9 @@ func (a *Authenticator) Authenticate(header string) (Identity, error) {
 	id := Identity{Tenant: c.Subject, Admin: c.Admin, TokenID: c.ID}
 	if c.IssuedAt != nil {
 		id.IssuedAt = c.IssuedAt.Time
+	}
+	if c.ExpiresAt != nil {
+		id.ExpiresAt = c.ExpiresAt.Time
 	}
 	if a.revoked.Load().revokes(id) {
 		return Identity{}, errRevoked

@@ -133,7 +133,7 @@ func TestAuthenticateAccepts(t *testing.T) {
 		{"plain", hs2(t, jwt.MapClaims{"sub": "acme"}, secret), Identity{Tenant: "acme"}},
 		{"admin", hs2(t, jwt.MapClaims{"sub": "ops", "admin": true}, secret), Identity{Tenant: "ops", Admin: true}},
 		{"admin false", hs2(t, jwt.MapClaims{"sub": "ops", "admin": false}, secret), Identity{Tenant: "ops"}},
-		{"exp within leeway", hs2(t, jwt.MapClaims{"sub": "acme", "exp": now - 4}, secret), Identity{Tenant: "acme"}},
+		{"exp within leeway", hs2(t, jwt.MapClaims{"sub": "acme", "exp": now - 4}, secret), Identity{Tenant: "acme", ExpiresAt: time.Unix(now-4, 0)}},
 		{"nbf within leeway", hs2(t, jwt.MapClaims{"sub": "acme", "nbf": now + 4}, secret), Identity{Tenant: "acme"}},
 		{"iat within leeway", hs2(t, jwt.MapClaims{"sub": "acme", "iat": now + 4}, secret), Identity{Tenant: "acme"}},
 		// claims are matched by their exact names: only "admin" makes an admin
@@ -183,8 +183,16 @@ func TestMintRoundTrip(t *testing.T) {
 		if len(got.TokenID) != 22 {
 			t.Errorf("jti %q, want 22 characters of base64url (128 random bits)", got.TokenID)
 		}
-		if d := cmp.Diff(Identity{Tenant: tc.tenant, Admin: tc.admin, TokenID: got.TokenID, IssuedAt: t0}, got); d != "" {
+		want := Identity{Tenant: tc.tenant, Admin: tc.admin, TokenID: got.TokenID, IssuedAt: t0}
+		if tc.ttl > 0 {
+			want.ExpiresAt = t0.Add(tc.ttl)
+		}
+		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("identity (-want +got):\n%s", d)
+		}
+		left, ok := a.Remaining(got)
+		if ok != (tc.ttl > 0) || left != tc.ttl {
+			t.Errorf("Remaining = %s, %t; want %s, %t", left, ok, tc.ttl, tc.ttl > 0)
 		}
 		var c Claims
 		if _, _, err := jwt.NewParser().ParseUnverified(tok, &c); err != nil {

@@ -21,6 +21,11 @@ import (
 	"github.com/kairos-sh/kairos/internal/redact"
 )
 
+// MaxResponseHeaderBytes bounds the headers of a receiver's answer (status
+// line included): an answer with more is not read, and its attempt fails
+// with an error, as a connection error does.
+const MaxResponseHeaderBytes = 64 << 10
+
 const (
 	defaultTimeout = 30 * time.Second
 	defaultRead    = 512
@@ -217,6 +222,8 @@ func describe(ctx context.Context, err error, timeout time.Duration) error {
 		return &attemptError{"connection reset by peer", err}
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return &attemptError{"connection closed before a response", err}
+	case strings.Contains(err.Error(), "response headers exceeded"), strings.Contains(err.Error(), "header list larger than"):
+		return &attemptError{fmt.Sprintf("the answer's headers exceed %d KiB: not read", MaxResponseHeaderBytes>>10), err}
 	case errors.As(err, &dnsErr):
 		msg := "dns lookup of " + dnsErr.Name + ": " + dnsErr.Err
 		if dnsErr.IsNotFound {

@@ -54,6 +54,12 @@ var blockedPrefixes = []struct {
 	{netip.MustParsePrefix("100.64.0.0/10"), "shared (CGNAT) address"},
 	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignment address"},
 	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking address"},
+	// documentation ranges (RFC 5737, RFC 3849): no one serves a public
+	// callback there, and a host may route them to one of its own services
+	{netip.MustParsePrefix("192.0.2.0/24"), "documentation address"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "documentation address"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "documentation address"},
+	{netip.MustParsePrefix("2001:db8::/32"), "documentation address"},
 	{netip.MustParsePrefix("240.0.0.0/4"), "reserved address"}, // includes broadcast
 	{netip.MustParsePrefix("fec0::/10"), "site-local address"},
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use NAT64 address"},
@@ -78,10 +84,11 @@ var (
 
 // CheckAddr returns a *BlockedAddressError if a is not a public unicast
 // address: unspecified, loopback, private, link-local (including the cloud
-// metadata addresses), CGNAT, multicast, broadcast and reserved ranges, in
-// IPv4, IPv4-mapped IPv6 and IPv6 forms (including IPv4 embedded by NAT64,
-// 6to4, IPv4-compatible and IPv4-translated prefixes, and any Teredo
-// address). It returns nil otherwise.
+// metadata addresses), CGNAT, multicast, broadcast, reserved and the
+// documentation ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24,
+// 2001:db8::/32), in IPv4, IPv4-mapped IPv6 and IPv6 forms (including IPv4
+// embedded by NAT64, 6to4, IPv4-compatible and IPv4-translated prefixes,
+// and any Teredo address). It returns nil otherwise.
 func CheckAddr(a netip.Addr) error {
 	if reason := blockReason(a.WithZone("").Unmap()); reason != "" {
 		return &BlockedAddressError{Addr: a, Reason: reason}
@@ -153,9 +160,10 @@ func NewTransport(allowPrivate bool) *http.Transport {
 }
 
 // Transport returns the transport kairos fires callbacks through: HTTP/2
-// where offered, 64 idle connections per host, a 10s TLS handshake limit
-// and no proxy from the environment (HTTP_PROXY and the like are ignored).
-// Each attempt's context bounds the rest.
+// where offered, 64 idle connections per host, a 10s TLS handshake limit,
+// answers' headers of at most MaxResponseHeaderBytes, and no proxy from the
+// environment (HTTP_PROXY and the like are ignored). Each attempt's
+// context bounds the rest.
 //
 // Unless AllowPrivate, the address rule holds: without a proxy, every
 // connection is checked with CheckAddr after DNS resolution, just before
@@ -203,6 +211,7 @@ func (e Egress) Transport() *http.Transport {
 	t.IdleConnTimeout = 90 * time.Second
 	t.TLSHandshakeTimeout = 10 * time.Second
 	t.ResponseHeaderTimeout = 0
+	t.MaxResponseHeaderBytes = MaxResponseHeaderBytes
 	t.ExpectContinueTimeout = time.Second
 	return t
 }

@@ -64,6 +64,19 @@ func TestCheckAddr(t *testing.T) {
 		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo address"},
 		{"2001::1", "Teredo address"},
 		{"2001:4860:4860::8888", ""}, // 2001: outside the Teredo /32
+		// the documentation ranges (RFC 5737, RFC 3849): no one's public
+		// service; a host may route them to itself
+		{"192.0.2.1", "documentation address"},
+		{"198.51.100.7", "documentation address"},
+		{"203.0.113.255", "documentation address"},
+		{"::ffff:203.0.113.5", "documentation address"},
+		{"2001:db8::1", "documentation address"},
+		{"2001:db8:ffff::1", "documentation address"},
+		{"64:ff9b::c000:201", "IPv6 address embedding a documentation address"},
+		{"192.0.3.1", ""},
+		{"198.51.101.1", ""},
+		{"203.0.114.1", ""},
+		{"2001:db9::1", ""},
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
 			a := netip.MustParseAddr(tc.addr)
@@ -206,5 +219,22 @@ func TestTransportIgnoresProxyEnv(t *testing.T) {
 	t.Setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
 	if tr := NewTransport(false); tr.Proxy != nil {
 		t.Error("NewTransport has a Proxy func, want none")
+	}
+}
+
+// TestTransportRefusesDocumentationRanges: a connection to an address of
+// a documentation range is refused when dialled, as a private one is.
+func TestTransportRefusesDocumentationRanges(t *testing.T) {
+	for _, u := range []string{"http://192.0.2.1/", "http://198.51.100.1:8080/", "http://203.0.113.9/", "http://[2001:db8::1]/"} {
+		c := &http.Client{Transport: NewTransport(false)}
+		resp, err := c.Get(u)
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("GET %s: status %d, want a refused dial", u, resp.StatusCode)
+		}
+		var blocked *BlockedAddressError
+		if !errors.As(err, &blocked) || blocked.Reason != "documentation address" {
+			t.Errorf("GET %s: %v, want a *BlockedAddressError for a documentation address", u, err)
+		}
 	}
 }

@@ -163,7 +163,7 @@ func TestProxySeesEveryCallback(t *testing.T) {
 // through it, and a private one, by address or by name, is refused before
 // the proxy sees it.
 func TestProxyKeepsTheAddressRule(t *testing.T) {
-	proxy := newForwardProxy(t, "203.0.113.7", "public.example")
+	proxy := newForwardProxy(t, "93.184.216.34", "public.example")
 	var got int
 	rcv := okServer(t, false, &got)
 	old := lookupNetIP
@@ -171,20 +171,21 @@ func TestProxyKeepsTheAddressRule(t *testing.T) {
 	lookupNetIP = func(ctx context.Context, network, host string) ([]netip.Addr, error) {
 		switch host {
 		case "public.example":
-			return []netip.Addr{netip.MustParseAddr("203.0.113.7")}, nil
+			return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
 		case "rebind.example": // one public and one private address
-			return []netip.Addr{netip.MustParseAddr("203.0.113.8"), netip.MustParseAddr("10.1.2.3")}, nil
+			return []netip.Addr{netip.MustParseAddr("93.184.216.35"), netip.MustParseAddr("10.1.2.3")}, nil
 		}
 		return old(ctx, network, host)
 	}
 	c := NewEgressClient(Egress{Proxy: mustURL(t, proxy.URL)}, nil)
-	for _, u := range []string{"http://203.0.113.7/hook", "http://public.example/hook"} {
+	for _, u := range []string{"http://93.184.216.34/hook", "http://public.example/hook"} {
 		if res := c.Fire(context.Background(), Request{URL: u}); !res.OK() {
 			t.Errorf("%s through the proxy: %+v", u, res)
 		}
 	}
 	port := strings.TrimPrefix(rcv.URL, "http://127.0.0.1")
-	for _, u := range []string{rcv.URL, "http://localhost" + port, "https://rebind.example/", "http://[::ffff:10.0.0.1]/", "http://169.254.169.254/latest"} {
+	for _, u := range []string{rcv.URL, "http://localhost" + port, "https://rebind.example/", "http://[::ffff:10.0.0.1]/", "http://169.254.169.254/latest",
+		"http://198.51.100.7/hook"} {
 		res := c.Fire(context.Background(), Request{URL: u})
 		var blocked *BlockedAddressError
 		if !errors.As(res.Err, &blocked) || res.Permanent {
@@ -197,7 +198,7 @@ func TestProxyKeepsTheAddressRule(t *testing.T) {
 	if got != 0 {
 		t.Errorf("the private receiver got %d callbacks", got)
 	}
-	want := []string{"POST http://203.0.113.7/hook", "POST http://public.example/hook"}
+	want := []string{"POST http://93.184.216.34/hook", "POST http://public.example/hook"}
 	if s := proxy.seen(); strings.Join(s, ",") != strings.Join(want, ",") {
 		t.Errorf("the proxy saw %v, want only %v", s, want)
 	}

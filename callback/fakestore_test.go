@@ -30,6 +30,7 @@ type fakeStore struct {
 
 	mu       sync.Mutex
 	finished []kairos.Outcome
+	attempts []kairos.Attempt // of each outcome, in the same order
 	released []kairos.Claimed
 	paces    int             // Pace calls
 	gates    int             // Gate calls
@@ -156,10 +157,11 @@ func (f *fakeStore) Outcome(_ context.Context, _ kairos.Topic, _ kairos.Job, del
 	return kairos.Breaker{State: "closed"}, nil
 }
 
-func (f *fakeStore) Finish(_ context.Context, _ kairos.JobKey, _ kairos.Attempt, o kairos.Outcome, _ time.Time, _ ...kairos.Notice) (kairos.State, error) {
+func (f *fakeStore) Finish(_ context.Context, _ kairos.JobKey, a kairos.Attempt, o kairos.Outcome, _ time.Time, _ ...kairos.Notice) (kairos.State, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.finished = append(f.finished, o)
+	f.attempts = append(f.attempts, a)
 	if int64(len(f.finished)) == f.want {
 		close(f.done)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -61,5 +62,34 @@ func TestSnippetIsValidUTF8(t *testing.T) {
 		if got := res.Snippet(n); got != want {
 			t.Errorf("Snippet(%d) = %q; want %q", n, got, want)
 		}
+	}
+}
+
+// hugeHeaders answers 200 with one header of n bytes.
+func hugeHeaders(n int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Big", strings.Repeat("h", n))
+		w.Write([]byte("ok"))
+	}
+}
+
+// TestFireRefusesAnAnswerWithHugeHeaders: an answer whose headers pass
+// MaxResponseHeaderBytes is not read; its attempt is an error (not
+// delivered), whatever its status. Headers under the cap are read.
+func TestFireRefusesAnAnswerWithHugeHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{32 << 10, true}, {MaxResponseHeaderBytes + 1, false}, {10 << 20, false}} {
+		t.Run(strconv.Itoa(tc.size), func(t *testing.T) {
+			srv := serve(t, hugeHeaders(tc.size))
+			res := NewClient(true, nil).Fire(t.Context(), Request{URL: srv.URL})
+			if res.OK() != tc.ok {
+				t.Fatalf("an answer with a %d-byte header: OK() = %t (status %d, err %v), want %t", tc.size, res.OK(), res.Status, res.Err, tc.ok)
+			}
+			if !tc.ok && (res.Status != 0 || res.Err == nil || !strings.Contains(res.Err.Error(), "headers exceed 64 KiB")) {
+				t.Errorf("Result = %d, %v; want no status and an error naming the 64 KiB cap", res.Status, res.Err)
+			}
+		})
 	}
 }

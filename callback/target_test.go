@@ -35,6 +35,8 @@ func TestCheckTarget(t *testing.T) {
 		{"http://0x7f000001/", "127.0.0.1", "loopback address"},
 		{"http://0177.0.0.1/", "127.0.0.1", "loopback address"},
 		{"http://0xa9.0xfe.0xa9.0xfe/", "169.254.169.254", "cloud metadata address"},
+		{"http://192.0.2.10/hook", "192.0.2.10", "documentation address"},
+		{"https://[2001:db8::5]/", "2001:db8::5", "documentation address"},
 		{"http://localhost:9000/", "localhost", "loopback name"},
 		{"http://LocalHost./", "LocalHost", "loopback name"},
 		{"http://api.localhost/", "api.localhost", "loopback name"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -105,5 +106,25 @@ func TestFlowGateGivesBackWhatMustWait(t *testing.T) {
 	case id := <-arrived:
 		t.Errorf("%s fired too", id)
 	default:
+	}
+}
+
+// TestWorkerRecordsHugeHeadersAsAFailure: a receiver that answers 200 with
+// headers past the cap has not delivered the job: the attempt is recorded
+// as retrying, with the error that says why.
+func TestWorkerRecordsHugeHeadersAsAFailure(t *testing.T) {
+	srv := httptest.NewServer(hugeHeaders(1 << 20))
+	defer srv.Close()
+	st := newFakeStore(kairos.Topic{Tenant: "t", Name: "orders", CallbackURL: srv.URL}.WithDefaults())
+	st.want = 1
+	runWorker(t, st)
+	now := time.Now()
+	st.push(kairos.Job{JobKey: kairos.JobKey{Tenant: "t", Topic: "orders", ID: "a"}, UID: "ua", Attempts: 1, MaxAttempts: 3,
+		Method: http.MethodPost, ContentType: "application/json", Payload: []byte(`{}`), RunAt: now}, now)
+	receive(t, "the outcome", st.done)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished[0] != kairos.OutcomeRetrying || st.attempts[0].Status != 0 || !strings.Contains(st.attempts[0].Error, "headers exceed 64 KiB") {
+		t.Errorf("outcome %v, attempt %+v; want retrying with an error naming the 64 KiB cap", st.finished[0], st.attempts[0])
 	}
 }

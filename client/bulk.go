@@ -28,8 +28,10 @@ type BulkRequest struct {
 	Filter BulkFilter `json:"filter"`
 }
 
-// The states of a bulk operation.
+// The states of a bulk operation: queued while its tenant runs two others
+// (it starts, oldest first, as they end), running, done.
 const (
+	OperationQueued  = "queued"
 	OperationRunning = "running"
 	OperationDone    = "done"
 )
@@ -45,7 +47,7 @@ type Operation struct {
 	Topic      string     `json:"topic"`
 	Action     string     `json:"action"`
 	Filter     BulkFilter `json:"filter"`
-	State      string     `json:"state"` // OperationRunning or OperationDone
+	State      string     `json:"state"` // OperationQueued, OperationRunning or OperationDone
 	Matched    int64      `json:"matched"`
 	Done       int64      `json:"done"`
 	Failed     int64      `json:"failed"`

@@ -49,8 +49,9 @@ func WithUserAgent(ua string) Option { return func(c *Client) { c.ua = ua } }
 // an admin's ListTopics, ListDead and GetStats cover every tenant.
 func WithTenant(tenant string) Option { return func(c *Client) { c.tenant = tenant } }
 
-// WithRevealedHeaders makes GetTopic and GetJob show the values of
-// secret-looking headers in full instead of masked.
+// WithRevealedHeaders makes GetTopic, GetJob and GetSchedule show the
+// values of secret-looking headers, and the query values of callback,
+// success and failure URLs, in full instead of masked.
 func WithRevealedHeaders() Option { return func(c *Client) { c.reveal = true } }
 
 // WithRetryPolicy replaces [DefaultRetryPolicy]; zero fields keep their

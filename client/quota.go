@@ -99,7 +99,9 @@ func (c *Client) RevokeTokens(ctx context.Context, tenant string, req Revocation
 }
 
 // TokenRequest asks for a token for Tenant (POST /v1/tokens); TTL zero is
-// the server's default, 24h (allowed: 1m to 365d).
+// the server's default, 24h or less (allowed: 1m to the server's cap,
+// KAIROS_MAX_TOKEN_TTL, and never past the expiry of the token that mints
+// it).
 type TokenRequest struct {
 	Tenant string   `json:"tenant"`
 	Admin  bool     `json:"admin"`

@@ -177,19 +177,30 @@ func TestAdminPageInBrowser(t *testing.T) {
 		}
 	})
 
-	t.Run("job detail masks secret headers", func(t *testing.T) {
+	t.Run("job detail masks secret headers and URL queries", func(t *testing.T) {
 		b := b.on(t)
 		apiCall(t, base, acme, "POST", "/v1/topics/orders/jobs", map[string]any{"id": "order-1002", "delay": "2h",
-			"headers": map[string]string{"Authorization": "Bearer sk_live_abcdef123456", "X-Signature-Extra": "sig-zzz", "X-Trace": "trace-42"},
+			"callback_url": rcv.URL + "/ok?token=url-zzz",
+			"headers": map[string]string{"Authorization": "Bearer sk_live_abcdef123456", "X-Signature-Extra": "sig-zzz", "X-Trace": "trace-42",
+				"X-Jwt": "jwt-zzz", "X-Hmac": "hmac-zzz"},
 			"payload": map[string]any{"order": 1002, "items": []string{"tea", "scones"}}})
 		b.eval("open order-1002", `location.hash = '#/job?tenant=acme&topic=orders&id=order-1002'`)
 		b.waitText(`[data-testid="job-headers"]`, "trace-42", 10*time.Second)
 		h := b.text(`[data-testid="job-headers"]`)
-		if strings.Contains(h, "sk_live") || strings.Contains(h, "sig-zzz") {
-			t.Errorf("secret header values shown: %q", h)
+		for _, secret := range []string{"sk_live", "sig-zzz", "jwt-zzz", "hmac-zzz"} {
+			if strings.Contains(h, secret) {
+				t.Errorf("secret header value %q shown: %q", secret, h)
+			}
 		}
-		if !strings.Contains(h, "Authorization••••••••") {
-			t.Errorf("job headers %q, want Authorization shown with the API's mask", h)
+		if !strings.Contains(h, "Authorization••••••••") || !strings.Contains(h, "X-Jwt••••••••") {
+			t.Errorf("job headers %q, want Authorization and X-Jwt shown with the API's mask", h)
+		}
+		page, err := run(b, chromedp.Evaluate[string](`document.querySelector('main').innerHTML`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(page, "url-zzz") || !strings.Contains(page, "/ok?token=••••••••") {
+			t.Errorf("the job's page shows its callback URL's query unmasked, or not at all")
 		}
 		b.waitText(`[data-testid="job-state"]`, "scheduled", 5*time.Second)
 	})

@@ -373,6 +373,34 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 	nowhere.fails(exitNoAnswer, []string{"topics", "list"}, "no answer from "+gone.URL, "KAIROS_URL")
 }
 
+// TestCLIMasksSecrets: `topics put` and `topics get` print a topic with
+// the values of its secret-looking headers (X-Jwt, X-Hmac) and its URLs'
+// query values masked, as the API answers; --reveal shows them.
+func TestCLIMasksSecrets(t *testing.T) {
+	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL()})
+	k := kairosCLI{t: t, url: ti.url, token: ti.token}
+	secrets := []string{"s3cr3t-q", "jwt-v4lue", "hmac-v4lue"}
+	out := k.ok("", "topics", "put", "orders", "--callback-url", ti.rcvURL+"/hook?token=s3cr3t-q", "--header", "X-Jwt=jwt-v4lue",
+		"--header", "X-Hmac=hmac-v4lue", "--header", "X-Team=billing")
+	out += k.ok("", "topics", "get", "orders")
+	out += k.ok("", "topics", "get", "orders", "--json")
+	out += k.ok("", "topics", "list")
+	for _, s := range secrets {
+		if strings.Contains(out, s) {
+			t.Errorf("the CLI printed the secret %q:\n%s", s, out)
+		}
+	}
+	if !strings.Contains(out, "X-Jwt: ••••••••") || !strings.Contains(out, "/hook?token=••••••••") || !strings.Contains(out, "X-Team: billing") {
+		t.Errorf("the CLI's output lacks the masks (or the plain header):\n%s", out)
+	}
+	out = k.ok("", "topics", "get", "orders", "--reveal")
+	for _, s := range secrets {
+		if !strings.Contains(out, s) {
+			t.Errorf("topics get --reveal lacks %q:\n%s", s, out)
+		}
+	}
+}
+
 // TestCLIServerErrorExitCode: a 5xx answer is exit code 4, like no answer.
 func TestCLIServerErrorExitCode(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

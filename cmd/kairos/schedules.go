@@ -55,7 +55,7 @@ var scheduleCommands = []apiCommand{
 			}
 		}},
 	{name: "get", args: []string{"TOPIC", "ID"}, summary: "show a schedule: pattern, next runs, last run", setup: func(fs *flag.FlagSet) runFunc {
-		reveal := fs.Bool("reveal", false, "show secret-looking header values in full")
+		reveal := fs.Bool("reveal", false, "show secret-looking header values and URL query values in full")
 		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 			if *reveal {
 				c = c.With(client.WithRevealedHeaders())

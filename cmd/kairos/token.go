@@ -27,7 +27,7 @@ func token(ctx context.Context, args []string, getenv func(string) string, stdou
 	fs.SetOutput(usageOut(args, stdout, stderr))
 	tenant := fs.String("tenant", "", "the tenant the token acts for (its sub claim)")
 	admin := fs.Bool("admin", false, "let the token see every tenant (the admin page)")
-	ttl := duration.Flag(fs, "ttl", 24*time.Hour, "how long the token is valid, such as 720h or 30d; 0 means it never expires (signed locally only; revoke it through POST /v1/tenants/{tenant}/revocations)")
+	ttl := duration.Flag(fs, "ttl", 24*time.Hour, "how long the token is valid, such as 720h or 30d; 0 means it never expires (signed locally only; revoke it through POST /v1/tenants/{tenant}/revocations). With --url and no --ttl the server picks 24h, or less when its cap (KAIROS_MAX_TOKEN_TTL) or the admin token's expiry is nearer")
 	base := fs.String("url", "", "mint through the kairos listening there (POST /v1/tokens) with an admin token, instead of signing with KAIROS_AUTH_SECRET; default $KAIROS_URL when no secret is set")
 	adminToken := fs.String("token", "", "with --url: the admin token to mint with (default $KAIROS_TOKEN, which keeps it out of the process list)")
 	if err := fs.Parse(args); err != nil {
@@ -47,6 +47,16 @@ func token(ctx context.Context, args []string, getenv func(string) string, stdou
 		*base = getenv("KAIROS_URL")
 	}
 	if *base != "" {
+		// without --ttl the server picks: 24h, or less when its cap or the
+		// admin token's own expiry is nearer
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "ttl" })
+		if given && *ttl == 0 {
+			return usagef("kairos token", "--ttl 0 (no expiry) is for tokens signed with KAIROS_AUTH_SECRET; through the API a token lasts 1m to the server's cap (KAIROS_MAX_TOKEN_TTL, default 90d), and never past the admin token's own expiry")
+		}
+		if !given {
+			*ttl = 0
+		}
 		return mintRemote(ctx, *base, cmp.Or(*adminToken, getenv("KAIROS_TOKEN")), *tenant, *admin, *ttl, stdout, stderr)
 	}
 	if secret == "" {
@@ -66,13 +76,10 @@ func token(ctx context.Context, args []string, getenv func(string) string, stdou
 }
 
 // mintRemote mints a token through POST /v1/tokens at base with an admin
-// token.
+// token; ttl 0 leaves it to the server.
 func mintRemote(ctx context.Context, base, adminToken, tenant string, admin bool, ttl time.Duration, stdout, stderr io.Writer) error {
 	if adminToken == "" {
 		return usagef("kairos token", "minting through %s needs an admin token: set KAIROS_TOKEN (or --token)", base)
-	}
-	if ttl == 0 {
-		return usagef("kairos token", "--ttl 0 (no expiry) is for tokens signed with KAIROS_AUTH_SECRET; through the API a token lasts 1m to 365d")
 	}
 	c, err := client.New(base, client.WithToken(adminToken), client.WithUserAgent("kairos-cli"),
 		client.WithHTTPClient(&http.Client{Timeout: 30 * time.Second}))

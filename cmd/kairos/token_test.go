@@ -119,14 +119,14 @@ func TestTokenThroughAPI(t *testing.T) {
 		code := runMain(context.Background(), append([]string{"token"}, args...), fakeEnv(env), nil, &out, &errOut)
 		return out.String(), errOut.String(), code
 	}
-	out, errOut, code := mint(map[string]string{"KAIROS_TOKEN": ti.admin}, "--url", ti.url, "--tenant", "acme", "--ttl", "2h")
+	out, errOut, code := mint(map[string]string{"KAIROS_TOKEN": ti.admin}, "--url", ti.url, "--tenant", "acme", "--ttl", "30m")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	tok := strings.TrimSpace(out)
 	var c jwt.RegisteredClaims
 	if _, _, err := jwt.NewParser().ParseUnverified(tok, &c); err != nil || c.Subject != "acme" || c.ExpiresAt == nil ||
-		time.Until(c.ExpiresAt.Time) > 2*time.Hour+time.Minute || !strings.Contains(errOut, "token id (jti): "+c.ID) {
+		time.Until(c.ExpiresAt.Time) > 30*time.Minute+time.Minute || !strings.Contains(errOut, "token id (jti): "+c.ID) {
 		t.Fatalf("minted %q (claims %+v, %v), stderr %q", tok, c, err, errOut)
 	}
 	acme := kairosCLI{t: t, url: ti.url, token: tok}
@@ -149,6 +149,8 @@ func TestTokenThroughAPI(t *testing.T) {
 		{"bad tenant", map[string]string{"KAIROS_TOKEN": ti.admin}, []string{"--url", ti.url, "--tenant", "a/b"}, exitError, "tenant"},
 		{"no expiry", map[string]string{"KAIROS_TOKEN": ti.admin}, []string{"--url", ti.url, "--tenant", "acme", "--ttl", "0"}, exitUsage, "--ttl 0"},
 		{"too long", map[string]string{"KAIROS_TOKEN": ti.admin}, []string{"--url", ti.url, "--tenant", "acme", "--ttl", "9000h"}, exitError, "ttl"},
+		{"past the admin token", map[string]string{"KAIROS_TOKEN": ti.admin}, []string{"--url", ti.url, "--tenant", "acme", "--ttl", "2h"}, exitError,
+			"may not outlive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, code := mint(tc.env, tc.args...)

@@ -40,7 +40,7 @@ var topicCommands = []apiCommand{
 		}
 	}},
 	{name: "get", args: []string{"NAME"}, summary: "show a topic's settings", setup: func(fs *flag.FlagSet) runFunc {
-		reveal := fs.Bool("reveal", false, "show secret-looking header values in full")
+		reveal := fs.Bool("reveal", false, "show secret-looking header values and URL query values in full")
 		return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 			if *reveal {
 				c = c.With(client.WithRevealedHeaders())

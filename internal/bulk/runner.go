@@ -2,7 +2,11 @@
 // that a filter selects) in the background, in batches, in whichever API
 // process holds an operation's lease. An operation outlives the process
 // that started it: its lease lapses, and another process takes it over
-// where its walk stood.
+// where its walk stood. A tenant runs at most rdb.TenantRunningOps at once
+// (the others wait, queued), and every operation is paced: one batch of a
+// process's operations runs at a time, and an operation rests at least as
+// long as its batch took before the next, so that bulk work leaves Redis
+// to every tenant's deliveries.
 package bulk
 
 import (
@@ -19,22 +23,25 @@ import (
 
 // Store is what a Runner needs of the data model (rdb.Store).
 type Store interface {
-	CreateOperation(ctx context.Context, op rdb.Operation, owner string, lease time.Duration) (rdb.Operation, error)
+	CreateOperation(ctx context.Context, op rdb.Operation, owner string, lease time.Duration) (rdb.Operation, []string, error)
 	GetOperation(ctx context.Context, id string) (rdb.Operation, error)
 	AdoptOperation(ctx context.Context, id, owner string, lease time.Duration) (bool, error)
 	OrphanedOperations(ctx context.Context, limit int) ([]string, error)
 	BulkBatch(ctx context.Context, op rdb.Operation, cursor string, n int) (rdb.Step, error)
 	GetQuota(ctx context.Context, tenant string) (kairos.QuotaOverride, bool, error)
 	TenantPending(ctx context.Context, tenant string) (int64, error)
-	RecordStep(ctx context.Context, id, owner string, lease time.Duration, step rdb.Step) (bool, error)
+	RecordStep(ctx context.Context, tenant, id, owner string, lease time.Duration, step rdb.Step) (bool, []string, error)
 }
 
 // Config tunes a Runner; zero fields take the defaults.
 type Config struct {
-	// Batch is how many index entries one batch walks (default 500).
+	// Batch is how many index entries one batch walks (default 100: one
+	// pipeline of actions).
 	Batch int
-	// Pause is the rest between two batches of an operation (default
-	// 5ms), which leaves Redis to the deliveries due meanwhile.
+	// Pause is the least rest between two batches of an operation
+	// (default 10ms); it rests at least as long as its batch took, too, so
+	// that an operation keeps Redis busy half the time at most, and the
+	// deliveries due meanwhile go first.
 	Pause time.Duration
 	// Lease is how long an operation stays with its runner after its last
 	// batch (default 10s): a runner that died leaves it to another after
@@ -61,15 +68,17 @@ type Runner struct {
 
 	mu     sync.Mutex
 	active map[string]bool
+	// lane lets one batch of this runner's operations run at a time.
+	lane sync.Mutex
 }
 
 // New returns a Runner over store; Run runs it.
 func New(store Store, cfg Config) *Runner {
 	if cfg.Batch <= 0 {
-		cfg.Batch = 500
+		cfg.Batch = 100
 	}
 	if cfg.Pause <= 0 {
-		cfg.Pause = 5 * time.Millisecond
+		cfg.Pause = 10 * time.Millisecond
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = 10 * time.Second
@@ -83,14 +92,19 @@ func New(store Store, cfg Config) *Runner {
 		kicks: make(chan string, 64), active: map[string]bool{}}
 }
 
-// Create stores op as a new running operation held by this runner, and
-// starts it.
+// Create stores op as a new operation held by this runner, and starts it,
+// or leaves it queued when its tenant runs as many as it may already.
 func (r *Runner) Create(ctx context.Context, op rdb.Operation) (rdb.Operation, error) {
-	op, err := r.store.CreateOperation(ctx, op, r.owner, r.cfg.Lease)
+	op, started, err := r.store.CreateOperation(ctx, op, r.owner, r.cfg.Lease)
 	if err != nil {
 		return rdb.Operation{}, err
 	}
-	r.Kick(op.ID)
+	for _, id := range started {
+		r.Kick(id)
+	}
+	if op.State == rdb.OpRunning {
+		r.Kick(op.ID)
+	}
 	return op, nil
 }
 
@@ -167,14 +181,15 @@ func (r *Runner) launch(ctx context.Context, wg *sync.WaitGroup, id string) {
 			delete(r.active, id)
 			r.mu.Unlock()
 		}()
-		r.run(ctx, id)
+		r.run(ctx, wg, id)
 	})
 }
 
 // run walks operation id batch by batch from where it stands, until it is
 // done, another runner took it, or ctx ends (its lease then lapses, and
-// another process goes on with it).
-func (r *Runner) run(ctx context.Context, id string) {
+// another process goes on with it). The queued operations its end starts
+// are launched in wg.
+func (r *Runner) run(ctx context.Context, wg *sync.WaitGroup, id string) {
 	op, err := r.store.GetOperation(ctx, id)
 	if err != nil {
 		r.log.Warn("read operation", "operation", id, "err", err)
@@ -192,7 +207,7 @@ func (r *Runner) run(ctx context.Context, id string) {
 			}
 			continue
 		}
-		step, err := r.store.BulkBatch(ctx, op, cursor, r.cfg.Batch)
+		step, took, err := r.batch(ctx, op, cursor)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Warn("operation batch", "operation", id, "err", err)
@@ -204,7 +219,7 @@ func (r *Runner) run(ctx context.Context, id string) {
 			// lapses meanwhile hands the operation to another process
 			continue
 		}
-		held, err := r.store.RecordStep(ctx, id, r.owner, r.cfg.Lease, step)
+		held, started, err := r.store.RecordStep(ctx, op.Tenant, id, r.owner, r.cfg.Lease, step)
 		if err != nil {
 			r.log.Warn("record operation batch", "operation", id, "err", err)
 			if !sleep(ctx, time.Second) {
@@ -218,13 +233,26 @@ func (r *Runner) run(ctx context.Context, id string) {
 		}
 		if step.Finished {
 			r.log.Info("operation done", "operation", id)
+			for _, next := range started {
+				r.launch(ctx, wg, next)
+			}
 			return
 		}
 		cursor = step.Cursor
-		if !sleep(ctx, r.cfg.Pause) {
+		if !sleep(ctx, max(r.cfg.Pause, took)) {
 			return
 		}
 	}
+}
+
+// batch runs the next batch of op from cursor in the runner's lane, and
+// says how long it took.
+func (r *Runner) batch(ctx context.Context, op rdb.Operation, cursor string) (rdb.Step, time.Duration, error) {
+	r.lane.Lock()
+	defer r.lane.Unlock()
+	start := time.Now()
+	step, err := r.store.BulkBatch(ctx, op, cursor, r.cfg.Batch)
+	return step, time.Since(start), err
 }
 
 // room is how many jobs the next batch of op may replay before its

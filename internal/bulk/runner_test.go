@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func TestOrphanTakenOverAndFenced(t *testing.T) {
 	}
 	// a runner that created the operation, did one batch and died
 	const lease = 300 * time.Millisecond
-	op, err := s.CreateOperation(ctx, rdb.Operation{ID: rdb.NewOperationID(), Tenant: "acme", Topic: "t", Action: rdb.ActionCancel,
+	op, _, err := s.CreateOperation(ctx, rdb.Operation{ID: rdb.NewOperationID(), Tenant: "acme", Topic: "t", Action: rdb.ActionCancel,
 		Filter: rdb.BulkFilter{Labels: map[string]string{"wave": "1"}}}, "dead-runner", lease)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func TestOrphanTakenOverAndFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.RecordStep(ctx, op.ID, "dead-runner", lease, step); !ok || err != nil {
+	if ok, _, err := s.RecordStep(ctx, "acme", op.ID, "dead-runner", lease, step); !ok || err != nil {
 		t.Fatalf("the owner's first batch: %t %v", ok, err)
 	}
 	if ids, _ := s.OrphanedOperations(ctx, 10); len(ids) != 0 {
@@ -79,7 +80,7 @@ func TestOrphanTakenOverAndFenced(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if ok, err := s.RecordStep(ctx, op.ID, "dead-runner", lease, rdb.Step{Done: 5}); ok || err != nil {
+	if ok, _, err := s.RecordStep(ctx, "acme", op.ID, "dead-runner", lease, rdb.Step{Done: 5}); ok || err != nil {
 		t.Errorf("a batch of the runner that lost the operation was recorded: %t %v", ok, err)
 	}
 	if c, _ := s.Counts(ctx, "acme", "t"); c[kairos.StateScheduled] != 0 {
@@ -152,5 +153,118 @@ func TestReplayKeepsToMaxPending(t *testing.T) {
 	}
 	if p, err := s.TenantPending(ctx, "acme"); err != nil || p != 3 {
 		t.Fatalf("pending %d (%v), want 3", p, err)
+	}
+}
+
+// watched is a Store that tracks, per tenant, the operations between their
+// first batch and the step that finishes them, and the most of them seen
+// at once.
+type watched struct {
+	*rdb.Store
+	mu      sync.Mutex
+	walking map[string]map[string]bool // tenant -> operations
+	most    map[string]int
+}
+
+func (w *watched) BulkBatch(ctx context.Context, op rdb.Operation, cursor string, n int) (rdb.Step, error) {
+	w.mu.Lock()
+	if w.walking[op.Tenant] == nil {
+		w.walking[op.Tenant] = map[string]bool{}
+	}
+	w.walking[op.Tenant][op.ID] = true
+	w.most[op.Tenant] = max(w.most[op.Tenant], len(w.walking[op.Tenant]))
+	w.mu.Unlock()
+	return w.Store.BulkBatch(ctx, op, cursor, n)
+}
+
+func (w *watched) RecordStep(ctx context.Context, tenant, id, owner string, lease time.Duration, step rdb.Step) (bool, []string, error) {
+	held, started, err := w.Store.RecordStep(ctx, tenant, id, owner, lease, step)
+	if held && step.Finished {
+		w.mu.Lock()
+		delete(w.walking[tenant], id)
+		w.mu.Unlock()
+	}
+	return held, started, err
+}
+
+// TestTenantRunsTwoOperationsAtOnce: of five operations a tenant starts
+// at once, two run and three wait, queued; each starts as one ends, and
+// all end done, never more than two walking at once. Another tenant's
+// operation does not wait behind them.
+func TestTenantRunsTwoOperationsAtOnce(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	const waves, perWave = 5, 120
+	var jobs []kairos.Job
+	for w := range waves {
+		for i := range perWave {
+			jobs = append(jobs, kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "t", ID: fmt.Sprintf("w%d-%03d", w, i)},
+				RunAt: s.Now().Add(time.Hour), Labels: map[string]string{"wave": fmt.Sprint(w)}})
+		}
+	}
+	jobs = append(jobs, kairos.Job{JobKey: kairos.JobKey{Tenant: "globex", Topic: "t", ID: "g"}, RunAt: s.Now().Add(time.Hour),
+		Labels: map[string]string{"wave": "0"}})
+	for _, r := range s.EnqueueBatch(ctx, jobs) {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	w := &watched{Store: s, walking: map[string]map[string]bool{}, most: map[string]int{}}
+	r := New(w, Config{Batch: 40, Pause: 5 * time.Millisecond, Lease: 5 * time.Second})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { r.Run(runCtx); close(done) }()
+	defer func() { stop(); <-done }()
+
+	cancel := func(tenant string, wave int) rdb.Operation {
+		t.Helper()
+		op, err := r.Create(ctx, rdb.Operation{ID: rdb.NewOperationID(), Tenant: tenant, Topic: "t", Action: rdb.ActionCancel,
+			Filter: rdb.BulkFilter{Labels: map[string]string{"wave": fmt.Sprint(wave)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	var ops []rdb.Operation
+	var states []string
+	for wave := range waves {
+		op := cancel("acme", wave)
+		ops = append(ops, op)
+		states = append(states, op.State)
+	}
+	if want := []string{rdb.OpRunning, rdb.OpRunning, rdb.OpQueued, rdb.OpQueued, rdb.OpQueued}; fmt.Sprint(states) != fmt.Sprint(want) {
+		t.Errorf("five operations created at once: states %v, want %v", states, want)
+	}
+	if got, err := s.GetOperation(ctx, ops[4].ID); err != nil || got.State != rdb.OpQueued || !got.LeaseUntil.IsZero() {
+		t.Errorf("the fifth operation reads %+v (%v), want queued, with no lease", got, err)
+	}
+	if other := cancel("globex", 0); other.State != rdb.OpRunning {
+		t.Errorf("another tenant's operation is %s, want running at once", other.State)
+	}
+	for _, op := range ops {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			got, err := s.GetOperation(ctx, op.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State == rdb.OpDone {
+				if got.Done != perWave {
+					t.Errorf("operation %s done with %d cancelled, want %d", op.ID, got.Done, perWave)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("operation %+v not done within 30s", got)
+			}
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.most["acme"] != rdb.TenantRunningOps {
+		t.Errorf("at most %d of the tenant's operations walked at once, want %d", w.most["acme"], rdb.TenantRunningOps)
+	}
+	// the slots are free again: a new operation runs at once
+	if op := cancel("acme", 0); op.State != rdb.OpRunning {
+		t.Errorf("an operation after the others ended is %s, want running", op.State)
 	}
 }

@@ -62,6 +62,7 @@ import (
 //	P:{s}:lb:<h>:<k>=<v> ZSET  a label index: the topic's jobs in the shard labelled k=v, id -> created at (ms)
 //	                           (see "Labels"); a job without labels is in none
 //	P:{ops}:o:<id>      HASH   a bulk operation (ops.go); P:{ops}:run ZSET the running ones -> when their lease lapses
+//	P:{ops}:tr:<tenant> SET    a tenant's running bulk operations; P:{ops}:tq:<tenant> ZSET its queued ones -> created (ms)
 //	P:{s}:ht            HASH   topic handle -> its tenant (written when a process first resolves the handle)
 //	P:{s}:tp            HASH   tenant -> its pending jobs in the shard (see "Tenant quotas")
 //	P:quotas            HASH   tenant -> the quota an admin set for it (JSON)

@@ -18,15 +18,29 @@ import (
 
 // Bulk operations (layout.go, "Bulk operations") are stored apart from
 // the shards, under the hash tag {ops}, so that one script reads and
-// writes an operation and the set of running ones:
+// writes an operation, the set of running ones and its tenant's slots:
 //
-//	P:{ops}:o:<id>  HASH  tenant, topic, action, filter (JSON), state (running, done), matched,
-//	                      done, failed, cursor (where its walk stands), owner (the process
-//	                      running it), created and finished (ms); it expires a retention after
-//	                      it finished
-//	P:{ops}:run     ZSET  running operations: id -> when their owner's lease lapses
-func (k keys) operation(id string) string { return k.prefix + ":{ops}:o:" + id }
-func (k keys) runningOps() string         { return k.prefix + ":{ops}:run" }
+//	P:{ops}:o:<id>      HASH  tenant, topic, action, filter (JSON), state (queued, running, done),
+//	                          matched, done, failed, cursor (where its walk stands), owner (the
+//	                          process running it), created and finished (ms); it expires a
+//	                          retention after it finished
+//	P:{ops}:run         ZSET  running operations: id -> when their owner's lease lapses
+//	P:{ops}:tr:<tenant> SET   the tenant's running operations (at most TenantRunningOps)
+//	P:{ops}:tq:<tenant> ZSET  the tenant's queued operations: id -> created (ms), started oldest first
+func (k keys) operation(id string) string            { return k.prefix + ":{ops}:o:" + id }
+func (k keys) runningOps() string                    { return k.prefix + ":{ops}:run" }
+func (k keys) tenantRunningOps(tenant string) string { return k.prefix + ":{ops}:tr:" + tenant }
+func (k keys) tenantQueuedOps(tenant string) string  { return k.prefix + ":{ops}:tq:" + tenant }
+
+// opKeys are the keys of the scripts that change operation id of tenant.
+func (k keys) opKeys(tenant, id string) []string {
+	return []string{k.operation(id), k.runningOps(), k.tenantRunningOps(tenant), k.tenantQueuedOps(tenant)}
+}
+
+// TenantRunningOps is how many of a tenant's bulk operations run at once;
+// the others wait, queued, and start oldest first as those end, so that a
+// tenant cannot start enough at once to crowd out other tenants' work.
+const TenantRunningOps = 2
 
 // The actions of a bulk operation.
 const (
@@ -34,8 +48,10 @@ const (
 	ActionReplay = "replay"
 )
 
-// The states of a bulk operation.
+// The states of a bulk operation: queued (waiting for a slot of its
+// tenant's), running, done.
 const (
+	OpQueued  = "queued"
 	OpRunning = "running"
 	OpDone    = "done"
 )
@@ -91,26 +107,43 @@ func NewOperationID() string {
 	return "op_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
-// CreateOperation stores op as running, held by owner for lease, with an
-// estimate of the jobs it matches; op.ID must be fresh. It returns op as
-// stored.
-func (s *Store) CreateOperation(ctx context.Context, op Operation, owner string, lease time.Duration) (Operation, error) {
+// CreateOperation stores op, held by owner for lease, with an estimate of
+// the jobs it matches; op.ID must be fresh. It is running when its tenant
+// runs fewer than TenantRunningOps and has none queued, else queued. It
+// returns op as stored, and the ids of the tenant's queued operations
+// that a free slot let start first (held by owner too).
+func (s *Store) CreateOperation(ctx context.Context, op Operation, owner string, lease time.Duration) (Operation, []string, error) {
 	filter, err := json.Marshal(op.Filter)
 	if err != nil {
-		return Operation{}, fmt.Errorf("encode filter: %w", err)
+		return Operation{}, nil, fmt.Errorf("encode filter: %w", err)
 	}
 	est, err := s.estimate(ctx, op)
 	if err != nil {
-		return Operation{}, err
+		return Operation{}, nil, err
 	}
-	now, err := s.run(ctx, opnewScript, []string{s.k.operation(op.ID), s.k.runningOps()}, op.ID, s.scriptNow(), lease.Milliseconds(),
-		"tenant", op.Tenant, "topic", op.Topic, "action", op.Action, "filter", string(filter), "matched", est, "owner", owner).Int64()
+	res, err := s.run(ctx, opnewScript, s.k.opKeys(op.Tenant, op.ID), op.ID, s.scriptNow(), lease.Milliseconds(), TenantRunningOps, owner,
+		"tenant", op.Tenant, "topic", op.Topic, "action", op.Action, "filter", string(filter), "matched", est).Slice()
+	if err == nil && len(res) < 2 {
+		err = errShortReply
+	}
 	if err != nil {
-		return Operation{}, fmt.Errorf("create operation: %w", err)
+		return Operation{}, nil, fmt.Errorf("create operation: %w", err)
 	}
-	op.State, op.Matched, op.Done, op.Failed, op.Owner = OpRunning, est, 0, 0, owner
-	op.CreatedAt, op.LeaseUntil = fromMS(now), fromMS(now).Add(lease)
-	return op, nil
+	now := fromMS(toInt(res[0]))
+	op.State, op.Matched, op.Done, op.Failed, op.Owner, op.CreatedAt = fmt.Sprint(res[1]), est, 0, 0, owner, now
+	if op.State == OpRunning {
+		op.LeaseUntil = now.Add(lease)
+	}
+	return op, strs(res[2:]), nil
+}
+
+// strs is the strings of a script's reply.
+func strs(vs []any) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, fmt.Sprint(v))
+	}
+	return out
 }
 
 // GetOperation reads an operation; kairos.ErrNotFound when there is none
@@ -171,21 +204,29 @@ type Step struct {
 	Finished bool
 }
 
-// RecordStep records step of operation id for owner and renews its lease;
-// false when owner no longer holds it (its lease lapsed and another
-// process took it): the caller stops.
-func (s *Store) RecordStep(ctx context.Context, id, owner string, lease time.Duration, step Step) (bool, error) {
+// RecordStep records step of operation id of tenant for owner and renews
+// its lease; held is false when owner no longer holds it (its lease lapsed
+// and another process took it): the caller stops. The step that finishes
+// it frees its slot: started holds the ids of the tenant's queued
+// operations that then started, held by owner.
+func (s *Store) RecordStep(ctx context.Context, tenant, id, owner string, lease time.Duration, step Step) (held bool, started []string, err error) {
 	fin := "0"
 	if step.Finished {
 		fin = "1"
 	}
-	n, err := s.run(ctx, opstepScript, []string{s.k.operation(id), s.k.runningOps()}, id, owner, s.scriptNow(), lease.Milliseconds(),
-		step.Cursor, step.Unmatch, step.Done, step.Failed, fin, s.opts.Retention.Milliseconds()).Int64()
-	if err != nil {
-		return false, fmt.Errorf("record operation %s: %w", id, err)
+	res, err := s.run(ctx, opstepScript, s.k.opKeys(tenant, id), id, owner, s.scriptNow(), lease.Milliseconds(),
+		step.Cursor, step.Unmatch, step.Done, step.Failed, fin, s.opts.Retention.Milliseconds(), TenantRunningOps).Slice()
+	if err == nil && len(res) == 0 {
+		err = errShortReply
 	}
-	return n == 1, nil
+	if err != nil {
+		return false, nil, fmt.Errorf("record operation %s: %w", id, err)
+	}
+	return toInt(res[0]) == 1, strs(res[1:]), nil
 }
 
 // errBadOpCursor is a cursor that does not parse.
 var errBadOpCursor = errors.New("malformed operation cursor")
+
+// errShortReply is a script's reply with fewer values than it promises.
+var errShortReply = errors.New("short reply from the script")

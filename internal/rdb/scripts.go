@@ -25,6 +25,8 @@ var (
 	indexSrc string // the listing index
 	//go:embed lua/sched.lua
 	schedSrc string // schedules and their occurrences
+	//go:embed lua/ops.lua
+	opsSrc string // a tenant's slots for bulk operations
 
 	//go:embed lua/enqueue.lua
 	enqueueSrc string
@@ -144,7 +146,7 @@ var (
 )
 
 // helpersSrc is what every script body runs after.
-var helpersSrc = luaPrelude + jobSrc + indexSrc + schedSrc
+var helpersSrc = luaPrelude + jobSrc + indexSrc + schedSrc + opsSrc
 
 // script is one of kairos's Lua scripts.
 type script struct {

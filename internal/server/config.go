@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/kairos-sh/kairos"
+	"github.com/kairos-sh/kairos/api"
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/duration"
 	"github.com/kairos-sh/kairos/internal/redact"
@@ -49,7 +50,7 @@ type Config struct {
 	// listener (metricsHandler).
 	MetricsAddr string
 	// ReadTimeout bounds how long a request may take to arrive, headers
-	// and body (a large body gets more: api.Config.ReadTimeout);
+	// and body (a body a route reads is paced instead: api.Config.ReadTimeout);
 	// WriteTimeout bounds the rest, from the end of its headers to the last
 	// byte of the answer. A silent or trickling client is cut off.
 	ReadTimeout  time.Duration
@@ -83,6 +84,14 @@ type Config struct {
 	LeaseGrace     time.Duration
 	ReadyLease     time.Duration
 	MaxPayload     int64
+	// MaxBodyInflight is the API's budget of request body bytes in flight
+	// (KAIROS_MAX_BODY_INFLIGHT, api.Config.MaxBodyInflight); 0: its
+	// default.
+	MaxBodyInflight int64
+	// MaxTokenTTL is the longest a token minted through POST /v1/tokens
+	// may live (KAIROS_MAX_TOKEN_TTL); none outlives the token that mints
+	// it either.
+	MaxTokenTTL time.Duration
 	// Quota is every tenant's default quota; an admin may set another for
 	// one tenant (PUT /v1/tenants/{tenant}/quota). Zero fields: no limit.
 	Quota     kairos.Quota
@@ -120,7 +129,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		return v
 	}
 	var roles, shards, retention, grace, lockTTL, leaseGrace, readyLease, maxPayload, waitReplicas, redisTimeout string
-	var maxPending, rate, burst, readTimeout, writeTimeout string
+	var maxPending, rate, burst, readTimeout, writeTimeout, maxTokenTTL, maxBodyInflight string
 	fs.StringVar(&c.Addr, "addr", env("KAIROS_ADDR", ""), "listen address of the API and admin page; default :8080, or 127.0.0.1:8080 on the embedded Redis (KAIROS_ADDR)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("KAIROS_REDIS_URL", ""), "redis:// or rediss:// URL; empty runs an embedded in-memory Redis (KAIROS_REDIS_URL)")
 	fs.StringVar(&c.RedisCA, "redis-ca", env("KAIROS_REDIS_CA", ""), "PEM file of the CA that signed a rediss:// Redis's certificate; default the system's roots (KAIROS_REDIS_CA)")
@@ -128,7 +137,7 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&c.RedisSentinelMaster, "redis-sentinel-master", env("KAIROS_REDIS_SENTINEL_MASTER", ""), "name of the master that the Redis Sentinels of KAIROS_REDIS_URL watch, redis://sentinel1:26379?addr=sentinel2:26379&addr=sentinel3:26379; kairos follows it through failovers (KAIROS_REDIS_SENTINEL_MASTER)")
 	fs.StringVar(&waitReplicas, "wait-replicas", env("KAIROS_WAIT_REPLICAS", "0"), "acknowledge a create only once this many replicas have it (Redis WAIT), so a failover cannot lose it (KAIROS_WAIT_REPLICAS)")
 	fs.StringVar(&redisTimeout, "redis-timeout", env("KAIROS_REDIS_TIMEOUT", "1s"), "how long an API request may wait for Redis before it answers 503 (KAIROS_REDIS_TIMEOUT)")
-	fs.StringVar(&readTimeout, "read-timeout", env("KAIROS_READ_TIMEOUT", "15s"), "how long a request may take to arrive, headers and body; a body above 64 KiB gets a second more for each further 64 KiB, up to its route's size limit (KAIROS_READ_TIMEOUT)")
+	fs.StringVar(&readTimeout, "read-timeout", env("KAIROS_READ_TIMEOUT", "15s"), "how long a request may take to arrive, headers and body; a body that a route reads gets a second to start and must then arrive at 16KiB a second at least, whatever length it declares, and the rest of the request gets this again from the body's end (KAIROS_READ_TIMEOUT)")
 	fs.StringVar(&writeTimeout, "write-timeout", env("KAIROS_WRITE_TIMEOUT", "30s"), "how long a request may take from the end of its headers to the last byte of its answer (POST /v1/tick gets its tick on top) (KAIROS_WRITE_TIMEOUT)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", env("KAIROS_METRICS_ADDR", ""), "serve /metrics on a listener of its own at this address, such as 127.0.0.1:9090, and not on --addr; unset: /metrics answers on --addr only when that is a loopback address or KAIROS_METRICS_TOKEN is set (KAIROS_METRICS_ADDR)")
 	fs.BoolVar(&c.AllowEviction, "allow-eviction", envBool("KAIROS_ALLOW_EVICTION"), "run even when Redis's maxmemory-policy is not noeviction, although an evicting Redis silently deletes jobs (KAIROS_ALLOW_EVICTION=1)")
@@ -142,7 +151,9 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	fs.StringVar(&lockTTL, "lock-ttl", env("KAIROS_LOCK_TTL", "10s"), "scanner shard lock expiry: how fast a dead instance's shards are taken over (KAIROS_LOCK_TTL)")
 	fs.StringVar(&leaseGrace, "lease-grace", env("KAIROS_LEASE_GRACE", "5s"), "added to a callback's timeout to make its lease: a lost worker's job is re-sent after timeout+grace (KAIROS_LEASE_GRACE)")
 	fs.StringVar(&readyLease, "ready-lease", env("KAIROS_READY_LEASE", "10s"), "how long past its due time a claimed job may wait for a free worker; a claimed job's lease is its due time + this + its callback timeout + the lease grace, so a job claimed by a process that died is handed out again after that (KAIROS_READY_LEASE)")
-	fs.StringVar(&maxPayload, "max-payload", env("KAIROS_MAX_PAYLOAD", "262144"), "largest job payload in bytes (KAIROS_MAX_PAYLOAD)")
+	fs.StringVar(&maxPayload, "max-payload", env("KAIROS_MAX_PAYLOAD", "262144"), "largest job payload in bytes, or with a unit such as 1MiB (KAIROS_MAX_PAYLOAD)")
+	fs.StringVar(&maxBodyInflight, "max-body-inflight", env("KAIROS_MAX_BODY_INFLIGHT", ""), "most request body bytes the API holds at once, across requests, such as 64MiB; a body past it waits a second, then is answered 503 with Retry-After; unset: 64MiB, or twice the largest body a route takes when that is more (KAIROS_MAX_BODY_INFLIGHT)")
+	fs.StringVar(&maxTokenTTL, "max-token-ttl", env("KAIROS_MAX_TOKEN_TTL", "90d"), "longest a token minted through POST /v1/tokens may live, 1m to 365d; none outlives the admin token that mints it (KAIROS_MAX_TOKEN_TTL)")
 	fs.StringVar(&maxPending, "tenant-max-pending", env("KAIROS_TENANT_MAX_PENDING", "0"), "default most pending jobs a tenant may hold; 0: no limit (KAIROS_TENANT_MAX_PENDING)")
 	fs.StringVar(&rate, "tenant-rate", env("KAIROS_TENANT_RATE", "0"), "default most API requests a tenant may make, as N (a second) or N/PERIOD such as 600/1m; 0: no limit (KAIROS_TENANT_RATE)")
 	fs.StringVar(&burst, "tenant-burst", env("KAIROS_TENANT_BURST", "0"), "requests a tenant may make at once within its rate; 0: the rate's N (KAIROS_TENANT_BURST)")
@@ -212,8 +223,14 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 	} else if c.Shards, err = strconv.Atoi(shards); err != nil || c.Shards < 1 || c.Shards > 4096 {
 		errs = append(errs, fmt.Errorf("shards %q: use a whole number from 1 to 4096, or leave it unset", shards))
 	}
-	if c.MaxPayload, err = strconv.ParseInt(maxPayload, 10, 64); err != nil || c.MaxPayload < 1 || c.MaxPayload > 64<<20 {
-		errs = append(errs, fmt.Errorf("max-payload %q: use a byte count from 1 to %d", maxPayload, 64<<20))
+	if c.MaxPayload, err = parseBytes(maxPayload); err != nil || c.MaxPayload < 1 || c.MaxPayload > 64<<20 {
+		errs = append(errs, fmt.Errorf("max-payload %q: use a byte count from 1 to %d (64MiB)", maxPayload, 64<<20))
+	} else if maxBodyInflight != "" {
+		least := api.LargestBody(c.MaxPayload)
+		if c.MaxBodyInflight, err = parseBytes(maxBodyInflight); err != nil || c.MaxBodyInflight < least {
+			errs = append(errs, fmt.Errorf("max-body-inflight %q: use a byte count of at least %d, the largest body a route takes with max-payload %d (or leave it unset)",
+				maxBodyInflight, least, c.MaxPayload))
+		}
 	}
 	if c.Quota.MaxPending, err = strconv.ParseInt(maxPending, 10, 64); err != nil || c.Quota.MaxPending < 0 {
 		errs = append(errs, fmt.Errorf("tenant-max-pending %q: use a whole number of jobs, 0 for no limit", maxPending))
@@ -232,13 +249,17 @@ func ParseConfig(args []string, getenv func(string) string, out io.Writer) (Conf
 		min  time.Duration
 	}{{"retention", retention, &c.Retention, time.Second}, {"grace", grace, &c.Grace, 0}, {"lock-ttl", lockTTL, &c.LockTTL, 300 * time.Millisecond}, {"lease-grace", leaseGrace, &c.LeaseGrace, 100 * time.Millisecond},
 		{"ready-lease", readyLease, &c.ReadyLease, time.Second}, {"redis-timeout", redisTimeout, &c.RedisTimeout, 100 * time.Millisecond},
-		{"read-timeout", readTimeout, &c.ReadTimeout, 100 * time.Millisecond}, {"write-timeout", writeTimeout, &c.WriteTimeout, 100 * time.Millisecond}}
+		{"read-timeout", readTimeout, &c.ReadTimeout, 100 * time.Millisecond}, {"write-timeout", writeTimeout, &c.WriteTimeout, 100 * time.Millisecond},
+		{"max-token-ttl", maxTokenTTL, &c.MaxTokenTTL, time.Minute}}
 	for _, d := range durations {
 		v, err := duration.Parse(d.raw)
 		if err != nil || v < d.min {
 			errs = append(errs, fmt.Errorf("%s %q: use a duration of at least %s such as \"30s\" or \"7d\"", d.name, d.raw, d.min))
 		}
 		*d.dst = v
+	}
+	if c.MaxTokenTTL > 365*24*time.Hour {
+		errs = append(errs, fmt.Errorf("max-token-ttl %q: use a duration from 1m to 365d", maxTokenTTL))
 	}
 	if c.WriteTimeout > 0 && c.WriteTimeout <= c.RedisTimeout {
 		errs = append(errs, fmt.Errorf("write-timeout %s: make it longer than redis-timeout (%s), or requests are cut off before Redis answers them", c.WriteTimeout, c.RedisTimeout))
@@ -315,6 +336,22 @@ func RoleList(cfg Config) string {
 		}
 	}
 	return strings.Join(out, ",")
+}
+
+// parseBytes reads a byte count: a whole number, or one with a unit of
+// KiB, MiB or GiB (1024-based) such as "64MiB".
+func parseBytes(s string) (int64, error) {
+	num, unit := s, int64(1)
+	for suffix, u := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			num, unit = n, u
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/unit {
+		return 0, errors.New("not a byte count")
+	}
+	return n * unit, nil
 }
 
 // ParseRate reads a request rate: "N" (a second) or "N/PERIOD" with

@@ -24,7 +24,8 @@ func TestParseConfig(t *testing.T) {
 	defaults := Config{Addr: "127.0.0.1:8080", Prefix: "kairos", Shards: 0, Retention: 24 * time.Hour,
 		Roles: map[string]bool{"api": true, "scanner": true, "worker": true}, Grace: 30 * time.Second,
 		LockTTL: 10 * time.Second, LeaseGrace: 5 * time.Second, ReadyLease: 10 * time.Second, MaxPayload: 256 << 10, LogFormat: "text", LogLevel: "info",
-		RedisTimeout: time.Second, ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second, AllowPrivate: true, DevPrivateDefault: true}
+		RedisTimeout: time.Second, ReadTimeout: 15 * time.Second, WriteTimeout: 30 * time.Second, AllowPrivate: true, DevPrivateDefault: true,
+		MaxTokenTTL: 90 * 24 * time.Hour}
 	tests := []struct {
 		name    string
 		args    []string
@@ -70,6 +71,17 @@ func TestParseConfig(t *testing.T) {
 		{name: "timeout flags beat env", args: []string{"--read-timeout", "2s", "--write-timeout", "3s", "--metrics-addr", ":9091"},
 			env:  map[string]string{"KAIROS_READ_TIMEOUT": "5s", "KAIROS_WRITE_TIMEOUT": "1m", "KAIROS_METRICS_ADDR": "127.0.0.1:9090"},
 			want: func(c *Config) { c.ReadTimeout, c.WriteTimeout, c.MetricsAddr = 2*time.Second, 3*time.Second, ":9091" }},
+		{name: "body budget and payload with units", env: map[string]string{"KAIROS_MAX_BODY_INFLIGHT": "128MiB", "KAIROS_MAX_PAYLOAD": "1MiB"},
+			want: func(c *Config) { c.MaxBodyInflight, c.MaxPayload = 128<<20, 1<<20 }},
+		{name: "body budget in bytes", args: []string{"--max-body-inflight", "40000000"}, want: func(c *Config) { c.MaxBodyInflight = 40_000_000 }},
+		{name: "body budget below the largest body", env: map[string]string{"KAIROS_MAX_BODY_INFLIGHT": "1MiB"},
+			wantErr: `max-body-inflight "1MiB": use a byte count of at least 33554432, the largest body a route takes with max-payload 262144`},
+		{name: "body budget not a byte count", env: map[string]string{"KAIROS_MAX_BODY_INFLIGHT": "lots"}, wantErr: `max-body-inflight "lots": use a byte count`},
+		{name: "max token ttl from env", env: map[string]string{"KAIROS_MAX_TOKEN_TTL": "7d"}, want: func(c *Config) { c.MaxTokenTTL = 7 * 24 * time.Hour }},
+		{name: "max token ttl flag beats env", args: []string{"--max-token-ttl", "12h"}, env: map[string]string{"KAIROS_MAX_TOKEN_TTL": "7d"},
+			want: func(c *Config) { c.MaxTokenTTL = 12 * time.Hour }},
+		{name: "max token ttl too long", env: map[string]string{"KAIROS_MAX_TOKEN_TTL": "366d"}, wantErr: `max-token-ttl "366d": use a duration from 1m to 365d`},
+		{name: "max token ttl too short", env: map[string]string{"KAIROS_MAX_TOKEN_TTL": "30s"}, wantErr: `max-token-ttl "30s": use a duration of at least 1m0s`},
 		{name: "read timeout too short", args: []string{"--read-timeout", "1ms"}, wantErr: "read-timeout \"1ms\": use a duration of at least 100ms"},
 		{name: "write timeout within the Redis timeout", args: []string{"--write-timeout", "500ms"}, wantErr: "write-timeout 500ms: make it longer than redis-timeout"},
 		{name: "metrics on the API's address", args: []string{"--metrics-addr", "127.0.0.1:8080"}, wantErr: "metrics-addr \"127.0.0.1:8080\" is the API's address"},

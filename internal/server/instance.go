@@ -197,7 +197,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Instance, error)
 		bulkWG.Go(func() { runner.Run(bulkCtx) })
 		h = api.New(store, authn, api.Config{MaxPayload: cfg.MaxPayload, AllowPrivate: cfg.AllowPrivate, Logger: log, OnTopicChange: onTopic,
 			Page: web.Handler(), Metrics: metricsHandler, Tracer: tp, Tick: tick, RedisTimeout: cfg.RedisTimeout, Quota: cfg.Quota,
-			ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, Bulk: runner})
+			ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, MaxTokenTTL: cfg.MaxTokenTTL, MaxBodyInflight: cfg.MaxBodyInflight, Bulk: runner})
 	} else {
 		h = opsHandler(store, metricsHandler, cfg.RedisTimeout)
 	}

@@ -33,7 +33,8 @@ const (
 // newHTTPServer returns the HTTP server of h with cfg's timeouts, so that
 // every connection is answered or closed within a bounded time: headers
 // within min(ReadTimeout, 10s), the whole request within ReadTimeout
-// (handlers that read a large body move that deadline, api.Config), the
+// (a handler that reads a body paces it instead: a second to start, then
+// api.BodyFloor bytes a second, and the timeouts again from its end), the
 // answer within WriteTimeout of the headers, an idle keep-alive within 2
 // minutes. Requests' contexts derive from base.
 func newHTTPServer(cfg Config, h http.Handler, base context.Context) *http.Server {

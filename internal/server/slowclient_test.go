@@ -97,9 +97,10 @@ func readUntilClosed(conn net.Conn) (string, error) {
 }
 
 // TestLargeBodyGetsTimeToArrive sends a batch of about 200 KB at about 100
-// KB a second to a kairos whose read timeout is 1s: the batch route's body
-// gets a second more for each 64 KiB, so the batch arrives and is created,
-// where the read timeout alone would have cut it off after a second.
+// KB a second to a kairos whose read timeout is 1s: a body that keeps
+// above the floor on its pace (api.BodyFloor) is read however long it
+// takes, so the batch arrives and is created, where the read timeout alone
+// would have cut it off after a second.
 func TestLargeBodyGetsTimeToArrive(t *testing.T) {
 	t.Parallel()
 	ti := startTestInstanceOn(t, map[string]string{"KAIROS_REDIS_URL": testredis.New(t).URL(),
