@@ -27,7 +27,8 @@ type Store interface {
 	// PopGroups returns the shards each blocking pop covers.
 	PopGroups() [][]int
 	// Pop takes up to n jobs from the ready lists hs of the shards of
-	// group, blocking up to timeout; it returns none and no error when
+	// group, blocking up to timeout (whole seconds: a shorter one blocks
+	// a second; Interrupt ends it sooner); it returns none and no error when
 	// nothing came or the pop was interrupted. Interrupt ends this
 	// process's pop of group under way.
 	Pop(ctx context.Context, group []int, hs []string, n int, timeout time.Duration) ([]kairos.Claimed, error)

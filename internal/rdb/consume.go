@@ -39,7 +39,9 @@ func (s *Store) PopGroups() [][]int {
 // Pop takes up to n jobs from the ready lists of the topics with handles
 // hs in the shards of group (a PopGroups group), blocking up to timeout
 // for the first (BLMPOP, on the blocking client; a timeout of 0 does not
-// wait); the caller starts them (Start). The lists are tried in the order
+// wait, and one under a second blocks a second: the client sends whole
+// seconds, so Pop rounds up itself rather than let it truncate quietly);
+// the caller starts them (Start). The lists are tried in the order
 // given, the shards in turn from one call to the next, so a caller that
 // rotates hs shares the pops fairly. One pop also covers this Store's
 // interrupt list of the group (Interrupt), so that a pop under way can be
@@ -47,6 +49,9 @@ func (s *Store) PopGroups() [][]int {
 // embedded one) gets BRPOP for the first and RPOP with a count for the
 // rest. It returns no jobs and no error when nothing arrived.
 func (s *Store) Pop(ctx context.Context, group []int, hs []string, n int, timeout time.Duration) ([]kairos.Claimed, error) {
+	if timeout > 0 {
+		timeout = (timeout + time.Second - 1).Truncate(time.Second)
+	}
 	type list struct {
 		shard int
 		h     string

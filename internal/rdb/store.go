@@ -337,6 +337,6 @@ func fromMS(v int64) time.Time {
 // for it to expire.
 func (s *Store) ShardMutex(shard int, ttl time.Duration, owner string) *redsync.Mutex {
 	value := owner + ":" + strconv.Itoa(shard)
-	return s.locks.NewMutex(s.k.lock(shard), redsync.WithExpiry(ttl), redsync.WithTries(1), redsync.WithValue(value),
+	return s.locks.NewMutex(s.k.lock(shard), redsync.WithExpiry(ttl), redsync.WithTries(1),
 		redsync.WithGenValueFunc(func() (string, error) { return value, nil }))
 }
