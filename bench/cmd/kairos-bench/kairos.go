@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -100,7 +101,12 @@ func startKairos(ctx context.Context, bin, redisURL, prefix string, shards int, 
 		DropJobs: func(ctx context.Context) (int, error) {
 			// A shard's hash tag is {N}, a digit first, unlike {handles}
 			// and the other tags that hold topics: jobs go, topics stay.
-			return unlinkMatching(ctx, probe, globEscape(prefix)+":{[0-9]*")
+			// The scanners' shard mutexes stay too: deleting one under its
+			// holder fails the holder's next extension (a warning, and the
+			// shard taken again).
+			return unlinkMatching(ctx, probe, globEscape(prefix)+":{[0-9]*", func(key string) bool {
+				return strings.HasSuffix(key, shardMutexSuffix)
+			})
 		},
 		ProcessCPU: first.cpu,
 		Counters:   first.counters,
@@ -296,19 +302,27 @@ func prefixInUse(ctx context.Context, c *redis.Client, prefix string) (bool, err
 func dropPrefix(c *redis.Client, prefix string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	_, err := unlinkMatching(ctx, c, globEscape(prefix)+":*")
+	_, err := unlinkMatching(ctx, c, globEscape(prefix)+":*", nil)
 	return err
 }
 
-// unlinkMatching deletes every key matching pattern with SCAN and UNLINK
-// (Redis frees them in the background) and returns how many it deleted.
-func unlinkMatching(ctx context.Context, c *redis.Client, pattern string) (int, error) {
+// shardMutexSuffix ends the name of a scanner's shard mutex
+// (internal/rdb/keys.go).
+const shardMutexSuffix = "}:lock"
+
+// unlinkMatching deletes every key matching pattern but those keep
+// reports (nil: none) with SCAN and UNLINK (Redis frees them in the
+// background) and returns how many it deleted.
+func unlinkMatching(ctx context.Context, c *redis.Client, pattern string, keep func(string) bool) (int, error) {
 	var cursor uint64
 	n := 0
 	for {
 		page, next, err := c.Scan(ctx, cursor, pattern, 10000).Result()
 		if err != nil {
 			return n, fmt.Errorf("scan %s: %w", pattern, err)
+		}
+		if keep != nil {
+			page = slices.DeleteFunc(page, keep)
 		}
 		if len(page) > 0 {
 			if err := c.Unlink(ctx, page...).Err(); err != nil {
