@@ -56,13 +56,7 @@ func TestWorkerReportsBreakerMoves(t *testing.T) {
 		now := time.Now()
 		st.push(kairos.Job{JobKey: kairos.JobKey{Tenant: "t", Topic: "orders", ID: id}, UID: "u" + id, Attempts: 1, MaxAttempts: 1,
 			Method: http.MethodPost, ContentType: "application/json", Payload: []byte(`{}`), RunAt: now}, now)
-		deadline := time.Now().Add(10 * time.Second)
-		for len(st.outcomes()) == before {
-			if time.Now().After(deadline) {
-				t.Fatalf("job %s: no outcome within 10 s", id)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitFor(t, "job "+id+"'s outcome", func() bool { return len(st.outcomes()) > before })
 	}
 	cancel()
 	wg.Wait()

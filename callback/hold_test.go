@@ -245,7 +245,11 @@ func TestHolderJobsDueAtOneInstantShareATimer(t *testing.T) {
 		t.Fatalf("%d timers for 5 jobs due at 2 instants, want 2", timers)
 	}
 	waitFor(t, "the jobs to be ready", func() bool { return h.waiting("t", "orders") == 5 })
-	if got := ids(h.take(ctx, "t", "orders", 10)); !slices.Equal(got, []string{"a", "b", "c", "d", "e"}) {
-		t.Errorf("took %v, want a to e in order", got)
+	// the two timers' callbacks run on goroutines of their own: on a
+	// loaded machine e's may take the lock first, so only the burst's
+	// order is the holder's to keep
+	got := ids(h.take(ctx, "t", "orders", 10))
+	if burst := slices.DeleteFunc(slices.Clone(got), func(id string) bool { return id == "e" }); !slices.Equal(burst, []string{"a", "b", "c", "d"}) || len(got) != 5 {
+		t.Errorf("took %v, want a to d in order, and e", got)
 	}
 }

@@ -87,7 +87,7 @@ func (f *idleTopicStore) Interrupt(context.Context, []int) error {
 }
 
 func (f *idleTopicStore) Start(_ context.Context, cs []kairos.Claimed) ([]kairos.Claimed, error) {
-	time.Sleep(2 * time.Millisecond) // a round trip, during which the next pops go on
+	time.Sleep(2 * time.Millisecond) // the point: a round trip's time, during which the next pops go on
 	return cs, nil
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestCallbacksThroughProxyToPrivateCA runs `kairos serve` with
@@ -80,13 +81,12 @@ func TestCallbacksThroughProxyToPrivateCA(t *testing.T) {
 	for i := range n {
 		enqueue(fmt.Sprintf("j%d", i))
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for got.Load() < n && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if got.Load() != n {
-		t.Fatalf("the receiver got %d of %d callbacks", got.Load(), n)
-	}
+	testwait.UntilNil(t, 15*time.Second, func() error {
+		if got.Load() < n {
+			return fmt.Errorf("%d of %d", got.Load(), n)
+		}
+		return nil
+	}, "the receiver's callbacks")
 	host := strings.TrimPrefix(rcv.URL, "https://")
 	mu.Lock()
 	for _, h := range tunnels {
@@ -101,19 +101,20 @@ func TestCallbacksThroughProxyToPrivateCA(t *testing.T) {
 	mu.Unlock()
 
 	// Without the CA the tunnel opens but TLS to the receiver fails.
-	_, enqueue = run("noca", "KAIROS_CALLBACK_PROXY="+proxy.URL)
+	noca, enqueue := run("noca", "KAIROS_CALLBACK_PROXY="+proxy.URL)
 	enqueue("x")
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		more := len(tunnels) > before
-		mu.Unlock()
-		if more || time.Now().After(deadline) {
-			break
+	// its attempt ends (retrying) once its TLS handshake failed
+	nocaStore := procStore(t, noca)
+	testwait.UntilNil(t, 10*time.Second, func() error {
+		j, err := nocaStore.GetJob(context.Background(), kairos.JobKey{Tenant: "acme", Topic: "t", ID: "x"})
+		if err != nil {
+			return err
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(500 * time.Millisecond)
+		if j.State != kairos.StateRetrying {
+			return fmt.Errorf("job x is %s, want retrying", j.State)
+		}
+		return nil
+	}, "the attempt without the CA to fail")
 	if got.Load() != n {
 		t.Errorf("without KAIROS_CALLBACK_CA the receiver got %d callbacks, want none more than %d", got.Load(), n)
 	}

@@ -34,7 +34,7 @@ func testFiresOnceAtItsTimeSigned(t *testing.T, start starter) {
 		t.Fatalf("created %+v", created)
 	}
 	got := rcv.waitHits(t, 1, 10*time.Second)[0]
-	time.Sleep(time.Second) // a duplicate would arrive by now
+	waitSettled(t, e.store) // no attempt under way: a duplicate would have arrived
 	if n := len(rcv.all()); n != 1 {
 		t.Fatalf("receiver got %d requests, want 1", n)
 	}
@@ -100,7 +100,7 @@ func testCancelBeforeDueNeverFires(t *testing.T, start starter) {
 	// A control job due after the cancelled one proves the engine was firing.
 	e.create("t", client.JobRequest{ID: "control", Delay: client.Duration(2500 * time.Millisecond)})
 	rcv.waitHits(t, 1, 10*time.Second)
-	time.Sleep(500 * time.Millisecond)
+	waitSettled(t, e.store)
 	jobs := rcv.byJob()
 	if len(jobs["c1"]) != 0 || len(jobs["control"]) != 1 {
 		t.Fatalf("hits by job: c1=%d control=%d; want 0 and 1", len(jobs["c1"]), len(jobs["control"]))
@@ -131,7 +131,7 @@ func testRescheduleEarlierAndLater(t *testing.T, start starter) {
 		t.Fatal(err)
 	}
 	rcv.waitHits(t, 2, 10*time.Second)
-	time.Sleep(700 * time.Millisecond)
+	waitSettled(t, e.store)
 	jobs := rcv.byJob()
 	for id, at := range map[string]time.Time{"earlier": earlierAt, "later": laterAt} {
 		hs := jobs[id]
@@ -161,7 +161,7 @@ func testUpsertByIDDeliversOnce(t *testing.T, start starter) {
 		t.Fatalf("second create of u: %s, want replaced", j.Result)
 	}
 	rcv.waitHits(t, 1, 10*time.Second)
-	time.Sleep(time.Second)
+	waitSettled(t, e.store)
 	hs := rcv.all()
 	if len(hs) != 1 || string(hs[0].Body) != `"v2"` {
 		t.Fatalf("got %d deliveries, first body %q; want one with \"v2\"", len(hs), hs[0].Body)

@@ -269,7 +269,7 @@ func TestFailureNotification(t *testing.T) {
 	e.create("orders", client.JobRequest{ID: "fails", Payload: json.RawMessage(`{"n":1}`)})
 	e.create("orders", client.JobRequest{ID: "works", Payload: json.RawMessage(`{"n":2}`)})
 	hs := failed.waitHits(t, 1, 20*time.Second)
-	time.Sleep(time.Second) // time for a second one to show
+	waitSettled(t, e.store) // a second one would have come
 	if hs = failed.all(); len(hs) != 1 {
 		t.Fatalf("%d failure notifications, want 1", len(hs))
 	}

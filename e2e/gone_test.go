@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // A receiver that answers 410 Gone asks, in Standard Webhooks' words, not to
@@ -30,21 +32,17 @@ func TestGoneReceiverStopsRetriesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	deadline := time.Now().Add(15 * time.Second)
 	var j kairos.Job
-	for {
+	testwait.UntilNil(t, 15*time.Second, func() error {
 		var err error
 		if j, err = store.GetJob(context.Background(), key); err != nil {
 			t.Fatal(err)
 		}
-		if j.State == kairos.StateDead {
-			break
+		if j.State != kairos.StateDead {
+			return fmt.Errorf("job %s with %d attempts, want dead", j.State, j.Attempts)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s after 15s with %d attempts, want dead", j.State, j.Attempts)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, "the job dead")
 	if j.Attempts != 1 || len(j.Log) != 1 {
 		t.Fatalf("dead after %d attempts (log %+v), want 1 of 5", j.Attempts, j.Log)
 	}
@@ -54,19 +52,16 @@ func TestGoneReceiverStopsRetriesAtOnce(t *testing.T) {
 	t.Logf("attempt log: %s", j.Log[0].Error)
 
 	const gone = `kairos_gone_total{topic="acme/gone"}`
-	for {
-		if v, ok := readMetric(url, gone); ok {
-			if v != 1 {
-				t.Fatalf("%s = %v, want 1", gone, v)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not exported", gone)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var v float64
+	testwait.Until(t, 15*time.Second, func() bool {
+		var ok bool
+		v, ok = readMetric(url, gone)
+		return ok
+	}, gone+" exported")
+	if v != 1 {
+		t.Fatalf("%s = %v, want 1", gone, v)
 	}
-	time.Sleep(300 * time.Millisecond) // room for a retry that must not come
+	waitSettled(t, store) // a retry, were there one, would have come
 	if n := len(rcv.all()); n != 1 {
 		t.Fatalf("receiver called %d times, want 1", n)
 	}

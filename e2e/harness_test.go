@@ -22,6 +22,7 @@ import (
 	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 	"github.com/kairos-sh/kairos/scanner"
 )
 
@@ -168,17 +169,14 @@ func (e *engine) job(topic, id string) *client.Job {
 // waitState polls a job until it reaches state, within a generous deadline.
 func (e *engine) waitState(topic, id string, state client.State, within time.Duration) *client.Job {
 	e.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		v := e.job(topic, id)
-		if v.State == state {
-			return v
+	var v *client.Job
+	testwait.UntilNil(e.t, within, func() error {
+		if v = e.job(topic, id); v.State != state {
+			return fmt.Errorf("state %s, want %s (%+v)", v.State, state, v)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("job %s: state %s after %v, want %s (%+v)", id, v.State, within, state, v)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, "job "+id)
+	return v
 }
 
 // hit is one request a receiver got.
@@ -240,16 +238,38 @@ func (r *receiver) byJob() map[string][]hit {
 // waitHits waits until the receiver has at least n hits.
 func (r *receiver) waitHits(t *testing.T, n int, within time.Duration) []hit {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if h := r.all(); len(h) >= n {
-			return h
+	var h []hit
+	testwait.UntilNil(t, within, func() error {
+		if h = r.all(); len(h) < n {
+			return fmt.Errorf("%d requests, want %d", len(h), n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("receiver got %d requests within %v, want %d", len(r.all()), within, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	}, "the receiver's requests")
+	return h
 }
 
 func rfc3339ms(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// waitSettled waits until no attempt is under way in any of s's shards
+// (none claimed and not finished) and none is due within a second: from
+// then on no job that is not filed anew can reach a receiver, so a test
+// that counts deliveries after it has seen every duplicate there could be,
+// without sleeping for it.
+func waitSettled(t *testing.T, s *rdb.Store) {
+	t.Helper()
+	testwait.UntilNil(t, 30*time.Second, func() error {
+		for sh := range s.Shards() {
+			p, err := s.Claim(context.Background(), sh, 0, 0, time.Second)
+			if err != nil {
+				return err
+			}
+			if p.Active > 0 {
+				return fmt.Errorf("shard %d: %d attempts under way", sh, p.Active)
+			}
+			if !p.Next.IsZero() && p.Next.Before(p.Now.Add(time.Second)) {
+				return fmt.Errorf("shard %d: work due at %v", sh, p.Next)
+			}
+		}
+		return nil
+	}, "no attempt under way")
+}

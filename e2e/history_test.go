@@ -167,7 +167,7 @@ func TestSuccessNotification(t *testing.T) {
 	if e.waitState("orders", kairos.SuccessNoticeID("big", 1), client.StateDelivered, 10*time.Second) == nil {
 		t.Fatal("no notification job")
 	}
-	time.Sleep(500 * time.Millisecond) // time for a wrong second one to show
+	waitSettled(t, e.store) // a wrong second one would have come
 	if len(ok.all()) != 1 || len(own.all()) != 1 {
 		t.Errorf("%d and %d success notifications, want 1 each (the topic's URL was not told of the job with its own)", len(ok.all()), len(own.all()))
 	}

@@ -2,6 +2,7 @@ package scanner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/kairos-sh/kairos/callback"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
@@ -38,20 +40,12 @@ func runScanner(t *testing.T, sc *Scanner) {
 // pop leases, read as a claim of nothing does).
 func waitPushed(t *testing.T, s *rdb.Store, n int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		p, err := s.Claim(context.Background(), 0, 0, 0, time.Second)
-		if err != nil {
-			t.Fatal(err)
+	testwait.UntilNil(t, within, func() error {
+		if p := pushed(t, s); p < n {
+			return fmt.Errorf("%d of %d jobs claimed", p, n)
 		}
-		if p.Active >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs claimed within %v", p.Active, n, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, "the jobs claimed")
 }
 
 // TestLaterWakeDoesNotPostponeDueWork: a wake-up for later work, heard
