@@ -53,6 +53,12 @@ const SigningSubscription = "subscription"
 // subscription's name (DeliveryOf); jobs and messages may not set it.
 const LabelSubscription = "subscription"
 
+// ParkFor is how far ahead a worker gives back a due delivery of a
+// paused subscription: it waits in Redis, parked, costing nothing, until
+// resume files it again at its run_at, or, paused that long, comes due
+// and is parked again.
+const ParkFor = 30 * 24 * time.Hour
+
 // DeliveryMark joins a message's id and a subscription's name in the id of
 // the message's delivery to it: "<message id>.<sub>".
 const DeliveryMark = "."

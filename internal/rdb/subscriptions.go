@@ -273,7 +273,7 @@ const ParkFor = 30 * 24 * time.Hour
 
 // ParkDelivery records delivery id (of run_at runAt) of subscription sub
 // as parked, when sub is still paused: the worker has given it back to be
-// due ParkFor from now, and resume files it again at runAt. It reports
+// due kairos.ParkFor from now, and resume files it again at runAt. It reports
 // false when sub is not paused any more: the caller files it again itself
 // (RefileDelivery). Park and resume are atomic against each other, so a
 // delivery is never left parked by a resume that came between.
@@ -504,4 +504,21 @@ func (c *subscriptionCache) forget(field string) {
 	c.gen++
 	delete(c.m, field)
 	c.mu.Unlock()
+}
+
+// DeliveryEnded counts in its subscription's counts that delivery key of
+// sub ended in state st (delivered, dead or expired), as the worker
+// recorded it.
+func (s *Store) DeliveryEnded(ctx context.Context, key kairos.JobKey, sub string, st kairos.State) error {
+	d := SubscriptionCounts{Pending: -1}
+	switch st {
+	case kairos.StateDelivered:
+		d.Delivered = 1
+	case kairos.StateDead:
+		d.Dead = 1
+	case kairos.StateExpired:
+	default:
+		return nil
+	}
+	return s.CountDeliveries(ctx, key.Tenant, key.Topic, map[string]SubscriptionCounts{sub: d})
 }

@@ -130,7 +130,7 @@ func TestParkedDeliveryIsFiledAgainAtResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	// as a worker gives it back: due ParkFor from now
-	if _, err := s.Reschedule(ctx, key(id), clk.Now().Add(ParkFor)); err != nil {
+	if _, err := s.Reschedule(ctx, key(id), clk.Now().Add(kairos.ParkFor)); err != nil {
 		t.Fatal(err)
 	}
 	if parked, err := s.ParkDelivery(ctx, "acme", "orders", "a", id, runAt); err != nil || !parked {
