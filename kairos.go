@@ -114,6 +114,10 @@ type Topic struct {
 	Paused    bool
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Subscription is set on the topic a delivery fires as
+	// (Subscription.DeliveryTopic): the subscription's name, which gives
+	// it a flow and, with SigningSubscription, a secret of its own.
+	Subscription string
 }
 
 // The secrets a topic's callbacks may be signed with (Topic.Signing).
@@ -124,8 +128,13 @@ const (
 
 // OwnSecret returns t's name when its callbacks are signed with a secret
 // of its own (Signing is SigningTopic), else "": the tenant's secret.
+// A delivery's topic signing with its subscription's secret
+// (SigningSubscription) returns "<topic>/<subscription>".
 func (t Topic) OwnSecret() string {
-	if t.Signing == SigningTopic {
+	switch {
+	case t.Signing == SigningSubscription && t.Subscription != "":
+		return t.Name + "/" + t.Subscription
+	case t.Signing == SigningTopic:
 		return t.Name
 	}
 	return ""
@@ -134,6 +143,9 @@ func (t Topic) OwnSecret() string {
 // Flow is the identity of the topic's flow-control quota within its
 // tenant: its FlowKey, or the topic's own.
 func (t Topic) Flow() string {
+	if t.Subscription != "" { // a delivery's: its subscription's own
+		return "sub:" + t.Name + "/" + t.Subscription
+	}
 	if t.FlowKey != "" {
 		return "key:" + t.FlowKey
 	}

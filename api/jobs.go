@@ -271,6 +271,9 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 	}
 	j.ExpiresAt, j.Priority = req.expiryAndPriority(&fe, j.RunAt, now)
 	j.Labels = checkLabels(&fe, "labels", req.Labels)
+	if _, ok := j.Labels[kairos.LabelSubscription]; ok {
+		fe.add("labels."+kairos.LabelSubscription, "reserved for fan-out: kairos gives each delivery of a message this label, naming its subscription")
+	}
 	j.Create = req.createOptions(&fe)
 	if j.Create.DedupKey != "" && req.ID != nil {
 		fe.add("dedup_key", "not with id: give dedup_key and let kairos pick the id (it is in the answer), or give an id and on_conflict")
@@ -488,10 +491,12 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	sub, was := s.deliveryBefore(r.Context(), key)
 	if err := s.store.Cancel(r.Context(), key); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	s.deliveryMoved(r.Context(), key, sub, was, kairos.StateCancelled)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -506,11 +511,13 @@ func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	sub, was := s.deliveryBefore(r.Context(), key)
 	j, err := s.store.Replay(r.Context(), key)
 	release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	s.deliveryMoved(r.Context(), key, sub, was, j.State)
 	writeJSON(w, http.StatusAccepted, jobView(j))
 }

@@ -90,6 +90,7 @@ type Server struct {
 	quotas  quotas
 	revoked revokedSync
 	bodies  *bodyBudget
+	filters filterCache // subscriptions' filters, parsed
 }
 
 // New returns the API handler.
@@ -168,6 +169,16 @@ func (s *Server) routes() chi.Router {
 			r.Post("/schedules/{id}/resume", s.pauseSchedule(false))
 			r.Post("/schedules/{id}/trigger", s.triggerSchedule)
 			r.Post("/schedules/{id}/backfill", s.backfillSchedule)
+			r.Get("/subscriptions", s.listSubscriptions)
+			r.Put("/subscriptions/{sub}", s.putSubscription)
+			r.Get("/subscriptions/{sub}", s.getSubscription)
+			r.Delete("/subscriptions/{sub}", s.deleteSubscription)
+			r.Post("/subscriptions/{sub}/pause", s.pauseSubscription(true))
+			r.Post("/subscriptions/{sub}/resume", s.pauseSubscription(false))
+			r.Get("/subscriptions/{sub}/signing-keys", s.getSubscriptionSigningKeys)
+			r.Post("/subscriptions/{sub}/signing-keys/rotate", s.rotateSubscriptionSigningKeys)
+			r.Post("/messages", s.publish)
+			r.Get("/messages/{id}", s.getMessage)
 		})
 		r.Get("/dead", s.listDead)
 		r.Get("/signing-keys", s.getSigningKeys)

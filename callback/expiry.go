@@ -22,6 +22,9 @@ func (w *Worker) expire(ctx context.Context, j kairos.Job, t kairos.Topic, now t
 		notices = append(notices, n)
 	}
 	state, err := w.record(ctx, j, a, kairos.OutcomeExpired, time.Time{}, notices...)
+	if sub, ok := kairos.DeliveryOf(j); ok {
+		w.countEnded(ctx, j, sub, state)
+	}
 	switch {
 	case err != nil:
 		w.log.Error("record an expiry; the job is handed out again when its lease lapses", "tenant", j.Tenant, "topic", j.Topic, "job_id", j.ID, "err", err)

@@ -21,6 +21,7 @@ import (
 // would let the next job start against a receiver the breaker is about to
 // shut off.
 func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, called func()) {
+	t, sub, subErr := deliveryTopic(ctx, w.st, job, t) // a delivery fires as its subscription is now
 	j := job.Resolve(t)
 	start := w.st.Now()
 	if j.Expired(start) {
@@ -30,7 +31,9 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	a := kairos.Attempt{N: j.Attempts, At: start}
 	tctx, span := w.startAttempt(ctx, j, time.Now())
 	var res Result
-	if j.CallbackURL == "" {
+	if subErr != nil {
+		res = Result{Permanent: errors.Is(subErr, errSubscriptionGone), Err: subErr}
+	} else if j.CallbackURL == "" {
 		res = Result{Permanent: true, Err: errors.New("no callback URL: the job names none and its topic has none; register one with PUT /v1/topics/" + j.Topic)}
 	} else if secret, err := w.secret(ctx, j.Tenant, t.OwnSecret()); err != nil {
 		res = Result{Err: err}
@@ -69,6 +72,7 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 		notices = append(notices, n)
 	}
 	state, err := w.record(ctx, j, a, o, retryAt, notices...)
+	w.countEnded(ctx, j, sub, state)
 	if slotWaits {
 		called()
 	}
@@ -127,6 +131,7 @@ func (w *Worker) request(ctx context.Context, j kairos.Job, secret string, now t
 	if sid, ok := kairos.ScheduleOf(j.ID); ok {
 		h.Set("Kairos-Schedule-Id", sid) // an occurrence of a recurring schedule
 	}
+	deliveryHeaders(h, j)
 	injectTrace(ctx, h)
 	sig := Signature{MsgID: j.UID, DeliveryID: j.UID + "." + strconv.Itoa(j.Attempts), URL: j.CallbackURL, Timestamp: now}
 	if err := Sign(h, secret, sig, j.Payload); err != nil {

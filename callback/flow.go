@@ -19,6 +19,7 @@ type flowStore interface {
 	Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, order []time.Time, lease time.Duration) ([]kairos.GateResult, error)
 	Done(ctx context.Context, t kairos.Topic, j kairos.Job) error
 	Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error)
+	deliveryStore
 }
 
 // holdAgain is what the flow client needs of the holder (holder fills

@@ -26,13 +26,29 @@ func (fc *flowClient) gate(ctx context.Context, tenant, topic string, cs []kairo
 	if len(cs) == 0 {
 		return nil
 	}
+	t, err := fc.st.GetTopic(ctx, tenant, topic)
+	if err != nil {
+		t = kairos.Topic{} // no topic (a job with its own URL): no limits
+	}
+	var out []kairos.Job
+	if err == nil && slices.ContainsFunc(cs, isDelivery) {
+		cs, out = fc.gateDeliveries(ctx, t, cs) // each subscription a flow of its own
+	}
+	return append(out, fc.gateTopic(ctx, t, cs)...)
+}
+
+// gateTopic is gate for jobs cs of topic t (a delivery's topic, for
+// deliveries: gateDeliveries).
+func (fc *flowClient) gateTopic(ctx context.Context, t kairos.Topic, cs []kairos.Claimed) []kairos.Job {
+	if len(cs) == 0 {
+		return nil
+	}
 	jobs := make([]kairos.Job, len(cs))
 	for i, c := range cs {
 		jobs[i] = c.Job
 	}
-	t, err := fc.st.GetTopic(ctx, tenant, topic)
-	if err != nil || !t.Limited() {
-		return jobs // no topic (a job with its own URL), or no limits
+	if !t.Limited() {
+		return jobs
 	}
 	// Some go without asking: failure notifications (they go to the
 	// failure URL: the limits and the breaker of the topic's callback URL
@@ -101,7 +117,7 @@ func (fc *flowClient) gate(ctx context.Context, tenant, topic string, cs []kairo
 		}
 		grs, err := fc.st.Gate(ctx, t, f, group, order, t.WithDefaults().Timeout+kairos.DefaultReadyLease)
 		if err != nil {
-			fc.log.Warn("flow control; the jobs wait and are asked about again", "tenant", tenant, "topic", topic, "err", err)
+			fc.log.Warn("flow control; the jobs wait and are asked about again", "tenant", t.Tenant, "topic", t.Name, "err", err)
 			for _, i := range idx {
 				rs[i].Gate = gateFailed
 				failed = append(failed, cs[i])

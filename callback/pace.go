@@ -36,7 +36,8 @@ func (fc *flowClient) pace(ctx context.Context, cs []kairos.Claimed) []kairos.Cl
 	topics := map[kairos.JobKey]topicOf{} // one lookup a topic of the pop (the ID left empty)
 	now := fc.st.Now()
 	for i, c := range cs {
-		if _, ok := kairos.NoticeOf(c.Job.ID); ok || c.Paced || c.Job.Expired(now) {
+		// a delivery is paced by its subscription's rate, as the gate asks (gateDeliveries)
+		if _, ok := kairos.NoticeOf(c.Job.ID); ok || c.Paced || c.Job.Expired(now) || isDelivery(c) {
 			continue
 		}
 		tk := kairos.JobKey{Tenant: c.Job.Tenant, Topic: c.Job.Topic}

@@ -67,4 +67,6 @@ type Store interface {
 	// callbacks: the tenant's with topic "", else that topic's own
 	// (kairos.Topic.OwnSecret names it).
 	SigningSecret(ctx context.Context, tenant, topic string) (string, error)
+	// deliveryStore: a topic's subscriptions, for its deliveries.
+	deliveryStore
 }

@@ -164,6 +164,61 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		_, err := c.RotateSigningKeys(ctx)
 		return err
 	},
+	"putSubscription": func(ctx context.Context, c *client.Client) error {
+		paused := false
+		_, _, err := c.PutSubscription(ctx, "orders", "billing", client.SubscriptionRequest{
+			URL: "https://billing.example.com/hooks", EventTypes: []string{"order.created"},
+			Filter: json.RawMessage(`{"data.total": {"$gte": 100}}`), Headers: map[string]string{"X-Team": "billing"},
+			Method: "PUT", Timeout: client.Duration(5 * time.Second), MaxAttempts: 5,
+			Backoff:     &client.Backoff{Initial: client.Duration(time.Second), Max: client.Duration(time.Minute)},
+			Rate:        &client.Rate{Limit: 10, Period: client.Duration(time.Second)},
+			Parallelism: 4, Breaker: &client.BreakerRequest{Failures: 5, Cooldown: client.Duration(30 * time.Second)},
+			Paused: &paused, Description: "billing", Signing: client.SigningSubscription,
+		})
+		return err
+	},
+	"getSubscription": func(ctx context.Context, c *client.Client) error {
+		_, err := c.GetSubscription(ctx, "orders", "billing")
+		return err
+	},
+	"listSubscriptions": func(ctx context.Context, c *client.Client) error {
+		_, err := c.ListSubscriptions(ctx, "orders")
+		return err
+	},
+	"deleteSubscription": func(ctx context.Context, c *client.Client) error {
+		_, err := c.DeleteSubscription(ctx, "orders", "billing")
+		return err
+	},
+	"pauseSubscription": func(ctx context.Context, c *client.Client) error {
+		_, err := c.PauseSubscription(ctx, "orders", "billing")
+		return err
+	},
+	"resumeSubscription": func(ctx context.Context, c *client.Client) error {
+		_, err := c.ResumeSubscription(ctx, "orders", "billing")
+		return err
+	},
+	"getSubscriptionSigningKeys": func(ctx context.Context, c *client.Client) error {
+		_, err := c.GetSubscriptionSigningKeys(ctx, "orders", "billing")
+		return err
+	},
+	"rotateSubscriptionSigningKeys": func(ctx context.Context, c *client.Client) error {
+		_, err := c.RotateSubscriptionSigningKeys(ctx, "orders", "billing")
+		return err
+	},
+	"publishMessage": func(ctx context.Context, c *client.Client) error {
+		at := client.Time{Time: time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)}
+		if _, err := c.Publish(ctx, "orders", client.MessageRequest{ID: "order-8412-created", EventType: "order.created",
+			Payload: json.RawMessage(`{"data": {"total": 120}}`), RunAt: &at, Labels: map[string]string{"region": "eu"},
+			DedupKey: "order-8412", DedupWindow: client.Duration(time.Hour), ExpiresAt: &at, Priority: 5}); err != nil {
+			return err
+		}
+		_, err := c.Publish(ctx, "orders", client.MessageRequest{Delay: client.Duration(time.Minute), TTL: client.Duration(time.Hour)})
+		return err
+	},
+	"getMessage": func(ctx context.Context, c *client.Client) error {
+		_, err := c.GetMessage(ctx, "orders", "order-8412-created")
+		return err
+	},
 	"getTopicSigningKeys": func(ctx context.Context, c *client.Client) error {
 		_, err := c.GetTopicSigningKeys(ctx, "orders")
 		return err
@@ -355,6 +410,11 @@ func successExample(tb testing.TB, op *openapi3.Operation) (int, any) {
 // mirrors pairs each schema of openapi.yaml the client speaks with the
 // client type that mirrors it; the fields of nested objects are held to
 // their properties' schemas in turn.
+// subscriptionList is ListSubscriptions' answer before it is unwrapped.
+type subscriptionList struct {
+	Subscriptions []client.Subscription `json:"subscriptions"`
+}
+
 var mirrors = map[string]any{
 	"TopicRequest":      client.TopicRequest{},
 	"Topic":             client.Topic{},
@@ -387,6 +447,15 @@ var mirrors = map[string]any{
 	"BackfillResult":    backfillResult{},
 	"BulkRequest":       client.BulkRequest{},
 	"Operation":         client.Operation{},
+
+	// fan-out
+	"SubscriptionRequest": client.SubscriptionRequest{},
+	"Subscription":        client.Subscription{},
+	"SubscriptionList":    subscriptionList{},
+	"SubscriptionDeleted": client.SubscriptionDeleted{},
+	"MessageRequest":      client.MessageRequest{},
+	"Published":           client.Published{},
+	"Message":             client.Message{},
 }
 
 // The wrappers the client takes apart: ListTopics returns the list,

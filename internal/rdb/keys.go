@@ -187,3 +187,48 @@ func (k keys) dedup(shard int, h, key string) string {
 
 // field is a job's field in its shard's pool.
 func field(h, id string) string { return h + "/" + id }
+
+// Fan-out keys (subscriptions.go, messages.go). A topic's subscriptions,
+// their paused set, counts and parked deliveries share the hash tag
+// {<tenant>/<topic>}, so that one script reads a pause and parks a
+// delivery; a message has a tag of its own.
+
+// subscriptions is a topic's hash of subscription name -> its settings (JSON).
+func (k keys) subscriptions(tenant, topic string) string {
+	return k.prefix + ":subs:{" + tenant + "/" + topic + "}"
+}
+
+// subscriptionsPaused is the set of a topic's paused subscriptions.
+func (k keys) subscriptionsPaused(tenant, topic string) string {
+	return k.subscriptions(tenant, topic) + ":paused"
+}
+
+// subscriptionCounts is a topic's hash of "<sub>:<count>" -> n
+// (SubscriptionCounts).
+func (k keys) subscriptionCounts(tenant, topic string) string {
+	return k.subscriptions(tenant, topic) + ":n"
+}
+
+// parked is a paused subscription's parked deliveries: id -> run_at (ms).
+func (k keys) parked(tenant, topic, sub string) string {
+	return k.subscriptions(tenant, topic) + ":park:" + sub
+}
+
+// subscriptionSigningKeys holds a subscription's own callback secrets
+// (signing: subscription): the topic's own key with "/<sub>", so that
+// SigningSecret finds them by Topic.OwnSecret.
+func (k keys) subscriptionSigningKeys(tenant, topic, sub string) string {
+	return k.topicSigningKeys(tenant, topic+"/"+sub)
+}
+
+// message is a published message's record (JSON), expiring a retention
+// period after its run_at.
+func (k keys) message(tenant, topic, id string) string {
+	return k.prefix + ":msg:{" + tenant + "/" + topic + "/" + id + "}"
+}
+
+// messageDedup is a topic's message dedup key: the first message's id,
+// for the dedup window.
+func (k keys) messageDedup(tenant, topic, key string) string {
+	return k.prefix + ":msgu:{" + tenant + "/" + topic + "}:" + key
+}

@@ -68,6 +68,10 @@ import (
 //	P:quotas            HASH   tenant -> the quota an admin set for it (JSON)
 //	P:revoked           HASH   revoked API tokens: "t:<tenant>" -> unix second (its tokens issued then or before), "j:<jti>" -> 1, "v" -> version
 //	P:rate:{tenant}     STRING a tenant's request rate: the GCRA theoretical arrival time (us), expiring
+//	P:subs:{<tenant>/<topic>}[:paused|:n|:park:<sub>]  a topic's subscriptions, paused ones, their counts and a
+//	                           paused one's parked deliveries (fan-out; subscriptions.go)
+//	P:msg:{<tenant>/<topic>/<id>} STRING a published message and its deliveries, expiring (messages.go);
+//	                           P:msgu:{<tenant>/<topic>}:<key> its dedup key. A delivery is a job, labelled subscription=<sub>
 //
 // A topic handle is a short base-36 number given to a tenant's topic name
 // when it is first registered and kept for good, so that every per-job

@@ -145,6 +145,18 @@ var (
 	opstepScript  = newScript("opstep", opstepSrc, allowOOM)
 )
 
+// The scripts of fan-out: a subscription's pause and its parked deliveries.
+var (
+	//go:embed lua/subpause.lua
+	subpauseSrc string
+	//go:embed lua/subpark.lua
+	subparkSrc string
+
+	subpauseScript = newScript("subpause", subpauseSrc)
+	// parking frees the wheel of a paused subscription's due work
+	subparkScript = newScript("subpark", subparkSrc, allowOOM)
+)
+
 // helpersSrc is what every script body runs after.
 var helpersSrc = luaPrelude + jobSrc + indexSrc + schedSrc + opsSrc
 
@@ -165,7 +177,8 @@ var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleS
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
 	schedsetScript, scheddelScript, schedrefillScript, schedmarkScript, unholdScript, flowgateScript, breakerScript, outcomeScript, startScript, lockScript,
 	topicretireScript, topicdelScript, quotaScript, tenantpendingScript, revokeScript,
-	schedfillScript, labelunindexScript, opnewScript, opadoptScript, opstepScript}
+	schedfillScript, labelunindexScript, opnewScript, opadoptScript, opstepScript,
+	subpauseScript, subparkScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions

@@ -82,6 +82,8 @@ type Store struct {
 	id        string           // this Store's own name, for its interrupt lists
 	locks     *redsync.Redsync // the scanners' shard mutexes
 	replicas  replicaWatch     // the replicas each master had, for creates waiting on them
+
+	subs subscriptionCache // topics' subscriptions Subscriptions read recently (fan-out)
 }
 
 // New returns a Store over c. Call Init before using it.

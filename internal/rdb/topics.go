@@ -275,6 +275,9 @@ func (s *Store) DeleteTopic(ctx context.Context, tenant, name string) error {
 		}
 		return fmt.Errorf("delete topic %s: %w", field, err)
 	}
+	if err := s.dropSubscriptions(ctx, tenant, name); err != nil {
+		return err
+	}
 	return s.dropTopicKeys(ctx, tenant, name, h)
 }
 

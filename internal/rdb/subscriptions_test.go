@@ -1,0 +1,293 @@
+package rdb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kairos-sh/kairos"
+)
+
+func secretGen() func() (string, error) {
+	n := 0
+	return func() (string, error) { n++; return fmt.Sprintf("whsec_test%d", n), nil }
+}
+
+func sub(name string) kairos.Subscription {
+	return kairos.Subscription{Tenant: "acme", Topic: "orders", Name: name, URL: "https://example.com/hooks/" + name,
+		EventTypes: []string{"order.created"}, Filter: json.RawMessage(`{"data.total":{"$gte":100}}`),
+		Headers: map[string]string{"X-Team": "billing"}, MaxAttempts: 3, RateLimit: 5, RatePeriod: time.Second,
+		BreakerFailures: 2, BreakerCooldown: 10 * time.Second, Description: "billing's endpoint"}
+}
+
+func TestSubscriptionPutGetListDelete(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t, Options{NewSecret: secretGen()})
+	want := sub("billing")
+	got, created, err := s.PutSubscription(ctx, want, nil)
+	if err != nil || !created {
+		t.Fatalf("put: created %v, %v", created, err)
+	}
+	if _, err := s.GetTopic(ctx, "acme", "orders"); err != nil {
+		t.Fatalf("the topic is registered with its first subscription: %v", err)
+	}
+	want.CreatedAt, want.UpdatedAt = got.CreatedAt, got.UpdatedAt
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("put answered (-want +got):\n%s", d)
+	}
+	read, err := s.GetSubscription(ctx, "acme", "orders", "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, read); d != "" {
+		t.Errorf("get (-want +got):\n%s", d)
+	}
+	if _, created, err := s.PutSubscription(ctx, sub("billing"), nil); err != nil || created {
+		t.Fatalf("second put: created %v, %v", created, err)
+	}
+	if _, _, err := s.PutSubscription(ctx, sub("audit"), nil); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListSubscriptions(ctx, "acme", "orders")
+	if err != nil || len(list) != 2 || list[0].Name != "audit" || list[1].Name != "billing" {
+		t.Fatalf("list: %v, %v", list, err)
+	}
+	if _, err := s.GetSubscription(ctx, "other", "orders", "billing"); !errors.Is(err, kairos.ErrNotFound) {
+		t.Errorf("another tenant's read: %v, want not found", err)
+	}
+	if err := s.DeleteSubscription(ctx, "acme", "orders", "billing"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteSubscription(ctx, "acme", "orders", "billing"); !errors.Is(err, kairos.ErrNotFound) {
+		t.Errorf("second delete: %v, want not found", err)
+	}
+	cached, err := s.Subscriptions(ctx, "acme", "orders")
+	if err != nil || len(cached) != 1 || cached[0].Name != "audit" {
+		t.Errorf("the cache shows this store's delete at once: %v, %v", cached, err)
+	}
+}
+
+func TestSubscriptionCacheSeesThisStoresWritesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t, Options{})
+	if subs, err := s.Subscriptions(ctx, "acme", "orders"); err != nil || len(subs) != 0 {
+		t.Fatalf("none yet: %v, %v", subs, err)
+	}
+	if _, _, err := s.PutSubscription(ctx, sub("a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	subs, err := s.Subscriptions(ctx, "acme", "orders")
+	if err != nil || len(subs) != 1 {
+		t.Fatalf("after put: %v, %v", subs, err)
+	}
+	if _, err := s.PauseSubscription(ctx, "acme", "orders", "a", true); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Subscription(ctx, "acme", "orders", "a"); err != nil || !got.Paused {
+		t.Errorf("after pause: paused %v, %v", got.Paused, err)
+	}
+}
+
+func TestSubscriptionPutKeepsOrSetsPaused(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t, Options{})
+	yes, no := true, false
+	if got, _, err := s.PutSubscription(ctx, sub("a"), &yes); err != nil || !got.Paused {
+		t.Fatalf("put paused: %v, %v", got.Paused, err)
+	}
+	if got, _, err := s.PutSubscription(ctx, sub("a"), nil); err != nil || !got.Paused {
+		t.Fatalf("a put that does not say keeps it paused: %v, %v", got.Paused, err)
+	}
+	if got, _, err := s.PutSubscription(ctx, sub("a"), &no); err != nil || got.Paused {
+		t.Fatalf("put resumed: %v, %v", got.Paused, err)
+	}
+	if _, err := s.PauseSubscription(ctx, "acme", "orders", "nope", true); !errors.Is(err, kairos.ErrNotFound) {
+		t.Errorf("pause of none: %v", err)
+	}
+}
+
+func TestParkedDeliveryIsFiledAgainAtResume(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	if _, _, err := s.PutSubscription(ctx, sub("a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	runAt := clk.Now().Add(time.Minute).Truncate(time.Millisecond)
+	id := kairos.DeliveryID("msg_1", "a")
+	j, err := s.Enqueue(ctx, kairos.Job{JobKey: key(id), RunAt: runAt, Labels: map[string]string{kairos.LabelSubscription: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parked, err := s.ParkDelivery(ctx, "acme", "orders", "a", id, j.RunAt); err != nil || parked {
+		t.Fatalf("a delivery of a running subscription is not parked: %v, %v", parked, err)
+	}
+	if _, err := s.PauseSubscription(ctx, "acme", "orders", "a", true); err != nil {
+		t.Fatal(err)
+	}
+	// as a worker gives it back: due ParkFor from now
+	if _, err := s.Reschedule(ctx, key(id), clk.Now().Add(kairos.ParkFor)); err != nil {
+		t.Fatal(err)
+	}
+	if parked, err := s.ParkDelivery(ctx, "acme", "orders", "a", id, runAt); err != nil || !parked {
+		t.Fatalf("park while paused: %v, %v", parked, err)
+	}
+	if n, _ := s.Parked(ctx, "acme", "orders", "a"); n != 1 {
+		t.Fatalf("parked %d, want 1", n)
+	}
+	if _, err := s.PauseSubscription(ctx, "acme", "orders", "a", false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetJob(ctx, key(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.NextRunAt.Equal(runAt) || !got.RunAt.Equal(runAt) {
+		t.Errorf("after resume: run_at %s next %s, want both %s", got.RunAt, got.NextRunAt, runAt)
+	}
+	if n, _ := s.Parked(ctx, "acme", "orders", "a"); n != 0 {
+		t.Errorf("parked %d after resume, want 0", n)
+	}
+}
+
+func TestSubscriptionCounts(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t, Options{})
+	err := s.CountDeliveries(ctx, "acme", "orders", map[string]SubscriptionCounts{"a": {Pending: 3}, "b": {Pending: 1}})
+	if err == nil {
+		err = s.CountDeliveries(ctx, "acme", "orders", map[string]SubscriptionCounts{"a": {Pending: -2, Delivered: 1, Dead: 1}})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.SubscriptionCountsOf(ctx, "acme", "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]SubscriptionCounts{"a": {Pending: 1, Delivered: 1, Dead: 1}, "b": {Pending: 1}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("counts (-want +got):\n%s", d)
+	}
+}
+
+func TestSubscriptionSigningKeys(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t, Options{NewSecret: secretGen()})
+	own := sub("a")
+	own.Signing = kairos.SigningSubscription
+	if _, _, err := s.PutSubscription(ctx, own, nil); err != nil {
+		t.Fatal(err)
+	}
+	k, err := s.GetSubscriptionSigningKeys(ctx, "acme", "orders", "a")
+	if err != nil || k.Current == "" || k.Next == "" {
+		t.Fatalf("keys: %+v, %v", k, err)
+	}
+	d := own.DeliveryTopic(kairos.Topic{Tenant: "acme", Name: "orders"})
+	secret, err := s.SigningSecret(ctx, "acme", d.OwnSecret())
+	if err != nil || secret != k.Current {
+		t.Errorf("a delivery signs with %q (%v), want the subscription's %q", secret, err, k.Current)
+	}
+	topicSecret, _ := s.SigningSecret(ctx, "acme", "")
+	if topicSecret == k.Current {
+		t.Error("the subscription's secret is the tenant's")
+	}
+	r, err := s.RotateSubscriptionSigningKeys(ctx, "acme", "orders", "a")
+	if err != nil || r.Current != k.Next {
+		t.Errorf("rotate: %+v, %v", r, err)
+	}
+	if err := s.DeleteSubscription(ctx, "acme", "orders", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.c.Exists(ctx, s.k.subscriptionSigningKeys("acme", "orders", "a")).Result(); n != 0 {
+		t.Error("a deleted subscription's keys are left")
+	}
+}
+
+// A subscription takes at most a kilobyte of Redis: its settings, with a
+// filter, event types and a header, as one field of its topic's hash.
+func TestSubscriptionTakesUnderAKilobyte(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t, Options{})
+	const n = 200
+	for i := range n {
+		if _, _, err := s.PutSubscription(ctx, sub(fmt.Sprintf("endpoint-%03d", i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	used, err := s.c.MemoryUsage(ctx, s.k.subscriptions("acme", "orders"), 0).Result()
+	if err != nil {
+		t.Skipf("MEMORY USAGE: %v", err)
+	}
+	if per := used / n; per > 1024 {
+		t.Errorf("a subscription takes %d bytes of Redis, want at most 1024", per)
+	} else {
+		t.Logf("a subscription takes %d bytes of Redis", per)
+	}
+}
+
+func TestDeleteTopicDropsItsSubscriptions(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t, Options{})
+	if _, _, err := s.PutSubscription(ctx, sub("a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteTopic(ctx, "acme", "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if subs, err := s.ListSubscriptions(ctx, "acme", "orders"); err != nil || len(subs) != 0 {
+		t.Errorf("after the topic's delete: %v, %v", subs, err)
+	}
+}
+
+func TestMessagePutGetAndExpiry(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Retention: time.Hour})
+	m := Message{Tenant: "acme", Topic: "orders", ID: "msg_1", EventType: "order.created", Payload: []byte(`{"a":1}`),
+		Labels: map[string]string{"region": "eu"}, RunAt: clk.Now().Add(time.Minute).Truncate(time.Millisecond),
+		CreatedAt: clk.Now().Truncate(time.Millisecond), Deliveries: []Delivery{{Subscription: "a", JobID: "msg_1.a"}}}
+	if err := s.PutMessage(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetMessage(ctx, "acme", "orders", "msg_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(m, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	ttl, _ := s.c.PTTL(ctx, s.k.message("acme", "orders", "msg_1")).Result()
+	if ttl < time.Hour || ttl > time.Hour+time.Minute {
+		t.Errorf("ttl %s, want the retention after its run_at (1h1m)", ttl)
+	}
+	if _, err := s.GetMessage(ctx, "other", "orders", "msg_1"); !errors.Is(err, kairos.ErrNotFound) {
+		t.Errorf("another tenant's read: %v", err)
+	}
+	none := Message{Tenant: "acme", Topic: "orders", ID: "msg_2", Payload: []byte("plain text"), RunAt: clk.Now(), CreatedAt: clk.Now()}
+	if err := s.PutMessage(ctx, none); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.GetMessage(ctx, "acme", "orders", "msg_2")
+	if err != nil || string(got.Payload) != "plain text" || got.Deliveries == nil || len(got.Deliveries) != 0 {
+		t.Errorf("a message matching none: %+v, %v", got, err)
+	}
+}
+
+func TestMessageDedup(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t, Options{})
+	id, dup, err := s.DedupMessage(ctx, "acme", "orders", "k1", "msg_1", time.Minute)
+	if err != nil || dup || id != "msg_1" {
+		t.Fatalf("first: %s %v %v", id, dup, err)
+	}
+	id, dup, err = s.DedupMessage(ctx, "acme", "orders", "k1", "msg_2", time.Minute)
+	if err != nil || !dup || id != "msg_1" {
+		t.Fatalf("second: %s %v %v", id, dup, err)
+	}
+	if _, dup, _ := s.DedupMessage(ctx, "acme", "other", "k1", "msg_3", time.Minute); dup {
+		t.Error("another topic's key is its own")
+	}
+}
