@@ -269,7 +269,8 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 		checkURL(&fe, "success_url", *req.SuccessURL, allowPrivate)
 		j.SuccessURL = *req.SuccessURL
 	}
-	j.ExpiresAt, j.Priority = req.expiryAndPriority(&fe, j.RunAt, now)
+	j.ExpiresAt = req.expiry(&fe, j.RunAt, now)
+	j.Priority = req.priority(&fe)
 	j.Labels = checkLabels(&fe, "labels", req.Labels)
 	j.Create = req.createOptions(&fe)
 	if j.Create.DedupKey != "" && req.ID != nil {

@@ -136,7 +136,7 @@ func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, m
 	if req.Paused != nil {
 		sc.Paused = *req.Paused
 	}
-	req.extFields(&fe, &sc)
+	req.firing(&fe, &sc)
 	delay := "0s"
 	jr := jobRequest{ID: &id, Delay: &delay, Payload: req.Payload, CallbackURL: req.CallbackURL, Method: req.Method,
 		Headers: req.Headers, MaxAttempts: req.MaxAttempts, Timeout: req.Timeout, Backoff: req.Backoff, Labels: req.Labels}
@@ -303,7 +303,7 @@ func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResp
 		}
 		v.LastRun = lr
 	}
-	showExt(&v, sc)
+	showFiring(&v, sc)
 	return v, nil
 }
 
