@@ -86,7 +86,7 @@ func decodeStrict(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return jsonError(err)
+		return jsonError(err, reflect.TypeOf(dst))
 	}
 	if dec.More() {
 		return &ValidationError{Errors: []FieldError{{Field: "body", Message: "unexpected data after the JSON object"}}}
@@ -97,8 +97,9 @@ func decodeStrict(body []byte, dst any) error {
 	return nil
 }
 
-// jsonError turns a decoding error into a field error a caller can act on.
-func jsonError(err error) error {
+// jsonError turns a decoding error into a field error a caller can act on;
+// dst is the type decoded into.
+func jsonError(err error, dst reflect.Type) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
@@ -107,7 +108,7 @@ func jsonError(err error) error {
 	case errors.As(err, &se):
 		return &ValidationError{Errors: []FieldError{{Field: "body", Message: fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se)}}}
 	case errors.As(err, &te):
-		field := te.Field
+		field := jsonPath(dst, te.Field)
 		if field == "" {
 			field = "body"
 		}
@@ -159,4 +160,34 @@ func (f fieldErrors) err() error {
 		return nil
 	}
 	return &ValidationError{Errors: f}
+}
+
+// jsonPath is the JSON path of a field that encoding/json names path (an
+// UnmarshalTypeError's Field) in type typ: without the Go names of
+// embedded structs, which it puts in since Go 1.24 (it names
+// CallbackSettings.max_attempts what the body calls max_attempts).
+func jsonPath(typ reflect.Type, path string) string {
+	if !strings.Contains(path, ".") {
+		return path
+	}
+	var out []string
+	for seg := range strings.SplitSeq(path, ".") {
+		for typ != nil && (typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map) {
+			typ = typ.Elem()
+		}
+		if typ == nil || typ.Kind() != reflect.Struct {
+			typ = nil // a map's keys and what is below them: kept as they are
+			out = append(out, seg)
+			continue
+		}
+		if f, ok := typ.FieldByName(seg); ok && f.Anonymous && f.Tag.Get("json") == "" {
+			typ = f.Type
+			continue
+		}
+		fields := map[string]reflect.Type{}
+		jsonFields(typ, fields)
+		typ = fields[seg]
+		out = append(out, seg)
+	}
+	return strings.Join(out, ".")
 }

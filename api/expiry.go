@@ -1,15 +1,10 @@
 package api
 
-import (
-	"time"
+import "time"
 
-	"github.com/kairos-sh/kairos"
-)
-
-// expiryAndPriority reads expires_at or ttl (from runAt) and priority.
-// An expiry is kept to the millisecond, rounded down: no attempt starts
-// after the instant asked for.
-func (req jobRequest) expiryAndPriority(fe *fieldErrors, runAt, now time.Time) (time.Time, int) {
+// expiry reads expires_at or ttl (from runAt). An expiry is kept to the
+// millisecond, rounded down: no attempt starts after the instant asked for.
+func (req jobRequest) expiry(fe *fieldErrors, runAt, now time.Time) time.Time {
 	var exp time.Time
 	switch {
 	case req.ExpiresAt != nil && req.TTL != nil:
@@ -24,13 +19,5 @@ func (req jobRequest) expiryAndPriority(fe *fieldErrors, runAt, now time.Time) (
 	case req.TTL != nil:
 		exp = floorMS(runAt.Add(parseDuration(fe, "ttl", *req.TTL, 0, maxFuture))).UTC()
 	}
-	p := 0
-	if req.Priority != nil {
-		p = *req.Priority
-		if p < 0 || p > kairos.MaxPriority {
-			fe.add("priority", "%d is out of range: allowed 0 (the default) to %d; higher goes first when a flow limit holds jobs back", p, kairos.MaxPriority)
-			p = 0
-		}
-	}
-	return exp, p
+	return exp
 }

@@ -20,22 +20,18 @@ import (
 
 // jobRequest is the body of POST /v1/topics/{topic}/jobs.
 type jobRequest struct {
-	ID          *string           `json:"id"`
-	RunAt       *string           `json:"run_at"`
-	Delay       *string           `json:"delay"`
-	Payload     json.RawMessage   `json:"payload"`
-	CallbackURL *string           `json:"callback_url"`
-	Method      *string           `json:"method"`
-	Headers     map[string]string `json:"headers"`
-	MaxAttempts *int              `json:"max_attempts"`
-	Timeout     *string           `json:"timeout"`
-	Backoff     *backoffRequest   `json:"backoff"`
-	FlowKey     *string           `json:"flow_key"`
-	FailureURL  *string           `json:"failure_url"`
-	OnConflict  *string           `json:"on_conflict"`
-	MaxDelay    *string           `json:"max_delay"`
-	DedupKey    *string           `json:"dedup_key"`
-	DedupWindow *string           `json:"dedup_window"`
+	ID          *string         `json:"id"`
+	RunAt       *string         `json:"run_at"`
+	Delay       *string         `json:"delay"`
+	Payload     json.RawMessage `json:"payload"`
+	CallbackURL *string         `json:"callback_url"`
+	CallbackSettings
+	FlowKey     *string `json:"flow_key"`
+	FailureURL  *string `json:"failure_url"`
+	OnConflict  *string `json:"on_conflict"`
+	MaxDelay    *string `json:"max_delay"`
+	DedupKey    *string `json:"dedup_key"`
+	DedupWindow *string `json:"dedup_window"`
 
 	// success_url: told of the delivery (docs/callbacks.md)
 	SuccessURL *string           `json:"success_url"`
@@ -87,18 +83,14 @@ type jobResponse struct {
 	Attempts  attemptCount `json:"attempts,omitzero"`
 	// ReplayedAfter is the attempts made before the job's last replay;
 	// max_attempts counts those after it.
-	ReplayedAfter int               `json:"replayed_after,omitempty"`
-	MaxAttempts   int               `json:"max_attempts,omitempty"`
-	CallbackURL   string            `json:"callback_url,omitempty"`
-	Method        string            `json:"method,omitempty"`
-	Headers       map[string]string `json:"headers,omitempty"`
-	Timeout       string            `json:"timeout,omitempty"`
-	Backoff       *backoffResponse  `json:"backoff,omitempty"`
-	FlowKey       string            `json:"flow_key,omitempty"`
-	FailureURL    string            `json:"failure_url,omitempty"`
-	Payload       json.RawMessage   `json:"payload,omitempty"`
-	LastAttempt   *attemptResponse  `json:"last_attempt,omitempty"`
-	AttemptLog    []attemptResponse `json:"attempt_log,omitempty"`
+	ReplayedAfter int    `json:"replayed_after,omitempty"`
+	CallbackURL   string `json:"callback_url,omitempty"`
+	CallbackSettingsResponse
+	FlowKey     string            `json:"flow_key,omitempty"`
+	FailureURL  string            `json:"failure_url,omitempty"`
+	Payload     json.RawMessage   `json:"payload,omitempty"`
+	LastAttempt *attemptResponse  `json:"last_attempt,omitempty"`
+	AttemptLog  []attemptResponse `json:"attempt_log,omitempty"`
 	// Result is set in the answers to creates only: what the create did
 	// (rdb.CreateResult: created, replaced, kept, debounced, duplicate).
 	Result string `json:"result,omitempty"`
@@ -143,29 +135,13 @@ func jobView(j kairos.Job) jobResponse {
 	v := jobResponse{
 		ID: j.ID, Topic: j.Topic, Tenant: j.Tenant, Kind: kairos.KindOf(j.ID), State: j.State, RunAt: formatTime(j.RunAt),
 		CreatedAt: formatTime(j.CreatedAt), DoneAt: formatTime(j.DoneAt), Attempts: attemptCount(j.Attempts),
-		ReplayedAfter: j.ReplayedAfter, MaxAttempts: j.MaxAttempts, CallbackURL: maskURL(j.CallbackURL), Method: j.Method, Headers: maskHeaders(j.Headers),
+		ReplayedAfter: j.ReplayedAfter, CallbackURL: maskURL(j.CallbackURL), CallbackSettingsResponse: jobSettings(&j).view(),
 		FlowKey: j.FlowKey, FailureURL: maskURL(j.FailureURL), Payload: payloadJSON(j), SuccessURL: maskURL(j.SuccessURL),
 		ExpiresAt: formatTime(j.ExpiresAt), Priority: j.Priority,
 		Labels: j.Labels,
 	}
-	if j.ContentType != "" { // a Content-Type of its own is shown, masked or not, with its headers
-		v.Headers = maskHeaders(ownHeaders(j))
-	}
 	if j.State.Pending() {
 		v.NextRunAt = formatTime(j.NextRunAt)
-	}
-	if j.Timeout > 0 {
-		v.Timeout = j.Timeout.String()
-	}
-	if j.BackoffInitial > 0 || j.BackoffMax > 0 {
-		b := backoffResponse{}
-		if j.BackoffInitial > 0 {
-			b.Initial = j.BackoffInitial.String()
-		}
-		if j.BackoffMax > 0 {
-			b.Max = j.BackoffMax.String()
-		}
-		v.Backoff = &b
 	}
 	for _, a := range j.Log {
 		v.AttemptLog = append(v.AttemptLog, attemptResponse{
@@ -187,17 +163,7 @@ func jobView(j kairos.Job) jobResponse {
 // ownHeaders returns the headers j sets itself, unmasked: its Headers
 // and, when it sets one, its Content-Type (given as headers.Content-Type
 // and kept apart by toJob).
-func ownHeaders(j kairos.Job) map[string]string {
-	if j.ContentType == "" {
-		return j.Headers
-	}
-	out := make(map[string]string, len(j.Headers)+1)
-	for k, v := range j.Headers {
-		out[k] = v
-	}
-	out["Content-Type"] = j.ContentType
-	return out
-}
+func ownHeaders(j kairos.Job) map[string]string { return jobSettings(&j).ownHeaders() }
 
 // payloadJSON shows the stored body as JSON: as is when it is JSON, else as
 // a JSON string.
@@ -235,29 +201,7 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 		checkURL(&fe, "callback_url", *req.CallbackURL, allowPrivate)
 		j.CallbackURL = *req.CallbackURL
 	}
-	if req.Method != nil {
-		j.Method = checkMethod(&fe, "method", *req.Method)
-	}
-	j.Headers = checkHeaders(&fe, "headers", req.Headers)
-	if ct, ok := j.Headers["Content-Type"]; ok {
-		delete(j.Headers, "Content-Type")
-		if len(j.Headers) == 0 {
-			j.Headers = nil
-		}
-		if _, _, err := mime.ParseMediaType(ct); err != nil {
-			fe.add("headers.Content-Type", "%q is not a media type", ct)
-		}
-		j.ContentType = ct
-	}
-	if req.MaxAttempts != nil {
-		j.MaxAttempts = checkAttempts(&fe, "max_attempts", *req.MaxAttempts)
-	}
-	if req.Timeout != nil {
-		j.Timeout = parseDuration(&fe, "timeout", *req.Timeout, minTimeout, maxTimeout)
-	}
-	if req.Backoff != nil {
-		j.BackoffInitial, j.BackoffMax = req.Backoff.parse(&fe, "backoff")
-	}
+	req.CallbackSettings.check(&fe, "", jobSettings(&j))
 	if req.FlowKey != nil {
 		j.FlowKey = checkFlowKey(&fe, "flow_key", *req.FlowKey)
 	}
@@ -269,7 +213,8 @@ func (req jobRequest) toJob(tenant, topic string, now time.Time, maxPayload int6
 		checkURL(&fe, "success_url", *req.SuccessURL, allowPrivate)
 		j.SuccessURL = *req.SuccessURL
 	}
-	j.ExpiresAt, j.Priority = req.expiryAndPriority(&fe, j.RunAt, now)
+	j.ExpiresAt = req.expiry(&fe, j.RunAt, now)
+	j.Priority = req.priority(&fe)
 	j.Labels = checkLabels(&fe, "labels", req.Labels)
 	if _, ok := j.Labels[kairos.LabelSubscription]; ok {
 		fe.add("labels."+kairos.LabelSubscription, "reserved for fan-out: kairos gives each delivery of a message this label, naming its subscription")

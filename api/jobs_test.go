@@ -28,9 +28,12 @@ func TestJobCreateGet(t *testing.T) {
 	})
 	wantJob := jobResponse{
 		ID: "order-8412", Topic: "orders", Tenant: "acme", Kind: kairos.KindJob, State: kairos.StateScheduled,
-		RunAt: ms(runAt), NextRunAt: ms(runAt), CreatedAt: ms(t0), MaxAttempts: 3,
-		CallbackURL: hook + "/own", Method: "PATCH", Headers: map[string]string{"X-Trace": "abc", "Content-Type": "application/json; charset=utf-8"},
-		Timeout: "5s", Backoff: &backoffResponse{Initial: "2s"}, Payload: json.RawMessage(`{"order_id":8412}`),
+		RunAt: ms(runAt), NextRunAt: ms(runAt), CreatedAt: ms(t0), CallbackURL: hook + "/own",
+		CallbackSettingsResponse: CallbackSettingsResponse{
+			Method: "PATCH", Headers: map[string]string{"X-Trace": "abc", "Content-Type": "application/json; charset=utf-8"},
+			Timeout: "5s", MaxAttempts: 3, Backoff: &backoffResponse{Initial: "2s"},
+		},
+		Payload: json.RawMessage(`{"order_id":8412}`),
 	}
 	created := wantJob
 	created.Result = resultCreated

@@ -25,13 +25,9 @@ type scheduleRequest struct {
 	Paused   *bool   `json:"paused"`
 
 	// the occurrences' settings, as a job request's (jobRequest)
-	Payload     json.RawMessage   `json:"payload"`
-	CallbackURL *string           `json:"callback_url"`
-	Method      *string           `json:"method"`
-	Headers     map[string]string `json:"headers"`
-	MaxAttempts *int              `json:"max_attempts"`
-	Timeout     *string           `json:"timeout"`
-	Backoff     *backoffRequest   `json:"backoff"`
+	Payload     json.RawMessage `json:"payload"`
+	CallbackURL *string         `json:"callback_url"`
+	CallbackSettings
 
 	Overlap *string           `json:"overlap"`
 	Jitter  *string           `json:"jitter"`
@@ -54,22 +50,18 @@ type scheduleResponse struct {
 	NextRuns []string       `json:"next_runs"`
 	// NextRunsZone names the schedule's zone at each of NextRuns as Go
 	// (and so the CLI) abbreviates it: CET, CEST, EST, +04.
-	NextRunsZone []string          `json:"next_runs_zone"`
-	PendingJob   string            `json:"pending_job,omitempty"`
-	LastRun      *lastRunResponse  `json:"last_run,omitempty"`
-	Payload      json.RawMessage   `json:"payload,omitempty"`
-	CallbackURL  string            `json:"callback_url,omitempty"`
-	Method       string            `json:"method,omitempty"`
-	Headers      map[string]string `json:"headers,omitempty"`
-	MaxAttempts  int               `json:"max_attempts,omitempty"`
-	Timeout      string            `json:"timeout,omitempty"`
-	Backoff      *backoffResponse  `json:"backoff,omitempty"`
-	CreatedAt    string            `json:"created_at"`
-	UpdatedAt    string            `json:"updated_at"`
-	Result       string            `json:"result,omitempty"`
-	Overlap      kairos.Overlap    `json:"overlap"`
-	Jitter       string            `json:"jitter,omitempty"`
-	MaxRuns      int               `json:"max_runs,omitempty"`
+	NextRunsZone []string         `json:"next_runs_zone"`
+	PendingJob   string           `json:"pending_job,omitempty"`
+	LastRun      *lastRunResponse `json:"last_run,omitempty"`
+	Payload      json.RawMessage  `json:"payload,omitempty"`
+	CallbackURL  string           `json:"callback_url,omitempty"`
+	CallbackSettingsResponse
+	CreatedAt string         `json:"created_at"`
+	UpdatedAt string         `json:"updated_at"`
+	Result    string         `json:"result,omitempty"`
+	Overlap   kairos.Overlap `json:"overlap"`
+	Jitter    string         `json:"jitter,omitempty"`
+	MaxRuns   int            `json:"max_runs,omitempty"`
 	// Runs and Skipped are counted for a schedule with max_runs or an
 	// overlap rule other than allow.
 	Runs    *int              `json:"runs,omitempty"`
@@ -136,10 +128,10 @@ func (req scheduleRequest) toSchedule(tenant, topic, id string, now time.Time, m
 	if req.Paused != nil {
 		sc.Paused = *req.Paused
 	}
-	req.extFields(&fe, &sc)
+	req.firing(&fe, &sc)
 	delay := "0s"
-	jr := jobRequest{ID: &id, Delay: &delay, Payload: req.Payload, CallbackURL: req.CallbackURL, Method: req.Method,
-		Headers: req.Headers, MaxAttempts: req.MaxAttempts, Timeout: req.Timeout, Backoff: req.Backoff, Labels: req.Labels}
+	jr := jobRequest{ID: &id, Delay: &delay, Payload: req.Payload, CallbackURL: req.CallbackURL,
+		CallbackSettings: req.CallbackSettings, Labels: req.Labels}
 	j, err := jr.toJob(tenant, topic, now, maxPayload, allowPrivate)
 	var ve *ValidationError
 	switch {
@@ -268,9 +260,9 @@ func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResp
 	jv := jobView(sc.Job)
 	v := scheduleResponse{ID: sc.ID, Topic: sc.Topic, Tenant: sc.Tenant, Cron: sc.Cron, Timezone: sc.Timezone,
 		StartAt: formatTime(sc.StartAt), EndAt: formatTime(sc.EndAt), CatchUp: sc.CatchUp, Paused: sc.Paused,
-		NextRuns: []string{}, NextRunsZone: []string{}, Payload: jv.Payload, CallbackURL: jv.CallbackURL, Method: jv.Method, Headers: jv.Headers,
-		MaxAttempts: jv.MaxAttempts, Timeout: jv.Timeout, Backoff: jv.Backoff,
-		CreatedAt: formatTime(sc.CreatedAt), UpdatedAt: formatTime(sc.UpdatedAt), Labels: jv.Labels}
+		NextRuns: []string{}, NextRunsZone: []string{}, Payload: jv.Payload, CallbackURL: jv.CallbackURL,
+		CallbackSettingsResponse: jv.CallbackSettingsResponse,
+		CreatedAt:                formatTime(sc.CreatedAt), UpdatedAt: formatTime(sc.UpdatedAt), Labels: jv.Labels}
 	if v.Timezone == "" {
 		v.Timezone = "UTC"
 	}
@@ -303,7 +295,7 @@ func (s *Server) showSchedule(r *http.Request, sc kairos.Schedule) (scheduleResp
 		}
 		v.LastRun = lr
 	}
-	showExt(&v, sc)
+	showFiring(&v, sc)
 	return v, nil
 }
 

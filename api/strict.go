@@ -28,13 +28,7 @@ func strictKeys(body []byte, typ reflect.Type, prefix string) *FieldError {
 		return nil // the decoder reports it
 	}
 	fields := make(map[string]reflect.Type, typ.NumField())
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			fields[name] = f.Type
-		}
-	}
+	jsonFields(typ, fields)
 	for key, raw := range obj {
 		ft, ok := fields[key]
 		if !ok {
@@ -59,4 +53,20 @@ func strictKeys(body []byte, typ reflect.Type, prefix string) *FieldError {
 		}
 	}
 	return nil
+}
+
+// jsonFields adds the fields of struct type typ to fields by JSON name,
+// those of an embedded struct without a name of its own (CallbackSettings)
+// as typ's own, as encoding/json reads them.
+func jsonFields(typ reflect.Type, fields map[string]reflect.Type) {
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "" && f.Anonymous && f.Type.Kind() == reflect.Struct:
+			jsonFields(f.Type, fields)
+		case name != "" && name != "-":
+			fields[name] = f.Type
+		}
+	}
 }

@@ -13,19 +13,15 @@ import (
 
 // topicRequest is the body of PUT /v1/topics/{topic}.
 type topicRequest struct {
-	CallbackURL *string           `json:"callback_url"`
-	Method      *string           `json:"method"`
-	Headers     map[string]string `json:"headers"`
-	Timeout     *string           `json:"timeout"`
-	MaxAttempts *int              `json:"max_attempts"`
-	Backoff     *backoffRequest   `json:"backoff"`
-	Concurrency *int              `json:"concurrency"`
-	Rate        *rateRequest      `json:"rate"`
-	Parallelism *int              `json:"parallelism"`
-	FlowKey     *string           `json:"flow_key"`
-	Breaker     *breakerRequest   `json:"breaker"`
-	FailureURL  *string           `json:"failure_url"`
-	Signing     *string           `json:"signing"`
+	CallbackURL *string `json:"callback_url"`
+	CallbackSettings
+	Concurrency *int            `json:"concurrency"`
+	Rate        *rateRequest    `json:"rate"`
+	Parallelism *int            `json:"parallelism"`
+	FlowKey     *string         `json:"flow_key"`
+	Breaker     *breakerRequest `json:"breaker"`
+	FailureURL  *string         `json:"failure_url"`
+	Signing     *string         `json:"signing"`
 
 	// success_url and response_bytes: delivery history (docs/callbacks.md)
 	SuccessURL    *string `json:"success_url"`
@@ -59,42 +55,27 @@ type rateResponse struct {
 	Period string `json:"period"`
 }
 
-type backoffRequest struct {
-	Initial *string `json:"initial"`
-	Max     *string `json:"max"`
-}
-
 // topicResponse is a topic as the API shows it, with the values of
 // secret-looking headers masked.
 type topicResponse struct {
-	Name        string            `json:"name"`
-	Tenant      string            `json:"tenant"`
-	CallbackURL string            `json:"callback_url,omitempty"`
-	Method      string            `json:"method"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	Timeout     string            `json:"timeout"`
-	MaxAttempts int               `json:"max_attempts"`
-	Backoff     backoffResponse   `json:"backoff"`
-	Concurrency int               `json:"concurrency"`
-	Rate        *rateResponse     `json:"rate,omitempty"`
-	Parallelism int               `json:"parallelism,omitempty"`
-	FlowKey     string            `json:"flow_key,omitempty"`
-	Breaker     breakerResponse   `json:"breaker"`
-	FailureURL  string            `json:"failure_url,omitempty"`
-	Signing     string            `json:"signing"`
-	Paused      bool              `json:"paused"`
-	CreatedAt   string            `json:"created_at"`
-	UpdatedAt   string            `json:"updated_at"`
+	Name        string `json:"name"`
+	Tenant      string `json:"tenant"`
+	CallbackURL string `json:"callback_url,omitempty"`
+	CallbackSettingsResponse
+	Concurrency int             `json:"concurrency"`
+	Rate        *rateResponse   `json:"rate,omitempty"`
+	Parallelism int             `json:"parallelism,omitempty"`
+	FlowKey     string          `json:"flow_key,omitempty"`
+	Breaker     breakerResponse `json:"breaker"`
+	FailureURL  string          `json:"failure_url,omitempty"`
+	Signing     string          `json:"signing"`
+	Paused      bool            `json:"paused"`
+	CreatedAt   string          `json:"created_at"`
+	UpdatedAt   string          `json:"updated_at"`
 
 	// success_url and response_bytes: delivery history (docs/callbacks.md)
 	SuccessURL    string `json:"success_url,omitempty"`
 	ResponseBytes int    `json:"response_bytes"`
-}
-
-// backoffResponse shows backoff durations; a job shows only the ones it sets.
-type backoffResponse struct {
-	Initial string `json:"initial,omitempty"`
-	Max     string `json:"max,omitempty"`
 }
 
 // withBreaker adds the state of the topic's circuit breaker to its view.
@@ -138,9 +119,7 @@ func topicView(t kairos.Topic) topicResponse {
 		signing = kairos.SigningTopic
 	}
 	return topicResponse{Rate: rate, Parallelism: t.Parallelism, FlowKey: t.FlowKey, Breaker: brk, FailureURL: maskURL(t.FailureURL), Signing: signing,
-		Name: t.Name, Tenant: t.Tenant, CallbackURL: maskURL(t.CallbackURL), Method: d.Method, Headers: maskHeaders(t.Headers),
-		Timeout: d.Timeout.String(), MaxAttempts: d.MaxAttempts,
-		Backoff:     backoffResponse{Initial: d.BackoffInitial.String(), Max: d.BackoffMax.String()},
+		Name: t.Name, Tenant: t.Tenant, CallbackURL: maskURL(t.CallbackURL), CallbackSettingsResponse: topicSettings(&d).view(),
 		Concurrency: d.Concurrency, Paused: t.Paused, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
 		SuccessURL: maskURL(t.SuccessURL), ResponseBytes: t.KeptResponse(),
 	}
@@ -157,19 +136,7 @@ func (req topicRequest) toTopic(tenant, name string, allowPrivate bool) (kairos.
 		checkURL(&fe, "callback_url", *req.CallbackURL, allowPrivate)
 		t.CallbackURL = *req.CallbackURL
 	}
-	if req.Method != nil {
-		t.Method = checkMethod(&fe, "method", *req.Method)
-	}
-	t.Headers = checkHeaders(&fe, "headers", req.Headers)
-	if req.Timeout != nil {
-		t.Timeout = parseDuration(&fe, "timeout", *req.Timeout, minTimeout, maxTimeout)
-	}
-	if req.MaxAttempts != nil {
-		t.MaxAttempts = checkAttempts(&fe, "max_attempts", *req.MaxAttempts)
-	}
-	if req.Backoff != nil {
-		t.BackoffInitial, t.BackoffMax = req.Backoff.parse(&fe, "backoff")
-	}
+	req.CallbackSettings.check(&fe, "", topicSettings(&t))
 	if req.Concurrency != nil {
 		if c := *req.Concurrency; c < 1 || c > maxConcurrency {
 			fe.add("concurrency", "%d is out of range: allowed 1 to %d", c, maxConcurrency)
@@ -266,34 +233,6 @@ func checkFlowKey(fe *fieldErrors, field, k string) string {
 		return ""
 	}
 	return k
-}
-
-func checkAttempts(fe *fieldErrors, field string, n int) int {
-	if n < 1 || n > maxAttemptsCap {
-		fe.add(field, "%d is out of range: allowed 1 to %d", n, maxAttemptsCap)
-		return 0
-	}
-	return n
-}
-
-func (b backoffRequest) parse(fe *fieldErrors, field string) (initial, max time.Duration) {
-	if b.Initial != nil {
-		initial = parseDuration(fe, field+".initial", *b.Initial, minBackoff, maxBackoff)
-	}
-	if b.Max != nil {
-		max = parseDuration(fe, field+".max", *b.Max, minBackoff, maxBackoff)
-	}
-	lo, hi := initial, max
-	if lo == 0 {
-		lo = kairos.DefaultBackoffInitial
-	}
-	if hi == 0 {
-		hi = kairos.DefaultBackoffMax
-	}
-	if (initial != 0 || max != 0) && hi < lo {
-		fe.add(field+".max", "must be at least the initial backoff (%s)", lo)
-	}
-	return initial, max
 }
 
 func (s *Server) putTopic(w http.ResponseWriter, r *http.Request) {

@@ -25,9 +25,10 @@ func TestTopicLifecycle(t *testing.T) {
 	res := e.do(t, "PUT", "/v1/topics/orders", acme, full)
 	got := want[topicResponse](t, res, http.StatusCreated)
 	wantTopic := topicResponse{
-		Name: "orders", Tenant: "acme", CallbackURL: hook, Method: "PUT", Headers: map[string]string{"X-Shop": "eu-1"},
-		Timeout: "10s", MaxAttempts: 5, Backoff: backoffResponse{Initial: "2s", Max: "30m0s"}, Concurrency: 20,
-		Breaker: breakerResponse{State: "closed"}, Signing: "tenant", CreatedAt: ms(t0), UpdatedAt: ms(t0),
+		Name: "orders", Tenant: "acme", CallbackURL: hook,
+		CallbackSettingsResponse: CallbackSettingsResponse{Method: "PUT", Headers: map[string]string{"X-Shop": "eu-1"},
+			Timeout: "10s", MaxAttempts: 5, Backoff: &backoffResponse{Initial: "2s", Max: "30m0s"}},
+		Concurrency: 20, Breaker: breakerResponse{State: "closed"}, Signing: "tenant", CreatedAt: ms(t0), UpdatedAt: ms(t0),
 		ResponseBytes: kairos.DefaultResponseBytes,
 	}
 	if d := cmp.Diff(wantTopic, got); d != "" {
@@ -38,9 +39,10 @@ func TestTopicLifecycle(t *testing.T) {
 	e.clock.Add(time.Minute)
 	got = want[topicResponse](t, e.do(t, "PUT", "/v1/topics/orders", acme, obj{"callback_url": hook + "/v2"}), http.StatusOK)
 	wantTopic = topicResponse{
-		Name: "orders", Tenant: "acme", CallbackURL: hook + "/v2", Method: "POST",
-		Timeout: "30s", MaxAttempts: 10, Backoff: backoffResponse{Initial: "1s", Max: "1h0m0s"}, Concurrency: 10,
-		Breaker: breakerResponse{State: "closed"}, Signing: "tenant", CreatedAt: ms(t0), UpdatedAt: ms(t0.Add(time.Minute)),
+		Name: "orders", Tenant: "acme", CallbackURL: hook + "/v2",
+		CallbackSettingsResponse: CallbackSettingsResponse{Method: "POST",
+			Timeout: "30s", MaxAttempts: 10, Backoff: &backoffResponse{Initial: "1s", Max: "1h0m0s"}},
+		Concurrency: 10, Breaker: breakerResponse{State: "closed"}, Signing: "tenant", CreatedAt: ms(t0), UpdatedAt: ms(t0.Add(time.Minute)),
 		ResponseBytes: kairos.DefaultResponseBytes,
 	}
 	if d := cmp.Diff(wantTopic, got); d != "" {

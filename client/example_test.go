@@ -86,8 +86,10 @@ func Example() {
 	// Register a topic: where its callbacks go, and defaults for its jobs.
 	_, created, err := c.PutTopic(ctx, "orders", client.TopicRequest{
 		CallbackURL: "https://hooks.example.com/orders",
-		MaxAttempts: 8,
-		Backoff:     &client.Backoff{Initial: client.Duration(2 * time.Second), Max: client.Duration(30 * time.Minute)},
+		CallbackSettings: client.CallbackSettings{
+			MaxAttempts: 8,
+			Backoff:     &client.Backoff{Initial: client.Duration(2 * time.Second), Max: client.Duration(30 * time.Minute)},
+		},
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -21,18 +21,14 @@ import (
 // (spacing and escapes included); nil sends no body. With a non-JSON
 // Content-Type header, a JSON string is sent as its text.
 type JobRequest struct {
-	ID          string            `json:"id,omitempty"` // optional: kairos makes one; an id makes the create an upsert, and retryable
-	RunAt       time.Time         `json:"run_at,omitzero"`
-	Delay       Duration          `json:"delay,omitzero"`
-	Payload     json.RawMessage   `json:"payload,omitempty"`
-	CallbackURL string            `json:"callback_url,omitempty"`
-	Method      string            `json:"method,omitempty"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	MaxAttempts int               `json:"max_attempts,omitempty"`
-	Timeout     Duration          `json:"timeout,omitempty"`
-	Backoff     *Backoff          `json:"backoff,omitempty"`
-	FlowKey     string            `json:"flow_key,omitempty"`    // counts the job against that flow-control quota, not its topic's
-	FailureURL  string            `json:"failure_url,omitempty"` // told of the job's death instead of its topic's failure URL
+	ID          string          `json:"id,omitempty"` // optional: kairos makes one; an id makes the create an upsert, and retryable
+	RunAt       time.Time       `json:"run_at,omitzero"`
+	Delay       Duration        `json:"delay,omitzero"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+	CallbackURL string          `json:"callback_url,omitempty"`
+	CallbackSettings
+	FlowKey    string `json:"flow_key,omitempty"`    // counts the job against that flow-control quota, not its topic's
+	FailureURL string `json:"failure_url,omitempty"` // told of the job's death instead of its topic's failure URL
 	// OnConflict is what the create does to a job of its ID that has not
 	// fired: ConflictReplace (the server's default when empty),
 	// ConflictKeep, or ConflictDebounce, which needs MaxDelay: the job's

@@ -28,20 +28,16 @@ const (
 // Timezone (an IANA name; default UTC). Every is an interval of at least
 // a second, counted from StartAt, or from the creation.
 type ScheduleRequest struct {
-	Cron        string            `json:"cron,omitempty"`
-	Every       Duration          `json:"every,omitzero"`
-	Timezone    string            `json:"timezone,omitempty"`
-	StartAt     time.Time         `json:"start_at,omitzero"`
-	EndAt       time.Time         `json:"end_at,omitzero"`
-	CatchUp     CatchUp           `json:"catch_up,omitempty"`
-	Paused      bool              `json:"paused,omitempty"`
-	Payload     json.RawMessage   `json:"payload,omitempty"`
-	CallbackURL string            `json:"callback_url,omitempty"`
-	Method      string            `json:"method,omitempty"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	MaxAttempts int               `json:"max_attempts,omitempty"`
-	Timeout     Duration          `json:"timeout,omitempty"`
-	Backoff     *Backoff          `json:"backoff,omitempty"`
+	Cron        string          `json:"cron,omitempty"`
+	Every       Duration        `json:"every,omitzero"`
+	Timezone    string          `json:"timezone,omitempty"`
+	StartAt     time.Time       `json:"start_at,omitzero"`
+	EndAt       time.Time       `json:"end_at,omitzero"`
+	CatchUp     CatchUp         `json:"catch_up,omitempty"`
+	Paused      bool            `json:"paused,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+	CallbackURL string          `json:"callback_url,omitempty"`
+	CallbackSettings
 	// Overlap is what an instant does while the previous occurrence is
 	// still active or retrying ("" is OverlapAllow).
 	Overlap Overlap `json:"overlap,omitempty"`
@@ -77,29 +73,25 @@ func (r ScheduleRequest) MarshalJSON() ([]byte, error) {
 // Each occurrence is a job of the topic with the id
 // "<schedule id>@<unix ms of its instant>".
 type Schedule struct {
-	ID           string            `json:"id"`
-	Topic        string            `json:"topic"`
-	Tenant       string            `json:"tenant"`
-	Cron         string            `json:"cron,omitempty"`
-	Every        Duration          `json:"every,omitzero"`
-	Timezone     string            `json:"timezone"`
-	StartAt      Time              `json:"start_at,omitzero"`
-	EndAt        Time              `json:"end_at,omitzero"`
-	CatchUp      CatchUp           `json:"catch_up"`
-	Paused       bool              `json:"paused"`
-	NextRuns     []Time            `json:"next_runs"`                // the next 5; none while paused or ended
-	NextRunsZone []string          `json:"next_runs_zone,omitempty"` // the zone's abbreviation at each of NextRuns ("CET")
-	PendingJob   string            `json:"pending_job,omitempty"`    // the id of the occurrence waiting to fire
-	LastRun      *LastRun          `json:"last_run,omitempty"`
-	Payload      json.RawMessage   `json:"payload,omitempty"`
-	CallbackURL  string            `json:"callback_url,omitempty"`
-	Method       string            `json:"method,omitempty"`
-	Headers      map[string]string `json:"headers,omitempty"`
-	MaxAttempts  int               `json:"max_attempts,omitempty"`
-	Timeout      Duration          `json:"timeout,omitempty"`
-	Backoff      *Backoff          `json:"backoff,omitempty"`
-	CreatedAt    Time              `json:"created_at"`
-	UpdatedAt    Time              `json:"updated_at"`
+	ID           string          `json:"id"`
+	Topic        string          `json:"topic"`
+	Tenant       string          `json:"tenant"`
+	Cron         string          `json:"cron,omitempty"`
+	Every        Duration        `json:"every,omitzero"`
+	Timezone     string          `json:"timezone"`
+	StartAt      Time            `json:"start_at,omitzero"`
+	EndAt        Time            `json:"end_at,omitzero"`
+	CatchUp      CatchUp         `json:"catch_up"`
+	Paused       bool            `json:"paused"`
+	NextRuns     []Time          `json:"next_runs"`                // the next 5; none while paused or ended
+	NextRunsZone []string        `json:"next_runs_zone,omitempty"` // the zone's abbreviation at each of NextRuns ("CET")
+	PendingJob   string          `json:"pending_job,omitempty"`    // the id of the occurrence waiting to fire
+	LastRun      *LastRun        `json:"last_run,omitempty"`
+	Payload      json.RawMessage `json:"payload,omitempty"`
+	CallbackURL  string          `json:"callback_url,omitempty"`
+	CallbackSettings
+	CreatedAt Time `json:"created_at"`
+	UpdatedAt Time `json:"updated_at"`
 	// Result is set in the answer to PutSchedule only: ResultCreated or
 	// ResultReplaced.
 	Result  string   `json:"result,omitempty"`

@@ -46,11 +46,13 @@ var notAPICalls = map[string]string{
 var fullJob = client.JobRequest{
 	ID: "order-8412", RunAt: time.Date(2026, 11, 21, 10, 30, 0, 250e6, time.UTC),
 	Payload:     json.RawMessage(`{ "order_id": 8412 }`),
-	CallbackURL: "https://api.example.net/reminders", Method: "PUT",
-	Headers:     map[string]string{"X-Campaign": "winter"},
-	MaxAttempts: 3, Timeout: client.Duration(5 * time.Second),
-	Backoff: &client.Backoff{Initial: client.Duration(10 * time.Second), Max: client.Duration(10 * time.Minute)},
-	Labels:  map[string]string{"env": "prod"},
+	CallbackURL: "https://api.example.net/reminders",
+	CallbackSettings: client.CallbackSettings{
+		Method: "PUT", Headers: map[string]string{"X-Campaign": "winter"},
+		MaxAttempts: 3, Timeout: client.Duration(5 * time.Second),
+		Backoff: &client.Backoff{Initial: client.Duration(10 * time.Second), Max: client.Duration(10 * time.Minute)},
+	},
+	Labels: map[string]string{"env": "prod"},
 }
 
 // calls makes, for each operation of the spec by operationId, the client
@@ -64,9 +66,12 @@ var calls = map[string]func(context.Context, *client.Client) error{
 	},
 	"putTopic": func(ctx context.Context, c *client.Client) error {
 		_, _, err := c.PutTopic(ctx, "orders", client.TopicRequest{
-			CallbackURL: "https://hooks.example.com/orders", Method: "post", Headers: map[string]string{"X-Shop": "eu-1"},
-			Timeout: client.Duration(10 * time.Second), MaxAttempts: 5, Concurrency: 20, Signing: client.SigningTopic,
-			Backoff: &client.Backoff{Initial: client.Duration(2 * time.Second), Max: client.Duration(30 * time.Minute)},
+			CallbackURL: "https://hooks.example.com/orders",
+			CallbackSettings: client.CallbackSettings{
+				Method: "post", Headers: map[string]string{"X-Shop": "eu-1"}, Timeout: client.Duration(10 * time.Second), MaxAttempts: 5,
+				Backoff: &client.Backoff{Initial: client.Duration(2 * time.Second), Max: client.Duration(30 * time.Minute)},
+			},
+			Concurrency: 20, Signing: client.SigningTopic,
 		})
 		return err
 	},
@@ -231,10 +236,12 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		if _, err := c.PutSchedule(ctx, "reports", "daily-report", client.ScheduleRequest{
 			Cron: "0 9 * * MON-FRI", Timezone: "Europe/Paris", CatchUp: client.CatchUpAll, Paused: true,
 			StartAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), EndAt: time.Date(2027, 12, 1, 0, 0, 0, 0, time.UTC),
-			Payload: json.RawMessage(`{ "report": "daily" }`), CallbackURL: "https://api.example.net/reports", Method: "PUT",
-			Headers: map[string]string{"X-Report": "daily"}, MaxAttempts: 3, Timeout: client.Duration(5 * time.Second),
-			Backoff: &client.Backoff{Initial: client.Duration(10 * time.Second), Max: client.Duration(10 * time.Minute)},
-			Labels:  map[string]string{"report": "daily"},
+			Payload: json.RawMessage(`{ "report": "daily" }`), CallbackURL: "https://api.example.net/reports",
+			CallbackSettings: client.CallbackSettings{
+				Method: "PUT", Headers: map[string]string{"X-Report": "daily"}, MaxAttempts: 3, Timeout: client.Duration(5 * time.Second),
+				Backoff: &client.Backoff{Initial: client.Duration(10 * time.Second), Max: client.Duration(10 * time.Minute)},
+			},
+			Labels: map[string]string{"report": "daily"},
 		}); err != nil {
 			return err
 		}
@@ -581,12 +588,8 @@ func compareFields(path string, typ reflect.Type, s *openapi3.Schema) []string {
 		return out
 	}
 	fields := map[string]reflect.StructField{}
-	for i := range typ.NumField() {
-		f := typ.Field(i)
+	for _, f := range jsonFields(typ) {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
 		if name == "" {
 			name = f.Name
 		}
@@ -602,6 +605,25 @@ func compareFields(path string, typ reflect.Type, s *openapi3.Schema) []string {
 			continue
 		}
 		out = append(out, compareFields(path+"."+name, f.Type, s.Properties[name].Value)...)
+	}
+	return out
+}
+
+// jsonFields lists the fields of struct type typ that encoding/json
+// writes, those of an embedded struct without a JSON name of its own
+// (CallbackSettings) as typ's own.
+func jsonFields(typ reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case name == "" && f.Anonymous && f.Type.Kind() == reflect.Struct:
+			out = append(out, jsonFields(f.Type)...)
+		default:
+			out = append(out, f)
+		}
 	}
 	return out
 }

@@ -84,21 +84,35 @@ type Backoff struct {
 	Max     Duration `json:"max,omitempty"`
 }
 
-// TopicRequest is the body of [Client.PutTopic]: the topic's callback URL
-// and the defaults its jobs inherit. Zero fields take the kairos defaults.
-type TopicRequest struct {
-	CallbackURL string            `json:"callback_url"`
+// CallbackSettings are the settings of the callback request that a topic
+// gives its jobs and that a job, or a schedule for its occurrences, may
+// set over the topic's. [TopicRequest], [JobRequest], [ScheduleRequest],
+// [Job] and [Schedule] embed them. In a request a zero field is left out:
+// the job takes its topic's, the topic the kairos default. In a Job or a
+// Schedule, the zero fields are those it does not set itself. A [Topic]
+// shows its own with the defaults filled in, in fields of its own.
+//
+// The URL is not one of them: each type that embeds them has its own
+// field for it (CallbackURL; a fan-out subscription's URL).
+type CallbackSettings struct {
 	Method      string            `json:"method,omitempty"`
 	Headers     map[string]string `json:"headers,omitempty"`
 	Timeout     Duration          `json:"timeout,omitempty"`
 	MaxAttempts int               `json:"max_attempts,omitempty"`
 	Backoff     *Backoff          `json:"backoff,omitempty"`
-	Concurrency int               `json:"concurrency,omitempty"`
-	Rate        *Rate             `json:"rate,omitempty"`        // deliveries per period, across all processes
-	Parallelism int               `json:"parallelism,omitempty"` // callbacks in flight at once, across all processes
-	FlowKey     string            `json:"flow_key,omitempty"`    // topics with the same key share one quota
-	Breaker     *BreakerRequest   `json:"breaker,omitempty"`     // turns the circuit breaker on
-	FailureURL  string            `json:"failure_url,omitempty"` // told of each job that goes dead
+}
+
+// TopicRequest is the body of [Client.PutTopic]: the topic's callback URL
+// and the defaults its jobs inherit. Zero fields take the kairos defaults.
+type TopicRequest struct {
+	CallbackURL string `json:"callback_url"`
+	CallbackSettings
+	Concurrency int             `json:"concurrency,omitempty"`
+	Rate        *Rate           `json:"rate,omitempty"`        // deliveries per period, across all processes
+	Parallelism int             `json:"parallelism,omitempty"` // callbacks in flight at once, across all processes
+	FlowKey     string          `json:"flow_key,omitempty"`    // topics with the same key share one quota
+	Breaker     *BreakerRequest `json:"breaker,omitempty"`     // turns the circuit breaker on
+	FailureURL  string          `json:"failure_url,omitempty"` // told of each job that goes dead
 	// Signing is the secret that signs the topic's callbacks: SigningTenant
 	// (the default) or SigningTopic, a secret of the topic's own
 	// (GetTopicSigningKeys), so that its receivers hold no secret another
@@ -188,32 +202,28 @@ type Attempt struct {
 }
 
 // Job is a job as the API shows it. The settings it does not set itself
-// (CallbackURL, Method, Headers, Timeout, MaxAttempts, Backoff) are zero and
-// come from its topic when it fires. Lists and batch results carry no
+// (CallbackURL and its CallbackSettings) are zero and come from its topic
+// when it fires. Lists and batch results carry no
 // Payload.
 type Job struct {
-	ID            string            `json:"id"`
-	Topic         string            `json:"topic"`
-	Tenant        string            `json:"tenant"`
-	Kind          Kind              `json:"kind,omitempty"` // job, or notification for a failure or success notification
-	State         State             `json:"state"`
-	RunAt         Time              `json:"run_at"`
-	NextRunAt     Time              `json:"next_run_at,omitzero"` // pending jobs only
-	CreatedAt     Time              `json:"created_at"`
-	DoneAt        Time              `json:"done_at,omitzero"` // when it was delivered, died, expired or was cancelled
-	Attempts      int               `json:"attempts"`
-	ReplayedAfter int               `json:"replayed_after,omitempty"` // attempts made before its last replay; max_attempts counts those after
-	MaxAttempts   int               `json:"max_attempts,omitempty"`
-	CallbackURL   string            `json:"callback_url,omitempty"`
-	Method        string            `json:"method,omitempty"`
-	Headers       map[string]string `json:"headers,omitempty"`
-	Timeout       Duration          `json:"timeout,omitempty"`
-	Backoff       *Backoff          `json:"backoff,omitempty"`
-	FlowKey       string            `json:"flow_key,omitempty"`
-	FailureURL    string            `json:"failure_url,omitempty"`
-	Payload       json.RawMessage   `json:"payload,omitempty"`
-	LastAttempt   *Attempt          `json:"last_attempt,omitempty"`
-	AttemptLog    []Attempt         `json:"attempt_log,omitempty"` // the last 10 attempts, oldest first
+	ID            string `json:"id"`
+	Topic         string `json:"topic"`
+	Tenant        string `json:"tenant"`
+	Kind          Kind   `json:"kind,omitempty"` // job, or notification for a failure or success notification
+	State         State  `json:"state"`
+	RunAt         Time   `json:"run_at"`
+	NextRunAt     Time   `json:"next_run_at,omitzero"` // pending jobs only
+	CreatedAt     Time   `json:"created_at"`
+	DoneAt        Time   `json:"done_at,omitzero"` // when it was delivered, died, expired or was cancelled
+	Attempts      int    `json:"attempts"`
+	ReplayedAfter int    `json:"replayed_after,omitempty"` // attempts made before its last replay; max_attempts counts those after
+	CallbackURL   string `json:"callback_url,omitempty"`
+	CallbackSettings
+	FlowKey     string          `json:"flow_key,omitempty"`
+	FailureURL  string          `json:"failure_url,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+	LastAttempt *Attempt        `json:"last_attempt,omitempty"`
+	AttemptLog  []Attempt       `json:"attempt_log,omitempty"` // the last 10 attempts, oldest first
 	// Result is set in the answer to a create only: what it did. A
 	// ResultDuplicate whose first job's record is gone (cancelled, or past
 	// the retention period) carries only ID, Topic and Tenant.

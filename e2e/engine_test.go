@@ -25,7 +25,9 @@ func testFiresOnceAtItsTimeSigned(t *testing.T, start starter) {
 	e := start(t, engineOpts{allowPrivate: true})
 	rcv := newReceiver(t, nil)
 	ctx := context.Background()
-	if _, _, err := e.c.PutTopic(ctx, "orders", client.TopicRequest{CallbackURL: rcv.URL + "/hook", Headers: map[string]string{"X-Team": "billing"}}); err != nil {
+	if _, _, err := e.c.PutTopic(ctx, "orders", client.TopicRequest{CallbackURL: rcv.URL + "/hook", CallbackSettings: client.CallbackSettings{
+		Headers: map[string]string{"X-Team": "billing"},
+	}}); err != nil {
 		t.Fatal(err)
 	}
 	runAt := e.store.Now().Add(1500 * time.Millisecond).Truncate(time.Millisecond)
@@ -180,7 +182,9 @@ func testFailTwiceThenSucceed(t *testing.T, start starter) {
 		return http.StatusNoContent
 	})
 	initial, maxB := 300*time.Millisecond, 2*time.Second
-	e.putTopicWith("t", client.TopicRequest{CallbackURL: rcv.URL, Backoff: &client.Backoff{Initial: client.Duration(initial), Max: client.Duration(maxB)}})
+	e.putTopicWith("t", client.TopicRequest{CallbackURL: rcv.URL, CallbackSettings: client.CallbackSettings{
+		Backoff: &client.Backoff{Initial: client.Duration(initial), Max: client.Duration(maxB)},
+	}})
 	e.create("t", client.JobRequest{ID: "flaky"})
 	hs := rcv.waitHits(t, 3, 15*time.Second)
 	v := e.waitState("t", "flaky", "delivered", 5*time.Second)
@@ -223,7 +227,9 @@ func testRetryAfterHonoured(t *testing.T, start starter) {
 		}
 		return http.StatusOK
 	})
-	e.putTopicWith("t", client.TopicRequest{CallbackURL: rcv.URL, Backoff: &client.Backoff{Initial: client.Duration(10 * time.Millisecond), Max: client.Duration(20 * time.Millisecond)}})
+	e.putTopicWith("t", client.TopicRequest{CallbackURL: rcv.URL, CallbackSettings: client.CallbackSettings{
+		Backoff: &client.Backoff{Initial: client.Duration(10 * time.Millisecond), Max: client.Duration(20 * time.Millisecond)},
+	}})
 	e.create("t", client.JobRequest{ID: "limited"})
 	hs := rcv.waitHits(t, 2, 10*time.Second)
 	if gap := hs[1].At.Sub(hs[0].At); gap < time.Second-2*time.Millisecond {
@@ -247,8 +253,13 @@ func testDeadAfterMaxAttemptsThenReplay(t *testing.T, start starter) {
 			return http.StatusBadGateway
 		}
 	})
-	e.putTopicWith("t", client.TopicRequest{CallbackURL: rcv.URL, MaxAttempts: 3,
-		Backoff: &client.Backoff{Initial: client.Duration(50 * time.Millisecond), Max: client.Duration(100 * time.Millisecond)}})
+	e.putTopicWith("t", client.TopicRequest{
+		CallbackURL: rcv.URL,
+		CallbackSettings: client.CallbackSettings{
+			MaxAttempts: 3,
+			Backoff:     &client.Backoff{Initial: client.Duration(50 * time.Millisecond), Max: client.Duration(100 * time.Millisecond)},
+		},
+	})
 	e.create("t", client.JobRequest{ID: "doomed", Payload: json.RawMessage(`{"n":1}`)})
 	v := e.waitState("t", "doomed", "dead", 15*time.Second)
 	if v.Attempts != 3 || len(rcv.all()) != 3 {
@@ -265,7 +276,7 @@ func testDeadAfterMaxAttemptsThenReplay(t *testing.T, start starter) {
 	}
 	// Dead letters across topics: another topic's dead job is listed too.
 	gone := newReceiver(t, func(int, hit) int { return http.StatusGone })
-	e.putTopicWith("u", client.TopicRequest{CallbackURL: gone.URL, MaxAttempts: 1})
+	e.putTopicWith("u", client.TopicRequest{CallbackURL: gone.URL, CallbackSettings: client.CallbackSettings{MaxAttempts: 1}})
 	e.create("u", client.JobRequest{ID: "gone"})
 	e.waitState("u", "gone", "dead", 15*time.Second)
 	deadKeys := func() []string {

@@ -116,8 +116,14 @@ func TestHostileReceivers(t *testing.T) {
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) {})
 	rcv := httptest.NewServer(mux)
 	t.Cleanup(rcv.Close)
-	e.putTopicWith("t", client.TopicRequest{CallbackURL: rcv.URL + "/ok", MaxAttempts: 2, Timeout: client.Duration(300 * time.Millisecond),
-		Backoff: &client.Backoff{Initial: client.Duration(20 * time.Millisecond), Max: client.Duration(40 * time.Millisecond)}})
+	e.putTopicWith("t", client.TopicRequest{
+		CallbackURL: rcv.URL + "/ok",
+		CallbackSettings: client.CallbackSettings{
+			MaxAttempts: 2,
+			Timeout:     client.Duration(300 * time.Millisecond),
+			Backoff:     &client.Backoff{Initial: client.Duration(20 * time.Millisecond), Max: client.Duration(40 * time.Millisecond)},
+		},
+	})
 	for _, path := range []string{"hang", "reset", "500", "429", "redirect", "huge"} {
 		e.create("t", client.JobRequest{ID: path, CallbackURL: rcv.URL + "/" + path})
 	}

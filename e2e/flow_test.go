@@ -200,9 +200,14 @@ func TestBreakerHoldsJobsThroughAnOutage(t *testing.T) {
 		failed.Add(1)
 		return 503
 	})
-	e.putTopicWith("partner", client.TopicRequest{CallbackURL: rcv.URL, MaxAttempts: 3,
-		Backoff: &client.Backoff{Initial: client.Duration(100 * time.Millisecond), Max: client.Duration(200 * time.Millisecond)},
-		Breaker: &client.BreakerRequest{Failures: 3, Cooldown: client.Duration(time.Second)}})
+	e.putTopicWith("partner", client.TopicRequest{
+		CallbackURL: rcv.URL,
+		Breaker:     &client.BreakerRequest{Failures: 3, Cooldown: client.Duration(time.Second)},
+		CallbackSettings: client.CallbackSettings{
+			MaxAttempts: 3,
+			Backoff:     &client.Backoff{Initial: client.Duration(100 * time.Millisecond), Max: client.Duration(200 * time.Millisecond)},
+		},
+	})
 	const n, concurrency, outage = 20, 10, 20 * time.Second
 	const probes = 4 // at 1, 3, 7 and 15 s after it opened; the next at 31 s
 	var jobs []client.JobRequest
@@ -263,9 +268,15 @@ func TestFailureNotification(t *testing.T) {
 		return 200
 	})
 	failed := newReceiver(t, nil)
-	e.putTopicWith("orders", client.TopicRequest{CallbackURL: rcv.URL, MaxAttempts: 2, FailureURL: failed.URL,
-		Headers: map[string]string{"X-Partner-Key": "k-secret"},
-		Backoff: &client.Backoff{Initial: client.Duration(100 * time.Millisecond), Max: client.Duration(100 * time.Millisecond)}})
+	e.putTopicWith("orders", client.TopicRequest{
+		CallbackURL: rcv.URL,
+		FailureURL:  failed.URL,
+		CallbackSettings: client.CallbackSettings{
+			MaxAttempts: 2,
+			Headers:     map[string]string{"X-Partner-Key": "k-secret"},
+			Backoff:     &client.Backoff{Initial: client.Duration(100 * time.Millisecond), Max: client.Duration(100 * time.Millisecond)},
+		},
+	})
 	e.create("orders", client.JobRequest{ID: "fails", Payload: json.RawMessage(`{"n":1}`)})
 	e.create("orders", client.JobRequest{ID: "works", Payload: json.RawMessage(`{"n":2}`)})
 	hs := failed.waitHits(t, 1, 20*time.Second)
@@ -330,7 +341,9 @@ func TestJobFlowKeyAndFailureURL(t *testing.T) {
 	})
 	own := newReceiver(t, nil)
 	for _, topic := range []string{"a", "b"} {
-		e.putTopicWith(topic, client.TopicRequest{CallbackURL: rcv.URL, MaxAttempts: 1, Rate: &client.Rate{Limit: 20, Period: client.Duration(time.Second)}})
+		e.putTopicWith(topic, client.TopicRequest{CallbackURL: rcv.URL, Rate: &client.Rate{Limit: 20, Period: client.Duration(time.Second)}, CallbackSettings: client.CallbackSettings{
+			MaxAttempts: 1,
+		}})
 	}
 	e.create("a", client.JobRequest{ID: "doomed", FailureURL: own.URL})
 	var jobs []client.JobRequest

@@ -66,7 +66,9 @@ func TestAttemptsKeepTheirAnswers(t *testing.T) {
 		"n": {{200, map[string]string{"Content-Type": "application/json"}, []byte(`{"ok":true}`)}},
 	})
 	none := 0
-	e.putTopicWith("short", client.TopicRequest{CallbackURL: rcv.URL, ResponseBytes: ptr(16), Backoff: fastBackoff})
+	e.putTopicWith("short", client.TopicRequest{CallbackURL: rcv.URL, ResponseBytes: ptr(16), CallbackSettings: client.CallbackSettings{
+		Backoff: fastBackoff,
+	}})
 	e.putTopicWith("none", client.TopicRequest{CallbackURL: rcv.URL, ResponseBytes: &none})
 	e.create("short", client.JobRequest{ID: "a"})
 	e.create("none", client.JobRequest{ID: "n"})
@@ -136,8 +138,11 @@ func TestSuccessNotification(t *testing.T) {
 	})
 	ok := newReceiver(t, nil)
 	own := newReceiver(t, nil)
-	e.putTopicWith("orders", client.TopicRequest{CallbackURL: rcv.URL, SuccessURL: ok.URL,
-		Headers: map[string]string{"X-Partner-Key": "k-secret"}})
+	e.putTopicWith("orders", client.TopicRequest{
+		CallbackURL:      rcv.URL,
+		SuccessURL:       ok.URL,
+		CallbackSettings: client.CallbackSettings{Headers: map[string]string{"X-Partner-Key": "k-secret"}},
+	})
 	e.create("orders", client.JobRequest{ID: "big"})
 	e.create("orders", client.JobRequest{ID: "bin", SuccessURL: own.URL})
 
@@ -184,7 +189,10 @@ func TestFailureNotificationEnvelope(t *testing.T) {
 		"doomed": {{500, map[string]string{"Content-Type": "text/plain"}, []byte(long)}},
 	})
 	failed := newReceiver(t, nil)
-	e.putTopicWith("orders", client.TopicRequest{CallbackURL: rcv.URL, MaxAttempts: 2, FailureURL: failed.URL, Backoff: fastBackoff})
+	e.putTopicWith("orders", client.TopicRequest{CallbackURL: rcv.URL, FailureURL: failed.URL, CallbackSettings: client.CallbackSettings{
+		MaxAttempts: 2,
+		Backoff:     fastBackoff,
+	}})
 	e.create("orders", client.JobRequest{ID: "doomed"})
 	h := failed.waitHits(t, 1, 20*time.Second)[0]
 	n := verifyNotice(t, e, h)

@@ -50,7 +50,9 @@ func testScheduleEverySecond(t *testing.T, start starter) {
 		}
 		return http.StatusOK
 	})
-	e.putTopicWith("ticks", client.TopicRequest{CallbackURL: rcv.URL, Backoff: &client.Backoff{Initial: client.Duration(300 * time.Millisecond), Max: client.Duration(300 * time.Millisecond)}})
+	e.putTopicWith("ticks", client.TopicRequest{CallbackURL: rcv.URL, CallbackSettings: client.CallbackSettings{
+		Backoff: &client.Backoff{Initial: client.Duration(300 * time.Millisecond), Max: client.Duration(300 * time.Millisecond)},
+	}})
 	sc, err := e.c.PutSchedule(ctx, "ticks", "tick", client.ScheduleRequest{Every: client.Duration(time.Second), StartAt: first,
 		Payload: json.RawMessage(`{"tick":true}`)})
 	if err != nil {

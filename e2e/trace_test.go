@@ -74,8 +74,12 @@ func TestTraceFromCreateToEveryAttempt(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	e.putTopicWith("orders", client.TopicRequest{CallbackURL: rcv.URL + "/hook?token=s3cret",
-		Backoff: &client.Backoff{Initial: client.Duration(200 * time.Millisecond), Max: client.Duration(200 * time.Millisecond)}})
+	e.putTopicWith("orders", client.TopicRequest{
+		CallbackURL: rcv.URL + "/hook?token=s3cret",
+		CallbackSettings: client.CallbackSettings{
+			Backoff: &client.Backoff{Initial: client.Duration(200 * time.Millisecond), Max: client.Duration(200 * time.Millisecond)},
+		},
+	})
 	c := e.c.With(client.WithHTTPClient(&http.Client{Transport: propagating{http.DefaultTransport}}))
 	ctx, app := appSpan(t, tp)
 	if _, err := c.CreateJob(ctx, "orders", client.JobRequest{ID: "o1", Delay: client.Duration(300 * time.Millisecond)}); err != nil {

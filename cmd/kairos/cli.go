@@ -337,20 +337,17 @@ func (s *settingFlags) define(fs *flag.FlagSet, callbackURL, inherit string) {
 	duration.Var(fs, &s.backoffMax, "backoff-max", 0, "cap of the wait between attempts"+inherit)
 }
 
-// headerMap is the headers given, or nil.
-func (s *settingFlags) headerMap() map[string]string {
-	if len(s.headers) == 0 {
-		return nil
+// callbackSettings are the settings given but the callback URL; zero
+// where a flag was left out.
+func (s *settingFlags) callbackSettings() client.CallbackSettings {
+	cs := client.CallbackSettings{Method: s.method, Timeout: client.Duration(s.timeout), MaxAttempts: s.maxAttempts}
+	if len(s.headers) > 0 {
+		cs.Headers = s.headers
 	}
-	return s.headers
-}
-
-// backoff is the backoff given, or nil.
-func (s *settingFlags) backoff() *client.Backoff {
-	if s.backoffInitial == 0 && s.backoffMax == 0 {
-		return nil
+	if s.backoffInitial != 0 || s.backoffMax != 0 {
+		cs.Backoff = &client.Backoff{Initial: client.Duration(s.backoffInitial), Max: client.Duration(s.backoffMax)}
 	}
-	return &client.Backoff{Initial: client.Duration(s.backoffInitial), Max: client.Duration(s.backoffMax)}
+	return cs
 }
 
 // formatTime shows a time of an answer as the API does, in UTC to the

@@ -37,8 +37,7 @@ var jobCommands = []apiCommand{
 			fs.Var(labels, "label", "a label KEY:VALUE of the job; repeat for more (up to 10)")
 			return func(ctx context.Context, c *client.Client, args []string, out *printer) error {
 				req := client.JobRequest{ID: *id, RunAt: when.runAt.t, Delay: client.Duration(when.delay), SuccessURL: *successURL,
-					CallbackURL: set.callbackURL, Method: set.method, Headers: set.headerMap(),
-					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(),
+					CallbackURL: set.callbackURL, CallbackSettings: set.callbackSettings(),
 					OnConflict: opts.onConflict, MaxDelay: client.Duration(opts.maxDelay),
 					DedupKey: opts.dedupKey, DedupWindow: client.Duration(opts.dedupWindow), Labels: labels.labels()}
 				req.ExpiresAt, req.TTL, req.Priority = life.expiresAt.t, client.Duration(life.ttl), life.priority

@@ -37,8 +37,7 @@ var scheduleCommands = []apiCommand{
 				}
 				req := client.ScheduleRequest{Cron: *cron, Every: client.Duration(*every), Timezone: *tz,
 					StartAt: start.t, EndAt: end.t, CatchUp: client.CatchUp(*catchUp), Paused: *paused,
-					CallbackURL: set.callbackURL, Method: set.method, Headers: set.headerMap(),
-					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(),
+					CallbackURL: set.callbackURL, CallbackSettings: set.callbackSettings(),
 					Overlap: client.Overlap(*overlap), Jitter: client.Duration(*jitter), MaxRuns: *maxRuns}
 				var err error
 				if req.Payload, err = readPayload(cmd, out.stdin, *payloadFile, *payload); err != nil {

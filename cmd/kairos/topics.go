@@ -68,8 +68,7 @@ var topicCommands = []apiCommand{
 				if set.callbackURL == "" {
 					return usagef("kairos topics put", "--callback-url is required")
 				}
-				req := client.TopicRequest{CallbackURL: set.callbackURL, Method: set.method, Headers: set.headerMap(),
-					Timeout: client.Duration(set.timeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff(), Concurrency: *concurrency,
+				req := client.TopicRequest{CallbackURL: set.callbackURL, CallbackSettings: set.callbackSettings(), Concurrency: *concurrency,
 					Parallelism: *parallelism, FlowKey: *flowKey, FailureURL: *failureURL}
 				req.SuccessURL = *successURL
 				if *responseBytes >= 0 {
