@@ -11,7 +11,7 @@ import (
 // gives its jobs and that a job, or a schedule for its occurrences, may
 // set over the topic's: method, headers, timeout, max_attempts and
 // backoff. A request body embeds them, and encoding/json reads their
-// fields as the body's own; a fan-out subscription's body will embed them
+// fields as the body's own; a fan-out subscription's body embeds them
 // too.
 //
 // The URL is not one of them: each embedder keeps a field of its own for
@@ -99,6 +99,11 @@ func (s CallbackSettings) check(fe *fieldErrors, prefix string, dst settingsFiel
 	if s.Backoff != nil {
 		*dst.backoffInitial, *dst.backoffMax = s.Backoff.parse(fe, prefix+"backoff")
 	}
+}
+
+// subscriptionSettings points at s's callback settings.
+func subscriptionSettings(s *kairos.Subscription) settingsFields {
+	return settingsFields{&s.Method, &s.Headers, nil, &s.Timeout, &s.MaxAttempts, &s.BackoffInitial, &s.BackoffMax}
 }
 
 // view shows the settings of f that are set, headers masked.

@@ -39,20 +39,16 @@ func validSubscription(name string) bool {
 
 // subscriptionRequest is the body of PUT /v1/topics/{topic}/subscriptions/{sub}.
 type subscriptionRequest struct {
-	URL         *string           `json:"url"`
-	EventTypes  *[]string         `json:"event_types"`
-	Filter      json.RawMessage   `json:"filter"`
-	Headers     map[string]string `json:"headers"`
-	Method      *string           `json:"method"`
-	Timeout     *string           `json:"timeout"`
-	MaxAttempts *int              `json:"max_attempts"`
-	Backoff     *backoffRequest   `json:"backoff"`
-	Rate        *rateRequest      `json:"rate"`
-	Parallelism *int              `json:"parallelism"`
-	Breaker     *breakerRequest   `json:"breaker"`
-	Paused      *bool             `json:"paused"`
-	Description *string           `json:"description"`
-	Signing     *string           `json:"signing"`
+	URL        *string         `json:"url"`
+	EventTypes *[]string       `json:"event_types"`
+	Filter     json.RawMessage `json:"filter"`
+	CallbackSettings
+	Rate        *rateRequest    `json:"rate"`
+	Parallelism *int            `json:"parallelism"`
+	Breaker     *breakerRequest `json:"breaker"`
+	Paused      *bool           `json:"paused"`
+	Description *string         `json:"description"`
+	Signing     *string         `json:"signing"`
 }
 
 // subscriptionCounts are a subscription's deliveries by what became of them.
@@ -65,17 +61,13 @@ type subscriptionCounts struct {
 // subscriptionResponse is a subscription as the API shows it, with the
 // values of secret-looking headers and URL query values masked.
 type subscriptionResponse struct {
-	Name        string             `json:"name"`
-	Topic       string             `json:"topic"`
-	Tenant      string             `json:"tenant"`
-	URL         string             `json:"url"`
-	EventTypes  []string           `json:"event_types,omitempty"`
-	Filter      json.RawMessage    `json:"filter,omitempty"`
-	Headers     map[string]string  `json:"headers,omitempty"`
-	Method      string             `json:"method,omitempty"`
-	Timeout     string             `json:"timeout,omitempty"`
-	MaxAttempts int                `json:"max_attempts,omitempty"`
-	Backoff     *backoffResponse   `json:"backoff,omitempty"`
+	Name       string          `json:"name"`
+	Topic      string          `json:"topic"`
+	Tenant     string          `json:"tenant"`
+	URL        string          `json:"url"`
+	EventTypes []string        `json:"event_types,omitempty"`
+	Filter     json.RawMessage `json:"filter,omitempty"`
+	CallbackSettingsResponse
 	Rate        *rateResponse      `json:"rate,omitempty"`
 	Parallelism int                `json:"parallelism,omitempty"`
 	Breaker     breakerResponse    `json:"breaker"`
@@ -89,26 +81,13 @@ type subscriptionResponse struct {
 
 func subscriptionView(sub kairos.Subscription, c rdb.SubscriptionCounts) subscriptionResponse {
 	v := subscriptionResponse{Name: sub.Name, Topic: sub.Topic, Tenant: sub.Tenant, URL: maskURL(sub.URL),
-		EventTypes: sub.EventTypes, Filter: sub.Filter, Headers: maskHeaders(sub.Headers), Method: sub.Method,
-		MaxAttempts: sub.MaxAttempts, Parallelism: sub.Parallelism, Breaker: breakerResponse{State: "closed"},
+		EventTypes: sub.EventTypes, Filter: sub.Filter, CallbackSettingsResponse: subscriptionSettings(&sub).view(),
+		Parallelism: sub.Parallelism, Breaker: breakerResponse{State: "closed"},
 		Paused: sub.Paused, Description: sub.Description, Signing: kairos.SigningTopic,
 		Counts:    subscriptionCounts{Pending: c.Pending, Delivered: c.Delivered, Dead: c.Dead},
 		CreatedAt: formatTime(sub.CreatedAt), UpdatedAt: formatTime(sub.UpdatedAt)}
 	if sub.Signing == kairos.SigningSubscription {
 		v.Signing = kairos.SigningSubscription
-	}
-	if sub.Timeout > 0 {
-		v.Timeout = sub.Timeout.String()
-	}
-	if sub.BackoffInitial > 0 || sub.BackoffMax > 0 {
-		b := backoffResponse{}
-		if sub.BackoffInitial > 0 {
-			b.Initial = sub.BackoffInitial.String()
-		}
-		if sub.BackoffMax > 0 {
-			b.Max = sub.BackoffMax.String()
-		}
-		v.Backoff = &b
 	}
 	if sub.RateLimit > 0 {
 		v.Rate = &rateResponse{Limit: sub.RateLimit, Period: sub.RatePeriod.String()}
@@ -146,19 +125,7 @@ func (req subscriptionRequest) toSubscription(tenant, topic, name string, allowP
 			sub.Filter = compactJSON(req.Filter)
 		}
 	}
-	sub.Headers = checkHeaders(&fe, "headers", req.Headers)
-	if req.Method != nil {
-		sub.Method = checkMethod(&fe, "method", *req.Method)
-	}
-	if req.Timeout != nil {
-		sub.Timeout = parseDuration(&fe, "timeout", *req.Timeout, minTimeout, maxTimeout)
-	}
-	if req.MaxAttempts != nil {
-		sub.MaxAttempts = checkAttempts(&fe, "max_attempts", *req.MaxAttempts)
-	}
-	if req.Backoff != nil {
-		sub.BackoffInitial, sub.BackoffMax = req.Backoff.parse(&fe, "backoff")
-	}
+	req.CallbackSettings.check(&fe, "", subscriptionSettings(&sub))
 	if req.Rate != nil {
 		sub.RateLimit, sub.RatePeriod = req.Rate.parse(&fe, "rate")
 	}

@@ -173,9 +173,12 @@ var calls = map[string]func(context.Context, *client.Client) error{
 		paused := false
 		_, _, err := c.PutSubscription(ctx, "orders", "billing", client.SubscriptionRequest{
 			URL: "https://billing.example.com/hooks", EventTypes: []string{"order.created"},
-			Filter: json.RawMessage(`{"data.total": {"$gte": 100}}`), Headers: map[string]string{"X-Team": "billing"},
-			Method: "PUT", Timeout: client.Duration(5 * time.Second), MaxAttempts: 5,
-			Backoff:     &client.Backoff{Initial: client.Duration(time.Second), Max: client.Duration(time.Minute)},
+			Filter: json.RawMessage(`{"data.total": {"$gte": 100}}`),
+			CallbackSettings: client.CallbackSettings{
+				Headers: map[string]string{"X-Team": "billing"},
+				Method:  "PUT", Timeout: client.Duration(5 * time.Second), MaxAttempts: 5,
+				Backoff: &client.Backoff{Initial: client.Duration(time.Second), Max: client.Duration(time.Minute)},
+			},
 			Rate:        &client.Rate{Limit: 10, Period: client.Duration(time.Second)},
 			Parallelism: 4, Breaker: &client.BreakerRequest{Failures: 5, Cooldown: client.Duration(30 * time.Second)},
 			Paused: &paused, Description: "billing", Signing: client.SigningSubscription,

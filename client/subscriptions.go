@@ -17,15 +17,11 @@ type SubscriptionRequest struct {
 	EventTypes []string `json:"event_types,omitempty"`
 	// Filter is matched against each message's payload (a JSON object
 	// of dotted paths to literals or operators); nil: none.
-	Filter      json.RawMessage   `json:"filter,omitempty"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	Method      string            `json:"method,omitempty"`
-	Timeout     Duration          `json:"timeout,omitempty"`
-	MaxAttempts int               `json:"max_attempts,omitempty"`
-	Backoff     *Backoff          `json:"backoff,omitempty"`
-	Rate        *Rate             `json:"rate,omitempty"`
-	Parallelism int               `json:"parallelism,omitempty"`
-	Breaker     *BreakerRequest   `json:"breaker,omitempty"`
+	Filter json.RawMessage `json:"filter,omitempty"`
+	CallbackSettings
+	Rate        *Rate           `json:"rate,omitempty"`
+	Parallelism int             `json:"parallelism,omitempty"`
+	Breaker     *BreakerRequest `json:"breaker,omitempty"`
 	// Paused pauses or resumes it with the put; nil leaves it as it is.
 	Paused      *bool  `json:"paused,omitempty"`
 	Description string `json:"description,omitempty"`
@@ -49,17 +45,13 @@ type SubscriptionCounts struct {
 
 // Subscription is a subscription as the server shows it.
 type Subscription struct {
-	Name        string             `json:"name"`
-	Topic       string             `json:"topic"`
-	Tenant      string             `json:"tenant"`
-	URL         string             `json:"url"`
-	EventTypes  []string           `json:"event_types,omitempty"`
-	Filter      json.RawMessage    `json:"filter,omitempty"`
-	Headers     map[string]string  `json:"headers,omitempty"`
-	Method      string             `json:"method,omitempty"`
-	Timeout     Duration           `json:"timeout,omitzero"`
-	MaxAttempts int                `json:"max_attempts,omitempty"`
-	Backoff     *Backoff           `json:"backoff,omitempty"`
+	Name       string          `json:"name"`
+	Topic      string          `json:"topic"`
+	Tenant     string          `json:"tenant"`
+	URL        string          `json:"url"`
+	EventTypes []string        `json:"event_types,omitempty"`
+	Filter     json.RawMessage `json:"filter,omitempty"`
+	CallbackSettings
 	Rate        *Rate              `json:"rate,omitempty"`
 	Parallelism int                `json:"parallelism,omitempty"`
 	Breaker     Breaker            `json:"breaker"`

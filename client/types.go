@@ -87,7 +87,7 @@ type Backoff struct {
 // CallbackSettings are the settings of the callback request that a topic
 // gives its jobs and that a job, or a schedule for its occurrences, may
 // set over the topic's. [TopicRequest], [JobRequest], [ScheduleRequest],
-// [Job] and [Schedule] embed them. In a request a zero field is left out:
+// [Job], [Schedule], [SubscriptionRequest] and [Subscription] embed them. In a request a zero field is left out:
 // the job takes its topic's, the topic the kairos default. In a Job or a
 // Schedule, the zero fields are those it does not set itself. A [Topic]
 // shows its own with the defaults filled in, in fields of its own.

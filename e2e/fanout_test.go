@@ -24,10 +24,12 @@ func TestFanoutDeliversToMatchingSubscriptionsSigned(t *testing.T) {
 	e := startEngine(t, engineOpts{allowPrivate: true})
 	ctx := context.Background()
 	topicRcv := newReceiver(t, nil)
-	e.putTopicWith("orders", client.TopicRequest{CallbackURL: topicRcv.URL + "/topic", Headers: map[string]string{"X-Topic-Secret": "not for subscribers"}})
+	e.putTopicWith("orders", client.TopicRequest{CallbackURL: topicRcv.URL + "/topic",
+		CallbackSettings: client.CallbackSettings{Headers: map[string]string{"X-Topic-Secret": "not for subscribers"}}})
 	rcv := map[string]*receiver{"billing": newReceiver(t, nil), "big": newReceiver(t, nil), "refunds": newReceiver(t, nil)}
 	for name, req := range map[string]client.SubscriptionRequest{
-		"billing": {URL: rcv["billing"].URL + "/billing", Headers: map[string]string{"X-Team": "billing"}, Signing: client.SigningSubscription},
+		"billing": {URL: rcv["billing"].URL + "/billing", Signing: client.SigningSubscription,
+			CallbackSettings: client.CallbackSettings{Headers: map[string]string{"X-Team": "billing"}}},
 		"big":     {URL: rcv["big"].URL + "/big", Filter: json.RawMessage(`{"data.total": {"$gte": 100}}`)},
 		"refunds": {URL: rcv["refunds"].URL + "/refunds", EventTypes: []string{"order.refunded"}},
 	} {
@@ -123,8 +125,9 @@ func TestFanoutOneSubscriptionFailingHoldsNoOther(t *testing.T) {
 		return http.StatusOK
 	})
 	good := newReceiver(t, nil)
-	if _, _, err := e.c.PutSubscription(ctx, "events", "bad", client.SubscriptionRequest{URL: bad.URL, MaxAttempts: 2,
-		Backoff: &client.Backoff{Initial: client.Duration(100 * time.Millisecond), Max: client.Duration(100 * time.Millisecond)},
+	if _, _, err := e.c.PutSubscription(ctx, "events", "bad", client.SubscriptionRequest{URL: bad.URL,
+		CallbackSettings: client.CallbackSettings{MaxAttempts: 2,
+			Backoff: &client.Backoff{Initial: client.Duration(100 * time.Millisecond), Max: client.Duration(100 * time.Millisecond)}},
 		Breaker: &client.BreakerRequest{Failures: 2, Cooldown: client.Duration(time.Minute)}}); err != nil {
 		t.Fatal(err)
 	}
