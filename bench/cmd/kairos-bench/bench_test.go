@@ -67,6 +67,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		"--scale-jobs", "2000", "--sustained-rates", "100,200", "--sustained-step", "1s", "--sustained-lead", "300ms",
 		"--schedules", "50", "--schedules-window", "2s", "--scale-schedules", "100", "--scale-schedules-every", "1s", "--scale-schedules-window", "2s",
 		"--sequence-pending", "1000", "--life-tail", "200ms",
+		"--fanout-subscriptions", "3", "--fanout-rate", "20", "--fanout-over", "1s", "--fanout-filtered", "50", "--fanout-nomatch", "50", "--fanout-pending", "50",
 		"--lead", "1s", "--grace", "3s", "--timeout", "170s"}
 	if err := run(ctx, args, fakeEnv(nil), &out, &errOut); err != nil {
 		t.Fatalf("bench: %v\nstderr:\n%s", err, errOut.String())
@@ -190,6 +191,21 @@ func TestBenchEndToEnd(t *testing.T) {
 			if _, ok := findCheck(p.Checks, "Redis CPU per occurrence"); !ok {
 				t.Errorf("%s: Redis CPU per occurrence not held to the one-shot jobs': %+v", name, p.Checks)
 			}
+		}
+	}
+	if f := rep.Fanout; f == nil {
+		t.Error("no fanout result")
+	} else {
+		// 20 messages a second for 1 s, to 3 subscriptions each
+		checkDelivery("fanout", f.Delivery, 60)
+		checkDelivery("fanout plain jobs", f.Plain, 60)
+		if f.PublishP99MS <= 0 || f.MemoryPerSubscription <= 0 || f.MemoryPerDelivery <= 0 || f.MemoryPerPlainJob <= 0 {
+			t.Errorf("fanout: figures missing: %+v", f)
+		}
+		checkRedisCPU(t, "fanout", f.Life, f.RedisCPUPerDeliveryUS, 60)
+		// the publish's own commands: its message's record, one SET
+		if f.NoMatchOwnCommands < 1 || f.NoMatchOwnCommands > 1.1 {
+			t.Errorf("fanout: %.3f commands per publish matching none besides cache reads, want 1: %+v", f.NoMatchOwnCommands, f.NoMatchCommands)
 		}
 	}
 	if keys := testenv.Keys(t, c, "kb-test"); len(keys) > 0 {

@@ -13,8 +13,9 @@ import (
 // spec describes the jobs of one run: job i has id "<run>-<i>" and is due
 // at due(i), unix ms on the Redis clock.
 type spec struct {
-	run string
-	due func(i int) int64
+	run    string
+	due    func(i int) int64
+	labels map[string]string // every job's; nil: none
 }
 
 func (s spec) id(i int) string { return s.run + "-" + strconv.Itoa(i) }
@@ -22,7 +23,7 @@ func (s spec) id(i int) string { return s.run + "-" + strconv.Itoa(i) }
 // job is job i's create request.
 func (s spec) job(i int) client.JobRequest {
 	due := s.due(i)
-	return client.JobRequest{ID: s.id(i), RunAt: time.UnixMilli(due), Payload: appendPayload(nil, s.run, i, due)}
+	return client.JobRequest{ID: s.id(i), RunAt: time.UnixMilli(due), Payload: appendPayload(nil, s.run, i, due), Labels: s.labels}
 }
 
 // loadResult is what creating a run's jobs took.

@@ -13,7 +13,7 @@ import (
 )
 
 // Names of the scenarios, in the order "all" runs them.
-var Names = []string{"sequence", "enqueue", "precision", "burst", "cost", "sustained", "scale", "schedules", "coldstart", "flow"}
+var Names = []string{"sequence", "enqueue", "precision", "burst", "cost", "sustained", "scale", "schedules", "fanout", "coldstart", "flow"}
 
 // DefaultScenarios run when none are named: the sequence, the realistic
 // case of issue 44 (bursts on an empty store and behind a far job, then
@@ -62,6 +62,7 @@ type Options struct {
 	Scale         ScaleConfig
 	Schedules     SchedulesConfig
 	Flow          FlowConfig
+	Fanout        FanoutConfig
 	ColdStart     ColdStartConfig
 	JSON          bool // write one JSON document instead of tables
 }
@@ -85,6 +86,7 @@ func (o Options) withDefaults() Options {
 	o.Sustained = o.Sustained.withDefaults()
 	o.Scale = o.Scale.withDefaults()
 	o.Schedules = o.Schedules.withDefaults()
+	o.Fanout = o.Fanout.withDefaults()
 	return o
 }
 
@@ -104,6 +106,7 @@ type Report struct {
 	Scale     *ScaleResult     `json:"scale,omitempty"`
 	Schedules *SchedulesResult `json:"schedules,omitempty"`
 	Flow      *FlowResult      `json:"flow,omitempty"`
+	Fanout    *FanoutResult    `json:"fanout,omitempty"`
 	ColdStart *ColdStartResult `json:"coldstart,omitempty"`
 	Errors    []string         `json:"errors,omitempty"`
 }
@@ -167,6 +170,9 @@ func Run(ctx context.Context, t Target, o Options, out io.Writer) error {
 		case "flow":
 			rep.Flow, err = b.Flow(ctx, o.Flow)
 			res = rep.Flow
+		case "fanout":
+			rep.Fanout, err = b.Fanout(ctx, o.Fanout)
+			res = rep.Fanout
 		case "coldstart":
 			rep.ColdStart, err = b.ColdStart(ctx, o.ColdStart)
 			res = rep.ColdStart

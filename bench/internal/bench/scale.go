@@ -48,7 +48,7 @@ const (
 // Scale runs the scale scenario and removes every job it loaded.
 func (b *Bench) Scale(ctx context.Context, c ScaleConfig) (*ScaleResult, error) {
 	c = c.withDefaults()
-	p, err := b.loadPending(ctx, "scale", c.Jobs, 24*time.Hour, 24*time.Hour, c.MaxLoad)
+	p, err := b.loadPending(ctx, "scale", c.Jobs, 24*time.Hour, 24*time.Hour, c.MaxLoad, nil)
 	r := &ScaleResult{PendingLoad: *p}
 	if err == nil {
 		r.Precision, err = b.precision(ctx, c.PrecisionJobs, c.PrecisionOver, precisionRun{pending: p.Loaded, profile: "scale-precision"})

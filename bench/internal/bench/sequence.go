@@ -138,7 +138,7 @@ func (b *Bench) amongPending(ctx context.Context, c SequenceConfig, r *SequenceR
 	if c.Pending > 0 {
 		b.progressf("sequence: pending, loading %s jobs due an hour ahead", fmtInt(int64(c.Pending)))
 		var p *PendingLoad
-		p, err = b.loadPending(ctx, "pending", c.Pending, pendingAhead, pendingSpread, 0)
+		p, err = b.loadPending(ctx, "pending", c.Pending, pendingAhead, pendingSpread, 0, nil)
 		r.Pending, pending = p, p.Loaded
 		b.keepPending = true
 		defer func() {
