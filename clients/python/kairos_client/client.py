@@ -13,9 +13,9 @@ from typing import Any, cast
 from .errors import KairosError
 from .types import (
     BackfillResult, BatchResult, BulkAccepted, BulkFilter, Duration, Health, Job, JobKind, JobList, JobRequest,
-    Operation, Quota, QuotaRequest, RescheduleRequest, Revocation, RevocationRequest, Schedule,
-    ScheduleList, ScheduleRequest, SigningKeys, State, Stats, TickSummary, TimeInput, Token, Topic,
-    TopicRequest,
+    Message, MessageRequest, Operation, Published, Quota, QuotaRequest, RescheduleRequest, Revocation,
+    RevocationRequest, Schedule, ScheduleList, ScheduleRequest, SigningKeys, State, Stats, Subscription,
+    SubscriptionDeleted, SubscriptionRequest, TickSummary, TimeInput, Token, Topic, TopicRequest,
 )
 
 # Opener is what sends a request: urllib.request.urlopen's signature.
@@ -59,8 +59,8 @@ class Kairos:
     dedup_key, which holds for its window even after the job was delivered.
 
     tenant makes an admin token act on one tenant (the tenant query
-    parameter); reveal_headers makes get_topic and get_job show the values
-    of secret-looking headers. opener replaces urllib.request.urlopen (for
+    parameter); reveal_headers makes get_topic, get_job and get_subscription
+    show the values of secret-looking headers. opener replaces urllib.request.urlopen (for
     a proxy, client certificates, or tests).
     """
 
@@ -240,6 +240,59 @@ class Kairos:
         [start, end) once (the body's from and to)."""
         return cast(BackfillResult, self._call("POST", f"/v1/topics/{_seg(topic)}/schedules/{_seg(id)}/backfill",
                                                body={"from": start, "to": end}))
+
+    # Fan-out: subscriptions and messages
+
+    def _sub(self, topic: str, sub: str, *more: str) -> str:
+        return "/".join([f"/v1/topics/{_seg(topic)}/subscriptions/{_seg(sub)}", *more])
+
+    def list_subscriptions(self, topic: str) -> list[Subscription]:
+        """GET /v1/topics/{topic}/subscriptions: the topic's subscriptions by name, with counts and breaker state."""
+        return cast(list[Subscription], self._call("GET", f"/v1/topics/{_seg(topic)}/subscriptions")["subscriptions"])
+
+    def put_subscription(self, topic: str, sub: str, req: SubscriptionRequest) -> Subscription:
+        """PUT /v1/topics/{topic}/subscriptions/{sub}: registers or replaces a subscription (and
+        registers the topic when it has none). A filter that does not parse raises a 400 naming
+        its path."""
+        return cast(Subscription, self._call("PUT", self._sub(topic, sub), body=req))
+
+    def get_subscription(self, topic: str, sub: str) -> Subscription:
+        """GET /v1/topics/{topic}/subscriptions/{sub}: with its counts and breaker state."""
+        return cast(Subscription, self._call("GET", self._sub(topic, sub), self._reveal()))
+
+    def delete_subscription(self, topic: str, sub: str) -> SubscriptionDeleted:
+        """DELETE /v1/topics/{topic}/subscriptions/{sub}: it goes at once; a bulk operation
+        (get_operation) cancels its pending deliveries."""
+        return cast(SubscriptionDeleted, self._call("DELETE", self._sub(topic, sub)))
+
+    def pause_subscription(self, topic: str, sub: str) -> Subscription:
+        """POST /v1/topics/{topic}/subscriptions/{sub}/pause: its deliveries wait, parked; the
+        topic's other subscriptions go on."""
+        return cast(Subscription, self._call("POST", self._sub(topic, sub, "pause")))
+
+    def resume_subscription(self, topic: str, sub: str) -> Subscription:
+        """POST /v1/topics/{topic}/subscriptions/{sub}/resume: its parked deliveries are filed
+        again at their run_at."""
+        return cast(Subscription, self._call("POST", self._sub(topic, sub, "resume")))
+
+    def get_subscription_signing_keys(self, topic: str, sub: str) -> SigningKeys:
+        """GET /v1/topics/{topic}/subscriptions/{sub}/signing-keys: the own secrets of one with
+        "signing": "subscription" (409 otherwise)."""
+        return cast(SigningKeys, self._call("GET", self._sub(topic, sub, "signing-keys")))
+
+    def rotate_subscription_signing_keys(self, topic: str, sub: str) -> SigningKeys:
+        """POST /v1/topics/{topic}/subscriptions/{sub}/signing-keys/rotate: next becomes current,
+        a new next is drawn."""
+        return cast(SigningKeys, self._call("POST", self._sub(topic, sub, "signing-keys", "rotate")))
+
+    def publish_message(self, topic: str, req: MessageRequest) -> Published:
+        """POST /v1/topics/{topic}/messages: each subscription the message matches now gets a
+        delivery, a job of the topic with id "<message id>.<sub>"."""
+        return cast(Published, self._call("POST", f"/v1/topics/{_seg(topic)}/messages", body=req))
+
+    def get_message(self, topic: str, id: str) -> Message:
+        """GET /v1/topics/{topic}/messages/{id}: the message and each delivery's state."""
+        return cast(Message, self._call("GET", f"/v1/topics/{_seg(topic)}/messages/{_seg(id)}"))
 
     # Signing keys, stats, tick
 

@@ -36,9 +36,11 @@ class BreakerRequest(TypedDict, total=False):
 
 
 class Breaker(TypedDict):
-    failures: int
-    cooldown: Duration
+    """A topic's or a subscription's circuit breaker: failures and cooldown are
+    absent when none is configured (it then reads "closed" and never opens)."""
     state: Literal["closed", "open", "half-open"]
+    failures: NotRequired[int]
+    cooldown: NotRequired[Duration]
     open_until: NotRequired[Time]
 
 
@@ -288,6 +290,124 @@ class BackfillResult(TypedDict):
 class SigningKeys(TypedDict):
     current: str
     next: str
+
+
+# A message's event type: 1-100 characters of text, no control characters.
+EventType = str
+# A subscription's filter, matched against each message's payload: each key a
+# dotted path ("data.customer.tier"), each value a literal (equal; against an
+# array: contains it) or a dict of operators $eq, $ne, $in, $nin, $gt, $gte,
+# $lt, $lte, $exists, $prefix; top-level $and / $or take lists of filters.
+Filter = dict[str, Any]
+# "topic" (default): signed as the topic signs; "subscription": a secret of its own.
+SubscriptionSigning = Literal["topic", "subscription"]
+
+
+class SubscriptionRequest(TypedDict, total=False):
+    url: str  # required
+    event_types: list[EventType]  # absent: every message
+    filter: Filter
+    headers: dict[str, str]
+    method: str
+    timeout: Duration
+    max_attempts: int
+    backoff: Backoff
+    rate: Rate
+    parallelism: int
+    breaker: BreakerRequest
+    paused: bool  # pause or resume it with the put; absent: it stays as it is
+    description: str
+    signing: SubscriptionSigning
+
+
+class SubscriptionCounts(TypedDict):
+    """Its deliveries: pending (published, not yet ended), delivered, dead now."""
+    pending: int
+    delivered: int
+    dead: int
+
+
+class Subscription(TypedDict):
+    name: str
+    topic: str
+    tenant: str
+    url: str
+    breaker: Breaker
+    paused: bool
+    signing: SubscriptionSigning
+    counts: SubscriptionCounts
+    created_at: Time
+    updated_at: Time
+    event_types: NotRequired[list[EventType]]
+    filter: NotRequired[Filter]
+    headers: NotRequired[dict[str, str]]
+    method: NotRequired[str]
+    timeout: NotRequired[Duration]
+    max_attempts: NotRequired[int]
+    backoff: NotRequired[Backoff]
+    rate: NotRequired[Rate]
+    parallelism: NotRequired[int]
+    description: NotRequired[str]
+
+
+class SubscriptionDeleted(TypedDict):
+    """The answer to delete_subscription: the bulk operation cancelling its pending
+    deliveries (absent when the server cancelled them before answering)."""
+    subscription: str
+    operation: NotRequired[str]
+
+
+class MessageRequest(TypedDict, total=False):
+    """run_at, delay, labels, dedup, expiry and priority read as a job create's."""
+    id: str
+    event_type: EventType
+    payload: Any
+    run_at: TimeInput
+    delay: Duration
+    labels: dict[str, str]
+    dedup_key: str
+    dedup_window: Duration
+    ttl: Duration
+    expires_at: TimeInput
+    priority: int
+
+
+class DeliveryRef(TypedDict):
+    """A message's delivery to one subscription: a job of the topic, id "<message id>.<sub>"."""
+    subscription: str
+    job_id: str
+
+
+class Published(TypedDict):
+    """The answer to publish_message; result is "duplicate" for a dedup_key taken within its window."""
+    id: str
+    topic: str
+    deliveries: list[DeliveryRef]
+    run_at: NotRequired[Time]  # absent only from a duplicate whose first message is gone
+    result: NotRequired[Literal["duplicate"]]
+
+
+class Delivery(TypedDict):
+    """A delivery and its job's state (no state once the job's record is gone)."""
+    subscription: str
+    job_id: str
+    attempts: int
+    state: NotRequired[State]
+    next_run_at: NotRequired[Time]
+    done_at: NotRequired[Time]
+    last_attempt: NotRequired[Attempt]
+
+
+class Message(TypedDict):
+    id: str
+    topic: str
+    tenant: str
+    run_at: Time
+    created_at: Time
+    deliveries: list[Delivery]
+    event_type: NotRequired[EventType]
+    payload: NotRequired[Any]
+    labels: NotRequired[dict[str, str]]
 
 
 class Quota(TypedDict):

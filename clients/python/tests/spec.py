@@ -45,3 +45,25 @@ def operations(text: str | None = None) -> dict[str, tuple[str, str]]:
 def snake(name: str) -> str:
     """createJobs -> create_jobs: the Python method of an operationId."""
     return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def schema_properties(name: str, text: str | None = None) -> list[str]:
+    """Returns the property names of components.schemas[name] of openapi.yaml,
+    sorted (the file's layout: "    Name:", "      properties:", "        field:")."""
+    if text is None:
+        text = SPEC.read_text()
+    lines = text.splitlines()
+    start = lines.index(f"    {name}:")
+    props: list[str] = []
+    in_props = False
+    for line in lines[start + 1:]:
+        if re.match(r" {0,4}\S", line):
+            break  # the next schema
+        if re.fullmatch(r"      properties:\s*", line):
+            in_props = True
+            continue
+        if re.match(r"      \S", line):
+            in_props = False
+        if in_props and (m := re.fullmatch(r"        (\w+):\s*", line)):
+            props.append(m[1])
+    return sorted(props)

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from kairos_client import Kairos, KairosError, VerificationError, parse_retry_after, sign_callback, verify_callback
 
-from .spec import NOT_API_CALLS, operations, snake
+from .spec import NOT_API_CALLS, operations, schema_properties, snake
 
 # CALLS sends each operation through the client, by operationId.
 CALLS: dict[str, Callable[[Kairos], Any]] = {
@@ -55,6 +55,19 @@ CALLS: dict[str, Callable[[Kairos], Any]] = {
     "putQuota": lambda c: c.put_quota("acme", {"max_pending": 10000}),
     "deleteQuota": lambda c: c.delete_quota("acme"),
     "revokeTokens": lambda c: c.revoke_tokens("acme", {"jti": "n3oZ"}),
+    "listSubscriptions": lambda c: c.list_subscriptions("orders"),
+    "putSubscription": lambda c: c.put_subscription("orders", "billing", {
+        "url": "https://billing.example.com/hooks/orders", "event_types": ["order.created"],
+        "filter": {"data.total": {"$gte": 100}}, "rate": {"limit": 10, "period": "1s"}, "signing": "subscription"}),
+    "getSubscription": lambda c: c.get_subscription("orders", "billing"),
+    "deleteSubscription": lambda c: c.delete_subscription("orders", "billing"),
+    "pauseSubscription": lambda c: c.pause_subscription("orders", "billing"),
+    "resumeSubscription": lambda c: c.resume_subscription("orders", "billing"),
+    "getSubscriptionSigningKeys": lambda c: c.get_subscription_signing_keys("orders", "billing"),
+    "rotateSubscriptionSigningKeys": lambda c: c.rotate_subscription_signing_keys("orders", "billing"),
+    "publishMessage": lambda c: c.publish_message("orders", {"event_type": "order.created", "payload": {"data": {"total": 120}},
+                                                             "run_at": datetime(2026, 11, 21, 10, 15, tzinfo=timezone.utc)}),
+    "getMessage": lambda c: c.get_message("orders", "order-8412-created"),
 }
 
 # DESIGN_ROUTES are the routes DESIGN.md names that openapi.yaml may not have
@@ -89,7 +102,7 @@ class _Answer:
 class Recorder:
     """An opener that records requests and answers with status and body."""
 
-    def __init__(self, status: int = 200, body: bytes = b"{\"topics\": []}", headers: dict[str, str] | None = None) -> None:
+    def __init__(self, status: int = 200, body: bytes = b"{\"topics\": [], \"subscriptions\": []}", headers: dict[str, str] | None = None) -> None:
         self.status, self.body = status, body
         self.headers = headers or {"Content-Type": "application/json"}
         self.seen: list[urllib.request.Request] = []
@@ -155,6 +168,37 @@ class TestSpec(unittest.TestCase):
         self.assertEqual(parts.path, "/v1/topics/orders/jobs/a%2Fb")
         self.assertIn("reveal=headers", parts.query)
         self.assertEqual(json.loads(rec.seen[3].data), {"from": "2026-11-01T00:00:00Z", "to": "2026-11-08T00:00:00.000Z"})
+
+
+class TestFanout(unittest.TestCase):
+    def test_fanout_calls_send_the_bodies_paths_and_queries_openapi_names(self) -> None:
+        rec = Recorder(200, b'{"subscriptions": [{"name": "billing"}]}')
+        c = Kairos("http://kairos.test", opener=rec, reveal_headers=True)
+        ops = operations()
+        CALLS["putSubscription"](c)
+        CALLS["publishMessage"](c)
+        c.get_subscription("orders", "billing")
+        c.get_message("orders", "msg/1")
+        listed = c.list_subscriptions("orders")
+        self.assertEqual(json.loads(rec.seen[0].data), {
+            "url": "https://billing.example.com/hooks/orders", "event_types": ["order.created"],
+            "filter": {"data.total": {"$gte": 100}}, "rate": {"limit": 10, "period": "1s"}, "signing": "subscription"})
+        self.assertTrue(template_matches(ops["putSubscription"][1], urllib.parse.urlsplit(rec.seen[0].full_url).path))
+        self.assertEqual(json.loads(rec.seen[1].data), {"event_type": "order.created", "payload": {"data": {"total": 120}},
+                                                        "run_at": "2026-11-21T10:15:00.000Z"})
+        self.assertEqual(urllib.parse.urlsplit(rec.seen[1].full_url).path, "/v1/topics/orders/messages")
+        self.assertEqual(urllib.parse.urlsplit(rec.seen[2].full_url).query, "reveal=headers")
+        self.assertEqual(urllib.parse.urlsplit(rec.seen[3].full_url).path, "/v1/topics/orders/messages/msg%2F1")
+        self.assertEqual(listed, [{"name": "billing"}])
+        for req in rec.seen[2:]:
+            self.assertIsNone(req.data, "a read sends no body")
+
+    def test_the_fanout_types_name_every_field_of_their_schemas(self) -> None:
+        from kairos_client import types
+        for name in ["SubscriptionRequest", "Subscription", "SubscriptionDeleted", "MessageRequest",
+                     "DeliveryRef", "Published", "Message"]:
+            with self.subTest(schema=name):
+                self.assertEqual(sorted(getattr(types, name).__annotations__), schema_properties(name))
 
 
 class TestErrors(unittest.TestCase):

@@ -138,6 +138,69 @@ class TestAgainstKairos(unittest.TestCase):
         self.assertEqual([j["id"] for j in k.list_jobs("py-bulk", state="scheduled")["jobs"]], ["l3"])
         self.assertEqual(sorted(j["id"] for j in k.list_jobs("py-bulk", state="cancelled")["jobs"]), ["l1", "l2"])
 
+    def test_fanout_a_subscription_with_a_filter_gets_a_message_signed_with_its_own_secret(self) -> None:
+        k = self.kairos
+        rcv = Receiver()
+        self.addCleanup(rcv.close)
+        url = rcv.url + "/hooks/billing"
+        k.put_topic("py-fanout", {"callback_url": "http://127.0.0.1:9/topic-never"})
+        sub = k.put_subscription("py-fanout", "billing", {"url": url, "event_types": ["order.created"],
+                                                          "filter": {"data.total": {"$gte": 100}}, "signing": "subscription"})
+        self.assertEqual((sub["name"], sub["signing"], sub["paused"], sub["breaker"]["state"]),
+                         ("billing", "subscription", False, "closed"))
+        # another subscription the message does not match, by its filter
+        k.put_subscription("py-fanout", "small", {"url": rcv.url + "/hooks/small", "filter": {"data.total": {"$lt": 100}}})
+        with self.assertRaises(KairosError) as cm:
+            k.put_subscription("py-fanout", "bad", {"url": url, "filter": {"data.total": {"$gt": {}}}})
+        self.assertEqual(cm.exception.status, 400)
+        self.assertEqual(cm.exception.errors[0]["field"], "filter.data.total.$gt")
+
+        payload = {"data": {"order_id": 8412, "total": 120}}
+        pub = k.publish_message("py-fanout", {"id": "order-8412", "event_type": "order.created", "payload": payload})
+        self.assertEqual(pub["deliveries"], [{"subscription": "billing", "job_id": "order-8412.billing"}])
+
+        path, headers, body = rcv.got.get(timeout=15)
+        self.assertEqual(path, "/hooks/billing")
+        self.assertEqual(headers["Kairos-Subscription"], "billing")
+        self.assertEqual(headers["Kairos-Message-Id"], "order-8412")
+        self.assertEqual(json.loads(body), payload)
+        keys = k.get_subscription_signing_keys("py-fanout", "billing")
+        v = verify_callback([keys["current"], keys["next"]], headers, body, url=url)
+        self.assertEqual(v.claims and v.claims["sub"], url)
+        # the tenant's secrets do not verify it: it is signed with the subscription's own
+        tenant_keys = k.get_signing_keys()
+        with self.assertRaises(VerificationError):
+            verify_callback([tenant_keys["current"], tenant_keys["next"]], headers, body)
+
+        for _ in range(100):
+            msg = k.get_message("py-fanout", "order-8412")
+            if msg["deliveries"] and msg["deliveries"][0].get("state") == "delivered":
+                break
+            time.sleep(0.05)
+        self.assertEqual((msg["event_type"], msg["payload"]), ("order.created", payload))
+        self.assertEqual([(d["subscription"], d["job_id"], d.get("state"), d["attempts"]) for d in msg["deliveries"]],
+                         [("billing", "order-8412.billing", "delivered", 1)])
+        self.assertEqual([s["name"] for s in k.list_subscriptions("py-fanout")], ["billing", "small"])
+        for _ in range(100):
+            counts = k.get_subscription("py-fanout", "billing")["counts"]
+            if counts["delivered"] == 1:
+                break
+            time.sleep(0.05)
+        self.assertEqual(counts, {"pending": 0, "delivered": 1, "dead": 0})
+
+        # pause, resume, rotate and delete
+        self.assertTrue(k.pause_subscription("py-fanout", "billing")["paused"])
+        self.assertFalse(k.resume_subscription("py-fanout", "billing")["paused"])
+        self.assertEqual(k.rotate_subscription_signing_keys("py-fanout", "billing")["current"], keys["next"])
+        with self.assertRaises(KairosError) as cm:
+            k.get_subscription_signing_keys("py-fanout", "small")
+        self.assertEqual(cm.exception.status, 409)
+        self.assertEqual(k.delete_subscription("py-fanout", "small")["subscription"], "small")
+        with self.assertRaises(KairosError) as cm:
+            k.get_subscription("py-fanout", "small")
+        self.assertTrue(cm.exception.not_found)
+        self.assertEqual(k.publish_message("py-fanout", {"event_type": "order.refunded", "payload": {}})["deliveries"], [])
+
 
 if __name__ == "__main__":
     unittest.main()

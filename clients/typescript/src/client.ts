@@ -1,8 +1,9 @@
 import { KairosError, errorFrom } from "./errors.js";
 import type {
   BackfillRequest, BackfillResult, BatchResult, BulkAccepted, BulkRequest, Health, Job, JobList,
-  JobRequest, ListOptions, Operation, Quota, QuotaRequest, RescheduleRequest, Revocation,
-  RevocationRequest, Schedule, ScheduleList, ScheduleRequest, SigningKeys, Stats, TickSummary,
+  JobRequest, ListOptions, Message, MessageRequest, Operation, Published, Quota, QuotaRequest,
+  RescheduleRequest, Revocation, RevocationRequest, Schedule, ScheduleList, ScheduleRequest,
+  SigningKeys, Stats, Subscription, SubscriptionDeleted, SubscriptionRequest, TickSummary,
   Token, TokenRequest, Topic, TopicRequest, Duration,
 } from "./types.js";
 
@@ -17,7 +18,7 @@ export interface KairosOptions {
    * Without it, an admin's listTopics, listDead and getStats cover every tenant.
    */
   tenant?: string;
-  /** Makes getTopic and getJob show the values of secret-looking headers (reveal=headers). */
+  /** Makes getTopic, getJob and getSubscription show the values of secret-looking headers (reveal=headers). */
   revealHeaders?: boolean;
   /** The fetch to use; default globalThis.fetch. */
   fetch?: typeof fetch;
@@ -265,6 +266,69 @@ export class Kairos {
   /** POST /v1/topics/{topic}/schedules/{id}/backfill: fires each instant of the pattern in [from, to) once. */
   backfillSchedule(topic: string, id: string, req: BackfillRequest, signal?: AbortSignal): Promise<BackfillResult> {
     return this.call({ method: "POST", path: `/v1/topics/${seg(topic)}/schedules/${seg(id)}/backfill`, body: req, signal });
+  }
+
+  // Fan-out: subscriptions and messages
+
+  /** GET /v1/topics/{topic}/subscriptions: the topic's subscriptions by name, with counts and breaker state. */
+  async listSubscriptions(topic: string, signal?: AbortSignal): Promise<Subscription[]> {
+    const r = await this.call<{ subscriptions: Subscription[] }>({ method: "GET", path: `/v1/topics/${seg(topic)}/subscriptions`, signal });
+    return r.subscriptions;
+  }
+
+  /**
+   * PUT /v1/topics/{topic}/subscriptions/{sub}: registers or replaces a
+   * subscription (and registers the topic when it has none). A filter that
+   * does not parse rejects with a 400 naming its path.
+   */
+  putSubscription(topic: string, sub: string, req: SubscriptionRequest, signal?: AbortSignal): Promise<Subscription> {
+    return this.call({ method: "PUT", path: `/v1/topics/${seg(topic)}/subscriptions/${seg(sub)}`, body: req, signal });
+  }
+
+  /** GET /v1/topics/{topic}/subscriptions/{sub}: with its counts and breaker state. */
+  getSubscription(topic: string, sub: string, signal?: AbortSignal): Promise<Subscription> {
+    return this.call({ method: "GET", path: `/v1/topics/${seg(topic)}/subscriptions/${seg(sub)}`, query: this.reveal(), signal });
+  }
+
+  /**
+   * DELETE /v1/topics/{topic}/subscriptions/{sub}: it goes at once; a bulk
+   * operation (getOperation) cancels its pending deliveries.
+   */
+  deleteSubscription(topic: string, sub: string, signal?: AbortSignal): Promise<SubscriptionDeleted> {
+    return this.call({ method: "DELETE", path: `/v1/topics/${seg(topic)}/subscriptions/${seg(sub)}`, signal });
+  }
+
+  /** POST /v1/topics/{topic}/subscriptions/{sub}/pause: its deliveries wait, parked; the topic's other subscriptions go on. */
+  pauseSubscription(topic: string, sub: string, signal?: AbortSignal): Promise<Subscription> {
+    return this.call({ method: "POST", path: `/v1/topics/${seg(topic)}/subscriptions/${seg(sub)}/pause`, signal });
+  }
+
+  /** POST /v1/topics/{topic}/subscriptions/{sub}/resume: its parked deliveries are filed again at their run_at. */
+  resumeSubscription(topic: string, sub: string, signal?: AbortSignal): Promise<Subscription> {
+    return this.call({ method: "POST", path: `/v1/topics/${seg(topic)}/subscriptions/${seg(sub)}/resume`, signal });
+  }
+
+  /** GET /v1/topics/{topic}/subscriptions/{sub}/signing-keys: the own secrets of one with "signing": "subscription" (409 otherwise). */
+  getSubscriptionSigningKeys(topic: string, sub: string, signal?: AbortSignal): Promise<SigningKeys> {
+    return this.call({ method: "GET", path: `/v1/topics/${seg(topic)}/subscriptions/${seg(sub)}/signing-keys`, signal });
+  }
+
+  /** POST /v1/topics/{topic}/subscriptions/{sub}/signing-keys/rotate: next becomes current, a new next is drawn. */
+  rotateSubscriptionSigningKeys(topic: string, sub: string, signal?: AbortSignal): Promise<SigningKeys> {
+    return this.call({ method: "POST", path: `/v1/topics/${seg(topic)}/subscriptions/${seg(sub)}/signing-keys/rotate`, signal });
+  }
+
+  /**
+   * POST /v1/topics/{topic}/messages: each subscription the message matches
+   * now gets a delivery, a job of the topic with id "<message id>.<sub>".
+   */
+  publishMessage(topic: string, req: MessageRequest, signal?: AbortSignal): Promise<Published> {
+    return this.call({ method: "POST", path: `/v1/topics/${seg(topic)}/messages`, body: req, signal });
+  }
+
+  /** GET /v1/topics/{topic}/messages/{id}: the message and each delivery's state. */
+  getMessage(topic: string, id: string, signal?: AbortSignal): Promise<Message> {
+    return this.call({ method: "GET", path: `/v1/topics/${seg(topic)}/messages/${seg(id)}`, signal });
   }
 
   // Signing keys, stats, tick

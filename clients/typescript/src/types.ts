@@ -41,10 +41,13 @@ export interface BreakerRequest {
   cooldown?: Duration;
 }
 
-/** A topic's circuit breaker as the API shows it. */
+/**
+ * A topic's or a subscription's circuit breaker as the API shows it: failures and
+ * cooldown are absent when none is configured (it then reads "closed" and never opens).
+ */
 export interface Breaker {
-  failures: number;
-  cooldown: Duration;
+  failures?: number;
+  cooldown?: Duration;
   state: "closed" | "open" | "half-open";
   open_until?: Time;
 }
@@ -335,6 +338,136 @@ export interface BackfillResult {
 export interface SigningKeys {
   current: string;
   next: string;
+}
+
+/** A message's event type: 1-100 characters of text, no control characters ("order.created"). */
+export type EventType = string;
+
+/**
+ * A subscription's filter, matched against each message's payload: each key a dotted
+ * path ("data.customer.tier"; a decimal segment indexes an array), each value a literal
+ * (equal; against an array: contains it) or an object of operators $eq, $ne, $in, $nin,
+ * $gt, $gte, $lt, $lte, $exists, $prefix; top-level $and / $or take lists of filters.
+ * Every key must match.
+ */
+export type Filter = { [path: string]: JSONValue };
+
+/** "topic" (default): signed as the topic signs; "subscription": a secret of its own. */
+export type SubscriptionSigning = "topic" | "subscription";
+
+/** The body of putSubscription: an endpoint of the topic's fan-out. */
+export interface SubscriptionRequest {
+  url: string;
+  /** The message event types it receives (at most 50); absent: every message. */
+  event_types?: EventType[];
+  filter?: Filter;
+  headers?: Record<string, string>;
+  method?: Method;
+  timeout?: Duration;
+  max_attempts?: number;
+  backoff?: Backoff;
+  rate?: Rate;
+  /** At most this many of its deliveries in flight, across every kairos process. */
+  parallelism?: number;
+  breaker?: BreakerRequest;
+  /** Pause or resume it with the put; absent: it stays as it is. */
+  paused?: boolean;
+  description?: string;
+  signing?: SubscriptionSigning;
+}
+
+/** A subscription's deliveries: pending (published, not yet ended), delivered, dead now. */
+export interface SubscriptionCounts {
+  pending: number;
+  delivered: number;
+  dead: number;
+}
+
+/** A subscription, with its counts and its breaker's state. */
+export interface Subscription {
+  name: string;
+  topic: string;
+  tenant: string;
+  url: string;
+  event_types?: EventType[];
+  filter?: Filter;
+  headers?: Record<string, string>;
+  method?: string;
+  timeout?: Duration;
+  max_attempts?: number;
+  backoff?: Backoff;
+  rate?: Rate;
+  parallelism?: number;
+  breaker: Breaker;
+  paused: boolean;
+  description?: string;
+  signing: SubscriptionSigning;
+  counts: SubscriptionCounts;
+  created_at: Time;
+  updated_at: Time;
+}
+
+/** The answer to deleteSubscription: the bulk operation cancelling its pending deliveries (absent when the server cancelled them before answering). */
+export interface SubscriptionDeleted {
+  subscription: string;
+  operation?: string;
+}
+
+/** The body of publishMessage; run_at, delay, labels, dedup, expiry and priority read as a job create's. */
+export interface MessageRequest {
+  id?: string;
+  event_type?: EventType;
+  /** Any JSON value, sent as each delivery's body. */
+  payload?: JSONValue;
+  /** When its deliveries fire; neither run_at nor delay means now. */
+  run_at?: TimeInput;
+  delay?: Duration;
+  labels?: Record<string, string>;
+  dedup_key?: string;
+  dedup_window?: Duration;
+  ttl?: Duration;
+  expires_at?: TimeInput;
+  priority?: number;
+}
+
+/** A message's delivery to one subscription: a job of the topic, id "<message id>.<sub>". */
+export interface DeliveryRef {
+  subscription: string;
+  job_id: string;
+}
+
+/** The answer to publishMessage: 201, or 200 with result "duplicate" for a dedup_key taken within its window. */
+export interface Published {
+  id: string;
+  topic: string;
+  /** Absent only from a duplicate whose first message is gone. */
+  run_at?: Time;
+  deliveries: DeliveryRef[];
+  result?: "duplicate";
+}
+
+/** A delivery and its job's state (no state once the job's record is gone). */
+export interface Delivery {
+  subscription: string;
+  job_id: string;
+  state?: State;
+  attempts: number;
+  next_run_at?: Time;
+  done_at?: Time;
+  last_attempt?: Attempt;
+}
+
+/** A published message, with each delivery's state. */
+export interface Message {
+  id: string;
+  topic: string;
+  tenant: string;
+  event_type?: EventType;
+  payload?: JSONValue;
+  labels?: Record<string, string>;
+  run_at: Time;
+  created_at: Time;
+  deliveries: Delivery[];
 }
 
 /** A tenant's quota. */

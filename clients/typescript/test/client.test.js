@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Kairos, KairosError, VerificationError, verifyCallback, signCallback, parseRetryAfter } from "../dist/index.js";
-import { operations, notAPICalls } from "./lib/spec.js";
+import { operations, notAPICalls, schemaProperties } from "./lib/spec.js";
 
 // calls sends each operation through the client, by operationId.
 const calls = {
@@ -40,6 +40,19 @@ const calls = {
   putQuota: (c) => c.putQuota("acme", { max_pending: 10000 }),
   deleteQuota: (c) => c.deleteQuota("acme"),
   revokeTokens: (c) => c.revokeTokens("acme", { jti: "n3oZ" }),
+  listSubscriptions: (c) => c.listSubscriptions("orders"),
+  putSubscription: (c) => c.putSubscription("orders", "billing", {
+    url: "https://billing.example.com/hooks/orders", event_types: ["order.created"],
+    filter: { "data.total": { $gte: 100 } }, rate: { limit: 10, period: "1s" }, signing: "subscription",
+  }),
+  getSubscription: (c) => c.getSubscription("orders", "billing"),
+  deleteSubscription: (c) => c.deleteSubscription("orders", "billing"),
+  pauseSubscription: (c) => c.pauseSubscription("orders", "billing"),
+  resumeSubscription: (c) => c.resumeSubscription("orders", "billing"),
+  getSubscriptionSigningKeys: (c) => c.getSubscriptionSigningKeys("orders", "billing"),
+  rotateSubscriptionSigningKeys: (c) => c.rotateSubscriptionSigningKeys("orders", "billing"),
+  publishMessage: (c) => c.publishMessage("orders", { event_type: "order.created", payload: { data: { total: 120 } }, run_at: new Date("2026-11-21T10:15:00Z") }),
+  getMessage: (c) => c.getMessage("orders", "order-8412-created"),
 };
 
 // designRoutes are the routes DESIGN.md names that openapi.yaml may not
@@ -111,6 +124,44 @@ test("bodies and queries as the wire spells them", async () => {
   assert.equal(seen[2].url.pathname, "/v1/topics/orders/jobs/a%2Fb");
   assert.equal(seen[2].url.searchParams.get("reveal"), "headers");
   assert.deepEqual(JSON.parse(seen[3].body), { action: "cancel", filter: { labels: { region: "eu" } } });
+});
+
+test("fan-out calls send the bodies, paths and queries openapi.yaml names", async () => {
+  const { seen, fetch } = recorder(200, '{"subscriptions": [{"name": "billing"}]}');
+  const c = new Kairos({ baseUrl: "http://kairos.test", fetch, revealHeaders: true });
+  const ops = operations();
+  await calls.putSubscription(c);
+  await calls.publishMessage(c);
+  await c.getSubscription("orders", "billing");
+  await c.getMessage("orders", "msg/1");
+  const listed = await c.listSubscriptions("orders");
+  assert.deepEqual(JSON.parse(seen[0].body), {
+    url: "https://billing.example.com/hooks/orders", event_types: ["order.created"],
+    filter: { "data.total": { $gte: 100 } }, rate: { limit: 10, period: "1s" }, signing: "subscription",
+  });
+  assert.ok(matches(ops.putSubscription.path, seen[0].url.pathname));
+  assert.deepEqual(JSON.parse(seen[1].body), { event_type: "order.created", payload: { data: { total: 120 } }, run_at: "2026-11-21T10:15:00.000Z" });
+  assert.equal(seen[1].url.pathname, "/v1/topics/orders/messages");
+  assert.equal(seen[2].url.searchParams.get("reveal"), "headers");
+  assert.equal(seen[3].url.pathname, "/v1/topics/orders/messages/msg%2F1");
+  assert.deepEqual(listed, [{ name: "billing" }]);
+  for (const r of seen.slice(2)) assert.equal(r.body, undefined, "a read sends no body");
+});
+
+test("every field of the fan-out request schemas is one the client's types name", async () => {
+  // the request types' fields, as src/types.ts declares them, against the schemas' properties
+  const { readFileSync } = await import("node:fs");
+  const src = readFileSync(new URL("../src/types.ts", import.meta.url), "utf8");
+  const fieldsOf = (iface) => {
+    const m = new RegExp(`export interface ${iface} \\{([\\s\\S]*?)\\n\\}`).exec(src);
+    assert.ok(m, `no interface ${iface} in src/types.ts`);
+    return [...m[1].matchAll(/^  (\w+)\??:/gm)].map((f) => f[1]).sort();
+  };
+  for (const [iface, schema] of [["SubscriptionRequest", "SubscriptionRequest"], ["Subscription", "Subscription"],
+    ["MessageRequest", "MessageRequest"], ["Published", "Published"], ["Message", "Message"], ["SubscriptionDeleted", "SubscriptionDeleted"],
+    ["DeliveryRef", "DeliveryRef"]]) {
+    assert.deepEqual(fieldsOf(iface), schemaProperties(schema), `${iface} against components.schemas.${schema}`);
+  }
 });
 
 test("a refused call rejects with the problem's fields", async () => {

@@ -139,3 +139,72 @@ test("labels and a bulk cancel against the real API", { skip }, async () => {
   assert.deepEqual((await kairos.listJobs("ts-bulk", { state: "scheduled" })).jobs.map((j) => j.id), ["l3"]);
   assert.deepEqual((await kairos.listJobs("ts-bulk", { state: "cancelled" })).jobs.map((j) => j.id).sort(), ["l1", "l2"]);
 });
+
+test("fan-out: a subscription with a filter gets a message, signed with its own secret", { skip }, async () => {
+  const kairos = new Kairos({ baseUrl, token });
+  const rcv = await receiver();
+  try {
+    const url = rcv.url + "/hooks/billing";
+    await kairos.putTopic("ts-fanout", { callback_url: "http://127.0.0.1:9/topic-never" });
+    const sub = await kairos.putSubscription("ts-fanout", "billing", {
+      url, event_types: ["order.created"], filter: { "data.total": { $gte: 100 } }, signing: "subscription",
+    });
+    assert.deepEqual([sub.name, sub.signing, sub.paused, sub.breaker.state], ["billing", "subscription", false, "closed"]);
+    // another subscription the message does not match, by its filter
+    await kairos.putSubscription("ts-fanout", "small", { url: rcv.url + "/hooks/small", filter: { "data.total": { $lt: 100 } } });
+    const bad = await kairos.putSubscription("ts-fanout", "bad", { url, filter: { "data.total": { $gt: {} } } }).catch((e) => e);
+    assert.ok(bad instanceof KairosError, String(bad));
+    assert.equal(bad.status, 400);
+    assert.equal(bad.errors[0].field, "filter.data.total.$gt");
+
+    const payload = { data: { order_id: 8412, total: 120 } };
+    const pub = await kairos.publishMessage("ts-fanout", { id: "order-8412", event_type: "order.created", payload });
+    assert.deepEqual(pub.deliveries, [{ subscription: "billing", job_id: "order-8412.billing" }]);
+
+    const cb = await rcv.next(15000);
+    assert.equal(cb.url, "/hooks/billing");
+    assert.equal(cb.headers["kairos-subscription"], "billing");
+    assert.equal(cb.headers["kairos-message-id"], "order-8412");
+    assert.deepEqual(JSON.parse(cb.body.toString("utf8")), payload);
+    const keys = await kairos.getSubscriptionSigningKeys("ts-fanout", "billing");
+    const v = await verifyCallback(cb.headers, cb.body, { secrets: [keys.current, keys.next], url });
+    assert.equal(v.claims.sub, url);
+    // the tenant's secrets do not verify it: it is signed with the subscription's own
+    const tenantKeys = await kairos.getSigningKeys();
+    await assert.rejects(verifyCallback(cb.headers, cb.body, { secrets: [tenantKeys.current, tenantKeys.next] }));
+
+    let msg;
+    for (let i = 0; i < 100; i++) {
+      msg = await kairos.getMessage("ts-fanout", "order-8412");
+      if (msg.deliveries[0]?.state === "delivered") break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(msg.event_type, "order.created");
+    assert.deepEqual(msg.payload, payload);
+    assert.deepEqual(msg.deliveries.map((d) => [d.subscription, d.job_id, d.state, d.attempts]), [["billing", "order-8412.billing", "delivered", 1]]);
+    const listed = await kairos.listSubscriptions("ts-fanout");
+    assert.deepEqual(listed.map((s) => s.name), ["billing", "small"]);
+    let counts;
+    for (let i = 0; i < 100; i++) {
+      counts = (await kairos.getSubscription("ts-fanout", "billing")).counts;
+      if (counts.delivered === 1) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.deepEqual(counts, { pending: 0, delivered: 1, dead: 0 });
+
+    // pause, resume, rotate and delete
+    assert.equal((await kairos.pauseSubscription("ts-fanout", "billing")).paused, true);
+    assert.equal((await kairos.resumeSubscription("ts-fanout", "billing")).paused, false);
+    const rotated = await kairos.rotateSubscriptionSigningKeys("ts-fanout", "billing");
+    assert.equal(rotated.current, keys.next);
+    const noOwn = await kairos.getSubscriptionSigningKeys("ts-fanout", "small").catch((e) => e);
+    assert.equal(noOwn.status, 409);
+    const deleted = await kairos.deleteSubscription("ts-fanout", "small");
+    assert.equal(deleted.subscription, "small");
+    assert.equal((await kairos.getSubscription("ts-fanout", "small").catch((e) => e)).status, 404);
+    const none = await kairos.publishMessage("ts-fanout", { event_type: "order.refunded", payload: {} });
+    assert.deepEqual(none.deliveries, []);
+  } finally {
+    rcv.close();
+  }
+});

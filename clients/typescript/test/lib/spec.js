@@ -39,3 +39,27 @@ export function operations(text = readFileSync(specPath, "utf8")) {
   }
   return ops;
 }
+
+/**
+ * schemaProperties returns the property names of components.schemas[name]
+ * of openapi.yaml, sorted (the file's layout: "    Name:", then
+ * "      properties:" and "        field:").
+ */
+export function schemaProperties(name, text = readFileSync(specPath, "utf8")) {
+  const lines = text.split("\n");
+  const start = lines.findIndex((l) => l === `    ${name}:`);
+  if (start < 0) throw new Error(`openapi.yaml has no schema ${name}`);
+  const props = [];
+  let inProps = false;
+  for (const line of lines.slice(start + 1)) {
+    if (/^ {0,4}\S/.test(line)) break; // the next schema
+    if (/^      properties:\s*$/.test(line)) {
+      inProps = true;
+      continue;
+    }
+    if (/^      \S/.test(line)) inProps = false;
+    const m = /^        (\w+):\s*$/.exec(line);
+    if (inProps && m) props.push(m[1]);
+  }
+  return props.sort();
+}
