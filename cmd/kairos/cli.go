@@ -131,6 +131,9 @@ var apiGroups = map[string][]apiCommand{
 	"schedules": scheduleCommands,
 	"tenants":   tenantCommands,
 	"stats":     nil, // a command of its own, without subcommands
+	// fan-out
+	"subscriptions": subscriptionCommands,
+	"messages":      messageCommands,
 }
 
 const apiFlagsUsage = `

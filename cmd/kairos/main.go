@@ -1,7 +1,7 @@
 // Command kairos is the webhook scheduler: `kairos serve` runs the API, the
 // admin page, the scanner and the workers; `kairos token` mints API tokens;
-// `kairos topics|jobs|schedules|dead|keys|tenants|stats` call a running kairos through its
-// API, with the client package.
+// `kairos topics|jobs|schedules|subscriptions|messages|dead|keys|tenants|stats` call a
+// running kairos through its API, with the client package.
 package main
 
 import (
@@ -31,6 +31,8 @@ calling a running kairos (KAIROS_URL, KAIROS_TOKEN; each command's -h for its fl
   kairos jobs create|get|list|cancel|reschedule|retry|bulk
   kairos operations get ID                   a bulk operation's progress
   kairos schedules put|get|list|delete|pause|resume|trigger   recurring schedules
+  kairos subscriptions list|put|get|delete|pause|resume|keys|rotate-key   a topic's fan-out endpoints
+  kairos messages publish|get                publish to a topic's subscriptions; a message's deliveries
   kairos dead list|replay                    dead letters
   kairos keys list|rotate                    callback signing secrets
   kairos tenants quota|set-quota|reset-quota|revoke   tenants' quotas and token revocation (admin)
@@ -69,7 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 func runCommand(ctx context.Context, args []string, std stdio) error {
 	if len(args) == 0 {
 		fmt.Fprint(std.stderr, usage)
-		return usagef("", "name a command: serve, token, tick, migrate, topics, jobs, schedules, dead, keys, tenants, operations or stats")
+		return usagef("", "name a command: serve, token, tick, migrate, topics, jobs, schedules, subscriptions, messages, dead, keys, tenants, operations or stats")
 	}
 	switch args[0] {
 	case "serve":

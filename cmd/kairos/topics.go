@@ -75,14 +75,14 @@ var topicCommands = []apiCommand{
 					req.ResponseBytes = responseBytes
 				}
 				if *rate != "" {
-					n, d, err := countPer("--rate", *rate, "LIMIT/PERIOD, such as 50/1s")
+					n, d, err := countPer("kairos topics put", "--rate", *rate, "LIMIT/PERIOD, such as 50/1s")
 					if err != nil {
 						return err
 					}
 					req.Rate = &client.Rate{Limit: n, Period: client.Duration(d)}
 				}
 				if *breaker != "" {
-					n, d, err := countPer("--breaker", *breaker, "FAILURES/COOLDOWN, such as 5/10s")
+					n, d, err := countPer("kairos topics put", "--breaker", *breaker, "FAILURES/COOLDOWN, such as 5/10s")
 					if err != nil {
 						return err
 					}
@@ -114,13 +114,13 @@ var topicCommands = []apiCommand{
 	}},
 }
 
-// countPer reads a flag's "N/DURATION".
-func countPer(flag, v, want string) (int, time.Duration, error) {
+// countPer reads the "N/DURATION" of a flag of command cmd.
+func countPer(cmd, flag, v, want string) (int, time.Duration, error) {
 	count, per, ok := strings.Cut(v, "/")
 	n, err := strconv.Atoi(count)
 	d, derr := duration.Parse(per)
 	if !ok || err != nil || derr != nil {
-		return 0, 0, usagef("kairos topics put", "%s %q: want %s", flag, v, want)
+		return 0, 0, usagef(cmd, "%s %q: want %s", flag, v, want)
 	}
 	return n, d, nil
 }
