@@ -198,10 +198,10 @@ func (fc *flowClient) end(ctx context.Context, key kairos.JobKey, a kairos.Attem
 	}
 	if err := fc.st.Done(ctx, g.topic, g.job); err != nil {
 		fc.log.Warn("give back a flow-control permit; it lapses with its lease", "job", key, "err", err)
-	} else if g.topic.Parallelism > 0 {
+	} else if g.topic.TakesPermits() {
 		fc.wakeFull(flowKey(g.topic.Tenant, kairos.FlowOf(g.job, g.topic)))
 	}
-	if g.topic.BreakerFailures > 0 && !unstarted {
+	if g.topic.HasBreaker() && !unstarted {
 		b, err := fc.st.Outcome(ctx, g.topic, g.job, o == kairos.OutcomeDelivered)
 		switch {
 		case err != nil:

@@ -39,11 +39,11 @@ type Store interface {
 	// Release gives back started jobs that will not fire here: each keeps
 	// its due time (or the later Due set) and loses no attempt.
 	Release(ctx context.Context, cs []kairos.Claimed) error
-	// Pace gives each of jobs of flow (of topic t, Topic.Paceable), just
+	// Pace gives each of jobs of flow (of topic t, Topic.Paced), just
 	// popped, due at dues[i], its time from the flow's rate limit:
 	// kairos.GateGo with that time when it is at most hold past its due
 	// time, else kairos.GateWait with its turn. order[i] is jobs[i]'s
-	// place while its flow's jobs wait (kairos.HeldOrder).
+	// place while its flow's jobs wait (kairos.WaitOrder).
 	Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues, order []time.Time, hold time.Duration) ([]kairos.GateResult, error)
 	// Gate says, for each of jobs of flow (of topic t), due, whether it
 	// may start now (kairos.GateGo, kairos.GateProbe: taking a permit for

@@ -14,7 +14,7 @@ import (
 // order: every kairos process asks the same script, so the topic's
 // limits hold across them. lease bounds how long a permit is held when
 // its holder never calls Done. The limits let jobs go in held order
-// across processes: order[i] is jobs[i]'s held order (kairos.HeldOrder;
+// across processes: order[i] is jobs[i]'s held order (kairos.WaitOrder;
 // zero or absent: now), which the caller knows from when the job has been
 // due. A job held back (kairos.GateWait, kairos.GateFull) waits in its
 // flow's waiting set, and no job goes while a waiting one ahead of it is
@@ -32,7 +32,7 @@ func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 	interval := paceOf(t)
 	argv := make([]any, 0, 9+2*len(jobs))
 	brk := 0
-	if t.BreakerFailures > 0 {
+	if t.HasBreaker() {
 		brk = 1
 	}
 	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds(), brk, "", WaitLapse.Milliseconds(),
@@ -84,7 +84,7 @@ func (s *Store) flowgate(ctx context.Context, t kairos.Topic, flow string, argv 
 // paceOf is topic t's rate limit as ms between deliveries; 0 for none:
 // RatePeriod plus RateGuard over RateLimit.
 func paceOf(t kairos.Topic) float64 {
-	if t.RateLimit <= 0 {
+	if !t.Rated() {
 		return 0
 	}
 	return float64(t.RatePeriod+RateGuard) / float64(t.RateLimit) / float64(time.Millisecond)
@@ -99,7 +99,7 @@ func paceOf(t kairos.Topic) float64 {
 // rate (196 a second for 200), a minute's 0.03%.
 const RateGuard = 20 * time.Millisecond
 
-// Pace takes, for jobs of flow (of topic t, Topic.Paceable) just claimed,
+// Pace takes, for jobs of flow (of topic t, Topic.Paced) just claimed,
 // each the first free time of the flow's rate limit at or after its due
 // time (dues[i]), in one call, wherever their due times fall and whichever
 // process or shard asks first: kairos.GateGo with that time (At), when it
@@ -111,7 +111,7 @@ const RateGuard = 20 * time.Millisecond
 // and is paced again as it is claimed.
 func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues, order []time.Time, hold time.Duration) ([]kairos.GateResult, error) {
 	out := make([]kairos.GateResult, len(jobs))
-	if !t.Paceable() || len(jobs) == 0 {
+	if !t.Paced() || len(jobs) == 0 {
 		for i := range out {
 			out[i].At = dues[i]
 		}
@@ -140,7 +140,7 @@ func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 // Done gives back the permit job's attempt took from its flow
 // (nothing when the topic has no parallelism limit).
 func (s *Store) Done(ctx context.Context, t kairos.Topic, j kairos.Job) error {
-	if t.Parallelism <= 0 {
+	if !t.TakesPermits() {
 		return nil
 	}
 	if err := s.c.ZRem(ctx, s.k.flow(t.Tenant, kairos.FlowOf(j, t))+keyFlowPermits, attemptMember(j)).Err(); err != nil {
@@ -153,7 +153,7 @@ func (s *Store) Done(ctx context.Context, t kairos.Topic, j kairos.Job) error {
 // breaker (nothing when the topic has none) and returns the breaker's
 // state, Changed when this answer opened or closed it.
 func (s *Store) Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error) {
-	if t.BreakerFailures <= 0 {
+	if !t.HasBreaker() {
 		return kairos.Breaker{State: "closed"}, nil
 	}
 	ok := 0

@@ -272,7 +272,7 @@ func TestRateTimesInHeldOrderAcrossProcesses(t *testing.T) {
 			run := simRate(t, s, clk, tp, jobs, ahead)
 			want := slices.Clone(jobs)
 			slices.SortStableFunc(want, func(a, b kairos.Job) int {
-				return kairos.HeldOrder(a, a.RunAt).Compare(kairos.HeldOrder(b, b.RunAt))
+				return kairos.WaitOrder(a, a.RunAt).Compare(kairos.WaitOrder(b, b.RunAt))
 			})
 			// free when asked: the first job (Gate), or (Pace) each whose
 			// time was within the hold of its due time when claimed

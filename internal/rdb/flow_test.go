@@ -28,7 +28,7 @@ func heldOrders(jobs []kairos.Job) []time.Time {
 	order := make([]time.Time, len(jobs))
 	for i, j := range jobs {
 		if !j.RunAt.IsZero() {
-			order[i] = kairos.HeldOrder(j, j.RunAt)
+			order[i] = kairos.WaitOrder(j, j.RunAt)
 		}
 	}
 	return order
