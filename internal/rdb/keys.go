@@ -142,7 +142,7 @@ func (k keys) held(shard int, h string) string { return k.tag(shard) + keyHeld +
 
 // flow is the key tag of a tenant's flow-control quota (kairos.Topic.Flow):
 // its calendar, permits, breaker and waiting jobs share one hash slot
-// (flowgate.lua).
+// (flowpace.lua, flowgate.lua; Store.flowKeys).
 func (k keys) flow(tenant, flow string) string { return k.prefix + ":{f:" + tenant + "/" + flow + "}:" }
 
 // gone is a shard's set of the handles of deleted topics (layout.go,

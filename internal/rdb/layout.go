@@ -50,12 +50,12 @@ import (
 //	P:{s}:sr            SET    schedules whose queue of instants runs low: "<h>/<id>"
 //	P:{s}:hold          SET    handles of paused topics: the shard's claims hold their jobs
 //	P:{s}:held:<h>      LIST   a paused topic's held wheel entries, "<h>/<id>,<time>", oldest first
-//	P:{f:<tenant>/<flow>}:pace  STRING the rate's pace: every time from it on is free (ms; flowgate.lua)
+//	P:{f:<tenant>/<flow>}:pace  STRING the rate's pace: every time from it on is free (ms; lua/flow.lua)
 //	P:{f:<tenant>/<flow>}:taken ZSET  the times handed out, from an interval ago on ("%.3f" -> that time)
 //	P:{f:<tenant>/<flow>}:perm  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> when its permit lapses
 //	P:{f:<tenant>/<flow>}:brk   HASH  the flow's circuit breaker: st, f, c, u, p, pd (brkState...; lua/breaker.lua)
-//	P:{f:<tenant>/<flow>}:wq    ZSET  jobs the flow's limits hold back: "<tenant>/<topic>/<id>#<attempt>" -> held order (ms from 2026-01-01; ties a fraction of a ms apart)
-//	P:{f:<tenant>/<flow>}:wql   ZSET  the same jobs -> when they stop counting: expected back + WaitLapse (ms; Store.Gate)
+//	P:{f:<tenant>/<flow>}:wq    ZSET  jobs the flow's limits keep waiting: "<tenant>/<topic>/<id>#<attempt>" -> wait order (ms from 2026-01-01; ties a fraction of a ms apart)
+//	P:{f:<tenant>/<flow>}:wql   ZSET  the same jobs -> when they stop counting: expected back + WaitLapse (ms; Store.Gate, Store.Pace)
 //	P:{s}:u:<h>:<key>   STRING a dedup key of a topic's creates: "<first id>,<until (ms, base 36)>", PX the
 //	                           window; the job it names is in the same shard (Store.DedupID; see "Dedup keys")
 //	P:{s}:gone          SET    handles of deleted topics: no job or schedule is written under them (see "Deleting a topic")
