@@ -132,13 +132,16 @@ func (k keys) scheduleIndex(shard int, h string) string { return k.tag(shard) + 
 // refills is a shard's set of schedules whose queue of instants runs low.
 func (k keys) refills(shard int) string { return k.tag(shard) + keyRefills }
 
-// hold is a shard's set of paused topics' handles: its claims hold their
+// parkSet is a shard's set of paused topics' handles: its claims park their
 // jobs instead of starting attempts.
-func (k keys) hold(shard int) string { return k.tag(shard) + keyHold }
+func (k keys) parkSet(shard int) string { return k.tag(shard) + keyParkSet }
 
-// held is a paused topic's held wheel entries in one shard, in the order
-// the claims met them: "<h>/<id>,<time>" (lua/unhold.lua).
-func (k keys) held(shard int, h string) string { return k.tag(shard) + keyHeld + h }
+// parked is a paused topic's parked wheel entries in one shard, in the
+// order the claims met them: "<h>/<id>,<time>" (lua/unpark.lua).
+//
+// The two keys' suffixes on disk keep their old names, "hold" and "held:"
+// (keyParkSet, keyParked): renaming them would change the data layout.
+func (k keys) parked(shard int, h string) string { return k.tag(shard) + keyParked + h }
 
 // flow is the key tag of a tenant's flow-control quota (kairos.Topic.Flow):
 // its calendar, permits, breaker and waiting jobs share one hash slot

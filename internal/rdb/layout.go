@@ -26,7 +26,7 @@ import (
 //
 //	P:meta              HASH   layout (LayoutVersion), shards, webhook_id_salt, topic_seq
 //	P:topics            HASH   "tenant/topic" -> the topic's settings (JSON)
-//	P:paused            SET    paused topics, "tenant/topic" (their shards' hold sets say so to the claims)
+//	P:paused            SET    paused topics, "tenant/topic" (their shards' park sets say so to the claims)
 //	P:handles           HASH   "n:tenant/topic" -> h, and "h:<h>" -> "tenant/topic"
 //	P:{s}:jobs          HASH   the shard's job pool: "<h>/<id>" -> the job's record
 //	P:{s}:due           ZSET   the shard's timing wheel: slot -> when it is processed
@@ -48,8 +48,8 @@ import (
 //	P:{s}:sb            HASH   the shard's schedule bodies: "<h>/<id>" -> the schedule's meta, settings and payload
 //	P:{s}:si:<h>        ZSET   a topic's schedule ids in the shard, all scored 0 (listed by id)
 //	P:{s}:sr            SET    schedules whose queue of instants runs low: "<h>/<id>"
-//	P:{s}:hold          SET    handles of paused topics: the shard's claims hold their jobs
-//	P:{s}:held:<h>      LIST   a paused topic's held wheel entries, "<h>/<id>,<time>", oldest first
+//	P:{s}:hold          SET    the park set: handles of paused topics, whose jobs the shard's claims park
+//	P:{s}:held:<h>      LIST   a paused topic's parked wheel entries, "<h>/<id>,<time>", oldest first
 //	P:{f:<tenant>/<flow>}:pace  STRING the rate's pace: every time from it on is free (ms; lua/flow.lua)
 //	P:{f:<tenant>/<flow>}:taken ZSET  the times handed out, from an interval ago on ("%.3f" -> that time)
 //	P:{f:<tenant>/<flow>}:perm  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> when its permit lapses
@@ -285,8 +285,8 @@ const (
 	keyScheduleBodies = "sb"    // P:{s}:sb
 	keyScheduleIndex  = "si:"   // P:{s}:si:<h>
 	keyRefills        = "sr"    // P:{s}:sr
-	keyHold           = "hold"  // P:{s}:hold
-	keyHeld           = "held:" // P:{s}:held:<h>
+	keyParkSet        = "hold"  // P:{s}:hold (the park set; the suffix keeps its old name)
+	keyParked         = "held:" // P:{s}:held:<h> (a parked list; the suffix keeps its old name)
 	keyGone           = "gone"  // P:{s}:gone
 	keyTopicTenants   = "ht"    // P:{s}:ht
 	keyTenantPending  = "tp"    // P:{s}:tp
@@ -312,7 +312,7 @@ var luaKeys = []luaName{
 	{"deadAll", keyDeadAll},
 	{"schedules", keySchedules},
 	{"scheduleBodies", keyScheduleBodies},
-	{"held", keyHeld},
+	{"parked", keyParked},
 	{"topicTenants", keyTopicTenants},
 	{"tenantPending", keyTenantPending},
 	{"label", keyLabel},

@@ -56,8 +56,8 @@ var (
 	schedrefillSrc string
 	//go:embed lua/schedmark.lua
 	schedmarkSrc string
-	//go:embed lua/unhold.lua
-	unholdSrc string
+	//go:embed lua/unpark.lua
+	unparkSrc string
 	//go:embed lua/flowpace.lua
 	flowpaceSrc string
 	//go:embed lua/flowgate.lua
@@ -84,7 +84,7 @@ var (
 	scheddelScript    = newScript("scheddel", scheddelSrc, allowOOM)
 	schedrefillScript = newScript("schedrefill", schedrefillSrc)
 	schedmarkScript   = newScript("schedmark", schedmarkSrc)
-	unholdScript      = newScript("unhold", unholdSrc)
+	unparkScript      = newScript("unpark", unparkSrc)
 	flowpaceScript    = newScript("flowpace", flowpaceSrc, allowOOM)
 	flowgateScript    = newScript("flowgate", flowgateSrc, allowOOM)
 	breakerScript     = newScript("breaker", breakerSrc, allowOOM)
@@ -168,7 +168,7 @@ func newScript(name, body string, oom ...bool) *script {
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
-	schedsetScript, scheddelScript, schedrefillScript, schedmarkScript, unholdScript, flowpaceScript, flowgateScript, breakerScript, outcomeScript, startScript, lockScript,
+	schedsetScript, scheddelScript, schedrefillScript, schedmarkScript, unparkScript, flowpaceScript, flowgateScript, breakerScript, outcomeScript, startScript, lockScript,
 	topicretireScript, topicdelScript, quotaScript, tenantpendingScript, revokeScript,
 	schedfillScript, labelunindexScript, opnewScript, opadoptScript, opstepScript}
 
