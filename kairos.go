@@ -142,7 +142,7 @@ type Breaker struct {
 	State string
 	Until time.Time
 	// Changed is set in what recording an answer returns (the store's
-	// Outcome) when that answer moved the breaker: opened it, opened it
+	// BreakerAnswer) when that answer moved the breaker: opened it, opened it
 	// again after a failed probe, or closed it from open or half-open.
 	Changed bool
 }

@@ -13,7 +13,7 @@ import (
 // flow) which of jobs of topic t, claimed and due, may start now, in
 // order (flowgate.lua): every kairos process asks the same script, so the
 // topic's limits hold across them. lease bounds how long a permit is held
-// when its holder never calls Done. The limits let jobs go in wait order
+// when its holder never calls ReturnPermit. The limits let jobs go in wait order
 // across processes: order[i] is jobs[i]'s wait order (kairos.WaitOrder;
 // zero or absent: now), which the caller knows from when the job has been
 // due. A job kept waiting (kairos.GateWait, kairos.GateFull) waits in its
@@ -177,9 +177,9 @@ func (a paceArgs) argv(n int) []any {
 	return append(make([]any, 0, 4+n), a.Now, strconv.FormatFloat(a.Interval, 'f', 3, 64), a.Hold.Milliseconds(), a.WaitLapse.Milliseconds())
 }
 
-// Done gives back the permit job's attempt took from its flow
-// (nothing when the topic has no parallelism limit).
-func (s *Store) Done(ctx context.Context, t kairos.Topic, j kairos.Job) error {
+// ReturnPermit gives back the permit job's attempt took from its flow
+// (nothing when the topic takes no permits).
+func (s *Store) ReturnPermit(ctx context.Context, t kairos.Topic, j kairos.Job) error {
 	if !t.TakesPermits() {
 		return nil
 	}
@@ -189,10 +189,11 @@ func (s *Store) Done(ctx context.Context, t kairos.Topic, j kairos.Job) error {
 	return nil
 }
 
-// Outcome records the answer to job's attempt in its flow's circuit
-// breaker (nothing when the topic has none) and returns the breaker's
-// state, Changed when this answer opened or closed it.
-func (s *Store) Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error) {
+// BreakerAnswer tells job's flow's circuit breaker the answer to job's
+// attempt (the breaker answer; nothing when the topic has no breaker) and
+// returns the breaker's state, Changed when this answer opened or closed
+// it.
+func (s *Store) BreakerAnswer(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error) {
 	if !t.HasBreaker() {
 		return kairos.Breaker{State: "closed"}, nil
 	}

@@ -45,7 +45,7 @@ func BenchmarkGatePermitCost(b *testing.B) {
 					b.Fatalf("%s: gate %d", kind, rs[0].Gate)
 				}
 				if kind == "free" {
-					if err := s.Done(ctx, tp, j); err != nil {
+					if err := s.ReturnPermit(ctx, tp, j); err != nil {
 						b.Fatal(err)
 					}
 				}

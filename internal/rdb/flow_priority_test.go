@@ -39,7 +39,7 @@ func TestGatePermitsInHeldOrderAcrossProcesses(t *testing.T) {
 			t.Fatalf("%s while the permit is taken: %+v", j.ID, rs)
 		}
 	}
-	if err := s.Done(ctx, tp, first); err != nil {
+	if err := s.ReturnPermit(ctx, tp, first); err != nil {
 		t.Fatal(err)
 	}
 	// A asks first: b9 (waiting, in B) is ahead of a0, so the permit waits for it
@@ -52,7 +52,7 @@ func TestGatePermitsInHeldOrderAcrossProcesses(t *testing.T) {
 	if rs := gates(t, s, tp, []kairos.Job{b0}); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("b0 while b9 holds the permit: %+v", rs)
 	}
-	if err := s.Done(ctx, tp, b9); err != nil {
+	if err := s.ReturnPermit(ctx, tp, b9); err != nil {
 		t.Fatal(err)
 	}
 	// equal priority: b0, due after a0, waits for it
@@ -62,13 +62,13 @@ func TestGatePermitsInHeldOrderAcrossProcesses(t *testing.T) {
 	if rs := gates(t, s, tp, []kairos.Job{a0}); rs[0].Gate != kairos.GateGo {
 		t.Fatalf("a0: %+v, want kairos.GateGo", rs)
 	}
-	if err := s.Done(ctx, tp, a0); err != nil {
+	if err := s.ReturnPermit(ctx, tp, a0); err != nil {
 		t.Fatal(err)
 	}
 	if rs := gates(t, s, tp, []kairos.Job{b0}); rs[0].Gate != kairos.GateGo {
 		t.Fatalf("b0 last: %+v, want kairos.GateGo", rs)
 	}
-	if err := s.Done(ctx, tp, b0); err != nil {
+	if err := s.ReturnPermit(ctx, tp, b0); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{keyFlowWait, keyFlowWaitLapse} {
@@ -95,7 +95,7 @@ func TestGateWaiterLapses(t *testing.T) {
 	if rs := gates(t, s, tp, []kairos.Job{dead}); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("dead: %+v", rs)
 	}
-	if err := s.Done(ctx, tp, x); err != nil {
+	if err := s.ReturnPermit(ctx, tp, x); err != nil {
 		t.Fatal(err)
 	}
 	if rs := gates(t, s, tp, []kairos.Job{live}); rs[0].Gate != kairos.GateFull {
@@ -123,7 +123,7 @@ func TestGateSaysWhenAPermitIsKept(t *testing.T) {
 	x, ahead, behind := prioJob(tp, "x", due, 0), prioJob(tp, "ahead", due, 9), prioJob(tp, "behind", due, 0)
 	gates(t, s, tp, []kairos.Job{x})
 	gates(t, s, tp, []kairos.Job{ahead}) // refused: every permit taken
-	if err := s.Done(ctx, tp, x); err != nil {
+	if err := s.ReturnPermit(ctx, tp, x); err != nil {
 		t.Fatal(err)
 	}
 	if rs := gates(t, s, tp, []kairos.Job{behind}); rs[0].Gate != kairos.GateFull {
@@ -319,7 +319,7 @@ func TestBreakerProbeIsFirstInHeldOrder(t *testing.T) {
 	due := clk.Now()
 	failed := prioJob(tp, "failed", due, 0)
 	gates(t, s, tp, []kairos.Job{failed})
-	if b, err := s.Outcome(ctx, tp, failed, false); err != nil || b.State != "open" {
+	if b, err := s.BreakerAnswer(ctx, tp, failed, false); err != nil || b.State != "open" {
 		t.Fatalf("%+v %v", b, err)
 	}
 	low := prioJob(tp, "low", due, 0)                    // held by process A
@@ -337,7 +337,7 @@ func TestBreakerProbeIsFirstInHeldOrder(t *testing.T) {
 	if rs := gates(t, s, tp, []kairos.Job{high}); rs[0].Gate != kairos.GateProbe {
 		t.Fatalf("high: %+v, want the probe", rs)
 	}
-	if b, err := s.Outcome(ctx, tp, high, true); err != nil || b.State != "closed" {
+	if b, err := s.BreakerAnswer(ctx, tp, high, true); err != nil || b.State != "closed" {
 		t.Fatalf("%+v %v", b, err)
 	}
 	clk.Add(time.Second)
@@ -346,7 +346,7 @@ func TestBreakerProbeIsFirstInHeldOrder(t *testing.T) {
 	}
 	// a job ahead that never comes back holds the probe back only until
 	// it lapses
-	if b, err := s.Outcome(ctx, tp, low, false); err != nil || b.State != "open" {
+	if b, err := s.BreakerAnswer(ctx, tp, low, false); err != nil || b.State != "open" {
 		t.Fatalf("%+v %v", b, err)
 	}
 	gone := prioJob(tp, "gone", clk.Now(), 9)
@@ -479,7 +479,7 @@ func TestGateEqualOrderDoesNotHoldAPermitBack(t *testing.T) {
 	if rs := gates(t, s, tp, []kairos.Job{a}); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("a: %+v", rs)
 	}
-	if err := s.Done(ctx, tp, x); err != nil {
+	if err := s.ReturnPermit(ctx, tp, x); err != nil {
 		t.Fatal(err)
 	}
 	if rs := gates(t, s, tp, []kairos.Job{b}); rs[0].Gate != kairos.GateGo {

@@ -100,7 +100,7 @@ func TestGateParallelismPermits(t *testing.T) {
 	if rs = gates(t, s, tp, js[2:]); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("still full: %+v", rs)
 	}
-	if err := s.Done(ctx, tp, js[0]); err != nil {
+	if err := s.ReturnPermit(ctx, tp, js[0]); err != nil {
 		t.Fatal(err)
 	}
 	if rs = gates(t, s, tp, js[2:]); rs[0].Gate != kairos.GateGo {
@@ -124,7 +124,7 @@ func TestGateRateAndParallelism(t *testing.T) {
 	if rs[0].Gate != kairos.GateGo || rs[1].Gate != kairos.GateFull || rs[2].Gate != kairos.GateFull {
 		t.Fatalf("%+v", rs)
 	}
-	if err := s.Done(context.Background(), tp, flowJobs("both", 0, 1, 1)[0]); err != nil {
+	if err := s.ReturnPermit(context.Background(), tp, flowJobs("both", 0, 1, 1)[0]); err != nil {
 		t.Fatal(err)
 	}
 	if rs = gates(t, s, tp, flowJobs("both", 1, 1, 1)); rs[0].Gate != kairos.GateWait || !rs[0].At.Equal(t0.Add(100*time.Millisecond)) {
@@ -187,7 +187,7 @@ func TestGateBreaker(t *testing.T) {
 	tp := kairos.Topic{Tenant: "acme", Name: "partner", BreakerFailures: 3, BreakerCooldown: 10 * time.Second}
 	outcome := func(j kairos.Job, ok bool) kairos.Breaker {
 		t.Helper()
-		b, err := s.Outcome(ctx, tp, j, ok)
+		b, err := s.BreakerAnswer(ctx, tp, j, ok)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,7 +29,7 @@
 -- every second, or when the probe's lease lapses); breaker.lua closes or
 -- opens it again with the answer.
 -- Parallelism: a job goes only with a permit, taken here and given back by
--- Store.Done (or lapsed with its lease); a job without one waits,
+-- Store.ReturnPermit (or lapsed with its lease); a job without one waits,
 -- held by its process, which asks again about it. A free permit goes to a
 -- job only when no waiting job of a better wait order (not an equal one)
 -- expected by now is ahead of it; the one behind is refused, so the
