@@ -18,11 +18,11 @@ func prioJob(tp kairos.Topic, id string, due time.Time, p int) kairos.Job {
 	return kairos.Job{JobKey: kairos.JobKey{Tenant: tp.Tenant, Topic: tp.Name, ID: id}, Attempts: 1, RunAt: due, Priority: p}
 }
 
-// Under a parallelism limit the permits go in held order across
+// Under a parallelism limit the permits go in wait order across
 // processes: a job refused a permit waits for it, and a permit freed goes
 // to no job behind it, whichever process asks first; the waiting job's
 // process gets it when it asks again. Equal priority goes in due order.
-func TestGatePermitsInHeldOrderAcrossProcesses(t *testing.T) {
+func TestGatePermitsInWaitOrderAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 	s, clk := newStore(t, Options{})
 	tp := kairos.Topic{Tenant: "acme", Name: "lambda", Parallelism: 1}
@@ -196,7 +196,7 @@ func simRate(t *testing.T, s *Store, clk *testclock.Clock, tp kairos.Topic, jobs
 			if len(mine) == 0 {
 				continue
 			}
-			order := heldOrders(mine)
+			order := waitOrders(mine)
 			idx := make([]int, len(mine))
 			for i := range idx {
 				idx[i] = i
@@ -248,8 +248,8 @@ func simRate(t *testing.T, s *Store, clk *testclock.Clock, tp kairos.Topic, jobs
 	return sorted
 }
 
-// Under a rate limit the times go in held order across processes: jobs
-// due together, held back by the rate and split over two processes that
+// Under a rate limit the times go in wait order across processes: jobs
+// due together, kept waiting by the rate and split over two processes that
 // each ask about their own, start in priority order (equal priority in
 // due order), whichever process asks first, asked now (Gate) or ahead as
 // they are claimed (Pace); the first may be any job (it found the time
@@ -257,7 +257,7 @@ func simRate(t *testing.T, s *Store, clk *testclock.Clock, tp kairos.Topic, jobs
 // starts closer than its interval, and no time left idle (the last starts
 // within two intervals of the twentieth time), at about one extra ask a
 // job.
-func TestRateTimesInHeldOrderAcrossProcesses(t *testing.T) {
+func TestRateTimesInWaitOrderAcrossProcesses(t *testing.T) {
 	for _, ahead := range []bool{false, true} {
 		t.Run(map[bool]string{false: "gate", true: "pace"}[ahead], func(t *testing.T) {
 			s, clk := newStore(t, Options{})
@@ -310,9 +310,9 @@ func TestRateTimesInHeldOrderAcrossProcesses(t *testing.T) {
 	}
 }
 
-// Under a circuit breaker the probe is the job first in held order among
+// Under a circuit breaker the probe is the job first in wait order among
 // those waiting for the cool-down to end, whichever process asks first.
-func TestBreakerProbeIsFirstInHeldOrder(t *testing.T) {
+func TestBreakerProbeIsFirstInWaitOrder(t *testing.T) {
 	ctx := context.Background()
 	s, clk := newStore(t, Options{})
 	tp := kairos.Topic{Tenant: "acme", Name: "partner", BreakerFailures: 1, BreakerCooldown: 10 * time.Second}
@@ -398,7 +398,7 @@ func TestRatePriorityAheadOfALongQueue(t *testing.T) {
 	}
 }
 
-// A backlog held back by the rate costs each job one wait and one ask
+// A backlog kept waiting by the rate costs each job one wait and one ask
 // more, and keeps the rate, when the jobs come back to four shards claimed
 // in turn a millisecond apart, up to 150 ms ahead of their times, and some
 // claims are handled late (noise): 2,000 jobs due at once at 200 a second.
@@ -466,7 +466,7 @@ func TestRateBacklogComesBackOnce(t *testing.T) {
 	}
 }
 
-// Jobs of equal held order waiting for a permit do not hold a free one
+// Jobs of equal wait order waiting for a permit do not hold a free one
 // back from another of that order: which of them goes is their
 // processes' affair (each asks about the jobs it holds in its own order).
 func TestGateEqualOrderDoesNotHoldAPermitBack(t *testing.T) {

@@ -23,8 +23,8 @@ func flowJobs(topic string, from, n, attempt int) []kairos.Job {
 // are 100 ms apart.
 const second = time.Second - RateGuard
 
-// heldOrders are jobs' held orders, each job due at its RunAt (zero: now).
-func heldOrders(jobs []kairos.Job) []time.Time {
+// waitOrders are jobs' wait orders, each job due at its RunAt (zero: now).
+func waitOrders(jobs []kairos.Job) []time.Time {
 	order := make([]time.Time, len(jobs))
 	for i, j := range jobs {
 		if !j.RunAt.IsZero() {
@@ -36,7 +36,7 @@ func heldOrders(jobs []kairos.Job) []time.Time {
 
 func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []kairos.GateResult {
 	t.Helper()
-	rs, err := s.Gate(context.Background(), tp, tp.Flow(), jobs, heldOrders(jobs), 10*time.Second)
+	rs, err := s.Gate(context.Background(), tp, tp.Flow(), jobs, waitOrders(jobs), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []kairos.
 }
 
 // A rate limit paces a flow's deliveries evenly: a job whose time has not
-// come is told its turn and keeps its place in held order when it comes
+// come is told its turn and keeps its place in wait order when it comes
 // back (early: it waits again); two topics with one flow key share the
 // pace.
 func TestGateRatePacesAndReserves(t *testing.T) {
@@ -132,7 +132,7 @@ func TestGateRateAndParallelism(t *testing.T) {
 	}
 }
 
-// A held-back job goes when it comes back to the first free time, late or
+// A waiting job goes when it comes back to the first free time, late or
 // not: a late one leaves its turn unused, and the next is pushed back to
 // keep the pace, so deliveries never bunch above it.
 func TestGateLateReturnNeverBunches(t *testing.T) {

@@ -177,7 +177,8 @@ import (
 // (code e), kept for the retention period like a delivered job (an entry at
 // its record's expiry) and counted as <from>>expired. Replay lifts the
 // expiry (replay.lua drops ex). Priority orders the jobs a flow limit
-// holds back in a worker (callback's flow client): no script reads it.
+// keeps waiting: the worker's flow client gives flow control each job's
+// wait order (kairos.WaitOrder); no script reads pr.
 //
 // # Cancelled jobs
 //
