@@ -17,7 +17,7 @@ type Claimed struct {
 	// when unknown (convert Due to this machine's clock instead).
 	FireAt time.Time
 	// Paced says that its flow's rate limit gave it Due as it was popped
-	// (Topic.Paceable): it starts then without asking the gate.
+	// (Topic.Paced): it starts then without asking the gate.
 	Paced bool
 	// Ticket is the store's own note of where the job was popped from and
 	// of its claim, which the store reads back to start or release it.

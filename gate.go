@@ -28,6 +28,6 @@ type GateResult struct {
 }
 
 // PacedLate is how long after the time the rate limit gave it a job may
-// still start on that time (flowgate.lua's RATE_LATE). A job later than
+// still start on that time (RATE_LATE in the scripts' prelude; lua/flow.lua). A job later than
 // that asks the gate for a new time: its old one passed unused.
 const PacedLate = 10 * time.Millisecond

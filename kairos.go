@@ -79,7 +79,8 @@ type Topic struct {
 	// (one every RatePeriod/RateLimit), and at most Parallelism callbacks
 	// in flight at once; 0 is no limit. Topics with the same FlowKey share
 	// one quota (each gated by its own limits: give them the same); ""
-	// is the topic's own.
+	// is the topic's own. Which limits apply, and where each is asked, is
+	// flow control's rule (flow.go: Limited, Paced, Gated, ...).
 	RateLimit   int
 	RatePeriod  time.Duration
 	Parallelism int
@@ -140,40 +141,6 @@ func (t Topic) OwnSecret() string {
 	return ""
 }
 
-// Flow is the identity of the topic's flow-control quota within its
-// tenant: its FlowKey, or the topic's own.
-func (t Topic) Flow() string {
-	if t.Subscription != "" { // a delivery's: its subscription's own
-		return "sub:" + t.Name + "/" + t.Subscription
-	}
-	if t.FlowKey != "" {
-		return "key:" + t.FlowKey
-	}
-	return "topic:" + t.Name
-}
-
-// FlowOf is the identity of the flow-control quota of job j of topic t:
-// its own flow key, or its topic's flow.
-func FlowOf(j Job, t Topic) string {
-	if j.FlowKey != "" {
-		return "key:" + j.FlowKey
-	}
-	return t.Flow()
-}
-
-// Limited reports whether the topic has a rate or parallelism limit or a
-// circuit breaker.
-func (t Topic) Limited() bool { return t.RateLimit > 0 || t.Parallelism > 0 || t.BreakerFailures > 0 }
-
-// Paceable reports whether t's jobs are paced as they are popped: each
-// given its time from the rate limit then, in one call a flow for a whole
-// pop, rather than asking the gate as it comes due. That is a topic with
-// a rate limit and neither a parallelism limit nor a circuit breaker,
-// which are asked as a job starts.
-func (t Topic) Paceable() bool {
-	return t.RateLimit > 0 && t.Parallelism <= 0 && t.BreakerFailures <= 0
-}
-
 // MaxBreakerCooldown bounds a circuit breaker's cool-down as failed probes
 // double it.
 const MaxBreakerCooldown = 10 * time.Minute
@@ -184,7 +151,7 @@ type Breaker struct {
 	State string
 	Until time.Time
 	// Changed is set in what recording an answer returns (the store's
-	// Outcome) when that answer moved the breaker: opened it, opened it
+	// BreakerAnswer) when that answer moved the breaker: opened it, opened it
 	// again after a failed probe, or closed it from open or half-open.
 	Changed bool
 }
@@ -269,7 +236,7 @@ type Job struct {
 	// job not delivered by then ends StateExpired. Zero: it never expires.
 	ExpiresAt time.Time
 	// Priority (0 to MaxPriority) orders the flow's jobs that a flow limit
-	// holds back together (PriorityStep).
+	// keeps waiting together (WaitOrder, PriorityStep).
 	Priority int
 	// Labels are the job's own key-value tags (at most MaxLabels), for
 	// listings and bulk operations to select it by; a schedule's
@@ -281,18 +248,12 @@ type Job struct {
 const MaxPriority = 9
 
 // PriorityStep is what one step of priority is worth against due time
-// while a flow limit holds jobs back: a job of priority p waits as if it
+// while a flow limit keeps jobs waiting (WaitOrder): a job of priority p waits as if it
 // were due p steps earlier. A higher priority goes first among jobs due
 // within a few steps of one another, and no job is overtaken by one due
 // more than MaxPriority steps after it, however many of higher priority
 // arrive.
 const PriorityStep = time.Minute
-
-// HeldOrder is the time job j queues at while a flow limit holds it back,
-// due at due: its due time less Priority steps.
-func HeldOrder(j Job, due time.Time) time.Time {
-	return due.Add(-time.Duration(j.Priority) * PriorityStep)
-}
 
 // Expired reports whether no attempt at j may start at now: it has an
 // expiry and now is past it.

@@ -90,7 +90,7 @@ func (s *Server) withBreaker(r *http.Request, t kairos.Topic, v topicResponse) (
 // breakerNow reads the state of topic t's circuit breaker; nil when it has
 // none.
 func (s *Server) breakerNow(ctx context.Context, t kairos.Topic) (*breakerStats, error) {
-	if t.BreakerFailures <= 0 {
+	if !t.HasBreaker() {
 		return nil, nil
 	}
 	b, err := s.store.BreakerState(ctx, t)
@@ -107,11 +107,11 @@ func (s *Server) breakerNow(ctx context.Context, t kairos.Topic) (*breakerStats,
 func topicView(t kairos.Topic) topicResponse {
 	d := t.WithDefaults()
 	var rate *rateResponse
-	if t.RateLimit > 0 {
+	if t.Rated() {
 		rate = &rateResponse{Limit: t.RateLimit, Period: t.RatePeriod.String()}
 	}
 	brk := breakerResponse{State: "closed"} // a topic with no breaker never opens
-	if t.BreakerFailures > 0 {
+	if t.HasBreaker() {
 		brk.Failures, brk.Cooldown = t.BreakerFailures, t.BreakerCooldown.String()
 	}
 	signing := kairos.SigningTenant

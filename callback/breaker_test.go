@@ -12,7 +12,7 @@ import (
 )
 
 // TestWorkerReportsBreakerMoves: the answers that move a topic's circuit
-// breaker (the store's Outcome says Changed) reach OnBreaker, once each
+// breaker (the store's BreakerAnswer says Changed) reach OnBreaker, once each
 // and with the state moved to; the others do not.
 func TestWorkerReportsBreakerMoves(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -25,7 +25,7 @@ type fakeStore struct {
 	pace func(jobs []kairos.Job, dues []time.Time) []kairos.GateResult
 	// gate, if set, answers Gate (flow control); nil lets every job go.
 	gate func(jobs []kairos.Job) ([]kairos.GateResult, error)
-	// breaker, if set, answers Outcome (the circuit breaker); nil: closed.
+	// breaker, if set, answers BreakerAnswer (the circuit breaker); nil: closed.
 	breaker func(delivered bool) kairos.Breaker
 
 	mu       sync.Mutex
@@ -34,8 +34,8 @@ type fakeStore struct {
 	released []kairos.Claimed
 	paces    int             // Pace calls
 	gates    int             // Gate calls
-	permits  []kairos.JobKey // Done calls: permits given back
-	answers  []bool          // Outcome calls: answers told the breaker (delivered)
+	permits  []kairos.JobKey // ReturnPermit calls: permits given back
+	answers  []bool          // BreakerAnswer calls: answers told the breaker (delivered)
 }
 
 func newFakeStore(t kairos.Topic) *fakeStore {
@@ -140,14 +140,14 @@ func (f *fakeStore) Gate(_ context.Context, _ kairos.Topic, _ string, jobs []kai
 	return make([]kairos.GateResult, len(jobs)), nil
 }
 
-func (f *fakeStore) Done(_ context.Context, _ kairos.Topic, j kairos.Job) error {
+func (f *fakeStore) ReturnPermit(_ context.Context, _ kairos.Topic, j kairos.Job) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.permits = append(f.permits, j.JobKey)
 	return nil
 }
 
-func (f *fakeStore) Outcome(_ context.Context, _ kairos.Topic, _ kairos.Job, delivered bool) (kairos.Breaker, error) {
+func (f *fakeStore) BreakerAnswer(_ context.Context, _ kairos.Topic, _ kairos.Job, delivered bool) (kairos.Breaker, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.answers = append(f.answers, delivered)

@@ -45,7 +45,7 @@ func (w *Worker) fire(ctx context.Context, job kairos.Job, t kairos.Topic, calle
 	}
 	// A topic with a circuit breaker keeps its slot until the outcome is
 	// recorded (see above): that outcome then shares no round trip.
-	slotWaits := t.BreakerFailures > 0
+	slotWaits := t.HasBreaker()
 	if !slotWaits {
 		called()
 	}

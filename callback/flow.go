@@ -17,8 +17,8 @@ type flowStore interface {
 	GetTopic(ctx context.Context, tenant, name string) (kairos.Topic, error)
 	Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues, order []time.Time, hold time.Duration) ([]kairos.GateResult, error)
 	Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, order []time.Time, lease time.Duration) ([]kairos.GateResult, error)
-	Done(ctx context.Context, t kairos.Topic, j kairos.Job) error
-	Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error)
+	ReturnPermit(ctx context.Context, t kairos.Topic, j kairos.Job) error
+	BreakerAnswer(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error)
 	deliveryStore
 }
 
@@ -197,13 +197,13 @@ func (fc *flowClient) end(ctx context.Context, key kairos.JobKey, a kairos.Attem
 		// with the others for the breaker.
 		o, retryAt = kairos.OutcomeRetrying, fc.st.Now()
 	}
-	if err := fc.st.Done(ctx, g.topic, g.job); err != nil {
+	if err := fc.st.ReturnPermit(ctx, g.topic, g.job); err != nil {
 		fc.log.Warn("give back a flow-control permit; it lapses with its lease", "job", key, "err", err)
-	} else if g.topic.Parallelism > 0 {
+	} else if g.topic.TakesPermits() {
 		fc.wakeFull(flowKey(g.topic.Tenant, kairos.FlowOf(g.job, g.topic)))
 	}
-	if g.topic.BreakerFailures > 0 && !unstarted {
-		b, err := fc.st.Outcome(ctx, g.topic, g.job, o == kairos.OutcomeDelivered)
+	if g.topic.HasBreaker() && !unstarted {
+		b, err := fc.st.BreakerAnswer(ctx, g.topic, g.job, o == kairos.OutcomeDelivered)
 		switch {
 		case err != nil:
 			fc.log.Warn("record an answer in the circuit breaker", "job", key, "err", err)

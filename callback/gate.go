@@ -50,17 +50,13 @@ func (fc *flowClient) gateTopic(ctx context.Context, t kairos.Topic, cs []kairos
 	if !t.Limited() {
 		return jobs
 	}
-	// Some go without asking: failure notifications (they go to the
-	// failure URL: the limits and the breaker of the topic's callback URL
-	// are not theirs), jobs past their expiry, and jobs paced as they were
-	// popped, at their time (one later than kairos.PacedLate asks again,
-	// for a new time).
+	// Some go without asking (Topic.AsksGate): notifications, jobs past
+	// their expiry (the consumer ends them: Worker.expire), and jobs paced
+	// as they were popped, at their time.
 	var unasked []kairos.Job
-	paceable, now := t.Paceable(), fc.st.Now()
+	paced, now := t.Paced(), fc.st.Now()
 	for i := 0; i < len(cs); {
-		_, notice := kairos.NoticeOf(cs[i].Job.ID)
-		// an expired job takes no place in the limits: the consumer ends it (Worker.expire)
-		if notice || cs[i].Job.Expired(now) || (paceable && cs[i].Paced && !now.After(cs[i].Due.Add(kairos.PacedLate))) {
+		if !t.AsksGate(cs[i], now) {
 			unasked = append(unasked, cs[i].Job)
 			cs, jobs = slices.Delete(cs, i, i+1), slices.Delete(jobs, i, i+1)
 			continue
@@ -88,7 +84,7 @@ func (fc *flowClient) gateTopic(ctx context.Context, t kairos.Topic, cs []kairos
 	wall := time.Now()
 	for _, f := range flows {
 		idx := byFlow[f]
-		if t.Parallelism > 0 {
+		if t.TakesPermits() {
 			if fc.waitsFull(flowOf[idx[0]], wall) { // its permits were all taken a moment ago: wait without asking
 				for _, i := range idx {
 					rs[i].Gate = kairos.GateFull
@@ -111,7 +107,7 @@ func (fc *flowClient) gateTopic(ctx context.Context, t kairos.Topic, cs []kairos
 			// whose paced time passed while this process was slow had its
 			// turn already: it asks again first in line
 			group[k], order[k] = jobs[i], waitOrder(cs[i])
-			if paceable && cs[i].Paced {
+			if paced && cs[i].Paced {
 				order[k] = firstInLine
 			}
 		}

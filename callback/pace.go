@@ -15,7 +15,7 @@ import (
 const paceHold = 100 * time.Millisecond
 
 // pace gives each popped job of a topic with a rate limit alone
-// (Topic.Paceable) its time from the flow's rate, one call a flow for the
+// (Topic.Paced) its time from the flow's rate, one call a flow for the
 // whole pop (Store.Pace), instead of one gate call as each comes due: a
 // job keeps its due time while the rate allows it, or is held until its
 // later time, or given back to Redis until then when that is further than
@@ -31,20 +31,20 @@ func (fc *flowClient) pace(ctx context.Context, cs []kairos.Claimed) []kairos.Cl
 	byFlow := map[string]*group{}
 	type topicOf struct {
 		t  kairos.Topic
-		ok bool // found, and Paceable
+		ok bool // found, and Paced
 	}
 	topics := map[kairos.JobKey]topicOf{} // one lookup a topic of the pop (the ID left empty)
 	now := fc.st.Now()
 	for i, c := range cs {
 		// a delivery is paced by its subscription's rate, as the gate asks (gateDeliveries)
-		if _, ok := kairos.NoticeOf(c.Job.ID); ok || c.Paced || c.Job.Expired(now) || isDelivery(c) {
+		if c.Paced || c.Job.FlowExempt(now) || isDelivery(c) {
 			continue
 		}
 		tk := kairos.JobKey{Tenant: c.Job.Tenant, Topic: c.Job.Topic}
 		to, seen := topics[tk]
 		if !seen {
 			t, err := fc.st.GetTopic(ctx, tk.Tenant, tk.Topic)
-			to = topicOf{t, err == nil && t.Paceable()}
+			to = topicOf{t, err == nil && t.Paced()}
 			topics[tk] = to
 		}
 		if !to.ok {

@@ -57,7 +57,7 @@ func (q *queue) nudge() {
 }
 
 // waitOrder is when c queues while its flow's limits make jobs wait
-// (kairos.HeldOrder): its due time, or its run_at when earlier (a job
+// (kairos.WaitOrder): its due time, or its run_at when earlier (a job
 // claimed after its time was due since its run_at, and Due only says when
 // it was claimed), less its priority's steps. The flow client gives it to
 // flow control as the job's order; the queue keeps it for jobs of priority.
@@ -66,5 +66,5 @@ func waitOrder(c kairos.Claimed) time.Time {
 	if !c.Job.RunAt.IsZero() && c.Job.RunAt.Before(due) {
 		due = c.Job.RunAt
 	}
-	return kairos.HeldOrder(c.Job, due)
+	return kairos.WaitOrder(c.Job, due)
 }

@@ -39,11 +39,11 @@ type Store interface {
 	// Release gives back started jobs that will not fire here: each keeps
 	// its due time (or the later Due set) and loses no attempt.
 	Release(ctx context.Context, cs []kairos.Claimed) error
-	// Pace gives each of jobs of flow (of topic t, Topic.Paceable), just
+	// Pace gives each of jobs of flow (of topic t, Topic.Paced), just
 	// popped, due at dues[i], its time from the flow's rate limit:
 	// kairos.GateGo with that time when it is at most hold past its due
 	// time, else kairos.GateWait with its turn. order[i] is jobs[i]'s
-	// place while its flow's jobs wait (kairos.HeldOrder).
+	// place while its flow's jobs wait (kairos.WaitOrder).
 	Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues, order []time.Time, hold time.Duration) ([]kairos.GateResult, error)
 	// Gate says, for each of jobs of flow (of topic t), due, whether it
 	// may start now (kairos.GateGo, kairos.GateProbe: taking a permit for
@@ -51,12 +51,13 @@ type Store interface {
 	// (kairos.GateWait), or finds every permit taken (kairos.GateFull);
 	// order as for Pace.
 	Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, order []time.Time, lease time.Duration) ([]kairos.GateResult, error)
-	// Done gives back the permit j's attempt took from its flow (nothing
-	// when t has no parallelism limit).
-	Done(ctx context.Context, t kairos.Topic, j kairos.Job) error
-	// Outcome tells j's flow's circuit breaker the answer to j's attempt
-	// (nothing when t has none) and returns the breaker's state.
-	Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error)
+	// ReturnPermit gives back the permit j's attempt took from its flow
+	// (nothing when t takes no permits: Topic.TakesPermits).
+	ReturnPermit(ctx context.Context, t kairos.Topic, j kairos.Job) error
+	// BreakerAnswer tells j's flow's circuit breaker the answer to j's
+	// attempt (nothing when t has none: Topic.HasBreaker) and returns the
+	// breaker's state.
+	BreakerAnswer(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error)
 	// Finish records attempt a's outcome and returns the job's new state,
 	// or "" when the attempt was stale (its lease lapsed and another
 	// worker has the job). A notice given with a dead or expired outcome

@@ -50,7 +50,7 @@ type JobRequest struct {
 	// an attempt may start: a job not delivered by then ends StateExpired.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	TTL       Duration  `json:"ttl,omitempty"`
-	// Priority (0 to 9) orders the jobs a flow limit holds back: higher
+	// Priority (0 to 9) orders the jobs a flow limit keeps waiting: higher
 	// first, each step worth a minute of due time.
 	Priority int `json:"priority,omitempty"`
 	// Labels are up to 10 key-value pairs (keys of 1-32 characters of

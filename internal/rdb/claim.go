@@ -57,7 +57,7 @@ const maxClaim = 2000
 // claims is in Redis when it returns, so a lost reply loses no job.
 func (s *Store) Claim(ctx context.Context, shard, limit int, ahead, leaseTimeout time.Duration) (Pass, error) {
 	limit = min(max(limit, 0), maxClaim)
-	res, err := s.run(ctx, claimScript, []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard), s.k.hold(shard),
+	res, err := s.run(ctx, claimScript, []string{s.k.pool(shard), s.k.due(shard), s.k.schedules(shard), s.k.refills(shard), s.k.parkSet(shard),
 		s.k.leases(shard), s.k.popLeases(shard)},
 		s.scriptNow(), s.k.tag(shard), ahead.Milliseconds(), limit, s.leaseMargin().Milliseconds(), leaseTimeout.Milliseconds(),
 		s.popLease().Milliseconds()).Slice()

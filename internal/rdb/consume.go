@@ -418,8 +418,8 @@ func (s *Store) Finish(ctx context.Context, key kairos.JobKey, a kairos.Attempt,
 		}
 		entry += noticeKind(o) + strconv.Itoa(len(set)) + "|" + string(set) + string(notice[0].Body)
 	}
-	f := &finish{ctx: ctx, shard: at.shard, entry: entry, done: make(chan struct{})}
-	s.finishes.do(f)
+	f := &pendingOutcome{ctx: ctx, shard: at.shard, entry: entry, done: make(chan struct{})}
+	s.outcomes.do(f)
 	if err := await(ctx, f.done); err != nil {
 		return "", fmt.Errorf("finish %s attempt %d: %w", key, a.N, err)
 	}
@@ -441,8 +441,8 @@ func noticeKind(o kairos.Outcome) string {
 	return "d"
 }
 
-// finish is one outcome waiting to be written.
-type finish struct {
+// pendingOutcome is one outcome waiting to be written (Finish queues it).
+type pendingOutcome struct {
 	ctx   context.Context
 	shard int
 	entry string
@@ -452,28 +452,28 @@ type finish struct {
 	done    chan struct{}
 }
 
-// finishBatch is the most outcomes one script call records.
-const finishBatch = 500
+// outcomeBatch is the most outcomes one script call records.
+const outcomeBatch = 500
 
 // outcomeLinger is how long an outcome that finds no write under way waits
 // for others to share its script call: each call costs Redis a fixed
-// overhead, so outcomes finishing at the same time are cheaper together
+// overhead, so outcomes of attempts ending together are cheaper together
 // (docs/performance.md). Short next to the promise that a job reads its
 // new state within 100 ms of the receiver's answer.
 const outcomeLinger = 30 * time.Millisecond
 
-// writeFinishes records a batch of outcomes, one script call a shard (and
-// finishBatch outcomes), in one pipeline on the batch's context
+// writeOutcomes records a batch of outcomes, one script call a shard (and
+// outcomeBatch outcomes), in one pipeline on the batch's context
 // (batchContext), and wakes the scanners of shards whose wheel got an
 // earlier slot (a retry due soon, a failure notification).
-func (s *Store) writeFinishes(batch []*finish) {
+func (s *Store) writeOutcomes(batch []*pendingOutcome) {
 	ctx, cancel := batchContext(batch[0].ctx)
 	defer cancel()
-	var calls [][]*finish
+	var calls [][]*pendingOutcome
 	open := map[int]int{}
 	for _, f := range batch {
 		i, ok := open[f.shard]
-		if !ok || len(calls[i]) >= finishBatch {
+		if !ok || len(calls[i]) >= outcomeBatch {
 			i = len(calls)
 			open[f.shard] = i
 			calls = append(calls, nil)

@@ -11,32 +11,27 @@ import (
 
 // Gate asks flow (kairos.FlowOf: the jobs' flow key, or their topic's
 // flow) which of jobs of topic t, claimed and due, may start now, in
-// order: every kairos process asks the same script, so the topic's
-// limits hold across them. lease bounds how long a permit is held when
-// its holder never calls Done. The limits let jobs go in held order
-// across processes: order[i] is jobs[i]'s held order (kairos.HeldOrder;
+// order (flowgate.lua): every kairos process asks the same script, so the
+// topic's limits hold across them. lease bounds how long a permit is held
+// when its holder never calls ReturnPermit. The limits let jobs go in wait order
+// across processes: order[i] is jobs[i]'s wait order (kairos.WaitOrder;
 // zero or absent: now), which the caller knows from when the job has been
-// due. A job held back (kairos.GateWait, kairos.GateFull) waits in its
+// due. A job kept waiting (kairos.GateWait, kairos.GateFull) waits in its
 // flow's waiting set, and no job goes while a waiting one ahead of it is
 // expected back: one told to wait (kairos.GateWait) is expected at its
 // time, one refused a permit (kairos.GateFull) at once, as its caller asks
 // again about the jobs it still holds; one that does not come back stops
-// counting WaitLapse after it was expected. A job refused a free permit because one waits
-// ahead of it says so on the wake channel (Wake.Flow): the process
-// holding that one asks again at once.
+// counting WaitLapse after it was expected. A job refused a free permit
+// because one waits ahead of it says so on the wake channel (Wake.Flow):
+// the process holding that one asks again at once.
 func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, order []time.Time, lease time.Duration) ([]kairos.GateResult, error) {
 	out := make([]kairos.GateResult, len(jobs))
 	if !t.Limited() || len(jobs) == 0 {
 		return out, nil
 	}
-	interval := paceOf(t)
-	argv := make([]any, 0, 9+2*len(jobs))
-	brk := 0
-	if t.BreakerFailures > 0 {
-		brk = 1
-	}
-	argv = append(argv, s.scriptNow(), strconv.FormatFloat(interval, 'f', 3, 64), t.Parallelism, lease.Milliseconds(), brk, "", WaitLapse.Milliseconds(),
-		s.k.wake(), flowFreedPrefix+t.Tenant+"/"+flow)
+	a := gateArgs{Now: s.scriptNow(), Interval: paceOf(t), Parallelism: t.Parallelism, Lease: lease,
+		Breaker: t.HasBreaker(), WaitLapse: WaitLapse, FreedChannel: s.k.wake(), FreedMessage: flowFreedPrefix + t.Tenant + "/" + flow}
+	argv := a.argv(2 * len(jobs))
 	var now time.Time
 	for i, j := range jobs {
 		var at time.Time
@@ -51,24 +46,54 @@ func (s *Store) Gate(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 		}
 		argv = append(argv, attemptMember(j), ms(at))
 	}
-	return out, s.flowgate(ctx, t, flow, argv, out)
+	k := s.flowKeys(t.Tenant, flow)
+	return out, s.flowCall(ctx, t, flowgateScript, []string{k.pace, k.taken, k.wait, k.waitLapse, k.permits, k.breaker}, argv, out)
 }
 
-// WaitLapse is how long after it was expected back a job held back by a
-// flow's limits still counts as waiting (Gate): a process asks again
+// gateArgs are flowgate.lua's arguments before the jobs', by the names
+// its header gives them, in its order (TestFlowArgsNamed).
+type gateArgs struct {
+	Now          any     // Store.scriptNow
+	Interval     float64 // ms between deliveries (paceOf); 0: no rate limit
+	Parallelism  int     // the flow's permits; 0: none
+	Lease        time.Duration
+	Breaker      bool
+	WaitLapse    time.Duration
+	FreedChannel string // where a permit kept for a job waiting ahead is told
+	FreedMessage string
+}
+
+// argv returns a's arguments, with room for n more.
+func (a gateArgs) argv(n int) []any {
+	brk := 0
+	if a.Breaker {
+		brk = 1
+	}
+	return append(make([]any, 0, 8+n), a.Now, strconv.FormatFloat(a.Interval, 'f', 3, 64), a.Parallelism, a.Lease.Milliseconds(), brk,
+		a.WaitLapse.Milliseconds(), a.FreedChannel, a.FreedMessage)
+}
+
+// WaitLapse is how long after it was expected back a job kept waiting by a
+// flow's limits still counts as waiting (Gate, Pace): a process asks again
 // about the jobs it holds every few tens of milliseconds, and a job given
 // back to Redis until its turn comes back within milliseconds of it; so
-// only a job whose process died, or that was cancelled, lapses; until
-// then it holds back the flow's jobs behind it in held order.
+// only a job whose process died, or that was cancelled, lapses; until then
+// it keeps the flow's jobs behind it in wait order waiting.
 const WaitLapse = time.Second
 
-// flowgate runs flowgate.lua for flow of topic t and reads its answers
-// into out, one a job.
-func (s *Store) flowgate(ctx context.Context, t kairos.Topic, flow string, argv []any, out []kairos.GateResult) error {
-	tag := s.k.flow(t.Tenant, flow)
-	keys := []string{tag + keyFlowPace, tag + keyFlowPermits, tag + keyFlowBreaker, tag + keyFlowTaken,
-		tag + keyFlowWait, tag + keyFlowWaitLapse}
-	res, err := s.run(ctx, flowgateScript, keys, argv...).Slice()
+// flowKeys are the keys of a tenant's flow.
+type flowKeys struct{ pace, taken, wait, waitLapse, permits, breaker string }
+
+func (s *Store) flowKeys(tenant, flow string) flowKeys {
+	tag := s.k.flow(tenant, flow)
+	return flowKeys{pace: tag + keyFlowPace, taken: tag + keyFlowTaken, wait: tag + keyFlowWait, waitLapse: tag + keyFlowWaitLapse,
+		permits: tag + keyFlowPermits, breaker: tag + keyFlowBreaker}
+}
+
+// flowCall runs sc (flowpace.lua or flowgate.lua) for a flow of topic t
+// and reads its answers into out, one a job.
+func (s *Store) flowCall(ctx context.Context, t kairos.Topic, sc *script, keys []string, argv []any, out []kairos.GateResult) error {
+	res, err := s.run(ctx, sc, keys, argv...).Slice()
 	if err != nil {
 		return fmt.Errorf("flow control of topic %s/%s: %w", t.Tenant, t.Name, err)
 	}
@@ -84,7 +109,7 @@ func (s *Store) flowgate(ctx context.Context, t kairos.Topic, flow string, argv 
 // paceOf is topic t's rate limit as ms between deliveries; 0 for none:
 // RatePeriod plus RateGuard over RateLimit.
 func paceOf(t kairos.Topic) float64 {
-	if t.RateLimit <= 0 {
+	if !t.Rated() {
 		return 0
 	}
 	return float64(t.RatePeriod+RateGuard) / float64(t.RateLimit) / float64(time.Millisecond)
@@ -99,26 +124,26 @@ func paceOf(t kairos.Topic) float64 {
 // rate (196 a second for 200), a minute's 0.03%.
 const RateGuard = 20 * time.Millisecond
 
-// Pace takes, for jobs of flow (of topic t, Topic.Paceable) just claimed,
+// Pace takes, for jobs of flow (of topic t, Topic.Paced) just claimed,
 // each the first free time of the flow's rate limit at or after its due
-// time (dues[i]), in one call, wherever their due times fall and whichever
-// process or shard asks first: kairos.GateGo with that time (At), when it
-// is at most hold after the job's due time (or now, when that is later):
-// the caller holds the job until then and starts it without asking Gate;
-// kairos.GateWait with its turn when the rate holds it back further, or
-// when jobs ahead of it in held order (order[i], as for Gate; zero: its due
-// time) wait for times before it: the job goes back to Redis until then,
-// and is paced again as it is claimed.
+// time (dues[i]), in one call (flowpace.lua), wherever their due times
+// fall and whichever process or shard asks first: kairos.GateGo with that
+// time (At), when it is at most hold after the job's due time (or now,
+// when that is later): the caller holds the job until then and starts it
+// without asking Gate; kairos.GateWait with its turn when the rate keeps
+// it waiting further, or when jobs ahead of it in wait order (order[i], as
+// for Gate; zero: its due time) wait for times before it: the job goes
+// back to Redis until then, and is paced again as it is claimed.
 func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []kairos.Job, dues, order []time.Time, hold time.Duration) ([]kairos.GateResult, error) {
 	out := make([]kairos.GateResult, len(jobs))
-	if !t.Paceable() || len(jobs) == 0 {
+	if !t.Paced() || len(jobs) == 0 {
 		for i := range out {
 			out[i].At = dues[i]
 		}
 		return out, nil
 	}
-	argv := make([]any, 0, 9+3*len(jobs))
-	argv = append(argv, s.scriptNow(), strconv.FormatFloat(paceOf(t), 'f', 3, 64), 0, 0, 0, max(hold.Milliseconds(), 1), WaitLapse.Milliseconds(), "", "")
+	a := paceArgs{Now: s.scriptNow(), Interval: paceOf(t), Hold: max(hold, time.Millisecond), WaitLapse: WaitLapse}
+	argv := a.argv(3 * len(jobs))
 	for i, j := range jobs {
 		o := dues[i]
 		if i < len(order) && !order[i].IsZero() {
@@ -126,7 +151,8 @@ func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 		}
 		argv = append(argv, attemptMember(j), ms(o), ms(dues[i]))
 	}
-	if err := s.flowgate(ctx, t, flow, argv, out); err != nil {
+	k := s.flowKeys(t.Tenant, flow)
+	if err := s.flowCall(ctx, t, flowpaceScript, []string{k.pace, k.taken, k.wait, k.waitLapse}, argv, out); err != nil {
 		return nil, err
 	}
 	for i := range out {
@@ -137,10 +163,24 @@ func (s *Store) Pace(ctx context.Context, t kairos.Topic, flow string, jobs []ka
 	return out, nil
 }
 
-// Done gives back the permit job's attempt took from its flow
-// (nothing when the topic has no parallelism limit).
-func (s *Store) Done(ctx context.Context, t kairos.Topic, j kairos.Job) error {
-	if t.Parallelism <= 0 {
+// paceArgs are flowpace.lua's arguments before the jobs', by the names its
+// header gives them, in its order (TestFlowArgsNamed).
+type paceArgs struct {
+	Now       any     // Store.scriptNow
+	Interval  float64 // ms between deliveries (paceOf)
+	Hold      time.Duration
+	WaitLapse time.Duration
+}
+
+// argv returns a's arguments, with room for n more.
+func (a paceArgs) argv(n int) []any {
+	return append(make([]any, 0, 4+n), a.Now, strconv.FormatFloat(a.Interval, 'f', 3, 64), a.Hold.Milliseconds(), a.WaitLapse.Milliseconds())
+}
+
+// ReturnPermit gives back the permit job's attempt took from its flow
+// (nothing when the topic takes no permits).
+func (s *Store) ReturnPermit(ctx context.Context, t kairos.Topic, j kairos.Job) error {
+	if !t.TakesPermits() {
 		return nil
 	}
 	if err := s.c.ZRem(ctx, s.k.flow(t.Tenant, kairos.FlowOf(j, t))+keyFlowPermits, attemptMember(j)).Err(); err != nil {
@@ -149,11 +189,12 @@ func (s *Store) Done(ctx context.Context, t kairos.Topic, j kairos.Job) error {
 	return nil
 }
 
-// Outcome records the answer to job's attempt in its flow's circuit
-// breaker (nothing when the topic has none) and returns the breaker's
-// state, Changed when this answer opened or closed it.
-func (s *Store) Outcome(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error) {
-	if t.BreakerFailures <= 0 {
+// BreakerAnswer tells job's flow's circuit breaker the answer to job's
+// attempt (the breaker answer; nothing when the topic has no breaker) and
+// returns the breaker's state, Changed when this answer opened or closed
+// it.
+func (s *Store) BreakerAnswer(ctx context.Context, t kairos.Topic, j kairos.Job, delivered bool) (kairos.Breaker, error) {
+	if !t.HasBreaker() {
 		return kairos.Breaker{State: "closed"}, nil
 	}
 	ok := 0

@@ -14,7 +14,7 @@ import (
 // of flow control under a parallelism limit, a Gate call a job: "free",
 // a job of priority 0 that finds a permit free and no job waiting (Gate,
 // then Done: what every job of such a flow pays); "refused", a job asked
-// about while every permit is taken (what a held-back job pays each time
+// about while every permit is taken (what a waiting job pays each time
 // its process asks again; it now waits in the flow's waiting set):
 //
 //	go test -run '^$' -bench GatePermitCost -benchtime 20000x -count 5 ./internal/rdb
@@ -26,7 +26,7 @@ func BenchmarkGatePermitCost(b *testing.B) {
 			tp := kairos.Topic{Tenant: "acme", Name: "bench", Parallelism: 1}
 			holder := kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "bench", ID: "holder"}, Attempts: 1, RunAt: clk.Now()}
 			if kind == "refused" {
-				if _, err := s.Gate(ctx, tp, tp.Flow(), []kairos.Job{holder}, heldOrders([]kairos.Job{holder}), time.Hour); err != nil {
+				if _, err := s.Gate(ctx, tp, tp.Flow(), []kairos.Job{holder}, waitOrders([]kairos.Job{holder}), time.Hour); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -36,7 +36,7 @@ func BenchmarkGatePermitCost(b *testing.B) {
 				j := kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "bench", ID: fmt.Sprintf("j%d", i%100)}, Attempts: 1, RunAt: clk.Now()}
 				i++
 				u := scriptUS(b, s)
-				rs, err := s.Gate(ctx, tp, tp.Flow(), []kairos.Job{j}, heldOrders([]kairos.Job{j}), time.Hour)
+				rs, err := s.Gate(ctx, tp, tp.Flow(), []kairos.Job{j}, waitOrders([]kairos.Job{j}), time.Hour)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -45,7 +45,7 @@ func BenchmarkGatePermitCost(b *testing.B) {
 					b.Fatalf("%s: gate %d", kind, rs[0].Gate)
 				}
 				if kind == "free" {
-					if err := s.Done(ctx, tp, j); err != nil {
+					if err := s.ReturnPermit(ctx, tp, j); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -56,9 +56,9 @@ func BenchmarkGatePermitCost(b *testing.B) {
 }
 
 // BenchmarkRateHeldBackCost reports the scripts' time (INFO commandstats)
-// of flow control a job pays under a rate limit that holds it back: 100
+// of flow control a job pays under a rate limit that keeps it waiting: 100
 // jobs due together asked about in one Gate call (one goes, the others
-// are told their times; in held order, as a process asks), then each
+// are told their times; in wait order, as a process asks), then each
 // asked about again at its time until it
 // goes, as it would be when it comes back from Redis; "plain" jobs all of
 // priority 0, "mixed" jobs of priorities 0 to 9. It also reports the asks
@@ -90,7 +90,7 @@ func BenchmarkRateHeldBackCost(b *testing.B) {
 						group[k] = js[i]
 					}
 					u := scriptUS(b, s)
-					rs, err := s.Gate(ctx, tp, tp.Flow(), group, heldOrders(group), time.Hour)
+					rs, err := s.Gate(ctx, tp, tp.Flow(), group, waitOrders(group), time.Hour)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -111,7 +111,7 @@ func BenchmarkRateHeldBackCost(b *testing.B) {
 				for i := range all {
 					all[i] = i
 				}
-				order := heldOrders(js)
+				order := waitOrders(js)
 				slices.SortStableFunc(all, func(x, y int) int { return order[x].Compare(order[y]) }) // as a process asks
 				u0 := us
 				ask(all)

@@ -18,11 +18,11 @@ func prioJob(tp kairos.Topic, id string, due time.Time, p int) kairos.Job {
 	return kairos.Job{JobKey: kairos.JobKey{Tenant: tp.Tenant, Topic: tp.Name, ID: id}, Attempts: 1, RunAt: due, Priority: p}
 }
 
-// Under a parallelism limit the permits go in held order across
+// Under a parallelism limit the permits go in wait order across
 // processes: a job refused a permit waits for it, and a permit freed goes
 // to no job behind it, whichever process asks first; the waiting job's
 // process gets it when it asks again. Equal priority goes in due order.
-func TestGatePermitsInHeldOrderAcrossProcesses(t *testing.T) {
+func TestGatePermitsInWaitOrderAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 	s, clk := newStore(t, Options{})
 	tp := kairos.Topic{Tenant: "acme", Name: "lambda", Parallelism: 1}
@@ -39,7 +39,7 @@ func TestGatePermitsInHeldOrderAcrossProcesses(t *testing.T) {
 			t.Fatalf("%s while the permit is taken: %+v", j.ID, rs)
 		}
 	}
-	if err := s.Done(ctx, tp, first); err != nil {
+	if err := s.ReturnPermit(ctx, tp, first); err != nil {
 		t.Fatal(err)
 	}
 	// A asks first: b9 (waiting, in B) is ahead of a0, so the permit waits for it
@@ -52,7 +52,7 @@ func TestGatePermitsInHeldOrderAcrossProcesses(t *testing.T) {
 	if rs := gates(t, s, tp, []kairos.Job{b0}); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("b0 while b9 holds the permit: %+v", rs)
 	}
-	if err := s.Done(ctx, tp, b9); err != nil {
+	if err := s.ReturnPermit(ctx, tp, b9); err != nil {
 		t.Fatal(err)
 	}
 	// equal priority: b0, due after a0, waits for it
@@ -62,13 +62,13 @@ func TestGatePermitsInHeldOrderAcrossProcesses(t *testing.T) {
 	if rs := gates(t, s, tp, []kairos.Job{a0}); rs[0].Gate != kairos.GateGo {
 		t.Fatalf("a0: %+v, want kairos.GateGo", rs)
 	}
-	if err := s.Done(ctx, tp, a0); err != nil {
+	if err := s.ReturnPermit(ctx, tp, a0); err != nil {
 		t.Fatal(err)
 	}
 	if rs := gates(t, s, tp, []kairos.Job{b0}); rs[0].Gate != kairos.GateGo {
 		t.Fatalf("b0 last: %+v, want kairos.GateGo", rs)
 	}
-	if err := s.Done(ctx, tp, b0); err != nil {
+	if err := s.ReturnPermit(ctx, tp, b0); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{keyFlowWait, keyFlowWaitLapse} {
@@ -95,7 +95,7 @@ func TestGateWaiterLapses(t *testing.T) {
 	if rs := gates(t, s, tp, []kairos.Job{dead}); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("dead: %+v", rs)
 	}
-	if err := s.Done(ctx, tp, x); err != nil {
+	if err := s.ReturnPermit(ctx, tp, x); err != nil {
 		t.Fatal(err)
 	}
 	if rs := gates(t, s, tp, []kairos.Job{live}); rs[0].Gate != kairos.GateFull {
@@ -123,7 +123,7 @@ func TestGateSaysWhenAPermitIsKept(t *testing.T) {
 	x, ahead, behind := prioJob(tp, "x", due, 0), prioJob(tp, "ahead", due, 9), prioJob(tp, "behind", due, 0)
 	gates(t, s, tp, []kairos.Job{x})
 	gates(t, s, tp, []kairos.Job{ahead}) // refused: every permit taken
-	if err := s.Done(ctx, tp, x); err != nil {
+	if err := s.ReturnPermit(ctx, tp, x); err != nil {
 		t.Fatal(err)
 	}
 	if rs := gates(t, s, tp, []kairos.Job{behind}); rs[0].Gate != kairos.GateFull {
@@ -196,7 +196,7 @@ func simRate(t *testing.T, s *Store, clk *testclock.Clock, tp kairos.Topic, jobs
 			if len(mine) == 0 {
 				continue
 			}
-			order := heldOrders(mine)
+			order := waitOrders(mine)
 			idx := make([]int, len(mine))
 			for i := range idx {
 				idx[i] = i
@@ -248,8 +248,8 @@ func simRate(t *testing.T, s *Store, clk *testclock.Clock, tp kairos.Topic, jobs
 	return sorted
 }
 
-// Under a rate limit the times go in held order across processes: jobs
-// due together, held back by the rate and split over two processes that
+// Under a rate limit the times go in wait order across processes: jobs
+// due together, kept waiting by the rate and split over two processes that
 // each ask about their own, start in priority order (equal priority in
 // due order), whichever process asks first, asked now (Gate) or ahead as
 // they are claimed (Pace); the first may be any job (it found the time
@@ -257,7 +257,7 @@ func simRate(t *testing.T, s *Store, clk *testclock.Clock, tp kairos.Topic, jobs
 // starts closer than its interval, and no time left idle (the last starts
 // within two intervals of the twentieth time), at about one extra ask a
 // job.
-func TestRateTimesInHeldOrderAcrossProcesses(t *testing.T) {
+func TestRateTimesInWaitOrderAcrossProcesses(t *testing.T) {
 	for _, ahead := range []bool{false, true} {
 		t.Run(map[bool]string{false: "gate", true: "pace"}[ahead], func(t *testing.T) {
 			s, clk := newStore(t, Options{})
@@ -272,7 +272,7 @@ func TestRateTimesInHeldOrderAcrossProcesses(t *testing.T) {
 			run := simRate(t, s, clk, tp, jobs, ahead)
 			want := slices.Clone(jobs)
 			slices.SortStableFunc(want, func(a, b kairos.Job) int {
-				return kairos.HeldOrder(a, a.RunAt).Compare(kairos.HeldOrder(b, b.RunAt))
+				return kairos.WaitOrder(a, a.RunAt).Compare(kairos.WaitOrder(b, b.RunAt))
 			})
 			// free when asked: the first job (Gate), or (Pace) each whose
 			// time was within the hold of its due time when claimed
@@ -310,16 +310,16 @@ func TestRateTimesInHeldOrderAcrossProcesses(t *testing.T) {
 	}
 }
 
-// Under a circuit breaker the probe is the job first in held order among
+// Under a circuit breaker the probe is the job first in wait order among
 // those waiting for the cool-down to end, whichever process asks first.
-func TestBreakerProbeIsFirstInHeldOrder(t *testing.T) {
+func TestBreakerProbeIsFirstInWaitOrder(t *testing.T) {
 	ctx := context.Background()
 	s, clk := newStore(t, Options{})
 	tp := kairos.Topic{Tenant: "acme", Name: "partner", BreakerFailures: 1, BreakerCooldown: 10 * time.Second}
 	due := clk.Now()
 	failed := prioJob(tp, "failed", due, 0)
 	gates(t, s, tp, []kairos.Job{failed})
-	if b, err := s.Outcome(ctx, tp, failed, false); err != nil || b.State != "open" {
+	if b, err := s.BreakerAnswer(ctx, tp, failed, false); err != nil || b.State != "open" {
 		t.Fatalf("%+v %v", b, err)
 	}
 	low := prioJob(tp, "low", due, 0)                    // held by process A
@@ -337,7 +337,7 @@ func TestBreakerProbeIsFirstInHeldOrder(t *testing.T) {
 	if rs := gates(t, s, tp, []kairos.Job{high}); rs[0].Gate != kairos.GateProbe {
 		t.Fatalf("high: %+v, want the probe", rs)
 	}
-	if b, err := s.Outcome(ctx, tp, high, true); err != nil || b.State != "closed" {
+	if b, err := s.BreakerAnswer(ctx, tp, high, true); err != nil || b.State != "closed" {
 		t.Fatalf("%+v %v", b, err)
 	}
 	clk.Add(time.Second)
@@ -346,7 +346,7 @@ func TestBreakerProbeIsFirstInHeldOrder(t *testing.T) {
 	}
 	// a job ahead that never comes back holds the probe back only until
 	// it lapses
-	if b, err := s.Outcome(ctx, tp, low, false); err != nil || b.State != "open" {
+	if b, err := s.BreakerAnswer(ctx, tp, low, false); err != nil || b.State != "open" {
 		t.Fatalf("%+v %v", b, err)
 	}
 	gone := prioJob(tp, "gone", clk.Now(), 9)
@@ -398,7 +398,7 @@ func TestRatePriorityAheadOfALongQueue(t *testing.T) {
 	}
 }
 
-// A backlog held back by the rate costs each job one wait and one ask
+// A backlog kept waiting by the rate costs each job one wait and one ask
 // more, and keeps the rate, when the jobs come back to four shards claimed
 // in turn a millisecond apart, up to 150 ms ahead of their times, and some
 // claims are handled late (noise): 2,000 jobs due at once at 200 a second.
@@ -466,7 +466,7 @@ func TestRateBacklogComesBackOnce(t *testing.T) {
 	}
 }
 
-// Jobs of equal held order waiting for a permit do not hold a free one
+// Jobs of equal wait order waiting for a permit do not hold a free one
 // back from another of that order: which of them goes is their
 // processes' affair (each asks about the jobs it holds in its own order).
 func TestGateEqualOrderDoesNotHoldAPermitBack(t *testing.T) {
@@ -479,7 +479,7 @@ func TestGateEqualOrderDoesNotHoldAPermitBack(t *testing.T) {
 	if rs := gates(t, s, tp, []kairos.Job{a}); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("a: %+v", rs)
 	}
-	if err := s.Done(ctx, tp, x); err != nil {
+	if err := s.ReturnPermit(ctx, tp, x); err != nil {
 		t.Fatal(err)
 	}
 	if rs := gates(t, s, tp, []kairos.Job{b}); rs[0].Gate != kairos.GateGo {

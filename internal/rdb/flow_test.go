@@ -23,12 +23,12 @@ func flowJobs(topic string, from, n, attempt int) []kairos.Job {
 // are 100 ms apart.
 const second = time.Second - RateGuard
 
-// heldOrders are jobs' held orders, each job due at its RunAt (zero: now).
-func heldOrders(jobs []kairos.Job) []time.Time {
+// waitOrders are jobs' wait orders, each job due at its RunAt (zero: now).
+func waitOrders(jobs []kairos.Job) []time.Time {
 	order := make([]time.Time, len(jobs))
 	for i, j := range jobs {
 		if !j.RunAt.IsZero() {
-			order[i] = kairos.HeldOrder(j, j.RunAt)
+			order[i] = kairos.WaitOrder(j, j.RunAt)
 		}
 	}
 	return order
@@ -36,7 +36,7 @@ func heldOrders(jobs []kairos.Job) []time.Time {
 
 func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []kairos.GateResult {
 	t.Helper()
-	rs, err := s.Gate(context.Background(), tp, tp.Flow(), jobs, heldOrders(jobs), 10*time.Second)
+	rs, err := s.Gate(context.Background(), tp, tp.Flow(), jobs, waitOrders(jobs), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func gates(t *testing.T, s *Store, tp kairos.Topic, jobs []kairos.Job) []kairos.
 }
 
 // A rate limit paces a flow's deliveries evenly: a job whose time has not
-// come is told its turn and keeps its place in held order when it comes
+// come is told its turn and keeps its place in wait order when it comes
 // back (early: it waits again); two topics with one flow key share the
 // pace.
 func TestGateRatePacesAndReserves(t *testing.T) {
@@ -100,7 +100,7 @@ func TestGateParallelismPermits(t *testing.T) {
 	if rs = gates(t, s, tp, js[2:]); rs[0].Gate != kairos.GateFull {
 		t.Fatalf("still full: %+v", rs)
 	}
-	if err := s.Done(ctx, tp, js[0]); err != nil {
+	if err := s.ReturnPermit(ctx, tp, js[0]); err != nil {
 		t.Fatal(err)
 	}
 	if rs = gates(t, s, tp, js[2:]); rs[0].Gate != kairos.GateGo {
@@ -124,7 +124,7 @@ func TestGateRateAndParallelism(t *testing.T) {
 	if rs[0].Gate != kairos.GateGo || rs[1].Gate != kairos.GateFull || rs[2].Gate != kairos.GateFull {
 		t.Fatalf("%+v", rs)
 	}
-	if err := s.Done(context.Background(), tp, flowJobs("both", 0, 1, 1)[0]); err != nil {
+	if err := s.ReturnPermit(context.Background(), tp, flowJobs("both", 0, 1, 1)[0]); err != nil {
 		t.Fatal(err)
 	}
 	if rs = gates(t, s, tp, flowJobs("both", 1, 1, 1)); rs[0].Gate != kairos.GateWait || !rs[0].At.Equal(t0.Add(100*time.Millisecond)) {
@@ -132,7 +132,7 @@ func TestGateRateAndParallelism(t *testing.T) {
 	}
 }
 
-// A held-back job goes when it comes back to the first free time, late or
+// A waiting job goes when it comes back to the first free time, late or
 // not: a late one leaves its turn unused, and the next is pushed back to
 // keep the pace, so deliveries never bunch above it.
 func TestGateLateReturnNeverBunches(t *testing.T) {
@@ -187,7 +187,7 @@ func TestGateBreaker(t *testing.T) {
 	tp := kairos.Topic{Tenant: "acme", Name: "partner", BreakerFailures: 3, BreakerCooldown: 10 * time.Second}
 	outcome := func(j kairos.Job, ok bool) kairos.Breaker {
 		t.Helper()
-		b, err := s.Outcome(ctx, tp, j, ok)
+		b, err := s.BreakerAnswer(ctx, tp, j, ok)
 		if err != nil {
 			t.Fatal(err)
 		}

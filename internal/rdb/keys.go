@@ -132,17 +132,20 @@ func (k keys) scheduleIndex(shard int, h string) string { return k.tag(shard) + 
 // refills is a shard's set of schedules whose queue of instants runs low.
 func (k keys) refills(shard int) string { return k.tag(shard) + keyRefills }
 
-// hold is a shard's set of paused topics' handles: its claims hold their
+// parkSet is a shard's set of paused topics' handles: its claims park their
 // jobs instead of starting attempts.
-func (k keys) hold(shard int) string { return k.tag(shard) + keyHold }
+func (k keys) parkSet(shard int) string { return k.tag(shard) + keyParkSet }
 
-// held is a paused topic's held wheel entries in one shard, in the order
-// the claims met them: "<h>/<id>,<time>" (lua/unhold.lua).
-func (k keys) held(shard int, h string) string { return k.tag(shard) + keyHeld + h }
+// parked is a paused topic's parked wheel entries in one shard, in the
+// order the claims met them: "<h>/<id>,<time>" (lua/unpark.lua).
+//
+// The two keys' suffixes on disk keep their old names, "hold" and "held:"
+// (keyParkSet, keyParked): renaming them would change the data layout.
+func (k keys) parked(shard int, h string) string { return k.tag(shard) + keyParked + h }
 
 // flow is the key tag of a tenant's flow-control quota (kairos.Topic.Flow):
 // its calendar, permits, breaker and waiting jobs share one hash slot
-// (flowgate.lua).
+// (flowpace.lua, flowgate.lua; Store.flowKeys).
 func (k keys) flow(tenant, flow string) string { return k.prefix + ":{f:" + tenant + "/" + flow + "}:" }
 
 // gone is a shard's set of the handles of deleted topics (layout.go,
@@ -209,8 +212,8 @@ func (k keys) subscriptionCounts(tenant, topic string) string {
 	return k.subscriptions(tenant, topic) + ":n"
 }
 
-// parked is a paused subscription's parked deliveries: id -> run_at (ms).
-func (k keys) parked(tenant, topic, sub string) string {
+// parkedDeliveries is a paused subscription's parked deliveries: id -> run_at (ms).
+func (k keys) parkedDeliveries(tenant, topic, sub string) string {
 	return k.subscriptions(tenant, topic) + ":park:" + sub
 }
 

@@ -26,7 +26,7 @@ import (
 //
 //	P:meta              HASH   layout (LayoutVersion), shards, webhook_id_salt, topic_seq
 //	P:topics            HASH   "tenant/topic" -> the topic's settings (JSON)
-//	P:paused            SET    paused topics, "tenant/topic" (their shards' hold sets say so to the claims)
+//	P:paused            SET    paused topics, "tenant/topic" (their shards' park sets say so to the claims)
 //	P:handles           HASH   "n:tenant/topic" -> h, and "h:<h>" -> "tenant/topic"
 //	P:{s}:jobs          HASH   the shard's job pool: "<h>/<id>" -> the job's record
 //	P:{s}:due           ZSET   the shard's timing wheel: slot -> when it is processed
@@ -48,14 +48,14 @@ import (
 //	P:{s}:sb            HASH   the shard's schedule bodies: "<h>/<id>" -> the schedule's meta, settings and payload
 //	P:{s}:si:<h>        ZSET   a topic's schedule ids in the shard, all scored 0 (listed by id)
 //	P:{s}:sr            SET    schedules whose queue of instants runs low: "<h>/<id>"
-//	P:{s}:hold          SET    handles of paused topics: the shard's claims hold their jobs
-//	P:{s}:held:<h>      LIST   a paused topic's held wheel entries, "<h>/<id>,<time>", oldest first
-//	P:{f:<tenant>/<flow>}:pace  STRING the rate's pace: every time from it on is free (ms; flowgate.lua)
+//	P:{s}:hold          SET    the park set: handles of paused topics, whose jobs the shard's claims park
+//	P:{s}:held:<h>      LIST   a paused topic's parked wheel entries, "<h>/<id>,<time>", oldest first
+//	P:{f:<tenant>/<flow>}:pace  STRING the rate's pace: every time from it on is free (ms; lua/flow.lua)
 //	P:{f:<tenant>/<flow>}:taken ZSET  the times handed out, from an interval ago on ("%.3f" -> that time)
 //	P:{f:<tenant>/<flow>}:perm  ZSET  "<tenant>/<topic>/<id>#<attempt>" -> when its permit lapses
 //	P:{f:<tenant>/<flow>}:brk   HASH  the flow's circuit breaker: st, f, c, u, p, pd (brkState...; lua/breaker.lua)
-//	P:{f:<tenant>/<flow>}:wq    ZSET  jobs the flow's limits hold back: "<tenant>/<topic>/<id>#<attempt>" -> held order (ms from 2026-01-01; ties a fraction of a ms apart)
-//	P:{f:<tenant>/<flow>}:wql   ZSET  the same jobs -> when they stop counting: expected back + WaitLapse (ms; Store.Gate)
+//	P:{f:<tenant>/<flow>}:wq    ZSET  jobs the flow's limits keep waiting: "<tenant>/<topic>/<id>#<attempt>" -> wait order (ms from 2026-01-01; ties a fraction of a ms apart)
+//	P:{f:<tenant>/<flow>}:wql   ZSET  the same jobs -> when they stop counting: expected back + WaitLapse (ms; Store.Gate, Store.Pace)
 //	P:{s}:u:<h>:<key>   STRING a dedup key of a topic's creates: "<first id>,<until (ms, base 36)>", PX the
 //	                           window; the job it names is in the same shard (Store.DedupID; see "Dedup keys")
 //	P:{s}:gone          SET    handles of deleted topics: no job or schedule is written under them (see "Deleting a topic")
@@ -181,7 +181,8 @@ import (
 // (code e), kept for the retention period like a delivered job (an entry at
 // its record's expiry) and counted as <from>>expired. Replay lifts the
 // expiry (replay.lua drops ex). Priority orders the jobs a flow limit
-// holds back in a worker (callback's flow client): no script reads it.
+// keeps waiting: the worker's flow client gives flow control each job's
+// wait order (kairos.WaitOrder); no script reads pr.
 //
 // # Cancelled jobs
 //
@@ -289,8 +290,8 @@ const (
 	keyScheduleBodies = "sb"    // P:{s}:sb
 	keyScheduleIndex  = "si:"   // P:{s}:si:<h>
 	keyRefills        = "sr"    // P:{s}:sr
-	keyHold           = "hold"  // P:{s}:hold
-	keyHeld           = "held:" // P:{s}:held:<h>
+	keyParkSet        = "hold"  // P:{s}:hold (the park set; the suffix keeps its old name)
+	keyParked         = "held:" // P:{s}:held:<h> (a parked list; the suffix keeps its old name)
 	keyGone           = "gone"  // P:{s}:gone
 	keyTopicTenants   = "ht"    // P:{s}:ht
 	keyTenantPending  = "tp"    // P:{s}:tp
@@ -316,7 +317,7 @@ var luaKeys = []luaName{
 	{"deadAll", keyDeadAll},
 	{"schedules", keySchedules},
 	{"scheduleBodies", keyScheduleBodies},
-	{"held", keyHeld},
+	{"parked", keyParked},
 	{"topicTenants", keyTopicTenants},
 	{"tenantPending", keyTenantPending},
 	{"label", keyLabel},

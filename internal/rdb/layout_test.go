@@ -165,7 +165,7 @@ func TestLuaSpellsNoLayoutLiteral(t *testing.T) {
 	if consts["keyScheduleBodies"] != keyScheduleBodies || consts["brkState"] != brkState {
 		t.Fatalf("layout.go's constants were not read: %v", consts)
 	}
-	srcs := map[string]string{"job": jobSrc, "index": indexSrc, "sched": schedSrc, "ops": opsSrc}
+	srcs := map[string]string{"job": jobSrc, "index": indexSrc, "sched": schedSrc, "ops": opsSrc, "flow": flowSrc}
 	for _, sc := range allScripts {
 		srcs[sc.name] = sc.body
 	}

@@ -262,7 +262,7 @@ func migrateOutcomes(ctx context.Context, c redis.UniversalClient, prefix string
 	for sh := range shards {
 		list := s.k.tag(sh) + "o"
 		for {
-			es, err := c.LRange(ctx, list, 0, finishBatch-1).Result()
+			es, err := c.LRange(ctx, list, 0, outcomeBatch-1).Result()
 			if err != nil {
 				return fmt.Errorf("read the outcomes of shard %d: %w", sh, err)
 			}

@@ -7,18 +7,18 @@ import (
 	"github.com/kairos-sh/kairos"
 )
 
-// unholdBatch is how many held entries one unhold call files again.
-const unholdBatch = 1000
+// unparkBatch is how many parked entries one unpark call files again.
+const unparkBatch = 1000
 
 // PauseTopic pauses a topic (pause true) or resumes it, and returns it.
 //
-// Paused, the topic delivers nothing: every shard's claims hold its due
-// jobs (their wheel entries move to the topic's held list) instead of
+// Paused, the topic delivers nothing: every shard's claims park its due
+// jobs (their wheel entries move to the topic's parked list) instead of
 // starting attempts, so the jobs keep their state, due time and attempts;
 // new jobs are accepted as usual. Jobs claimed before the pause (claims
 // run up to a wheel slot ahead) and attempts in flight still finish.
-// Resume files every held job again at its own time, oldest first, before
-// the topic leaves the hold set.
+// Resume files every parked job again at its own time, oldest first,
+// before the topic leaves the park set.
 //
 // The paused set (what the topic's answer shows) says paused first, then
 // the shards are told; a resume tells the shards first, and the set last. Both are idempotent: a
@@ -38,7 +38,7 @@ func (s *Store) PauseTopic(ctx context.Context, tenant, name string, pause bool)
 		}
 		pipe := s.c.Pipeline()
 		for sh := range s.k.shards {
-			pipe.SAdd(ctx, s.k.hold(sh), h)
+			pipe.SAdd(ctx, s.k.parkSet(sh), h)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return kairos.Topic{}, fmt.Errorf("pause topic %s/%s: %w", tenant, name, err)
@@ -47,7 +47,7 @@ func (s *Store) PauseTopic(ctx context.Context, tenant, name string, pause bool)
 		return t, nil
 	}
 	for sh := range s.k.shards {
-		if err := s.unhold(ctx, sh, h); err != nil {
+		if err := s.unpark(ctx, sh, h); err != nil {
 			return kairos.Topic{}, fmt.Errorf("resume topic %s/%s: %w", tenant, name, err)
 		}
 	}
@@ -58,12 +58,12 @@ func (s *Store) PauseTopic(ctx context.Context, tenant, name string, pause bool)
 	return t, nil
 }
 
-// unhold files topic h's held jobs of a shard again, a batch a call, and
-// takes the topic out of the shard's hold set.
-func (s *Store) unhold(ctx context.Context, shard int, h string) error {
+// unpark files topic h's parked jobs of a shard again, a batch a call, and
+// takes the topic out of the shard's park set.
+func (s *Store) unpark(ctx context.Context, shard int, h string) error {
 	for {
-		res, err := s.run(ctx, unholdScript, []string{s.k.pool(shard), s.k.due(shard), s.k.hold(shard), s.k.held(shard, h)},
-			s.scriptNow(), s.k.tag(shard), h, unholdBatch, WakeHorizon.Milliseconds()).Slice()
+		res, err := s.run(ctx, unparkScript, []string{s.k.pool(shard), s.k.due(shard), s.k.parkSet(shard), s.k.parked(shard, h)},
+			s.scriptNow(), s.k.tag(shard), h, unparkBatch, WakeHorizon.Milliseconds()).Slice()
 		if err != nil {
 			return err
 		}

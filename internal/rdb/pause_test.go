@@ -99,7 +99,7 @@ func TestPauseHoldsJobsAndResumeFiresThemOldestFirst(t *testing.T) {
 		t.Fatalf("get topic after resume: paused %v, %v", tp.Paused, err)
 	}
 	for sh := range s.Shards() {
-		if n, err := s.c.Exists(ctx, s.k.hold(sh), s.k.held(sh, "1")).Result(); err != nil || n != 0 {
+		if n, err := s.c.Exists(ctx, s.k.parkSet(sh), s.k.parked(sh, "1")).Result(); err != nil || n != 0 {
 			t.Fatalf("shard %d keeps %d hold keys after resume (%v)", sh, n, err)
 		}
 	}

@@ -10,9 +10,9 @@ import (
 )
 
 // BenchmarkPriorityCost reports what a priority adds to a job that flow
-// control holds back, against the same job of priority 0: the bytes of its
+// control keeps waiting, against the same job of priority 0: the bytes of its
 // record, and the scripts' time (INFO commandstats) for a life in which it
-// is held back once: created, claimed, given back to Redis (Release, as a
+// is kept waiting once: created, claimed, given back to Redis (Release, as a
 // worker does with a job whose flow has no permit for it in time),
 // claimed again and delivered. Batches of 100 jobs due together; the two
 // kinds run alternately in one Redis:

@@ -576,3 +576,20 @@ func (s *Store) refillArgs(ctx context.Context, f, head, body string, now time.T
 	}
 	return append(a, string(q)), nil
 }
+
+// readHeader reads the fields of a binary header from the start of b (at
+// least as long as fields say): the numbers by name, the one code byte,
+// and how many bytes the header took.
+func readHeader(b string, fields []headerField) (nums map[string]int64, code byte, at int) {
+	nums = make(map[string]int64, len(fields))
+	for _, f := range fields {
+		if f.code {
+			code = b[at]
+			at++
+			continue
+		}
+		nums[f.name] = beUint(b[at : at+f.width])
+		at += f.width
+	}
+	return nums, code, at
+}

@@ -27,6 +27,8 @@ var (
 	schedSrc string // schedules and their occurrences
 	//go:embed lua/ops.lua
 	opsSrc string // a tenant's slots for bulk operations
+	//go:embed lua/flow.lua
+	flowSrc string // flow control's calendar and waiting set (flowpace.lua, flowgate.lua)
 
 	//go:embed lua/enqueue.lua
 	enqueueSrc string
@@ -54,8 +56,10 @@ var (
 	schedrefillSrc string
 	//go:embed lua/schedmark.lua
 	schedmarkSrc string
-	//go:embed lua/unhold.lua
-	unholdSrc string
+	//go:embed lua/unpark.lua
+	unparkSrc string
+	//go:embed lua/flowpace.lua
+	flowpaceSrc string
 	//go:embed lua/flowgate.lua
 	flowgateSrc string
 	//go:embed lua/breaker.lua
@@ -80,7 +84,8 @@ var (
 	scheddelScript    = newScript("scheddel", scheddelSrc, allowOOM)
 	schedrefillScript = newScript("schedrefill", schedrefillSrc)
 	schedmarkScript   = newScript("schedmark", schedmarkSrc)
-	unholdScript      = newScript("unhold", unholdSrc)
+	unparkScript      = newScript("unpark", unparkSrc)
+	flowpaceScript    = newScript("flowpace", flowpaceSrc, allowOOM)
 	flowgateScript    = newScript("flowgate", flowgateSrc, allowOOM)
 	breakerScript     = newScript("breaker", breakerSrc, allowOOM)
 	outcomeScript     = newScript("outcome", outcomeSrc, allowOOM)
@@ -158,7 +163,7 @@ var (
 )
 
 // helpersSrc is what every script body runs after.
-var helpersSrc = luaPrelude + jobSrc + indexSrc + schedSrc + opsSrc
+var helpersSrc = luaPrelude + jobSrc + indexSrc + schedSrc + opsSrc + flowSrc
 
 // script is one of kairos's Lua scripts.
 type script struct {
@@ -175,7 +180,7 @@ func newScript(name, body string, oom ...bool) *script {
 // allScripts are the scripts (Init loads them).
 var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleScript,
 	replayScript, releaseScript, unindexScript, handleScript, undeadScript,
-	schedsetScript, scheddelScript, schedrefillScript, schedmarkScript, unholdScript, flowgateScript, breakerScript, outcomeScript, startScript, lockScript,
+	schedsetScript, scheddelScript, schedrefillScript, schedmarkScript, unparkScript, flowpaceScript, flowgateScript, breakerScript, outcomeScript, startScript, lockScript,
 	topicretireScript, topicdelScript, quotaScript, tenantpendingScript, revokeScript,
 	schedfillScript, labelunindexScript, opnewScript, opadoptScript, opstepScript,
 	subpauseScript, subparkScript}

@@ -24,7 +24,7 @@ func TestScriptsNamedOnce(t *testing.T) {
 			t.Errorf("script %q: function %q, want kairos_<12 hex digits>_%s", s.name, s.fn(), s.name)
 		}
 	}
-	want := sha1.Sum([]byte(luaPrelude + jobSrc + indexSrc + schedSrc + opsSrc + claimSrc))
+	want := sha1.Sum([]byte(luaPrelude + jobSrc + indexSrc + schedSrc + opsSrc + flowSrc + claimSrc))
 	if got := claimScript.eval.Hash(); got != hex.EncodeToString(want[:]) {
 		t.Errorf("the claim script's SHA1 is %s, want that of the prelude and its files, %x", got, want)
 	}

@@ -70,18 +70,18 @@ type Store struct {
 	blocking  redis.UniversalClient
 	k         keys
 	opts      Options
-	offset    atomic.Int64     // Redis clock minus local clock, in ns
-	finishes  batcher[*finish] // outcomes waiting to be written together
-	creates   batcher[*create] // single creates waiting to be written together
-	topics    topicCache       // topics GetTopic read recently
-	handles   handleCache      // topic handles this Store has read
-	functions atomic.Bool      // the scripts run as the function library (FCALL), not with EVALSHA
-	noBLMPop  atomic.Bool      // the server lacks BLMPOP: pop with BRPOP and RPOP
-	pops      atomic.Int64     // pops made, to take the shards of a pop in turn
-	idSalt    []byte           // the deployment's webhook id salt, read by Init
-	id        string           // this Store's own name, for its interrupt lists
-	locks     *redsync.Redsync // the scanners' shard mutexes
-	replicas  replicaWatch     // the replicas each master had, for creates waiting on them
+	offset    atomic.Int64             // Redis clock minus local clock, in ns
+	outcomes  batcher[*pendingOutcome] // outcomes waiting to be written together (Finish)
+	creates   batcher[*create]         // single creates waiting to be written together
+	topics    topicCache               // topics GetTopic read recently
+	handles   handleCache              // topic handles this Store has read
+	functions atomic.Bool              // the scripts run as the function library (FCALL), not with EVALSHA
+	noBLMPop  atomic.Bool              // the server lacks BLMPOP: pop with BRPOP and RPOP
+	pops      atomic.Int64             // pops made, to take the shards of a pop in turn
+	idSalt    []byte                   // the deployment's webhook id salt, read by Init
+	id        string                   // this Store's own name, for its interrupt lists
+	locks     *redsync.Redsync         // the scanners' shard mutexes
+	replicas  replicaWatch             // the replicas each master had, for creates waiting on them
 
 	subs subscriptionCache // topics' subscriptions Subscriptions read recently (fan-out)
 }
@@ -117,8 +117,8 @@ func New(c redis.UniversalClient, opts Options) *Store {
 		opts.Blocking = c
 	}
 	s := &Store{c: c, blocking: opts.Blocking, k: keys{prefix: opts.Prefix, shards: shards}, opts: opts}
-	s.finishes.write = s.writeFinishes
-	s.finishes.linger, s.finishes.lingerMax = outcomeLinger, finishBatch
+	s.outcomes.write = s.writeOutcomes
+	s.outcomes.linger, s.outcomes.lingerMax = outcomeLinger, outcomeBatch
 	var b [8]byte
 	rand.Read(b[:])
 	s.id = hex.EncodeToString(b[:])

@@ -229,7 +229,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, tenant, topic, name stri
 	del := pipe.HDel(ctx, s.k.subscriptions(tenant, topic), name)
 	pipe.SRem(ctx, s.k.subscriptionsPaused(tenant, topic), name)
 	pipe.HDel(ctx, s.k.subscriptionCounts(tenant, topic), name+countPending, name+countDelivered, name+countDead)
-	pipe.Del(ctx, s.k.parked(tenant, topic, name))
+	pipe.Del(ctx, s.k.parkedDeliveries(tenant, topic, name))
 	_, err := pipe.Exec(ctx)
 	s.subs.forget(topicField(tenant, topic))
 	if err != nil {
@@ -253,7 +253,7 @@ func (s *Store) dropSubscriptions(ctx context.Context, tenant, topic string) err
 	}
 	pipe := s.c.Pipeline()
 	for _, n := range names {
-		pipe.Del(ctx, s.k.parked(tenant, topic, n))
+		pipe.Del(ctx, s.k.parkedDeliveries(tenant, topic, n))
 		pipe.Del(ctx, s.k.subscriptionSigningKeys(tenant, topic, n))
 	}
 	pipe.Del(ctx, s.k.subscriptions(tenant, topic), s.k.subscriptionsPaused(tenant, topic), s.k.subscriptionCounts(tenant, topic))
@@ -278,7 +278,7 @@ const ParkFor = 30 * 24 * time.Hour
 // (RefileDelivery). Park and resume are atomic against each other, so a
 // delivery is never left parked by a resume that came between.
 func (s *Store) ParkDelivery(ctx context.Context, tenant, topic, sub, id string, runAt time.Time) (bool, error) {
-	n, err := s.run(ctx, subparkScript, []string{s.k.subscriptionsPaused(tenant, topic), s.k.parked(tenant, topic, sub)},
+	n, err := s.run(ctx, subparkScript, []string{s.k.subscriptionsPaused(tenant, topic), s.k.parkedDeliveries(tenant, topic, sub)},
 		sub, id, ms(runAt)).Int()
 	if err != nil {
 		return false, fmt.Errorf("park delivery %s/%s/%s: %w", tenant, topic, id, err)
@@ -327,7 +327,7 @@ func (s *Store) PauseSubscription(ctx context.Context, tenant, topic, name strin
 // batch at a time; one that fails stays parked, to be filed by the next
 // resume (or, unpaused, to fire when its park ends).
 func (s *Store) refileParked(ctx context.Context, tenant, topic, name string) error {
-	key := s.k.parked(tenant, topic, name)
+	key := s.k.parkedDeliveries(tenant, topic, name)
 	for {
 		zs, err := s.c.ZRangeWithScores(ctx, key, 0, refileBatch-1).Result()
 		if err != nil {
@@ -363,7 +363,7 @@ func (s *Store) refileParked(ctx context.Context, tenant, topic, name string) er
 
 // Parked returns how many deliveries of a subscription are parked.
 func (s *Store) Parked(ctx context.Context, tenant, topic, name string) (int64, error) {
-	return s.c.ZCard(ctx, s.k.parked(tenant, topic, name)).Result()
+	return s.c.ZCard(ctx, s.k.parkedDeliveries(tenant, topic, name)).Result()
 }
 
 // SubscriptionCounts are a subscription's deliveries by what became of

@@ -372,8 +372,8 @@ func (s *Store) dropTopicKeys(ctx context.Context, tenant, name, h string) error
 		pipe.Del(ctx, s.k.index(sh, h))
 		pipe.Del(ctx, s.k.counters(sh, h))
 		pipe.Del(ctx, s.k.dead(sh, h))
-		pipe.SRem(ctx, s.k.hold(sh), h)
-		pipe.Del(ctx, s.k.held(sh, h))
+		pipe.SRem(ctx, s.k.parkSet(sh), h)
+		pipe.Del(ctx, s.k.parked(sh, h))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("delete topic %s/%s: %w", tenant, name, err)

@@ -113,7 +113,7 @@ const (
 	topicsChanged     = "t"
 	scannerPrefix     = "s "
 	goneScannerPrefix = "x "
-	flowFreedPrefix   = "f " // flowgate.lua publishes it, with "<tenant>/<flow>"
+	flowFreedPrefix   = "f " // flowgate.lua publishes it (freedMessage), with "<tenant>/<flow>"
 )
 
 // Alive tells every scanner that scanner id is alive and holds held

@@ -84,7 +84,7 @@ type FanoutResult struct {
 	// once more), by command.
 	NoMatchCommands []CommandCount `json:"no_match_commands_per_publish"`
 	// NoMatchOwnCommands counts those commands but the caches' reads.
-	NoMatchOwnCommands   float64 `json:"no_match_commands_own_per_publish"`
+	NoMatchOwnCommands  float64 `json:"no_match_commands_own_per_publish"`
 	NoMatchP99MS        float64 `json:"no_match_publish_p99_ms"`
 	NoMatchProcessCPUMS float64 `json:"no_match_process_cpu_per_publish_ms"`
 	Checks              []Check `json:"checks"`

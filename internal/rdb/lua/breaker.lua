@@ -1,5 +1,5 @@
 -- breaker.lua: record an attempt's answer in its flow's circuit breaker
--- (Store.Outcome). The breaker is a HASH: st (c closed, o open, h
+-- (Store.BreakerAnswer). The breaker is a HASH: st (c closed, o open, h
 -- half-open), f (failed attempts in a row while closed), c (the current
 -- cool-down, ms), u (open until, ms), p and pd (the probe's attempt and
 -- when its lease lapses: flowgate.lua sends it).

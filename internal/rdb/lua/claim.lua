@@ -1,7 +1,7 @@
 -- claim.lua: hand out a shard's due jobs: start an attempt on each and push
 -- it onto its topic's ready list in the shard, where workers pop it.
 -- KEYS[1] the shard's pool, KEYS[2] the shard's wheel (due), KEYS[3] its
--- schedules, KEYS[4] its refill set, KEYS[5] its hold set (paused topics),
+-- schedules, KEYS[4] its refill set, KEYS[5] its park set (paused topics),
 -- KEYS[6] its leases, KEYS[7] its pop leases
 -- ARGV[1] now (ms), or '' to read Redis's TIME (a claim must never trust
 -- another machine's clock), ARGV[2] the shard's key tag, ARGV[3] how far
@@ -31,8 +31,8 @@
 -- ahead.
 -- Wheel slots are lists of "<h>/<id>,<offset>" entries, popped as they
 -- are processed.
--- A job of a paused topic (in the shard's hold set) is not claimed: its
--- wheel entry moves, as it is, to the topic's held list, and the job keeps
+-- A job of a paused topic (in the shard's park set) is not claimed: its
+-- wheel entry moves, as it is, to the topic's parked list (it is parked), and the job keeps
 -- its state, due time and attempts until resume files it again; one whose
 -- lease lapsed becomes retrying first.
 -- Claiming a schedule's pending occurrence files the schedule's next one
@@ -252,35 +252,35 @@ local function chain(h, sid, sf, r)
   return verdict
 end
 
--- held reports whether topic h is paused (the shard's hold set, read once
+-- parked reports whether topic h is paused (the shard's park set, read once
 -- a call, when a job of it would start an attempt).
-local holds = nil
-local function held(h)
-  if not holds then
-    holds = {}
+local parking = nil
+local function parked(h)
+  if not parking then
+    parking = {}
     for _, x in ipairs(redis.call('SMEMBERS', KEYS[5])) do
-      holds[x] = true
+      parking[x] = true
     end
   end
-  return holds[h]
+  return parking[h]
 end
 
--- holdPut keeps field's wheel entry at t in topic h's held list instead of
--- claiming it (written by holdFlush); resume files it again (unhold.lua).
-local heldEntries = {}
-local function holdPut(h, field, t)
-  local es = heldEntries[h]
+-- park keeps field's wheel entry at t in topic h's parked list instead of
+-- claiming it (written by parkFlush); resume files it again (unpark.lua).
+local parkedEntries = {}
+local function park(h, field, t)
+  local es = parkedEntries[h]
   if not es then
     es = {}
-    heldEntries[h] = es
+    parkedEntries[h] = es
   end
   es[#es + 1] = field .. ',' .. b36(t)
   budget = budget - 1 -- work done, though no job is claimed
 end
 
-local function holdFlush()
-  for h, es in pairs(heldEntries) do
-    callMany('RPUSH', tag .. KEY.held .. h, es)
+local function parkFlush()
+  for h, es in pairs(parkedEntries) do
+    callMany('RPUSH', tag .. KEY.parked .. h, es)
   end
 end
 
@@ -354,16 +354,16 @@ local function claim(field, t, v)
   local dueAt = math.max(t, now)
   if r.st == ST.active then
     addLog(r, string.format('{"n":%d,"t":%d,"error":"worker lost: its lease expired before the attempt finished"}\n', r.n, now))
-    if held(h) then -- its next attempt waits for the topic's resume
+    if parked(h) then -- its next attempt waits for the topic's resume
       r.st = ST.retrying
       count(h, 'active>retrying')
       keep(field, r)
-      holdPut(h, field, t)
+      park(h, field, t)
       return
     end
     dueAt = now
-  elseif held(h) then -- the topic is paused: the job waits, as it is, for resume
-    holdPut(h, field, t)
+  elseif parked(h) then -- the topic is paused: the job is parked, as it is, until resume
+    park(h, field, t)
     return
   else
     local sid = nil
@@ -530,7 +530,7 @@ occurFlush()
 schedFlush()
 callMany('HSET', pool, hset)
 callMany('HDEL', pool, hdel)
-holdFlush()
+parkFlush()
 wheelFlush(tag, due)
 indexFlush(tag)
 countFlush(tag)

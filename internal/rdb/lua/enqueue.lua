@@ -62,7 +62,7 @@ for i = FIRST, #ARGV, PER do
   if first then
     local f = h .. '/' .. first
     out[nth] = {R.duplicate, first, written[f] or redis.call('HGET', pool, f)}
-  elseif old and mode == 'k' and not finished(old) then
+  elseif old and mode == 'k' and not ended(old) then
     out[nth] = {R.kept, oldv}
   elseif old and old.st == ST.active then
     out[nth] = R.active
@@ -74,8 +74,8 @@ for i = FIRST, #ARGV, PER do
     local result = R.ok
     if not old then
       count(h, state)
-    elseif finished(old) then
-      r.ca = replaceFinished(tag, ARGV[5], h, id, old, state, now) -- a new job of the same id
+    elseif ended(old) then
+      r.ca = replaceEnded(tag, ARGV[5], h, id, old, state, now) -- a new job of the same id
     else
       -- not fired yet: the same job, rescheduled; it keeps its identity
       r.ca, result = old.ca, R.replaced

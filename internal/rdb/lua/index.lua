@@ -124,17 +124,17 @@ local function labelAddRecord(tag, h, id, r)
   end
 end
 
--- finished reports whether record r ended (delivered, dead, expired or
+-- ended reports whether record r ended (delivered, dead, expired or
 -- cancelled): a new job may then take its id.
-local function finished(r)
+local function ended(r)
   return r.st == ST.delivered or r.st == ST.dead or r.st == ST.expired or r.st == ST.cancelled
 end
 
--- replaceFinished makes way for a new job of id (topic h, of tenant), in
--- state, over old, a finished record of that id: old leaves the listing
+-- replaceEnded makes way for a new job of id (topic h, of tenant), in
+-- state, over old, an ended record of that id: old leaves the listing
 -- and the dead letters, the counters move, and it returns the new job's
 -- creation time: now, or later than old's, since the webhook id comes from it.
-local function replaceFinished(tag, tenant, h, id, old, state, now)
+local function replaceEnded(tag, tenant, h, id, old, state, now)
   unindex(tag, h, id, old.ca)
   if old.st == ST.dead then
     deadRemove(tag, tenant, h, id)

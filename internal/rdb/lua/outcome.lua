@@ -34,9 +34,9 @@ end
 
 -- notify files the notification note of job id of topic h (of tenant),
 -- ended by attempt n, when it is of kind (d: dead, s: delivered): a job
--- "<id>~dead.<n>" or "<id>~ok.<n>" due now. A finished notification of
+-- "<id>~dead.<n>" or "<id>~ok.<n>" due now. An ended notification of
 -- that id (of an earlier job of the same id, within its retention) is
--- replaced as a create replaces a finished job: the new one is told too.
+-- replaced as a create replaces an ended job: the new one is told too.
 local function notify(h, id, n, note, kind, tenant)
   local k, ls, body = string.match(note, '^(%a)(%d+)|(.*)$')
   if not k then -- no kind: a failure notification of layout 5's outcome lists (migrateOutcomes)
@@ -61,10 +61,10 @@ local function notify(h, id, n, note, kind, tenant)
       false)
     return
   end
-  if not finished(o) then -- the earlier one is still on its way
+  if not ended(o) then -- the earlier one is still on its way
     return
   end
-  local ca = replaceFinished(tag, tenant, h, nid, o, NAME[ST.ready], now)
+  local ca = replaceEnded(tag, tenant, h, nid, o, NAME[ST.ready], now)
   keepRaw(field, newRecord(ST.ready, ca, now, 0, tonumber(ls), body))
   wheelPut(field, now, now)
   indexAdd(h, nid, ca)

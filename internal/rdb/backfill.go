@@ -1,80 +1,13 @@
 package rdb
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/kairos-sh/kairos"
 )
-
-// scheduleExtFlag is the flag of fl that says a schedule's extension
-// follows its header (layout.go, "Schedules").
-const scheduleExtFlag = 4
-
-// scheduleExtension is a schedule's extension as stored
-// (scheduleExtFields): its overlap rule and max_runs, and what the claims
-// counted.
-type scheduleExtension struct {
-	overlap                     kairos.Overlap
-	maxRuns, runs, skipped      int64
-	lastOccurred, bufferedUntil int64 // lo and bw
-}
-
-// completed reports whether x's schedule fired its max_runs.
-func (x *scheduleExtension) completed() bool {
-	return x != nil && x.maxRuns > 0 && x.runs >= x.maxRuns
-}
-
-// decodeScheduleExt reads an extension from the start of b and says how
-// many bytes it took.
-func decodeScheduleExt(b string) (scheduleExtension, int, error) {
-	if len(b) < scheduleExtLen {
-		return scheduleExtension{}, 0, fmt.Errorf("schedule extension: %w", errBadRecord)
-	}
-	var x scheduleExtension
-	nums, code, at := readHeader(b, scheduleExtFields)
-	for ov, c := range overlapCodes {
-		if code == c {
-			x.overlap = ov
-		}
-	}
-	if x.overlap == "" {
-		return scheduleExtension{}, 0, fmt.Errorf("schedule extension: %w", errBadRecord)
-	}
-	x.maxRuns, x.runs, x.skipped = nums["mr"], nums["rn"], nums["sk"]
-	x.lastOccurred, x.bufferedUntil = nums["lo"], nums["bw"]
-	return x, at, nil
-}
-
-// extArg is schedset.lua's ARGV[14] for sc: "" when sc needs no
-// extension (it then costs what a schedule without these settings costs),
-// else the overlap code and max_runs.
-func extArg(sc kairos.Schedule) string {
-	ov := cmp.Or(sc.Overlap, kairos.OverlapAllow)
-	if ov == kairos.OverlapAllow && sc.MaxRuns == 0 {
-		return ""
-	}
-	return string(overlapCodes[ov]) + strconv.Itoa(sc.MaxRuns)
-}
-
-// showExt sets what sc shows of r's extension and of meta m.
-func (r scheduleRecord) showExt(sc *kairos.Schedule, m scheduleMeta) {
-	sc.Jitter = time.Duration(m.JitterMS) * time.Millisecond
-	if m.Backfilled != 0 {
-		sc.LastBackfilled, sc.BackfilledAt = fromMS(m.Backfilled), fromMS(m.BackfilledAt)
-	}
-	x := r.ext
-	if x == nil {
-		sc.Overlap = kairos.OverlapAllow
-		return
-	}
-	sc.Overlap, sc.MaxRuns, sc.Runs, sc.Skipped = x.overlap, int(x.maxRuns), int(x.runs), x.skipped
-	sc.Completed = x.completed()
-}
 
 // BackfillSchedule fires each of the given instants of schedule id (as
 // the occurrences' ids name them, ascending) that has not fired: one whose
@@ -151,21 +84,4 @@ func (s *Store) markBackfilled(ctx context.Context, shard int, f string, at int6
 		}
 	}
 	return fmt.Errorf("%w: schedule %q changed five times while its backfill was recorded", kairos.ErrConflict, f)
-}
-
-// readHeader reads the fields of a binary header from the start of b (at
-// least as long as fields say): the numbers by name, the one code byte,
-// and how many bytes the header took.
-func readHeader(b string, fields []headerField) (nums map[string]int64, code byte, at int) {
-	nums = make(map[string]int64, len(fields))
-	for _, f := range fields {
-		if f.code {
-			code = b[at]
-			at++
-			continue
-		}
-		nums[f.name] = beUint(b[at : at+f.width])
-		at += f.width
-	}
-	return nums, code, at
 }

@@ -10,9 +10,9 @@ import (
 	"github.com/kairos-sh/kairos"
 )
 
-// claimHeld claims everything due now without finishing it: the
+// claimActive claims everything due now without finishing it: the
 // occurrences stay active, as with a receiver slower than the period.
-func claimHeld(t *testing.T, s *Store) []kairos.Claimed {
+func claimActive(t *testing.T, s *Store) []kairos.Claimed {
 	t.Helper()
 	var out []kairos.Claimed
 	for sh := range s.Shards() {
@@ -92,7 +92,7 @@ func TestScheduleMaxRunsCountsTriggersAndReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	add(time.Second)
-	cs := claimHeld(t, s)
+	cs := claimActive(t, s)
 	if len(cs) != 1 {
 		t.Fatalf("claimed %v", claimedIDs(cs))
 	}
@@ -121,54 +121,12 @@ func TestScheduleMaxRunsCountsTriggersAndReleases(t *testing.T) {
 	}
 }
 
-// Backfill fires each instant of a range once; twice over one range fires
-// nothing more, and instants the pattern fired are not fired again.
-func TestScheduleBackfillTwice(t *testing.T) {
-	s, now, add := newScheduleStore(t)
-	ctx := context.Background()
-	start := now().Add(-10*time.Second + 500*time.Millisecond)
-	if _, err := s.PutSchedule(ctx, everySecond("tick", start, "")); err != nil {
-		t.Fatal(err)
-	}
-	add(time.Second)
-	byPattern := fireDue(t, s) // the first instant after the put
-	if len(byPattern) != 1 {
-		t.Fatalf("pattern fired %v", byPattern)
-	}
-	var instants []time.Time
-	for i := range 14 { // the past ten seconds, the one the pattern fired, and future ones
-		instants = append(instants, start.Add(time.Duration(i)*time.Second))
-	}
-	n, err := s.BackfillSchedule(ctx, "acme", "orders", "tick", instants)
-	if err != nil || n != 10 {
-		t.Fatalf("backfill filed %d (%v), want the 10 past instants", n, err)
-	}
-	if n, err := s.BackfillSchedule(ctx, "acme", "orders", "tick", instants); err != nil || n != 0 {
-		t.Fatalf("second backfill filed %d (%v), want 0", n, err)
-	}
-	fired := fireDue(t, s)
-	if len(fired) != 10 || slices.Contains(fired, byPattern[0]) {
-		t.Fatalf("backfill fired %v", fired)
-	}
-	if n, err := s.BackfillSchedule(ctx, "acme", "orders", "tick", instants); err != nil || n != 0 {
-		t.Fatalf("backfill after delivery filed %d (%v), want 0", n, err)
-	}
-	sc, _ := s.GetSchedule(ctx, "acme", "orders", "tick")
-	if want := start.Add(9 * time.Second); !sc.LastBackfilled.Equal(want) {
-		t.Fatalf("last backfilled %v, want %v", sc.LastBackfilled, want)
-	}
-	add(time.Second)
-	if got := fireDue(t, s); len(got) != 1 {
-		t.Fatalf("the pattern goes on: fired %v", got)
-	}
-}
-
 // overlap skip: while the previous occurrence is active, the next instant
 // does not fire and is counted; once it ends, instants fire again.
 func TestScheduleOverlapSkip(t *testing.T) {
 	s, _, add := newScheduleStore(t)
 	ctx := context.Background()
-	first := overlapHeld(t, s, add, kairos.OverlapSkip)
+	first := overlapActive(t, s, add, kairos.OverlapSkip)
 	got, _ := s.GetSchedule(ctx, "acme", "orders", "tick")
 	if got.Skipped != 3 || got.Runs != 1 {
 		t.Fatalf("skipped %d runs %d, want 3 and 1", got.Skipped, got.Runs)
@@ -179,7 +137,7 @@ func TestScheduleOverlapSkip(t *testing.T) {
 	}
 	finishDelivered(t, s, first)
 	add(time.Second)
-	if cs := claimHeld(t, s); len(cs) != 1 {
+	if cs := claimActive(t, s); len(cs) != 1 {
 		t.Fatalf("previous ended, yet fired %v", claimedIDs(cs))
 	}
 }
@@ -189,14 +147,14 @@ func TestScheduleOverlapSkip(t *testing.T) {
 func TestScheduleOverlapBufferOne(t *testing.T) {
 	s, _, add := newScheduleStore(t)
 	ctx := context.Background()
-	first := overlapHeld(t, s, add, kairos.OverlapBufferOne)
+	first := overlapActive(t, s, add, kairos.OverlapBufferOne)
 	got, _ := s.GetSchedule(ctx, "acme", "orders", "tick")
 	if got.Skipped != 2 {
 		t.Fatalf("skipped %d, want 2 (one waits)", got.Skipped)
 	}
 	finishDelivered(t, s, first)
 	add(bufferPoll + 100*time.Millisecond)
-	cs := claimHeld(t, s)
+	cs := claimActive(t, s)
 	want := kairos.OccurrenceID("tick", first.Job.RunAt.Add(time.Second)) // the instant after the first
 	if !slices.Contains(claimedIDs(cs), want) {
 		t.Fatalf("after the previous ended fired %v, want the buffered %s", claimedIDs(cs), want)
@@ -209,7 +167,7 @@ func TestScheduleOverlapBufferOne(t *testing.T) {
 func TestScheduleDeleteCancelsBufferedOccurrence(t *testing.T) {
 	s, _, add := newScheduleStore(t)
 	ctx := context.Background()
-	first := overlapHeld(t, s, add, kairos.OverlapBufferOne)
+	first := overlapActive(t, s, add, kairos.OverlapBufferOne)
 	buffered := kairos.JobKey{Tenant: "acme", Topic: "orders", ID: kairos.OccurrenceID("tick", first.Job.RunAt.Add(time.Second))}
 	if _, err := s.GetJob(ctx, buffered); err != nil {
 		t.Fatalf("the buffered occurrence %s: %v", buffered.ID, err)
@@ -221,12 +179,12 @@ func TestScheduleDeleteCancelsBufferedOccurrence(t *testing.T) {
 		t.Errorf("the buffered occurrence outlives its schedule's delete: %v", err)
 	}
 	add(bufferPoll + 100*time.Millisecond)
-	if cs := claimHeld(t, s); len(cs) != 0 {
+	if cs := claimActive(t, s); len(cs) != 0 {
 		t.Fatalf("deleted while %s was in flight, it fired %v beside it", first.Job.ID, claimedIDs(cs))
 	}
 	finishDelivered(t, s, first)
 	add(bufferPoll + 100*time.Millisecond)
-	if cs := claimHeld(t, s); len(cs) != 0 {
+	if cs := claimActive(t, s); len(cs) != 0 {
 		t.Fatalf("deleted, it fired %v after the one in flight ended", claimedIDs(cs))
 	}
 	c, err := s.TopicCounters(ctx, "acme", "orders")
@@ -238,42 +196,10 @@ func TestScheduleDeleteCancelsBufferedOccurrence(t *testing.T) {
 	}
 }
 
-// A backfill files no more instants than max_runs leaves, so its count
-// is what fires.
-func TestScheduleBackfillStopsAtMaxRuns(t *testing.T) {
-	s, now, add := newScheduleStore(t)
-	ctx := context.Background()
-	start := now().Add(-10*time.Second + 500*time.Millisecond)
-	sc := everySecond("tick", start, "")
-	sc.MaxRuns = 5
-	if _, err := s.PutSchedule(ctx, sc); err != nil {
-		t.Fatal(err)
-	}
-	add(time.Second)
-	if got := fireDue(t, s); len(got) != 1 {
-		t.Fatalf("pattern fired %v", got)
-	}
-	var instants []time.Time
-	for i := range 10 {
-		instants = append(instants, start.Add(time.Duration(i)*time.Second))
-	}
-	n, err := s.BackfillSchedule(ctx, "acme", "orders", "tick", instants)
-	if err != nil || n != 4 {
-		t.Fatalf("backfill filed %d (%v), want the 4 runs max_runs 5 leaves", n, err)
-	}
-	if fired := fireDue(t, s); len(fired) != 4 {
-		t.Fatalf("backfill fired %v, want 4", fired)
-	}
-	got, err := s.GetSchedule(ctx, "acme", "orders", "tick")
-	if err != nil || got.Runs != 5 || !got.Completed {
-		t.Fatalf("runs %d completed %v (%v)", got.Runs, got.Completed, err)
-	}
-}
-
-// overlapHeld puts schedule "tick" (every second, overlap ov), fires its
+// overlapActive puts schedule "tick" (every second, overlap ov), fires its
 // first occurrence and keeps it active while three more instants come;
 // it returns that first occurrence.
-func overlapHeld(t *testing.T, s *Store, add func(time.Duration), ov kairos.Overlap) kairos.Claimed {
+func overlapActive(t *testing.T, s *Store, add func(time.Duration), ov kairos.Overlap) kairos.Claimed {
 	t.Helper()
 	sc := everySecond("tick", s.Now().Add(500*time.Millisecond), "")
 	sc.Overlap = ov
@@ -281,13 +207,13 @@ func overlapHeld(t *testing.T, s *Store, add func(time.Duration), ov kairos.Over
 		t.Fatal(err)
 	}
 	add(time.Second)
-	first := claimHeld(t, s)
+	first := claimActive(t, s)
 	if len(first) != 1 {
 		t.Fatalf("claimed %v", claimedIDs(first))
 	}
 	for range 3 {
 		add(time.Second)
-		if cs := claimHeld(t, s); len(cs) != 0 {
+		if cs := claimActive(t, s); len(cs) != 0 {
 			t.Fatalf("previous still active, yet fired %v", claimedIDs(cs))
 		}
 	}
