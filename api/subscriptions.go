@@ -167,9 +167,13 @@ func (req subscriptionRequest) toSubscription(tenant, topic, name string, allowP
 	return sub, fe.err()
 }
 
-// checkEventTypes validates a subscription's event types: an empty list
-// receives no message.
+// checkEventTypes validates a subscription's event types. An empty list
+// is refused: it would receive no message, which is what a pause says.
 func checkEventTypes(fe *fieldErrors, field string, types []string) []string {
+	if len(types) == 0 {
+		fe.add(field, "an empty list would receive no message: name 1 to %d event types, leave event_types out to receive every message, or pause the subscription", maxEventTypes)
+		return nil
+	}
 	if len(types) > maxEventTypes {
 		fe.add(field, "%d event types; at most %d are allowed", len(types), maxEventTypes)
 		return nil

@@ -62,6 +62,10 @@ func TestSubscriptionRoutes(t *testing.T) {
 	}
 	e.refused(t, e.do(t, "PUT", "/v1/topics/orders/subscriptions/other", acme,
 		obj{"url": "http://127.0.0.1/hook", "signing": "tenant", "event_types": []string{""}}), before, http.StatusBadRequest, []string{"event_types[0]", "signing", "url"}, true)
+	// an empty list of event types would receive nothing: refused, not
+	// stored as "every event type"
+	e.refused(t, e.do(t, "PUT", "/v1/topics/orders/subscriptions/other", acme,
+		obj{"url": "https://x.example.com", "event_types": []string{}}), before, http.StatusBadRequest, []string{"event_types"}, false)
 	e.refused(t, e.do(t, "PUT", "/v1/topics/orders/subscriptions/other", acme, obj{}), before, http.StatusBadRequest, []string{"url"}, true)
 	wantProblem(t, e.do(t, "PUT", "/v1/topics/orders/subscriptions/a.b", acme, obj{"url": "https://x.example.com"}, specLenient()), http.StatusNotFound)
 }
