@@ -3,7 +3,7 @@
 // page) and the job's state; and publishing a message from the page
 // (POST /v1/topics/{topic}/messages), which opens the message.
 import { call, session, tenantQuery, topicPath, messagePath } from './api.js';
-import { $, h, rows, showError, busy, timeEl, stateBadge, lastAttempt, notice } from './dom.js';
+import { $, h, rows, showError, busy, timeEl, stateBadge, lastAttempt, notice, span } from './dom.js';
 import { link, topicLabel } from './store.js';
 
 const cur = { tenant: '', topic: '', id: '' };
@@ -39,11 +39,11 @@ function render(m) {
   const at = { tenant: m.tenant, topic: m.topic };
   rows($('message-deliveries'), m.deliveries, (d) => [
     ['Subscription', h('a', { href: link('subscriptions', at), 'data-testid': `delivery-sub-${d.subscription}`, text: d.subscription })],
-    ['Job', h('a', { href: link('job', { ...at, id: d.job_id }), 'data-testid': `delivery-job-${d.subscription}`, text: d.job_id }), 'wrap'],
+    ['Job', h('a', { href: link('job', { ...at, id: d.job_id }), class: 'nowrap', 'data-testid': `delivery-job-${d.subscription}`, text: d.job_id })],
     ['State', d.state ? h('span', { 'data-testid': `delivery-state-${d.subscription}` }, stateBadge(d.state))
       : h('span', { class: 'muted', 'data-testid': `delivery-state-${d.subscription}`, text: 'job gone (past retention)' })],
     ['Attempts', String(d.attempts), 'num'],
-    ['Next run / done', d.done_at ? timeEl(d.done_at) : timeEl(d.next_run_at)],
+    ['Next run / done', d.done_at ? span('done ', timeEl(d.done_at)) : d.next_run_at ? span('next ', timeEl(d.next_run_at)) : '—'],
     ['Last attempt', lastAttempt(d), 'wrap'],
   ]);
   $('message-nodeliveries').hidden = m.deliveries.length > 0;

@@ -70,10 +70,10 @@ function row(t, s) {
       s.signing === 'subscription' ? h('span', { class: 'muted', text: 'signed with its own secret' }) : ''), 'wrap'],
     ['Endpoint', h('span', { class: 'stack' },
       h('span', { class: 'callback' }, h('code', { text: s.method || t.method }), ' ', url(s.url, `sub-url-${s.name}`)),
-      h('span', { class: 'muted', 'data-testid': `sub-settings-${s.name}`, text: settings(s) })), 'cut'],
+      h('span', { class: 'muted settings', 'data-testid': `sub-settings-${s.name}`, text: settings(s) })), 'cut'],
     ['Receives', h('span', { class: 'receives', 'data-testid': `sub-receives-${s.name}` },
-      h('span', {}, s.event_types ? (s.event_types.length ? `event types: ${s.event_types.join(', ')}` : 'no event type: nothing') : 'every event type'),
-      s.filter ? h('code', { 'data-testid': `sub-filter-${s.name}`, text: JSON.stringify(s.filter) }) : h('span', { class: 'muted', text: 'no filter' })), 'wrap'],
+      h('span', {}, s.event_types ? (s.event_types.length ? ['event types: ', s.event_types.map((e, i) => [i ? ', ' : '', h('code', { text: e })])] : 'no event type: nothing') : 'every event type'),
+      s.filter ? h('code', { class: 'filter', 'data-testid': `sub-filter-${s.name}`, text: JSON.stringify(s.filter) }) : h('span', { class: 'muted', text: 'no filter' }))],
     // pending deliveries: scheduled, ready, in flight or retrying; the
     // jobs list shows them all with the label, any state
     ['Pending', deliveries('pending', s.counts.pending, ''), 'num'],
