@@ -222,7 +222,8 @@ func TestAdminPageFanOut(t *testing.T) {
 		apiCall(t, base, acme, "PUT", "/v1/topics/orders/subscriptions/shipping", map[string]any{"url": rcv.URL + "/ok",
 			"event_types": []string{"order.created"}, "description": "the warehouse"})
 		apiCall(t, base, acme, "PUT", "/v1/topics/orders/subscriptions/alerts", map[string]any{"url": rcv.URL + "/flaky",
-			"max_attempts": 2, "backoff": map[string]string{"initial": "100ms", "max": "200ms"}, "timeout": "2s"})
+			"max_attempts": 2, "backoff": map[string]string{"initial": "100ms", "max": "200ms"}, "timeout": "2s",
+			"breaker": map[string]any{"failures": 2, "cooldown": "1m"}})
 		apiCall(t, base, acme, "PUT", "/v1/topics/orders/subscriptions/refunds", map[string]any{"url": rcv.URL + "/ok",
 			"event_types": []string{"order.refunded"}})
 		var pub struct {
@@ -273,6 +274,14 @@ func TestAdminPageFanOut(t *testing.T) {
 		b.eval("back to the subscriptions", `document.getElementById('message-back').click()`)
 		b.waitText(`[data-testid="sub-delivered-shipping"]`, "1", 10*time.Second)
 		b.waitText(`[data-testid="sub-dead-alerts"]`, "1", 10*time.Second)
+		// Its two failures in a row opened alerts' breaker, its own: shipping's is off.
+		b.waitJS("alerts' breaker open", `document.querySelector('[data-testid="sub-breaker-alerts"] [data-state="open"]')`, 10*time.Second)
+		if br := b.text(`[data-testid="sub-breaker-alerts"]`); !strings.Contains(br, "until ") || !strings.Contains(br, "opens after 2 failures, 1m") {
+			t.Errorf("alerts' breaker shown as %q, want open until a time", br)
+		}
+		if br := b.text(`[data-testid="sub-breaker-shipping"]`); br != "off" {
+			t.Errorf("shipping's breaker shown as %q, want off", br)
+		}
 		b.shot("subscriptions")
 		b.do("390px viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
 		w, err := run(b, chromedp.Evaluate[float64](`document.documentElement.scrollWidth`))

@@ -72,7 +72,7 @@ function row(t, s) {
       h('span', { class: 'callback' }, h('code', { text: s.method || t.method }), ' ', url(s.url, `sub-url-${s.name}`)),
       h('span', { class: 'muted settings', 'data-testid': `sub-settings-${s.name}`, text: settings(s) })), 'cut'],
     ['Receives', h('span', { class: 'receives', 'data-testid': `sub-receives-${s.name}` },
-      h('span', {}, s.event_types ? (s.event_types.length ? ['event types: ', s.event_types.map((e, i) => [i ? ', ' : '', h('code', { text: e })])] : 'no event type: nothing') : 'every event type'),
+      h('span', {}, ...receives(s)),
       s.filter ? h('code', { class: 'filter', 'data-testid': `sub-filter-${s.name}`, text: JSON.stringify(s.filter) }) : h('span', { class: 'muted', text: 'no filter' }))],
     // pending deliveries: scheduled, ready, in flight or retrying; the
     // jobs list shows them all with the label, any state
@@ -86,6 +86,13 @@ function row(t, s) {
       h('button', { type: 'button', class: 'danger', 'data-testid': `sub-delete-${s.name}`, 'aria-label': `Delete subscription ${s.name}`,
         text: 'Delete', onclick: () => remove(t, s) }))],
   ];
+}
+
+// receives says which event types a subscription receives.
+function receives(s) {
+  if (!s.event_types) return ['every event type'];
+  if (!s.event_types.length) return ['no event type: nothing'];
+  return ['event types: ', ...s.event_types.flatMap((e, i) => [i ? ', ' : '', h('code', { text: e })])];
 }
 
 // settings sums up the delivery settings a subscription sets over its
