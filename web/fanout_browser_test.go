@@ -259,7 +259,6 @@ func TestAdminPageFanOut(t *testing.T) {
 		if hits != "[200] [500 500]" {
 			t.Errorf("the receivers answered shipping and alerts %s, want [200] [500 500]", hits)
 		}
-		b.shot("message")
 
 		// A delivery's job opens the job's page, which names its message.
 		b.click("delivery-job-shipping")
@@ -282,7 +281,14 @@ func TestAdminPageFanOut(t *testing.T) {
 		if br := b.text(`[data-testid="sub-breaker-shipping"]`); br != "off" {
 			t.Errorf("shipping's breaker shown as %q, want off", br)
 		}
+		b.nav("subscriptions") // as a reader comes back to it: the notices cleared
+		b.waitText(`[data-testid="sub-breaker-alerts"]`, "until ", 5*time.Second)
 		b.shot("subscriptions")
+		b.click("subs-message-open")
+		b.waitJS("the message again, alerts dead", `document.querySelector('[data-testid="delivery-state-alerts"] [data-state="dead"]')`, 10*time.Second)
+		b.shot("message")
+		b.nav("subscriptions")
+		b.waitJS("three subscriptions listed", rowCount+` === 3`, 10*time.Second)
 		b.do("390px viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
 		w, err := run(b, chromedp.Evaluate[float64](`document.documentElement.scrollWidth`))
 		if err != nil || w > 390 {

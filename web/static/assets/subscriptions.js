@@ -79,7 +79,7 @@ function row(t, s) {
     ['Pending', deliveries('pending', s.counts.pending, ''), 'num'],
     ['Delivered', deliveries('delivered', s.counts.delivered, 'delivered'), 'num'],
     ['Dead', deliveries('dead', s.counts.dead, 'dead'), 'num'],
-    ['Breaker', breaker(s), 'wrap'],
+    ['Breaker', breaker(s), 'breaker'],
     ['Actions', h('div', { class: 'actions' },
       h('button', { type: 'button', 'data-testid': `sub-edit-${s.name}`, 'aria-label': `Edit subscription ${s.name}`, text: 'Edit', onclick: (e) => openEdit(e.currentTarget, t, s.name) }),
       s.paused ? pauseButton('Resume', 'resume', t, s.name) : pauseButton('Pause', 'pause', t, s.name),
