@@ -328,6 +328,21 @@ func TestAdminPageFanOut(t *testing.T) {
 		b.waitJS("orders' subscriptions", rowCount+` === 3 && document.getElementById('subs-missing').hidden`, 10*time.Second)
 	})
 
+	t.Run("an admin reads any tenant's", func(t *testing.T) {
+		b := b.on(t)
+		b.load("sign out", chromedp.Click(chromedp.ID("signout")))
+		b.signIn(admin)
+		b.eval("open globex's topic", `location.hash = '#/subscriptions?tenant=globex&topic=ledger'`)
+		b.do("audit listed", chromedp.WaitVisible(chromedp.CSS(`[data-testid="sub-audit"]`)))
+		if u := b.text(`[data-testid="sub-url-audit"]`); !strings.HasSuffix(u, "/ok?key=••••••••") {
+			t.Errorf("audit's URL shown to an admin as %q, want its query value masked", u)
+		}
+		b.fill(map[string]string{"subs-message-id": "g-1"})
+		b.click("subs-message-open")
+		b.waitJS("audit's delivery delivered", `document.querySelector('[data-testid="delivery-state-audit"] [data-state="delivered"]')`, 10*time.Second)
+		b.waitText(`[data-testid="message-kv"]`, "globex", time.Second)
+	})
+
 	for _, line := range strings.Split(b.logs.String(), "\n") {
 		if strings.HasPrefix(line, "exception") || strings.Contains(line, "Content Security Policy") {
 			t.Errorf("browser console: %s", line)

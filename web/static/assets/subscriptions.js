@@ -2,9 +2,9 @@
 // one's URL (masked as the API masks it), what it receives, its paused
 // state, its deliveries' counts and its breaker; add and edit (PUT), pause,
 // resume and delete. Field errors of a 400 are shown beside their fields.
-import { ApiError, call, session, tenantQuery, topicPath, subscriptionPath } from './api.js';
+import { ApiError, call, tenantQuery, topicPath, subscriptionPath } from './api.js';
 import { $, h, rows, showError, showFieldErrors, confirmAction, notice, busy, reportError, dur, url, num } from './dom.js';
-import { state, loadTopics, fillTopicSelect, selectedTopic, findTopic, link, topicLabel } from './store.js';
+import { loadTopics, fillTopicSelect, selectedTopic, findTopic, link, topicLabel, topicWithData } from './store.js';
 import { openPublish } from './messages.js';
 
 const cur = { topic: null, asked: '' }; // asked: the topic the route names
@@ -13,7 +13,8 @@ export const subscriptionsView = {
   async show(p) {
     await loadTopics();
     const name = p.get('topic');
-    const want = name ? findTopic(p.get('tenant'), name) : null;
+    // No topic asked for: the first one that has subscriptions.
+    const want = name ? findTopic(p.get('tenant'), name) : await topicWithData('/subscriptions');
     showError($('subs-missing'), null);
     cur.asked = name || '';
     if (name && !want) {
@@ -114,7 +115,7 @@ function breaker(s) {
   if (!b.failures) return h('span', { class: 'muted', 'data-testid': `sub-breaker-${s.name}`, text: 'off' });
   const open = b.state !== 'closed';
   return h('span', { class: 'stack', 'data-testid': `sub-breaker-${s.name}` },
-    h('span', {}, h('span', { class: `state ${open ? 'dead' : 'running'}`, 'data-state': b.state, text: b.state.replace('_', '-') })),
+    h('span', {}, h('span', { class: `state ${open ? 'dead' : 'running'}`, 'data-state': b.state, text: b.state })),
     b.open_until ? h('span', { text: `until ${new Date(b.open_until).toLocaleTimeString()}` }) : '',
     h('span', { class: 'muted', text: `opens after ${b.failures} failures, ${dur(b.cooldown)}` }));
 }
