@@ -227,7 +227,10 @@ func TestAdminPageFanOut(t *testing.T) {
 		apiCall(t, base, acme, "PUT", "/v1/topics/orders/subscriptions/refunds", map[string]any{"url": rcv.URL + "/ok",
 			"event_types": []string{"order.refunded"}})
 		var pub struct {
-			Deliveries []struct{ Subscription, JobID string `json:"job_id"` }
+			Deliveries []struct {
+				Subscription string
+				JobID        string `json:"job_id"`
+			}
 		}
 		json.Unmarshal(apiCall(t, base, acme, "POST", "/v1/topics/orders/messages", map[string]any{"id": "order-7-created",
 			"event_type": "order.created", "payload": map[string]any{"data": map[string]any{"order_id": 7, "total": 120}}}), &pub)
