@@ -19,7 +19,7 @@ import (
 	"github.com/kairos-sh/kairos/internal/testproc"
 )
 
-var updateScreenshots = flag.Bool("update-screenshots", false, "copy the overview and job-detail screenshots to docs/screenshots")
+var updateScreenshots = flag.Bool("update-screenshots", false, "copy the screenshots the docs show (overview, job-detail, subscriptions, message) to docs/screenshots")
 
 func TestAdminPageInBrowser(t *testing.T) {
 	start := time.Now()

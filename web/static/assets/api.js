@@ -73,6 +73,8 @@ export function tenantQuery(tenant, extra = {}) {
 export const topicPath = (t, rest = '') => `/v1/topics/${encodeURIComponent(t.name)}${rest}`;
 export const jobPath = (t, id, rest = '') => topicPath(t, `/jobs/${encodeURIComponent(id)}${rest}`);
 export const schedulePath = (t, id, rest = '') => topicPath(t, `/schedules/${encodeURIComponent(id)}${rest}`);
+export const subscriptionPath = (t, name, rest = '') => topicPath(t, `/subscriptions/${encodeURIComponent(name)}${rest}`);
+export const messagePath = (t, id) => topicPath(t, `/messages/${encodeURIComponent(id)}`);
 
 // listAll pages through GET path with the query until next_cursor runs out.
 export async function listAll(path, query) {

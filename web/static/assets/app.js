@@ -10,8 +10,11 @@ import { jobsView, jobView, newView } from './jobs.js';
 import { deadView } from './dead.js';
 import { schedulesView } from './schedules.js';
 import { keysView } from './keys.js';
+import { subscriptionsView } from './subscriptions.js';
+import { messageView } from './messages.js';
 
-const views = { overview, topics, jobs: jobsView, job: jobView, schedules: schedulesView, new: newView, dead: deadView, keys: keysView };
+const views = { overview, topics, jobs: jobsView, job: jobView, schedules: schedulesView, new: newView, dead: deadView, keys: keysView,
+  subscriptions: subscriptionsView, message: messageView };
 const POLL_MS = 2000;
 let current = null; // the view on screen
 
@@ -23,7 +26,7 @@ function parseHash() {
 function showSection(name) {
   for (const s of document.querySelectorAll('main > section')) s.hidden = s.id !== 'view-' + name;
   for (const a of document.querySelectorAll('#nav a')) {
-    const on = a.dataset.view === name || (name === 'job' && a.dataset.view === 'jobs');
+    const on = a.dataset.view === name || (name === 'job' && a.dataset.view === 'jobs') || (name === 'message' && a.dataset.view === 'subscriptions');
     on ? a.setAttribute('aria-current', 'page') : a.removeAttribute('aria-current');
   }
 }

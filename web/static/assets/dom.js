@@ -51,6 +51,32 @@ export function showError(el, err) {
   el.hidden = false;
 }
 
+// showFieldErrors puts a 400's field errors next to the fields of a form:
+// ids are the form's controls, each with an element "<id>-error" under it,
+// and slot maps an API field ("filter.data.total.$gte", "rate.limit") to
+// one of ids, or to nothing. The box el shows what no field took, or
+// points at the fields. A null err clears them all.
+export function showFieldErrors(el, ids, slot, err) {
+  for (const id of ids) {
+    $(id).removeAttribute('aria-invalid');
+    $(id + '-error').replaceChildren();
+    $(id + '-error').hidden = true;
+  }
+  const fields = err instanceof ApiError ? err.problem?.errors || [] : [];
+  if (!fields.length) { showError(el, err); return; }
+  const rest = [];
+  for (const f of fields) {
+    const id = slot(f.field);
+    if (!id) { rest.push(f); continue; }
+    $(id).setAttribute('aria-invalid', 'true');
+    $(id + '-error').append(h('span', { class: 'stack', text: `${f.field}: ${f.message}` }));
+    $(id + '-error').hidden = false;
+  }
+  const p = err.problem;
+  showError(el, new ApiError(err.status, { ...p, errors: rest,
+    detail: rest.length ? p.detail : `${fields.length === 1 ? 'one field' : fields.length + ' fields'} to mend, marked above` }));
+}
+
 const banner = () => $('error');
 export function reportError(err) {
   if (err) console.warn(err);

@@ -146,6 +146,17 @@ function dl(el, pairs) {
   el.replaceChildren(...pairs.flatMap(([k, v, testid]) => [h('dt', { text: k }), h('dd', { 'data-testid': testid || null }, v ?? '—')]));
 }
 
+// delivery links a fan-out delivery (a job labelled subscription=<sub>,
+// with id "<message id>.<sub>") to its message and its subscription.
+function delivery(j) {
+  const sub = j.labels?.subscription;
+  if (!sub || !j.id.endsWith('.' + sub)) return null;
+  const at = { tenant: j.tenant, topic: j.topic };
+  const msg = j.id.slice(0, -sub.length - 1);
+  return span('delivery of message ', h('a', { href: link('message', { ...at, id: msg }), 'data-testid': 'job-message', text: msg }),
+    ' to subscription ', h('a', { href: link('subscriptions', at), text: sub }));
+}
+
 function render(j, topic) {
   $('job-id').textContent = j.id;
   $('job-state').replaceChildren(stateBadge(j.state));
@@ -171,6 +182,7 @@ function render(j, topic) {
   dl($('job-delivery'), [
     ...(session.admin ? [['Tenant', j.tenant]] : []),
     ['Topic', h('a', { href: link('jobs', { tenant: j.tenant, topic: j.topic }), text: j.topic })],
+    ...(delivery(j) ? [['Fan-out', delivery(j), 'job-fanout']] : []),
     ['Callback', j.callback_url ? url(j.callback_url) : topic ? span(url(topic.callback_url), ' (topic default)') : 'topic default'],
     ['Method', dflt(j.method, (t) => t.method)],
     ['Timeout', dflt(dur(j.timeout || ''), (t) => dur(t.timeout))],

@@ -24,14 +24,14 @@ export async function loadTopics() {
 }
 
 // topicWithData returns the first topic in scope (in the selects' order)
-// whose list at rest ('/jobs' or '/schedules') has an entry, asking a few
+// whose list at rest ('/jobs', '/schedules' or '/subscriptions') has an entry, asking a few
 // topics at a time with limit=1; the first topic when none has any.
 export async function topicWithData(rest) {
   const PER = 8;
   for (let i = 0; i < state.topics.length; i += PER) {
     const group = state.topics.slice(i, i + PER);
     const found = await Promise.all(group.map((t) => call('GET', topicPath(t, rest), { query: tenantQuery(t.tenant, { limit: 1 }) })
-      .then((page) => (page.jobs || page.schedules || []).length > 0, () => false)));
+      .then((page) => (page.jobs || page.schedules || page.subscriptions || []).length > 0, () => false)));
     const at = found.indexOf(true);
     if (at >= 0) return group[at];
   }

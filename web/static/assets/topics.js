@@ -28,6 +28,7 @@ function render() {
       ['Actions', h('div', { class: 'actions' },
         h('a', { class: 'button', href: link('jobs', at), text: 'Jobs' }),
         h('a', { class: 'button', href: link('schedules', at), 'data-testid': `topic-schedules-${t.name}`, 'aria-label': `Schedules of topic ${t.name}`, text: 'Schedules' }),
+        h('a', { class: 'button', href: link('subscriptions', at), 'data-testid': `topic-subscriptions-${t.name}`, 'aria-label': `Subscriptions of topic ${t.name}`, text: 'Subscriptions' }),
         t.paused ? pauseButton('Resume', 'resume', t) : pauseButton('Pause', 'pause', t),
         h('button', { type: 'button', 'data-testid': `topic-edit-${t.name}`, 'aria-label': `Edit topic ${t.name}`, text: 'Edit', onclick: () => open(t) }),
         h('button', { type: 'button', class: 'danger', 'data-testid': `topic-delete-${t.name}`, 'aria-label': `Delete topic ${t.name}`, text: 'Delete', onclick: () => remove(t) }))],
