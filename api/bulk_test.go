@@ -14,22 +14,20 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/rdb"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // waitOperation polls an operation until it is done.
 func (e *env) waitOperation(tb testing.TB, authz, id string) operationResponse {
 	tb.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		op := want[operationResponse](tb, e.do(tb, "GET", "/v1/operations/"+id, authz, nil), http.StatusOK)
-		if op.State == "done" {
-			return op
+	var op operationResponse
+	testwait.UntilNil(tb, 20*time.Second, func() error {
+		if op = want[operationResponse](tb, e.do(tb, "GET", "/v1/operations/"+id, authz, nil), http.StatusOK); op.State != "done" {
+			return fmt.Errorf("%+v", op)
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("operation %s still %s: %+v", id, op.State, op)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	}, "operation "+id+" done")
+	return op
 }
 
 // A bulk cancel by label cancels exactly the jobs with the label (and

@@ -15,6 +15,7 @@ import (
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // apiCall sends a request to a kairos process with a token of tenant acme
@@ -93,11 +94,13 @@ func TestBulkOperationResumedAfterSIGKILL(t *testing.T) {
 		t.Fatalf("bulk: %d", st)
 	}
 	// kill it mid-way: after some batches are recorded
-	for wait := time.Now().Add(20 * time.Second); time.Now().Before(wait); time.Sleep(time.Millisecond) {
-		if cur, err := store.GetOperation(context.Background(), op.ID); err != nil || cur.Done > 0 {
-			break
+	testwait.UntilNil(t, 20*time.Second, func() error {
+		cur, err := store.GetOperation(context.Background(), op.ID)
+		if err == nil && cur.Done == 0 {
+			err = fmt.Errorf("%+v", cur)
 		}
-	}
+		return err
+	}, "a batch of the operation recorded")
 	a.Signal(syscall.SIGKILL)
 	<-a.Done()
 	at, err := store.GetOperation(context.Background(), op.ID)
@@ -111,23 +114,19 @@ func TestBulkOperationResumedAfterSIGKILL(t *testing.T) {
 
 	b := startKairos(t, "B", prefix, "KAIROS_ROLES=api")
 	url := b.URL(t) + "/v1/operations/" + op.ID
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var got operationAnswer
+	var got operationAnswer
+	testwait.UntilNil(t, 60*time.Second, func() error {
 		if st := apiCall(t, "GET", url, nil, &got); st != http.StatusOK {
 			t.Fatalf("get operation: %d", st)
 		}
-		if got.State == rdb.OpDone {
-			t.Logf("done: %+v", got)
-			if got.Failed != 0 || got.Done > n || got.Done < n-1000 {
-				t.Errorf("operation %+v: want about %d done (the batch in flight at the kill may go uncounted), none failed", got, n)
-			}
-			break
+		if got.State != rdb.OpDone {
+			return fmt.Errorf("%+v", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("operation still %+v after a minute", got)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	}, "the operation done by B")
+	t.Logf("done: %+v", got)
+	if got.Failed != 0 || got.Done > n || got.Done < n-1000 {
+		t.Errorf("operation %+v: want about %d done (the batch in flight at the kill may go uncounted), none failed", got, n)
 	}
 	after, err := store.GetOperation(context.Background(), op.ID)
 	if err != nil || after.Owner == at.Owner {
@@ -154,7 +153,7 @@ func TestBulkCancelRacingDeliveries(t *testing.T) {
 	t.Parallel()
 	prefix := testredis.Prefix(t)
 	store := procStore(t, prefix)
-	rcv := newReceiver(t, func(int, hit) int { time.Sleep(20 * time.Millisecond); return http.StatusOK })
+	rcv := newReceiver(t, func(int, hit) int { time.Sleep(20 * time.Millisecond); return http.StatusOK }) // the point: deliveries take a while, racing the cancel
 	putTopic(t, store, "t", rcv.URL, 5*time.Second)
 	p := startKairos(t, "A", prefix, "KAIROS_ROLES=api,scanner,worker")
 	url := p.URL(t)
@@ -174,35 +173,28 @@ func TestBulkCancelRacingDeliveries(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(time.Until(start.Add(300 * time.Millisecond))) // some fired, most due during the operation
+	time.Sleep(time.Until(start.Add(300 * time.Millisecond))) // the point: some fired, most due during the operation
 	var op operationAnswer
 	if st := apiCall(t, "POST", url+"/v1/topics/t/jobs/bulk", map[string]any{"action": "cancel",
 		"filter": map[string]any{"labels": map[string]string{"race": "1"}}}, &op); st != http.StatusAccepted {
 		t.Fatalf("bulk: %d", st)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for op.State != rdb.OpDone {
-		if time.Now().After(deadline) {
-			t.Fatalf("operation %+v not done", op)
+	testwait.UntilNil(t, 60*time.Second, func() error {
+		if op.State != rdb.OpDone {
+			apiCall(t, "GET", url+"/v1/operations/"+op.ID, nil, &op)
+			return fmt.Errorf("%+v", op)
 		}
-		time.Sleep(50 * time.Millisecond)
-		apiCall(t, "GET", url+"/v1/operations/"+op.ID, nil, &op)
-	}
+		return nil
+	}, "the operation done")
 	// let what was in flight finish
-	for {
+	testwait.UntilNil(t, 60*time.Second, func() error {
 		c, err := store.Counts(context.Background(), "acme", "t")
-		if err != nil {
-			t.Fatal(err)
+		if err == nil && c[kairos.StateScheduled]+c[kairos.StateReady]+c[kairos.StateActive]+c[kairos.StateRetrying] > 0 {
+			err = fmt.Errorf("counts %v", c)
 		}
-		if c[kairos.StateScheduled]+c[kairos.StateReady]+c[kairos.StateActive]+c[kairos.StateRetrying] == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobs still pending: %v", c)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
+		return err
+	}, "no job pending")
+	waitSettled(t, store) // any duplicate has come
 	got := rcv.byJob()
 	var delivered, cancelled int
 	for _, j := range jobs {

@@ -19,6 +19,7 @@ import (
 	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/testproc"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // The examples of the documentation, run: every fenced block of code in
@@ -392,13 +393,12 @@ func (r *docRun) block(b docBlock) {
 		t.Logf("%s", out)
 	}
 	if b.mark.expect != "" {
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(r.backgroundOutput(), b.mark.expect) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %q did not show within 30s%s", where, b.mark.expect, r.backgroundOutput())
+		testwait.UntilNil(t, 30*time.Second, func() error {
+			if out := r.backgroundOutput(); !strings.Contains(out, b.mark.expect) {
+				return fmt.Errorf("the output so far:%s", out)
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		}, fmt.Sprintf("%s: %q showing", where, b.mark.expect))
 		t.Logf("%s: then %q showed", where, b.mark.expect)
 	}
 }
@@ -541,19 +541,19 @@ func (r *docRun) callback(where, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := r.c.GetJob(ctx, topic, j.ID)
-		if err != nil {
+	var got *client.Job
+	testwait.UntilNil(t, 30*time.Second, func() (err error) {
+		if got, err = r.c.GetJob(ctx, topic, j.ID); err != nil {
 			t.Fatal(err)
 		}
-		if got.State == client.StateDelivered {
-			t.Logf("%s: accepted a signed callback (status %d)", where, got.LastAttempt.Status)
-			return
+		switch got.State {
+		case client.StateDelivered:
+			return nil
+		case client.StateScheduled, client.StateReady, client.StateActive:
+			return fmt.Errorf("it is %s: %+v%s", got.State, got.LastAttempt, r.backgroundOutput())
 		}
-		if got.State != client.StateScheduled && got.State != client.StateReady && got.State != client.StateActive || time.Now().After(deadline) {
-			t.Fatalf("%s: the callback is %s, want delivered: %+v%s", where, got.State, got.LastAttempt, r.backgroundOutput())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		t.Fatalf("%s: the callback is %s, want delivered: %+v%s", where, got.State, got.LastAttempt, r.backgroundOutput())
+		return nil
+	}, where+": the callback delivered")
+	t.Logf("%s: accepted a signed callback (status %d)", where, got.LastAttempt.Status)
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestClusterMasterFailover kills a Redis Cluster master with SIGKILL
@@ -53,14 +55,20 @@ func TestClusterMasterFailover(t *testing.T) {
 					refused++
 				}
 				mu.Unlock()
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond) // the load's pace
 			}
 		})
 	}
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // the point: 2 s of load before the kill
 	victim.Kill()
 	killedAt := time.Now()
-	time.Sleep(4 * time.Second)
+	testwait.UntilNil(t, 30*time.Second, func() error {
+		m, err := c.Master(context.Background(), e.prefix+":{0}:bucket")
+		if err == nil && m.Addr == victim.Addr {
+			err = fmt.Errorf("still %s", victim.Addr)
+		}
+		return err
+	}, "a replica promoted to the killed master's slots")
 	if err := victim.Restart(); err != nil { // it rejoins as a replica of its promoted one
 		t.Fatal(err)
 	}
@@ -72,10 +80,11 @@ func TestClusterMasterFailover(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no create was acknowledged")
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	dups := 0
+	testwait.UntilNil(t, 60*time.Second, func() error {
 		byJob := rcv.byJob()
-		lost, dups := 0, 0
+		lost := 0
+		dups = 0
 		for id := range acked {
 			switch k := len(byJob[id]); {
 			case k == 0:
@@ -84,13 +93,10 @@ func TestClusterMasterFailover(t *testing.T) {
 				dups += k - 1
 			}
 		}
-		if lost == 0 {
-			t.Logf("acknowledged %d, delivered %d, duplicates %d, lost 0", n, n, dups)
-			return
+		if lost > 0 {
+			return fmt.Errorf("%d of %d never delivered", lost, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d acknowledged jobs never delivered after the failover", lost, n)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	}, "every acknowledged job delivered after the failover")
+	t.Logf("acknowledged %d, delivered %d, duplicates %d, lost 0", n, n, dups)
 }

@@ -52,12 +52,12 @@ func TestRedisRestartWithAOF(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("the API took %v to answer while Redis was down", d)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // the point: Redis down a while before it restarts
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	rcv.waitHits(t, n, 30*time.Second)
-	time.Sleep(500 * time.Millisecond)
+	waitSettled(t, e.store) // any duplicate has come
 	byJob := rcv.byJob()
 	dups := 0
 	for i := range n {

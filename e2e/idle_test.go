@@ -32,7 +32,7 @@ func TestJobCreatedAfterLongIdleFiresOnTime(t *testing.T) {
 	}
 	a := startKairos(t, "A", prefix, "KAIROS_LOCK_TTL=10s")
 	a.WaitLog(t, "scanner started", 10*time.Second)
-	time.Sleep(60 * time.Second)
+	time.Sleep(60 * time.Second) // the point: a long idle, past any short tick
 	due := store.Now().Add(200 * time.Millisecond)
 	if _, err := store.Enqueue(ctx, kairos.Job{JobKey: kairos.JobKey{Tenant: "acme", Topic: "t", ID: "soon"}, RunAt: due}); err != nil {
 		t.Fatal(err)

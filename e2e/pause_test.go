@@ -61,13 +61,13 @@ func TestPauseTopicUnderLoad(t *testing.T) {
 		wg.Wait()
 	}()
 
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // the point: 2 s of load before the pause
 	tp, err := e.c.PauseTopic(ctx, "orders")
 	if err != nil || !tp.Paused {
 		t.Fatalf("pause: %+v %v", tp, err)
 	}
 	paused := time.Now()
-	time.Sleep(10 * time.Second)
+	time.Sleep(10 * time.Second) // the point: paused for 10 s under load, nothing may be delivered
 	resumed := time.Now()
 	if tp, err = e.c.ResumeTopic(ctx, "orders"); err != nil || tp.Paused {
 		t.Fatalf("resume: %+v %v", tp, err)
@@ -81,7 +81,7 @@ func TestPauseTopicUnderLoad(t *testing.T) {
 		t.Fatalf("only %d jobs created", len(all))
 	}
 	rcv.waitHits(t, len(all), 30*time.Second)
-	time.Sleep(500 * time.Millisecond) // time for a duplicate to show
+	waitSettled(t, e.store) // any duplicate has come
 	byJob := rcv.byJob()
 	// jobs claimed before the pause answered (a slot ahead) may still
 	// arrive just after it

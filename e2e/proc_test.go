@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testproc"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // startKairos runs `kairos serve` (scanner and worker) on the package's
@@ -89,25 +91,18 @@ func TestKilledWorkerJobRedeliveredByAnotherProcess(t *testing.T) {
 	if got := hs[1].Header.Get("Kairos-Attempt"); got != "2" {
 		t.Errorf("redelivery Kairos-Attempt = %s, want 2", got)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		j, err := store.GetJob(context.Background(), kairos.JobKey{Tenant: "acme", Topic: "t", ID: "k1"})
-		if err != nil {
-			t.Fatal(err)
+	var j kairos.Job
+	testwait.UntilNil(t, testwait.Patience, func() (err error) {
+		if j, err = store.GetJob(context.Background(), kairos.JobKey{Tenant: "acme", Topic: "t", ID: "k1"}); err == nil && j.State != kairos.StateDelivered {
+			err = fmt.Errorf("it is %s", j.State)
 		}
-		if j.State == kairos.StateDelivered {
-			if len(j.Log) != 2 || j.Log[0].Error == "" || j.Log[1].Status != 200 {
-				t.Fatalf("attempt log %+v: want the lost attempt, then a 200", j.Log)
-			}
-			t.Logf("lost attempt recorded as: %s", j.Log[0].Error)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job state %s, want delivered", j.State)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err
+	}, "job k1 delivered")
+	if len(j.Log) != 2 || j.Log[0].Error == "" || j.Log[1].Status != 200 {
+		t.Fatalf("attempt log %+v: want the lost attempt, then a 200", j.Log)
 	}
-	time.Sleep(500 * time.Millisecond)
+	t.Logf("lost attempt recorded as: %s", j.Log[0].Error)
+	waitSettled(t, store) // any duplicate has come
 	if n := len(rcv.all()); n != 2 {
 		t.Fatalf("receiver got %d requests, want 2 (the killed one and its redelivery)", n)
 	}
@@ -136,7 +131,7 @@ func TestTwoScannerProcessesShareShardsNoDuplicates(t *testing.T) {
 		}
 	}
 	rcv.waitHits(t, n, 30*time.Second)
-	time.Sleep(time.Second)
+	waitSettled(t, store) // any duplicate has come
 	byJob := rcv.byJob()
 	if len(byJob) != n {
 		t.Fatalf("%d distinct jobs delivered, want %d", len(byJob), n)
@@ -254,23 +249,20 @@ func TestKillBusiestOfThreeUnderLoad(t *testing.T) {
 		}
 	}
 	// A fair split: 16 shards over 3 processes is 6+5+5.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		held, sum, low := make([]int, 3), 0, 16
+	held := make([]int, 3)
+	testwait.UntilNil(t, testwait.Patience, func() error {
+		sum, low := 0, 16
 		for i, u := range urls {
 			held[i] = locksHeld(u)
 			sum += held[i]
 			low = min(low, held[i])
 		}
-		if sum == 16 && low >= 5 {
-			t.Logf("shards held under load: %v", held)
-			break
+		if sum != 16 || low < 5 {
+			return fmt.Errorf("held %v", held)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("shards never balanced under load: %v", held)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "the 16 shards split fairly under load")
+	t.Logf("shards held under load: %v", held)
 	busiest := 0
 	for i, u := range urls {
 		if locksHeld(u) > locksHeld(urls[busiest]) {
@@ -280,26 +272,22 @@ func TestKillBusiestOfThreeUnderLoad(t *testing.T) {
 	killed := locksHeld(urls[busiest])
 	procs[busiest].Signal(syscall.SIGKILL)
 	killedAt := time.Now()
-	var takeover time.Duration
-	for {
+	testwait.UntilNil(t, testwait.Patience, func() error {
 		sum := 0
 		for i, u := range urls {
 			if i != busiest {
 				sum += locksHeld(u)
 			}
 		}
-		if sum == 16 {
-			takeover = time.Since(killedAt)
-			break
+		if sum != 16 {
+			return fmt.Errorf("they hold %d", sum)
 		}
-		if time.Since(killedAt) > 5*time.Second {
-			t.Fatalf("survivors hold %d of 16 shards 5s after the kill", sum)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, "the survivors holding all 16 shards")
+	takeover := time.Since(killedAt)
 	t.Logf("killed %s holding %d shards' mutexes; survivors held all 16 after %v (mutex expiry 1s)", procs[busiest].Name, killed, takeover)
 	rcv.waitHits(t, n, 40*time.Second)
-	time.Sleep(time.Second)
+	waitSettled(t, store) // any duplicate has come
 	byJob := rcv.byJob()
 	dups, lost := 0, 0
 	for i := range n {
@@ -355,7 +343,13 @@ func TestKillOfProcessHoldingPoppedJobs(t *testing.T) {
 			t.Fatal("A did not start 4 callbacks")
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	testwait.UntilNil(t, testwait.Patience, func() error {
+		c, err := store.Counts(context.Background(), "acme", "t")
+		if err == nil && c[kairos.StateActive] <= 4 {
+			err = fmt.Errorf("%d active", c[kairos.StateActive])
+		}
+		return err
+	}, "A holding popped jobs beside the 4 in flight")
 	held, _ := readMetric(a.URL(t), "kairos_callbacks_in_flight")
 	killed.Store(true)
 	a.Signal(syscall.SIGKILL)
@@ -363,7 +357,7 @@ func TestKillOfProcessHoldingPoppedJobs(t *testing.T) {
 	startKairos(t, "B", prefix)
 	rcv.waitHits(t, n+4, 60*time.Second) // the 4 that hung arrive again
 	t.Logf("every job delivered %v after A was killed with %v callbacks in flight", time.Since(killedAt).Round(time.Millisecond), held)
-	time.Sleep(time.Second)
+	waitSettled(t, store) // any duplicate has come
 	for i := range n {
 		id := "p" + strconv.Itoa(i)
 		hs := rcv.byJob()[id]

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/testproc"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // max_runs holds across a SIGKILL of the process that fired the last run:
@@ -55,16 +57,12 @@ func TestScheduleMaxRunsAcrossKillOfTheLastRunsProcess(t *testing.T) {
 	t.Logf("killed %s delivering the last run %s", killed.Name, hangID.Load())
 
 	// the last run is delivered again by the process that is left
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if hs := rcv.byJob()[hangID.Load().(string)]; len(hs) >= 2 {
-			break
+	testwait.UntilNil(t, 30*time.Second, func() error {
+		if hs := rcv.byJob()[hangID.Load().(string)]; len(hs) < 2 {
+			return fmt.Errorf("%d requests in all", len(rcv.all()))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the last run was not delivered again: %d requests", len(rcv.all()))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "the last run delivered again")
 	sc, err := store.GetSchedule(context.Background(), "acme", "t", "three")
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +70,8 @@ func TestScheduleMaxRunsAcrossKillOfTheLastRunsProcess(t *testing.T) {
 	if !sc.Completed || sc.Runs != maxRuns || !sc.Pending.IsZero() {
 		t.Fatalf("schedule: completed %v runs %d pending %v", sc.Completed, sc.Runs, sc.Pending)
 	}
-	// a few more instants pass: none fires
-	time.Sleep(3 * time.Second)
+	// nothing more is due (a run past max_runs would be): none fires
+	waitSettled(t, store)
 	jobs := rcv.byJob()
 	if len(jobs) != maxRuns {
 		t.Fatalf("%d occurrences delivered, want exactly %d: %v", len(jobs), maxRuns, keys(jobs))
@@ -111,7 +109,7 @@ func TestScheduleOverlapWithSlowReceiver(t *testing.T) {
 			}
 			var spans []span
 			rcv := newReceiver(t, func(n int, h hit) int {
-				time.Sleep(2500 * time.Millisecond) // the period is 1s
+				time.Sleep(2500 * time.Millisecond) // the point: slower than the period of 1s
 				mu.Lock()
 				spans = append(spans, span{h.Header.Get("Kairos-Job-Id"), h.At, time.Now()})
 				mu.Unlock()
@@ -125,19 +123,11 @@ func TestScheduleOverlapWithSlowReceiver(t *testing.T) {
 				StartAt: first, CreatedAt: store.Now(), Overlap: ov, Job: kairos.Job{Payload: []byte(`{}`)}}); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			testwait.Until(t, 30*time.Second, func() bool {
 				mu.Lock()
-				n := len(spans)
-				mu.Unlock()
-				if n >= 3 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d deliveries in 30s", n)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				defer mu.Unlock()
+				return len(spans) >= 3
+			}, "3 deliveries")
 			if err := store.PauseSchedule(context.Background(), "acme", "t", "slow", true); err != nil {
 				t.Fatal(err)
 			}
@@ -174,16 +164,12 @@ func TestScheduleOverlapWithSlowReceiver(t *testing.T) {
 			// The one scanning process counted each skip in its metric too
 			// (paused: no claim skips more).
 			metric := `kairos_occurrences_skipped_total{topic="acme/t"}`
-			for deadline := time.Now().Add(10 * time.Second); ; {
-				v, ok := readMetric(p.URL(t), metric)
-				if ok && int64(v) == sc.Skipped {
-					break
+			testwait.UntilNil(t, testwait.Patience, func() error {
+				if v, ok := readMetric(p.URL(t), metric); !ok || int64(v) != sc.Skipped {
+					return fmt.Errorf("%s reads %v (found %v)", metric, v, ok)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s reads %v (found %v), want the schedule's %d skipped", metric, v, ok, sc.Skipped)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				return nil
+			}, fmt.Sprintf("the metric counting the schedule's %d skipped", sc.Skipped))
 		})
 	}
 }

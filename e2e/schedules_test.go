@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/testproc"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 	"github.com/kairos-sh/kairos/verify"
 )
 
@@ -127,7 +129,7 @@ func testScheduleEverySecond(t *testing.T, start starter) {
 		t.Fatal(err)
 	}
 	pausedAt := e.store.Now()
-	time.Sleep(2500 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond) // the point: paused a while, nothing may fire
 	resumedAt := e.store.Now()
 	sc, err = e.c.ResumeSchedule(ctx, "ticks", "tick")
 	if err != nil {
@@ -142,7 +144,7 @@ func testScheduleEverySecond(t *testing.T, start starter) {
 		t.Fatal(err)
 	}
 	deletedAt := e.store.Now()
-	time.Sleep(2 * time.Second)
+	waitSettled(t, e.store) // nothing due: what was claimed before the delete has come
 	for _, h := range rcv.all() {
 		at := instantOf(t, h.Header.Get("Kairos-Job-Id"))
 		if at.After(pausedAt.Add(500*time.Millisecond)) && at.Before(resumedAt) {
@@ -199,8 +201,7 @@ func TestScheduleSurvivesKillOfTheDeliveringProcess(t *testing.T) {
 	t.Logf("killed %s delivering %s", killed.Name, hangID.Load())
 
 	// The hung occurrence is delivered again, and 5 more after the kill.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.UntilNil(t, 30*time.Second, func() error {
 		after, again := 0, 0
 		for _, h := range rcv.all() {
 			id := h.Header.Get("Kairos-Job-Id")
@@ -211,18 +212,15 @@ func TestScheduleSurvivesKillOfTheDeliveringProcess(t *testing.T) {
 				after++
 			}
 		}
-		if again > 0 && after >= 5 {
-			break
+		if again == 0 || after < 5 {
+			return fmt.Errorf("redelivered %d, occurrences after the kill %d", again, after)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("30s after the kill: redelivered %d, occurrences after the kill %d", again, after)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "the hung occurrence delivered again, and 5 more after the kill")
 	if err := store.DeleteSchedule(context.Background(), "acme", "t", "beat"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	waitSettled(t, store) // what was claimed before the delete has come
 
 	// Every instant from the first to the last fired, each once, but the
 	// killed one twice with one webhook-id.
@@ -256,19 +254,18 @@ func TestScheduleSurvivesKillOfTheDeliveringProcess(t *testing.T) {
 // waiting up to 3 s for exactly one to have some.
 func busyProcess(t *testing.T, procs []*testproc.Proc) *testproc.Proc {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		var busy []*testproc.Proc
+	var busy []*testproc.Proc
+	testwait.UntilNil(t, 3*time.Second, func() error { // the hung callback lasts 4 s
+		busy = busy[:0]
 		for _, p := range procs {
 			if v, ok := readMetric(p.URL(t), "kairos_callbacks_in_flight"); ok && v > 0 {
 				busy = append(busy, p)
 			}
 		}
-		if len(busy) == 1 {
-			return busy[0]
+		if len(busy) != 1 {
+			return fmt.Errorf("%d processes have callbacks in flight", len(busy))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d processes have callbacks in flight, want 1", len(busy))
-		}
-	}
+		return nil
+	}, "one process with a callback in flight")
+	return busy[0]
 }

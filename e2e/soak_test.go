@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testproc"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestSoak runs kairos serve under a steady load with 1% of jobs aimed at a
@@ -60,7 +62,8 @@ func TestSoak(t *testing.T) {
 	}
 	good.waitHits(t, 180, 30*time.Second)
 	bad.waitHits(t, 60, 30*time.Second)
-	time.Sleep(2 * time.Second)
+	waitCounts(t, store, 180, 20)
+	waitSettled(t, store)
 	warmDelivered := len(good.all())
 	g0, rss0, mem0 := metric(t, url, "go_goroutines"), rss(t, p), redisMemory(t, store)
 
@@ -97,24 +100,15 @@ func TestSoak(t *testing.T) {
 	}
 	wantGood := created - len(badIDs)
 	good.waitHits(t, warmDelivered+wantGood, 60*time.Second)
-	deadline := time.Now().Add(60 * time.Second)
-	var counts map[kairos.State]int64
-	for {
-		c, err := store.Counts(ctx, "acme", "soak")
-		if err != nil {
-			t.Fatal(err)
+	counts := waitCounts(t, store, wantGood+180, len(badIDs)+20) // warm-up included
+	var g1 float64
+	testwait.UntilNil(t, testwait.Patience, func() error { // the goroutines of finished work end
+		if g1 = metric(t, url, "go_goroutines"); g1 > g0+5 {
+			return fmt.Errorf("%v goroutines, %v before the load: a leak", g1, g0)
 		}
-		counts = c
-		if c[kairos.StateDead] == int64(len(badIDs)+20) && c[kairos.StateDelivered] == int64(wantGood+180) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("counts after the load: %v; want %d delivered, %d dead (warm-up included)", c, wantGood+180, len(badIDs)+20)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(2 * time.Second) // let goroutines of finished work end
-	g1, rss1, mem1 := metric(t, url, "go_goroutines"), rss(t, p), redisMemory(t, store)
+		return nil
+	}, "the goroutines back to those before the load")
+	rss1, mem1 := rss(t, p), redisMemory(t, store)
 	byJob := good.byJob()
 	dups, lost := 0, 0
 	for i := range created {
@@ -137,9 +131,21 @@ func TestSoak(t *testing.T) {
 	if lost != 0 {
 		t.Fatalf("%d jobs lost", lost)
 	}
-	if g1 > g0+5 {
-		t.Fatalf("goroutines grew from %v to %v: a leak", g0, g1)
-	}
+}
+
+// waitCounts waits until the soak topic counts delivered and dead jobs, and
+// returns its counts.
+func waitCounts(t *testing.T, s *rdb.Store, delivered, dead int) map[kairos.State]int64 {
+	t.Helper()
+	var c map[kairos.State]int64
+	testwait.UntilNil(t, 60*time.Second, func() (err error) {
+		if c, err = s.Counts(context.Background(), "acme", "soak"); err == nil &&
+			(c[kairos.StateDelivered] != int64(delivered) || c[kairos.StateDead] != int64(dead)) {
+			err = fmt.Errorf("counts %v", c)
+		}
+		return err
+	}, fmt.Sprintf("%d jobs delivered and %d dead", delivered, dead))
+	return c
 }
 
 // metric reads one sample from a kairos /metrics endpoint.

@@ -159,7 +159,7 @@ func TestAdminPageInBrowser(t *testing.T) {
 		b.shot("topic-paused")
 		// A job due while paused waits, scheduled, past its due time.
 		apiCall(t, base, acme, "POST", "/v1/topics/orders/jobs", map[string]any{"id": "held-1", "delay": "300ms", "payload": map[string]any{"n": 1}})
-		time.Sleep(1500 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond) // the point: past its due time, paused
 		var j struct{ State string }
 		json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics/orders/jobs/held-1", nil), &j)
 		if j.State != "scheduled" {
@@ -167,14 +167,7 @@ func TestAdminPageInBrowser(t *testing.T) {
 		}
 		b.click("topic-resume-orders")
 		b.waitText(`[data-testid="topic-state-orders"]`, "delivering", 10*time.Second)
-		deadline := time.Now().Add(20 * time.Second)
-		for j.State != "delivered" {
-			if time.Now().After(deadline) {
-				t.Fatalf("the held job is %q 20 s after resume, want delivered", j.State)
-			}
-			time.Sleep(100 * time.Millisecond)
-			json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics/orders/jobs/held-1", nil), &j)
-		}
+		waitJobState(t, base, acme, "/v1/topics/orders/jobs/held-1", "delivered", 20*time.Second) // after the resume
 	})
 
 	t.Run("job detail masks secret headers and URL queries", func(t *testing.T) {
@@ -267,18 +260,7 @@ func TestAdminPageInBrowser(t *testing.T) {
 		b.waitJS("dead list empty", `!document.querySelector('[data-testid="dead-table"] tbody tr')`, 10*time.Second)
 		b.fill(map[string]string{"dead-topic": "All topics"})
 		b.waitJS("the other tenant's two left", deadRows+`.length === 2 && `+deadRows+`.every((r) => r.textContent.includes('globex / invoices'))`, 10*time.Second)
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			var j struct{ State string }
-			json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/topics/flaky/jobs/flaky-3", nil), &j)
-			if j.State == "delivered" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("flaky-3 is %s after replay-all, want delivered", j.State)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitJobState(t, base, acme, "/v1/topics/flaky/jobs/flaky-3", "delivered", 20*time.Second) // after replay-all
 	})
 
 	t.Run("overview", func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kairos-sh/kairos/internal/testproc"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 const testSecret = "web-browser-test-secret-0123456789"
@@ -31,19 +32,18 @@ func startKairos(t *testing.T) string {
 		"KAIROS_PREFIX="+testredis.Prefix(t), "KAIROS_ADDR=127.0.0.1:0", "KAIROS_ALLOW_PRIVATE_URLS=1",
 		"KAIROS_LOCK_TTL=1s", "KAIROS_LEASE_GRACE=1s", "KAIROS_GRACE=2s")
 	base := p.URL(t)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if res, err := http.Get(base + "/healthz"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return base
-			}
+	testwait.UntilNil(t, 20*time.Second, func() error {
+		res, err := http.Get(base + "/healthz")
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kairos serve did not answer /healthz within 20s")
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("/healthz answers %d", res.StatusCode)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "kairos serve answering /healthz")
+	return base
 }
 
 // receiver is the callback target: /ok answers 200, /flaky 500 until
@@ -98,6 +98,20 @@ func apiCall(t *testing.T, base, token, method, path string, body any) []byte {
 		t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, b)
 	}
 	return b
+}
+
+// waitJobState polls a job (path: /v1/topics/{topic}/jobs/{id}, with any
+// query) through the API until it is in state want.
+func waitJobState(t *testing.T, base, token, path, want string, within time.Duration) {
+	t.Helper()
+	testwait.UntilNil(t, within, func() error {
+		var j struct{ State string }
+		json.Unmarshal(apiCall(t, base, token, "GET", path, nil), &j)
+		if j.State != want {
+			return fmt.Errorf("it is %q", j.State)
+		}
+		return nil
+	}, path+" "+want)
 }
 
 // artifactDir is $KAIROS_ARTIFACTS or artifacts/web under the repository root.

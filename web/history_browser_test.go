@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -43,18 +42,7 @@ func TestAdminPageShowsEachAttemptsAnswer(t *testing.T) {
 	apiCall(t, base, tok, "PUT", "/v1/topics/invoices", map[string]any{"callback_url": answer.URL,
 		"headers": map[string]string{"X-Api-Key": "k-secret-987654321"}, "backoff": map[string]string{"initial": "100ms", "max": "100ms"}})
 	apiCall(t, base, tok, "POST", "/v1/topics/invoices/jobs", map[string]any{"id": "inv-1", "payload": map[string]int{"order": 7}})
-	deadline := time.Now().Add(20 * slack * time.Second)
-	for {
-		var j struct{ State string }
-		json.Unmarshal(apiCall(t, base, tok, "GET", "/v1/topics/invoices/jobs/inv-1", nil), &j)
-		if j.State == "delivered" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("inv-1 is %s", j.State)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitJobState(t, base, tok, "/v1/topics/invoices/jobs/inv-1", "delivered", 20*slack*time.Second)
 
 	b := newBrowser(t, base)
 	b.load("open the page", chromedp.Navigate(base+"/"))

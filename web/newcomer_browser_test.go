@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestAdminPageNewcomerFixes drives what a newcomer found wrong with the
@@ -49,18 +50,16 @@ func TestAdminPageNewcomerFixes(t *testing.T) {
 	}
 	waitJob := func(t *testing.T, topic, id string, ok func(job) bool) job {
 		t.Helper()
-		deadline := time.Now().Add(20 * slack * time.Second)
-		for {
-			var j job
+		var j job
+		testwait.UntilNil(t, 20*slack*time.Second, func() error {
+			j = job{}
 			json.Unmarshal(apiT(t, "GET", "/v1/topics/"+topic+"/jobs/"+id, nil), &j)
-			if ok(j) {
-				return j
+			if !ok(j) {
+				return fmt.Errorf("it is %+v", j)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("job %s/%s is %+v after %v", topic, id, j, 20*slack*time.Second)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return nil
+		}, "job "+topic+"/"+id)
+		return j
 	}
 
 	// alpha: first by name, and empty.

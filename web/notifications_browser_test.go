@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestAdminPageDeadLettersLeaveNotificationsOut: a job that dies has its
@@ -27,18 +29,14 @@ func TestAdminPageDeadLettersLeaveNotificationsOut(t *testing.T) {
 		"failure_url": rcv.URL + "/down"})
 	apiCall(t, base, acme, "POST", "/v1/topics/alerts/jobs", map[string]any{"id": "a1", "delay": "0s"})
 	notice := kairos.NoticeID("a1", 1)
-	deadline := time.Now().Add(20 * slack * time.Second)
-	for {
+	testwait.UntilNil(t, 20*slack*time.Second, func() error {
 		var page struct{ Jobs []struct{ ID, Kind string } }
 		json.Unmarshal(apiCall(t, base, acme, "GET", "/v1/dead", nil), &page)
-		if len(page.Jobs) == 2 {
-			break
+		if len(page.Jobs) != 2 {
+			return fmt.Errorf("dead letters %+v", page.Jobs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dead letters %+v, want a1 and %s", page.Jobs, notice)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	}, "dead letters a1 and "+notice)
 
 	b := newBrowser(t, base)
 	b.do("open the page", chromedp.Navigate(base+"/"))

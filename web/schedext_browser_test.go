@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/kairos-sh/kairos/auth"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestAdminPageScheduleRulesAndBackfill: a schedule made in the page with
@@ -90,12 +92,12 @@ func TestAdminPageScheduleRulesAndBackfill(t *testing.T) {
 		}
 		return out
 	}
-	for deadline := time.Now().Add(10 * slack * time.Second); len(hourly()) < 3; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the receiver got %v, want three hourly occurrences", hourly())
+	testwait.UntilNil(t, 10*slack*time.Second, func() error {
+		if got := hourly(); len(got) < 3 {
+			return fmt.Errorf("the receiver got %v", got)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "three hourly occurrences")
 	b.waitText(`[data-testid="schedule-detail-runs"]`, "3", 5*time.Second)
 	b.waitText(`[data-testid="schedule-rules-hourly"]`, "runs 3 of 5", 5*time.Second)
 	b.waitText(`[data-testid="schedule-last-hourly"]`, "fired by a backfill", 5*time.Second)
@@ -125,12 +127,12 @@ func TestAdminPageScheduleRulesAndBackfill(t *testing.T) {
 	if got := b.text(`[data-testid="schedule-backfill-result"]`); got != "" {
 		t.Errorf("a refused backfill shows the answer %q", got)
 	}
-	for deadline := time.Now().Add(10 * slack * time.Second); len(hourly()) < 5; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the receiver got %v, want five hourly occurrences", hourly())
+	testwait.UntilNil(t, 10*slack*time.Second, func() error {
+		if got := hourly(); len(got) < 5 {
+			return fmt.Errorf("the receiver got %v", got)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "five hourly occurrences")
 	for id, n := range hourly() {
 		if n != 1 {
 			t.Errorf("%s reached the receiver %d times, want once", id, n)

@@ -14,6 +14,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // viewerZone is the browser's zone in the schedules test: neither UTC (the
@@ -210,19 +212,14 @@ func testSchedulesView(t *testing.T, b *browser, base, admin string, rcv *receiv
 	if m == "" || len(added) != 1 || added[0] != m {
 		t.Errorf("after Trigger the notice names %q and the topic gained the jobs %v, want that one", m, added)
 	}
-	deadline := time.Now().Add(10 * slack * time.Second)
-	for {
+	testwait.UntilNil(t, 10*slack*time.Second, func() error {
 		rcv.mu.Lock()
-		hits := append([]int(nil), rcv.hits[m]...)
-		rcv.mu.Unlock()
-		if len(hits) == 1 && hits[0] == 200 {
-			break
+		defer rcv.mu.Unlock()
+		if hits := rcv.hits[m]; len(hits) != 1 || hits[0] != 200 {
+			return fmt.Errorf("answered %v", hits)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the triggered occurrence %s reached the receiver with %v, want one 200", m, hits)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "the triggered occurrence "+m+" answered one 200")
 	// The last run is the triggered occurrence, and says a trigger fired it.
 	b.waitText(`[data-testid="schedule-last-standup"]`, m, 5*time.Second)
 	b.waitText(`[data-testid="schedule-last-standup"]`, "fired by a manual trigger", time.Second)

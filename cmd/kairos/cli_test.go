@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // cliResult is what one kairos command line did.
@@ -80,18 +82,15 @@ func (k kairosCLI) fails(code int, args []string, msgs ...string) {
 // waitState polls `kairos jobs get` until the job is in state.
 func (k kairosCLI) waitState(topic, id string, state client.State) client.Job {
 	k.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		var j client.Job
-		k.json(&j, "jobs", "get", topic, id)
-		if j.State == state {
-			return j
+	var j client.Job
+	testwait.UntilNil(k.t, 15*time.Second, func() error {
+		j = client.Job{}
+		if k.json(&j, "jobs", "get", topic, id); j.State != state {
+			return fmt.Errorf("it is %s", j.State)
 		}
-		if time.Now().After(deadline) {
-			k.t.Fatalf("job %s/%s is %s after 15s, want %s", topic, id, j.State, state)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, fmt.Sprintf("job %s/%s %s", topic, id, state))
+	return j
 }
 
 // TestCLIAgainstARunningKairos drives a kairos started in this process, on
@@ -306,13 +305,12 @@ func TestCLIAgainstARunningKairos(t *testing.T) {
 	if sc.Result != client.ResultCreated || sc.Every != client.Duration(time.Second) || len(sc.NextRuns) != 5 || sc.PendingJob == "" {
 		t.Errorf("schedules put --every 1s --json: %+v", sc)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for k.json(&sc, "schedules", "get", "orders", "beat"); sc.LastRun == nil || sc.LastRun.State != client.StateDelivered; k.json(&sc, "schedules", "get", "orders", "beat") {
-		if time.Now().After(deadline) {
-			t.Fatalf("schedule beat has not delivered an occurrence in 15s: %+v", sc)
+	testwait.UntilNil(t, 15*time.Second, func() error {
+		if k.json(&sc, "schedules", "get", "orders", "beat"); sc.LastRun == nil || sc.LastRun.State != client.StateDelivered {
+			return fmt.Errorf("%+v", sc)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	}, "schedule beat delivering an occurrence")
 	if !strings.HasPrefix(sc.LastRun.JobID, "beat@") {
 		t.Errorf("last run's job %q", sc.LastRun.JobID)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/testproc"
+	"github.com/kairos-sh/kairos/internal/testwait"
 	"github.com/kairos-sh/kairos/verify"
 )
 
@@ -49,19 +51,7 @@ func TestServeBannerBeforeListening(t *testing.T) {
 			go func() {
 				done <- run(ctx, append([]string{"serve", "--grace", "1s"}, tt.args...), fakeEnv(tt.env), nil, &out, &out)
 			}()
-			deadline := time.Now().Add(20 * time.Second)
-			var seen string
-			for seen = out.String(); !strings.Contains(seen, "kairos listening"); seen = out.String() {
-				select {
-				case err := <-done:
-					t.Fatalf("serve ended before listening: %v\n%s", err, seen)
-				default:
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("serve did not say it listens within 20s:\n%s", seen)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
+			seen := waitListening(t, &out, done)
 			for _, w := range tt.wants {
 				if !strings.Contains(seen, w) {
 					t.Errorf("output lacks %q when it says it listens:\n%s", w, seen)
@@ -120,20 +110,26 @@ func serveUntil(t *testing.T, env map[string]string, args ...string) (string, fu
 			t.Error("serve did not stop within 20s of its context ending")
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), "kairos listening") {
+	t.Cleanup(cancel) // should it never listen
+	return waitListening(t, &out, done), stop
+}
+
+// waitListening waits until serve's output says it listens, and returns
+// the output; it fails the test at once if serve ends (done) before.
+func waitListening(t *testing.T, out *testproc.Buffer, done <-chan error) string {
+	t.Helper()
+	testwait.UntilNil(t, 20*time.Second, func() error {
 		select {
 		case err := <-done:
 			t.Fatalf("serve ended before listening: %v\n%s", err, out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("serve did not say it listens within 20s:\n%s", out.String())
+		if !strings.Contains(out.String(), "kairos listening") {
+			return fmt.Errorf("its output so far:\n%s", out.String())
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return out.String(), stop
+		return nil
+	}, "serve saying it listens")
+	return out.String()
 }
 
 // TestDevModeDeliversToLoopbackSigned: with nothing but `kairos serve`

@@ -11,6 +11,7 @@ import (
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 func TestMain(m *testing.M) { os.Exit(testredis.Main(m)) }
@@ -63,22 +64,8 @@ func TestOrphanTakenOverAndFenced(t *testing.T) {
 	done := make(chan struct{})
 	go func() { r.Run(runCtx); close(done) }()
 	defer func() { stop(); <-done }()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got, err := s.GetOperation(ctx, op.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.State == rdb.OpDone {
-			if got.Done != 1200 || got.Matched != 1200 || got.Owner != r.owner {
-				t.Errorf("finished %+v, want 1200 done by the second runner", got)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("operation %+v not done", got)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if got := waitDone(t, s, op.ID, 20*time.Second); got.Done != 1200 || got.Matched != 1200 || got.Owner != r.owner {
+		t.Errorf("finished %+v, want 1200 done by the second runner", got)
 	}
 	if ok, _, err := s.RecordStep(ctx, "acme", op.ID, "dead-runner", lease, rdb.Step{Done: 5}); ok || err != nil {
 		t.Errorf("a batch of the runner that lost the operation was recorded: %t %v", ok, err)
@@ -136,20 +123,8 @@ func TestReplayKeepsToMaxPending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		got, err := s.GetOperation(ctx, op.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.State == rdb.OpDone {
-			if got.Done != 3 || got.Failed != 2 {
-				t.Fatalf("operation %+v, want 3 replayed and 2 refused by max_pending 3", got)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("operation %+v not done", got)
-		}
+	if got := waitDone(t, s, op.ID, 20*time.Second); got.Done != 3 || got.Failed != 2 {
+		t.Fatalf("operation %+v, want 3 replayed and 2 refused by max_pending 3", got)
 	}
 	if p, err := s.TenantPending(ctx, "acme"); err != nil || p != 3 {
 		t.Fatalf("pending %d (%v), want 3", p, err)
@@ -242,20 +217,8 @@ func TestTenantRunsTwoOperationsAtOnce(t *testing.T) {
 		t.Errorf("another tenant's operation is %s, want running at once", other.State)
 	}
 	for _, op := range ops {
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			got, err := s.GetOperation(ctx, op.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.State == rdb.OpDone {
-				if got.Done != perWave {
-					t.Errorf("operation %s done with %d cancelled, want %d", op.ID, got.Done, perWave)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("operation %+v not done within 30s", got)
-			}
+		if got := waitDone(t, s, op.ID, 30*time.Second); got.Done != perWave {
+			t.Errorf("operation %s done with %d cancelled, want %d", op.ID, got.Done, perWave)
 		}
 	}
 	w.mu.Lock()
@@ -267,4 +230,17 @@ func TestTenantRunsTwoOperationsAtOnce(t *testing.T) {
 	if op := cancel("acme", 0); op.State != rdb.OpRunning {
 		t.Errorf("an operation after the others ended is %s, want running", op.State)
 	}
+}
+
+// waitDone waits until operation id is done, and returns it.
+func waitDone(t *testing.T, s *rdb.Store, id string, within time.Duration) rdb.Operation {
+	t.Helper()
+	var got rdb.Operation
+	testwait.UntilNil(t, within, func() (err error) {
+		if got, err = s.GetOperation(context.Background(), id); err == nil && got.State != rdb.OpDone {
+			err = fmt.Errorf("%+v", got)
+		}
+		return err
+	}, "operation "+id+" done")
+	return got
 }

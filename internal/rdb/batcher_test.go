@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestBatcherWritesEachOnce: concurrent requests are each written exactly
@@ -98,16 +100,11 @@ func TestBatcherDoNow(t *testing.T) {
 
 	lingering := &req{make(chan struct{})}
 	go b.do(lingering) // waits for company, up to the hour
-	// until it lingers
-	for {
+	testwait.Until(t, testwait.Patience, func() bool {
 		b.mu.Lock()
-		w := b.writing
-		b.mu.Unlock()
-		if w {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer b.mu.Unlock()
+		return b.writing
+	}, "the request lingering")
 	prompt := &req{make(chan struct{})}
 	go b.doNow(prompt)
 	wait("doNow during a linger", prompt)

@@ -178,7 +178,7 @@ func TestStartOutlastsAnOutage(t *testing.T) {
 	}
 	thawed := make(chan error, 1)
 	go func() {
-		time.Sleep(startPatience + time.Second)
+		time.Sleep(startPatience + time.Second) // the point: an outage past the start's patience
 		thawed <- srv.Thaw()
 	}()
 	started, err := s.Start(ctx, cs)

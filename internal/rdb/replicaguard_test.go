@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestCreateNotAckedWhileAReplicaIsAway plays the first step of a Sentinel
@@ -77,19 +79,16 @@ func TestCreateNotAckedWhileAReplicaIsAway(t *testing.T) {
 // waitOnline waits until the master has n replicas online.
 func waitOnline(t *testing.T, c *redis.Client, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.UntilNil(t, 20*time.Second, func() error {
 		info, err := c.Info(context.Background(), "replication").Result()
-		if err == nil {
-			if _, _, online := parseReplication(info); len(online) == n {
-				return
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the master has not %d replicas online within 20s: %v %s", n, err, info)
+		if _, _, online := parseReplication(info); len(online) != n {
+			return fmt.Errorf("%s", info)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	}, fmt.Sprintf("the master with %d replicas online", n))
 }
 
 // TestReplicaWatch: a replica seen online and now away refuses the

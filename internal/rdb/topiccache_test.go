@@ -8,6 +8,7 @@ import (
 
 	"github.com/kairos-sh/kairos"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 func putTopic(t *testing.T, s *Store, url string) {
@@ -51,13 +52,7 @@ func TestTopicCache(t *testing.T) {
 	if got := topicURL(t, a); got != "https://example.com/2" {
 		t.Errorf("a reads %q after its own update", got)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for topicURL(t, b) != "https://example.com/2" {
-		if time.Now().After(deadline) {
-			t.Fatal("b never saw a's update")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Until(t, 10*time.Second, func() bool { return topicURL(t, b) == "https://example.com/2" }, "b seeing a's update")
 
 	for range 2 { // each read hands out headers of its own
 		tp, err := a.GetTopic(ctx, "acme", "orders")

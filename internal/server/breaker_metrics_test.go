@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestBreakerMovesInMetrics: a serving process's /metrics counts its
@@ -26,15 +27,7 @@ func TestBreakerMovesInMetrics(t *testing.T) {
 	ti.call(t, "PUT", "/v1/topics/partner", `{"callback_url": "`+rcv.URL+`", "max_attempts": 1, "breaker": {"failures": 2, "cooldown": "1s"}}`, http.StatusCreated)
 	ti.call(t, "POST", "/v1/topics/partner/jobs", `{"id": "fail1", "payload": 1}`, http.StatusCreated)
 	ti.call(t, "POST", "/v1/topics/partner/jobs", `{"id": "fail2", "payload": 2}`, http.StatusCreated)
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("after 20s: %s", what)
-			}
-		}
-	}
-	waitFor("the breaker never opened", func() bool {
+	testwait.Until(t, 20*time.Second, func() bool {
 		var tp struct {
 			Breaker struct {
 				State string `json:"state"`
@@ -42,13 +35,13 @@ func TestBreakerMovesInMetrics(t *testing.T) {
 		}
 		json.Unmarshal([]byte(ti.call(t, "GET", "/v1/topics/partner", "", http.StatusOK)), &tp)
 		return tp.Breaker.State == "open"
-	})
+	}, "the breaker opened")
 	ti.call(t, "POST", "/v1/topics/partner/jobs", `{"id": "works", "payload": 3}`, http.StatusCreated)
 	want := []string{
 		`kairos_breaker_transitions_total{state="open",topic="acme/partner"} 1`,
 		`kairos_breaker_transitions_total{state="closed",topic="acme/partner"} 1`,
 	}
-	waitFor("/metrics does not count one opening and one closing", func() bool {
+	testwait.Until(t, 20*time.Second, func() bool {
 		metrics := ti.call(t, "GET", "/metrics", "", http.StatusOK)
 		for _, l := range want {
 			if !strings.Contains(metrics, "\n"+l+"\n") {
@@ -56,5 +49,5 @@ func TestBreakerMovesInMetrics(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}, "/metrics counting one opening and one closing")
 }

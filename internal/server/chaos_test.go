@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/kairos-sh/kairos/auth"
 	"github.com/kairos-sh/kairos/internal/testproc"
 	"github.com/kairos-sh/kairos/internal/testredis"
@@ -71,7 +73,7 @@ func TestChaos(t *testing.T) {
 			if err := srv.Freeze(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Duration(3+rand.IntN(8)) * time.Second)
+			time.Sleep(time.Duration(3+rand.IntN(8)) * time.Second) // the point: the freeze's length
 			if err := srv.Thaw(); err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +82,7 @@ func TestChaos(t *testing.T) {
 		default:
 			i := rand.IntN(len(procs))
 			procs[i].Signal(syscall.SIGKILL)
-			time.Sleep(time.Duration(1+rand.IntN(3)) * time.Second)
+			time.Sleep(time.Duration(1+rand.IntN(3)) * time.Second) // the point: down a while before the restart
 			var ti *testInstance
 			procs[i], ti = start()
 			l.setTarget(i, ti)
@@ -90,7 +92,9 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	<-done
-	l.wait(3 * time.Minute)
+	rc := redis.NewClient(srv.Options())
+	defer rc.Close()
+	l.wait(3*time.Minute, rc)
 	r := l.figures(end, end) // no fault window: every duplicate is counted
 	t.Logf("chaos for %v: faults %v, SIGKILLs %d", dur, faults, kills)
 	t.Logf("created %d, delivered %d, lost %d, duplicated %d, longest API stall %v, answers by status %v; answers over 2 s (sent at): %v",

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kairos-sh/kairos/internal/rdb"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestIdleConnections measures the Redis connections of one process with
@@ -45,13 +46,7 @@ func TestIdleConnections(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	deadline := time.Now().Add(30 * time.Second)
-	for ti.hits.Load() < topics {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs delivered within 30s", ti.hits.Load(), topics)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitHits(t, ti.hits, topics, 30*time.Second)
 	stopPeak()
 	ti.call(t, "POST", "/v1/topics/t000/jobs", `{"delay": "1h", "payload": 1}`, http.StatusCreated) // nothing due for the next hour
 	idle := idleClients(t, srv, "kairos:")
@@ -166,15 +161,12 @@ func idleClients(t *testing.T, srv *testredis.Server, prefix string) clients {
 		return out
 	}
 	last, since := mine(), time.Now()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		now := mine()
-		if now.String() != last.String() {
+	testwait.Until(t, 30*time.Second, func() bool {
+		if now := mine(); now.String() != last.String() {
 			last, since = now, time.Now()
 		}
-		if time.Since(since) >= 3*time.Second {
-			break
-		}
-	}
+		return time.Since(since) >= 3*time.Second
+	}, "the connections named "+prefix+"* unchanged for 3 s")
 	return last
 }
 

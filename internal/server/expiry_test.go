@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // noticeSink is a failure_url receiver that keeps the bodies it gets.
@@ -40,19 +41,18 @@ func newNoticeSink(t *testing.T) *noticeSink {
 }
 
 // wait returns the first notice, waiting up to 30s for it.
-func (s *noticeSink) wait(t *testing.T) map[string]any {
+func (s *noticeSink) wait(t *testing.T) (b map[string]any) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testwait.Until(t, 30*time.Second, func() bool {
 		s.mu.Lock()
-		if len(s.bodies) > 0 {
-			b := s.bodies[0]
-			s.mu.Unlock()
-			return b
+		defer s.mu.Unlock()
+		if len(s.bodies) == 0 {
+			return false
 		}
-		s.mu.Unlock()
-	}
-	t.Fatal("no failure notification within 30s")
-	return nil
+		b = s.bodies[0]
+		return true
+	}, "a failure notification")
+	return b
 }
 
 type jobView struct {
@@ -69,17 +69,17 @@ type jobView struct {
 func waitState(t *testing.T, ti *testInstance, topic, id, want string) jobView {
 	t.Helper()
 	var j jobView
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testwait.UntilNil(t, 30*time.Second, func() error {
+		j = jobView{}
 		if err := json.Unmarshal([]byte(ti.call(t, "GET", "/v1/topics/"+topic+"/jobs/"+id, "", http.StatusOK)), &j); err != nil {
 			t.Fatal(err)
 		}
-		if j.State == want {
-			return j
+		if j.State != want {
+			return fmt.Errorf("it is %s", j.State)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s is %s after 30s, want %s", id, j.State, want)
-		}
-	}
+		return nil
+	}, "job "+id+" "+want)
+	return j
 }
 
 // TestJobExpiresBeforeItsFirstAttempt: a job of a paused topic whose
@@ -100,9 +100,7 @@ func TestJobExpiresBeforeItsFirstAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatalf("expires_at %q in the answer: %v", created.ExpiresAt, err)
 	}
-	for time.Now().Before(exp.Add(100 * time.Millisecond)) { // the expiry passes while the topic is paused
-		time.Sleep(20 * time.Millisecond)
-	}
+	time.Sleep(time.Until(exp.Add(100 * time.Millisecond))) // the point: the expiry passes while the topic is paused
 	ti.call(t, "POST", "/v1/topics/exp/resume", "", http.StatusOK)
 	j := waitState(t, ti, "exp", "late", "expired")
 	if j.Attempts != 0 || len(j.AttemptLog) != 1 || j.AttemptLog[0].Event != "expired" || j.AttemptLog[0].N != 0 {
@@ -213,17 +211,11 @@ func TestPriorityUnderParallelismOne(t *testing.T) {
 	jobs := priorityJobs(base, []int{0, 3, 9, 3, 0})
 	createPriorityJobs(t, jobs, ti)
 	ti.call(t, "POST", "/v1/topics/prio/resume", "", http.StatusOK)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testwait.Until(t, 30*time.Second, func() bool {
 		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= 20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 20 delivered after 30s", n)
-		}
-	}
+		defer mu.Unlock()
+		return len(got) >= 20
+	}, "20 jobs delivered")
 	wantIDs := priorityOrder(jobs)
 	mu.Lock()
 	defer mu.Unlock()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestRedisFrozen freezes redis-server (SIGSTOP) for 8 s under 25 creates
@@ -28,7 +30,7 @@ func TestRedisFrozen(t *testing.T) { // not parallel: the 2 s bound is measured 
 	done := make(chan struct{})
 	go func() { defer close(done); l.run(25, 14*time.Second) }()
 
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // the point: 3 s of load before the freeze
 	freeze := time.Now()
 	if err := srv.Freeze(); err != nil {
 		t.Fatal(err)
@@ -43,7 +45,7 @@ func TestRedisFrozen(t *testing.T) { // not parallel: the 2 s bound is measured 
 	waitReady(t, a, 20*time.Second)
 	t.Logf("/readyz answered 200 again %v after the thaw", time.Since(thaw).Round(time.Millisecond))
 	<-done
-	l.wait(60 * time.Second)
+	l.wait(60*time.Second, a.in.Client)
 	r := l.figures(freeze, thaw)
 	t.Logf("frozen 8 s: %s", r)
 	ms := make([]string, len(r.lateAfter))
@@ -97,7 +99,7 @@ func (p readyProbe) String() string {
 func probeReady(t *testing.T, ti *testInstance, d time.Duration) readyProbe {
 	var p readyProbe
 	c := &http.Client{Timeout: 30 * time.Second}
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) { // the probe's pace
 		start := time.Now()
 		resp, err := c.Get(ti.url + "/readyz")
 		p.longest = max(p.longest, time.Since(start))
@@ -118,12 +120,15 @@ func probeReady(t *testing.T, ti *testInstance, d time.Duration) readyProbe {
 // waitReady waits until /readyz answers 200.
 func waitReady(t *testing.T, ti *testInstance, within time.Duration) {
 	t.Helper()
-	waitFor(t, "/readyz answers 200", within, func() bool {
+	testwait.UntilNil(t, within, func() error {
 		resp, err := http.Get(ti.url + "/readyz")
 		if err != nil {
-			return false
+			return err
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answers %d", resp.StatusCode)
+		}
+		return nil
+	}, "/readyz answers 200")
 }

@@ -52,7 +52,7 @@ func TestAPIRoleIdleSendsRedisNothing(t *testing.T) {
 	if err := probe.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // the point: an idle window, its commands counted
 	if got := commandCounts(t, probe); len(got) != 0 {
 		t.Fatalf("an API process with no request sent Redis %v in 3s, want nothing", got)
 	}

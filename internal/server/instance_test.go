@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestFreshInstanceCountsNoRedisErrors starts kairos on a real
@@ -50,13 +52,7 @@ func countsNoRedisErrors(t *testing.T, call func(method, path, body string, want
 		call("POST", "/v1/topics/"+topic+"/jobs", `{"delay": "0s", "payload": 1}`, http.StatusCreated)
 		call("POST", "/v1/topics/"+topic+"/jobs", `{"delay": "100ms", "payload": 2}`, http.StatusCreated)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for hits.Load() < 6 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 6 jobs delivered within 20s", hits.Load())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitHits(t, hits, 6, 20*time.Second)
 	call("GET", "/v1/stats", "", http.StatusOK)
 	metrics := call("GET", "/metrics", "", http.StatusOK)
 	if !strings.Contains(metrics, "\nkairos_redis_errors_total 0\n") {
@@ -77,31 +73,27 @@ func TestPastRunAtIsNotLate(t *testing.T) {
 	call("PUT", "/v1/topics/past", `{"callback_url": "`+rcvURL+`"}`, http.StatusCreated)
 	runAt := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)
 	call("POST", "/v1/topics/past/jobs", `{"run_at": "`+runAt+`", "payload": 1}`, http.StatusCreated)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var st struct {
-			Topics []struct {
-				Recent struct {
-					Lateness struct {
-						Samples int64   `json:"samples"`
-						Max     float64 `json:"max_ms"`
-					} `json:"lateness"`
-				} `json:"recent"`
-			} `json:"topics"`
-		}
+	var st struct {
+		Topics []struct {
+			Recent struct {
+				Lateness struct {
+					Samples int64   `json:"samples"`
+					Max     float64 `json:"max_ms"`
+				} `json:"lateness"`
+			} `json:"recent"`
+		} `json:"topics"`
+	}
+	testwait.UntilNil(t, 20*time.Second, func() error {
 		if err := json.Unmarshal([]byte(call("GET", "/v1/stats", "", http.StatusOK)), &st); err != nil {
 			t.Fatal(err)
 		}
-		if len(st.Topics) == 1 && st.Topics[0].Recent.Lateness.Samples == 1 {
-			if max := st.Topics[0].Recent.Lateness.Max; max > 60_000 {
-				t.Fatalf("lateness max %v ms: the hour before the job existed was counted", max)
-			}
-			break
+		if len(st.Topics) != 1 || st.Topics[0].Recent.Lateness.Samples != 1 {
+			return fmt.Errorf("%d callbacks, stats %+v", hits.Load(), st.Topics)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no lateness sample within 20s (%d callbacks)", hits.Load())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}, "the job's lateness sampled in /v1/stats")
+	if max := st.Topics[0].Recent.Lateness.Max; max > 60_000 {
+		t.Fatalf("lateness max %v ms: the hour before the job existed was counted", max)
 	}
 	for _, l := range strings.Split(call("GET", "/metrics", "", http.StatusOK), "\n") {
 		if rest, ok := strings.CutPrefix(l, `kairos_lateness_seconds_sum{topic="acme/past"} `); ok {
@@ -130,6 +122,7 @@ func startTestInstance(t *testing.T) (call func(method, path, body string, want 
 // testInstance is kairos started in this process for a test, with a
 // receiver on loopback.
 type testInstance struct {
+	in         *Instance     // nil for a kairos in a process of its own
 	hits       *atomic.Int64 // the receiver's
 	rcvURL     string
 	url, token string // the API's, and a token of tenant acme
@@ -148,7 +141,7 @@ func startTestInstanceOn(t *testing.T, env map[string]string) *testInstance {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.Stop)
-	ti.url = in.URL
+	ti.in, ti.url = in, in.URL
 	if ti.token, err = in.Authn.Mint("acme", false, time.Hour); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // faultLoad is a steady load of creates spread over kairos instances, and
@@ -132,30 +136,26 @@ func (l *faultLoad) create(ti *testInstance, id string) {
 }
 
 // wait waits for the creates under way, then until every job answered 2xx
-// was delivered, within a generous deadline.
-func (l *faultLoad) wait(within time.Duration) {
+// was delivered, and until the Redis of rc is settled (waitSettled): every
+// duplicate there could be has come. within is the deadline of each wait.
+func (l *faultLoad) wait(within time.Duration, rc redis.UniversalClient) {
 	l.t.Helper()
 	l.wg.Wait()
-	deadline := time.Now().Add(within)
-	for {
+	testwait.UntilNil(l.t, within, func() error {
 		l.mu.Lock()
+		defer l.mu.Unlock()
 		missing := 0
 		for id := range l.created {
 			if len(l.hits[id]) == 0 {
 				missing++
 			}
 		}
-		l.mu.Unlock()
-		if missing == 0 {
-			time.Sleep(time.Second) // a duplicate would come now
-			return
+		if missing > 0 {
+			return fmt.Errorf("%d missing", missing)
 		}
-		if time.Now().After(deadline) {
-			l.t.Errorf("%d jobs answered 2xx not delivered within %v", missing, within)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	}, "every job answered 2xx delivered")
+	waitSettled(l.t, rc, within)
 }
 
 // report holds the figures of a fault run.

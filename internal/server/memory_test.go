@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestEvictingRedisRefusedAtStart: kairos refuses a Redis whose
@@ -75,13 +76,12 @@ func TestRedisOutOfMemory(t *testing.T) {
 		t.Errorf("refused creates changed the keyspace (-before +after):\n%s", diff)
 	}
 	ti.call(t, "DELETE", "/v1/topics/t/jobs/cancel-me", "", http.StatusNoContent)
-	waitFor(t, "20 jobs delivered while Redis is full", 30*time.Second, func() bool { return ti.hits.Load() >= 20 })
+	testwait.Until(t, 30*time.Second, func() bool { return ti.hits.Load() >= 20 }, "20 jobs delivered while Redis is full")
 	for i := range 20 {
-		if b := ti.call(t, "GET", "/v1/topics/t/jobs/due"+strconv.Itoa(i), "", http.StatusOK); !strings.Contains(b, `"delivered"`) {
-			waitFor(t, "due"+strconv.Itoa(i)+" recorded as delivered", 10*time.Second, func() bool {
-				return strings.Contains(ti.call(t, "GET", "/v1/topics/t/jobs/due"+strconv.Itoa(i), "", http.StatusOK), `"delivered"`)
-			})
-		}
+		id := "due" + strconv.Itoa(i)
+		testwait.Until(t, testwait.Patience, func() bool {
+			return strings.Contains(ti.call(t, "GET", "/v1/topics/t/jobs/"+id, "", http.StatusOK), `"delivered"`)
+		}, id+" recorded as delivered")
 	}
 	used, _ := rc.Info(ctx, "memory").Result()
 	status, _, _ = ti.do("POST", "/v1/topics/t/jobs", `{"id": "still-refused", "delay": "1s", "payload": 1}`)
@@ -92,7 +92,7 @@ func TestRedisOutOfMemory(t *testing.T) {
 
 	unfill(t, rc)
 	ti.call(t, "POST", "/v1/topics/t/jobs", `{"id": "after", "delay": "0s", "payload": 1}`, http.StatusCreated)
-	waitFor(t, "the job created after memory was freed delivered", 20*time.Second, func() bool { return ti.hits.Load() >= 21 })
+	testwait.Until(t, 20*time.Second, func() bool { return ti.hits.Load() >= 21 }, "the job created after memory was freed delivered")
 }
 
 // fill writes 2 MB of keys outside kairos's prefix, then lowers Redis's
@@ -157,16 +157,4 @@ func snapshot(t *testing.T, rc *redis.Client) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// waitFor polls cond until it holds, failing the test after within.
-func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -68,9 +68,9 @@ func (f netFault) inject(t *testing.T, p *toxiproxy.Proxy, ti *testInstance) rea
 	go func() { done <- probeReady(t, ti, f.length) }()
 	for end := time.Now().Add(f.length); time.Now().Before(end); {
 		addToxics(t, p, f.toxics)
-		time.Sleep(f.pulse)
+		time.Sleep(f.pulse) // the point: the fault's pulse
 		removeToxics(t, p, f.toxics)
-		time.Sleep(time.Second - f.pulse)
+		time.Sleep(time.Second - f.pulse) // and the calm until the next
 	}
 	return <-done
 }
@@ -93,14 +93,14 @@ func TestNetworkFaults(t *testing.T) { // not parallel: the 2 s bound is measure
 			l := newFaultLoad(t, a, b)
 			done := make(chan struct{})
 			go func() { defer close(done); l.run(40, f.length+6*time.Second) }()
-			time.Sleep(3 * time.Second)
+			time.Sleep(3 * time.Second) // the point: 3 s of load before the fault
 			start := time.Now()
 			ready := f.inject(t, proxy, a)
 			end := time.Now()
 			waitReady(t, a, 30*time.Second)
 			recovered := time.Since(end)
 			<-done
-			l.wait(90 * time.Second)
+			l.wait(90*time.Second, a.in.Client)
 			r := l.figures(start, end)
 			t.Logf("%s: %s; /readyz during it: %s; ready again %v after it", f.name, r, ready, recovered.Round(time.Millisecond))
 			if !f.away {

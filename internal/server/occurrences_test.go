@@ -12,6 +12,7 @@ import (
 
 	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestOccurrencesCountedInStatsAndMetrics runs kairos on a real
@@ -67,8 +68,7 @@ func TestOccurrencesCountedInStatsAndMetrics(t *testing.T) {
 	}
 	var got client.Occurrences
 	var counts client.Counts
-	var missing []string
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	testwait.UntilNil(t, 30*time.Second, func() error {
 		var st client.Stats
 		if err := json.Unmarshal([]byte(ti.call(t, "GET", "/v1/stats", "", http.StatusOK)), &st); err != nil {
 			t.Fatal(err)
@@ -77,20 +77,17 @@ func TestOccurrencesCountedInStatsAndMetrics(t *testing.T) {
 			got, counts = st.Topics[0].Occurrences, st.Topics[0].Counts
 		}
 		metrics := ti.call(t, "GET", "/metrics", "", http.StatusOK)
-		missing = missing[:0]
+		var missing []string
 		for _, l := range wantMetrics {
 			if !strings.Contains(metrics, "\n"+l+"\n") {
 				missing = append(missing, l)
 			}
 		}
-		if got == want && len(missing) == 0 {
-			break
+		if got != want || len(missing) > 0 {
+			return fmt.Errorf("stats count occurrences %+v, want %+v; /metrics lacks %q", got, want, missing)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30s: stats count occurrences %+v, want %+v; /metrics lacks %q", got, want, missing)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	}, "every occurrence counted in /v1/stats and /metrics")
 	// every occurrence ended: 4 delivered and the plain job, 1 dead; nothing else
 	if wantCounts := (client.Counts{Delivered: 5, Dead: 1}); counts != wantCounts {
 		t.Errorf("counts %+v, want %+v", counts, wantCounts)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestPriorityAcrossProcesses: two kairos processes over one Redis, a
@@ -87,17 +89,11 @@ func deliveredAcrossProcesses(t *testing.T, limits string, work time.Duration) d
 	got.jobs = priorityJobs(base, []int{0, 3, 9, 3, 0, 5})
 	createPriorityJobs(t, got.jobs, a, b)
 	b.call(t, "POST", "/v1/topics/prio/resume", "", http.StatusOK)
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testwait.Until(t, 60*time.Second, func() bool {
 		mu.Lock()
-		n := len(got.ids)
-		mu.Unlock()
-		if n >= 20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 20 delivered after 60s", n)
-		}
-	}
+		defer mu.Unlock()
+		return len(got.ids) >= 20
+	}, "20 jobs delivered")
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("deliveries by connection: %v", conns)
@@ -139,25 +135,20 @@ func TestBreakerProbePriorityAcrossProcesses(t *testing.T) {
 	b := startTestInstanceOn(t, env)
 	a.call(t, "PUT", "/v1/topics/prio", `{"callback_url": "`+rcv.URL+`", "breaker": {"failures": 1, "cooldown": "2s"}, "max_attempts": 1}`, http.StatusCreated)
 	a.call(t, "POST", "/v1/topics/prio/jobs", `{"id": "trigger"}`, http.StatusCreated)
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(a.call(t, "GET", "/v1/topics/prio", "", http.StatusOK), `"state":"open"`); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the breaker did not open within 30s")
-		}
-	}
+	testwait.Until(t, 30*time.Second, func() bool {
+		return strings.Contains(a.call(t, "GET", "/v1/topics/prio", "", http.StatusOK), `"state":"open"`)
+	}, "the breaker open")
 	base := time.Now().Add(-time.Second).UTC().Truncate(time.Millisecond)
 	jobs := priorityJobs(base, []int{0, 3, 9, 3, 0, 5})
 	createPriorityJobs(t, jobs, a, b)
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testwait.UntilNil(t, 60*time.Second, func() error {
 		mu.Lock()
-		n := len(ids)
-		mu.Unlock()
-		if n >= 21 {
-			break
+		defer mu.Unlock()
+		if len(ids) < 21 {
+			return fmt.Errorf("requests %v", ids)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 21 requests after 60s: %v", n, ids)
-		}
-	}
+		return nil
+	}, "21 requests")
 	mu.Lock()
 	defer mu.Unlock()
 	if want := priorityOrder(jobs)[0]; ids[0] != "trigger" || ids[1] != want {

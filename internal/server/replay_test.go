@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kairos-sh/kairos/client"
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // TestReplayContinuesAttemptNumbers: a job of max_attempts 2 that fails
@@ -31,19 +33,18 @@ func TestReplayContinuesAttemptNumbers(t *testing.T) {
 	ti.call(t, "POST", "/v1/topics/flaky/jobs", `{"id": "j", "delay": "0s", "max_attempts": 2, "backoff": {"initial": "10ms", "max": "10ms"}}`, http.StatusCreated)
 	waitDead := func(attempts int) client.Job {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; {
-			var j client.Job
+		var j client.Job
+		testwait.UntilNil(t, 30*time.Second, func() error {
+			j = client.Job{}
 			if err := json.Unmarshal([]byte(ti.call(t, "GET", "/v1/topics/flaky/jobs/j", "", http.StatusOK)), &j); err != nil {
 				t.Fatal(err)
 			}
-			if j.State == client.StateDead && j.Attempts == attempts {
-				return j
+			if j.State != client.StateDead || j.Attempts != attempts {
+				return fmt.Errorf("job %s with %d attempts", j.State, j.Attempts)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after 30s: job %s with %d attempts, want dead after %d", j.State, j.Attempts, attempts)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		}, fmt.Sprintf("the job dead after %d attempts", attempts))
+		return j
 	}
 	waitDead(2)
 	ti.call(t, "POST", "/v1/topics/flaky/jobs/j/retry", "", http.StatusAccepted)

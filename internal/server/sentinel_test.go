@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // sentinelFailovers are the two ways a master under Sentinel goes away:
@@ -69,7 +70,7 @@ func TestSentinelFailover(t *testing.T) { // not parallel: the 5 s bound is meas
 			done := make(chan struct{})
 			go func() { defer close(done); l.run(20, 16*time.Second) }()
 
-			time.Sleep(4 * time.Second)
+			time.Sleep(4 * time.Second) // the point: 4 s of load before the failover
 			old, err := s.Master(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -85,7 +86,7 @@ func TestSentinelFailover(t *testing.T) { // not parallel: the 5 s bound is meas
 			promoted := time.Now()
 			ready := <-readyc
 			<-done
-			l.wait(60 * time.Second)
+			l.wait(60*time.Second, a.in.Client)
 			r := l.figures(at, promoted)
 			stall, lastRefused, refused := l.failoverFigures(at)
 			t.Logf("%s: %s master %v after it; creates refused %d (%v), the last sent %v after it; stall %v; lost %d, duplicated %d; /readyz during it: %s",
@@ -113,11 +114,11 @@ func TestSentinelFailover(t *testing.T) { // not parallel: the 5 s bound is meas
 			}()
 			// kairos still takes and delivers jobs on the new master
 			a.call(t, "POST", "/v1/topics/f/jobs", `{"id": "after", "payload": 1}`, 201)
-			waitFor(t, "the job created after the failover delivered", 20*time.Second, func() bool {
+			testwait.Until(t, 20*time.Second, func() bool {
 				l.mu.Lock()
 				defer l.mu.Unlock()
 				return len(l.hits["after"]) > 0
-			})
+			}, "the job created after the failover delivered")
 		})
 	}
 }

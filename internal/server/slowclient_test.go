@@ -124,7 +124,7 @@ func TestLargeBodyGetsTimeToArrive(t *testing.T) {
 	start := time.Now()
 	fmt.Fprintf(conn, "POST /v1/topics/big/jobs/batch HTTP/1.1\r\nHost: k\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", ti.token, len(body))
 	for i := 0; i < len(body); i += 10_000 { // 10 KB every 100 ms
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the point: a slow sender's pace
 		if _, err := io.WriteString(conn, body[i:min(i+10_000, len(body))]); err != nil {
 			t.Fatalf("after %s: %v", time.Since(start).Round(time.Millisecond), err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 )
 
 // A process with the worker role alone takes the jobs that a scanner-only
@@ -30,20 +31,14 @@ func TestWorkerAlonePopsReadyJobs(t *testing.T) {
 	for i := range n {
 		a.call(t, "POST", fmt.Sprintf("/v1/topics/t%d/jobs", i%topics), fmt.Sprintf(`{"delay": "%dms", "payload": %d}`, i*50, i), http.StatusCreated)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for a.hits.Load() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs delivered by the worker process within 30s", a.hits.Load(), n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitHits(t, a.hits, n, 30*time.Second)
+	waitDelivered(t, a, n, testwait.Patience) // the last outcomes written
 	probe := redis.NewClient(srv.Options())
 	defer probe.Close()
-	time.Sleep(time.Second) // the last outcomes
 	if err := probe.ConfigResetStat(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // the point: an idle window, its commands counted
 	got := commandCounts(t, probe)
 	t.Logf("idle, a scanner process and a worker process with %d topics: %v in 3s", topics, got)
 	for _, pop := range []string{"blmpop", "brpop", "rpop", "lmpop"} {

@@ -39,13 +39,7 @@ func createAndFire(t *testing.T, ti *testInstance) {
 	t.Helper()
 	ti.call(t, "PUT", "/v1/topics/tls", `{"callback_url": "`+ti.rcvURL+`"}`, http.StatusCreated)
 	ti.call(t, "POST", "/v1/topics/tls/jobs", `{"delay": "100ms", "payload": {"over": "tls"}}`, http.StatusCreated)
-	deadline := time.Now().Add(20 * time.Second)
-	for ti.hits.Load() < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the job was not delivered within 20s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitHits(t, ti.hits, 1, 20*time.Second)
 }
 
 // TestBadRedisCertificateRefusedAtStart: kairos does not start when the

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kairos-sh/kairos/internal/testredis"
+	"github.com/kairos-sh/kairos/internal/testwait"
 	"github.com/kairos-sh/kairos/verify"
 )
 
@@ -48,21 +50,18 @@ func TestTopicSigningKeepsReceiversApart(t *testing.T) {
 	if own.Current == tenant.Current || own.Current == tenant.Next || own.Next == tenant.Current {
 		t.Fatalf("the topic's secrets are the tenant's: %+v, %+v", own, tenant)
 	}
-	wait := func(path string, n int) delivery {
+	wait := func(path string, n int) (d delivery) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		testwait.UntilNil(t, 20*time.Second, func() error {
 			mu.Lock()
-			d := got[path]
-			mu.Unlock()
-			if len(d) >= n {
-				return d[n-1]
+			defer mu.Unlock()
+			if have := got[path]; len(have) < n {
+				return fmt.Errorf("%d callbacks", len(have))
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d callbacks to %s within 20s, want %d", len(d), path, n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			d = got[path][n-1]
+			return nil
+		}, fmt.Sprintf("%d callbacks to %s", n, path))
+		return d
 	}
 	check := func(d delivery, url string, secrets ...string) error {
 		return verify.Callback(secrets, d.h, d.body, verify.Options{URL: url})
@@ -92,7 +91,7 @@ func TestTopicSigningKeepsReceiversApart(t *testing.T) {
 	if r.Current != own.Next || r.Next == own.Next {
 		t.Fatalf("rotation %+v of %+v", r, own)
 	}
-	time.Sleep(2100 * time.Millisecond) // the worker keeps a secret for 2s
+	time.Sleep(2100 * time.Millisecond) // the point: past the 2 s the worker keeps a secret
 	ti.call(t, "POST", "/v1/topics/own/jobs", `{"delay": "0s", "payload": {"n": 3}}`, http.StatusCreated)
 	if err := check(wait("/own", 2), rcv.URL+"/own", r.Current); err != nil {
 		t.Errorf("own's callback after rotation, with its new current secret: %v", err)
