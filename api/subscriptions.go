@@ -82,18 +82,12 @@ type subscriptionResponse struct {
 func subscriptionView(sub kairos.Subscription, c rdb.SubscriptionCounts) subscriptionResponse {
 	v := subscriptionResponse{Name: sub.Name, Topic: sub.Topic, Tenant: sub.Tenant, URL: maskURL(sub.URL),
 		EventTypes: sub.EventTypes, Filter: sub.Filter, CallbackSettingsResponse: subscriptionSettings(&sub).view(),
-		Parallelism: sub.Parallelism, Breaker: breakerResponse{State: "closed"},
+		Rate: rateView(sub.RateLimit, sub.RatePeriod), Parallelism: sub.Parallelism, Breaker: breakerView(sub.BreakerFailures, sub.BreakerCooldown),
 		Paused: sub.Paused, Description: sub.Description, Signing: kairos.SigningTopic,
 		Counts:    subscriptionCounts{Pending: c.Pending, Delivered: c.Delivered, Dead: c.Dead},
 		CreatedAt: formatTime(sub.CreatedAt), UpdatedAt: formatTime(sub.UpdatedAt)}
 	if sub.Signing == kairos.SigningSubscription {
 		v.Signing = kairos.SigningSubscription
-	}
-	if sub.RateLimit > 0 {
-		v.Rate = &rateResponse{Limit: sub.RateLimit, Period: sub.RatePeriod.String()}
-	}
-	if sub.BreakerFailures > 0 {
-		v.Breaker.Failures, v.Breaker.Cooldown = sub.BreakerFailures, sub.BreakerCooldown.String()
 	}
 	return v
 }
@@ -130,24 +124,10 @@ func (req subscriptionRequest) toSubscription(tenant, topic, name string, allowP
 		sub.RateLimit, sub.RatePeriod = req.Rate.parse(&fe, "rate")
 	}
 	if req.Parallelism != nil {
-		if p := *req.Parallelism; p < 1 || p > maxParallelism {
-			fe.add("parallelism", "%d is out of range: allowed 1 to %d deliveries in flight across all kairos processes", p, maxParallelism)
-		} else {
-			sub.Parallelism = p
-		}
+		sub.Parallelism = checkParallelism(&fe, "parallelism", *req.Parallelism, "deliveries")
 	}
-	if b := req.Breaker; b != nil {
-		sub.BreakerFailures, sub.BreakerCooldown = 5, defaultBreakerCooldown
-		if b.Failures != nil {
-			if n := *b.Failures; n < 1 || n > maxBreakerFailures {
-				fe.add("breaker.failures", "%d is out of range: allowed 1 to %d failed attempts in a row", n, maxBreakerFailures)
-			} else {
-				sub.BreakerFailures = n
-			}
-		}
-		if b.Cooldown != nil {
-			sub.BreakerCooldown = parseDuration(&fe, "breaker.cooldown", *b.Cooldown, time.Second, kairos.MaxBreakerCooldown)
-		}
+	if req.Breaker != nil {
+		sub.BreakerFailures, sub.BreakerCooldown = req.Breaker.parse(&fe, "breaker")
 	}
 	if req.Description != nil {
 		if d := *req.Description; !utf8.ValidString(d) || utf8.RuneCountInString(d) > maxDescription {

@@ -106,19 +106,11 @@ func (s *Server) breakerNow(ctx context.Context, t kairos.Topic) (*breakerStats,
 
 func topicView(t kairos.Topic) topicResponse {
 	d := t.WithDefaults()
-	var rate *rateResponse
-	if t.Rated() {
-		rate = &rateResponse{Limit: t.RateLimit, Period: t.RatePeriod.String()}
-	}
-	brk := breakerResponse{State: "closed"} // a topic with no breaker never opens
-	if t.HasBreaker() {
-		brk.Failures, brk.Cooldown = t.BreakerFailures, t.BreakerCooldown.String()
-	}
 	signing := kairos.SigningTenant
 	if t.OwnSecret() != "" {
 		signing = kairos.SigningTopic
 	}
-	return topicResponse{Rate: rate, Parallelism: t.Parallelism, FlowKey: t.FlowKey, Breaker: brk, FailureURL: maskURL(t.FailureURL), Signing: signing,
+	return topicResponse{Rate: rateView(t.RateLimit, t.RatePeriod), Parallelism: t.Parallelism, FlowKey: t.FlowKey, Breaker: breakerView(t.BreakerFailures, t.BreakerCooldown), FailureURL: maskURL(t.FailureURL), Signing: signing,
 		Name: t.Name, Tenant: t.Tenant, CallbackURL: maskURL(t.CallbackURL), CallbackSettingsResponse: topicSettings(&d).view(),
 		Concurrency: d.Concurrency, Paused: t.Paused, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
 		SuccessURL: maskURL(t.SuccessURL), ResponseBytes: t.KeptResponse(),
@@ -148,11 +140,7 @@ func (req topicRequest) toTopic(tenant, name string, allowPrivate bool) (kairos.
 		t.RateLimit, t.RatePeriod = req.Rate.parse(&fe, "rate")
 	}
 	if req.Parallelism != nil {
-		if p := *req.Parallelism; p < 1 || p > maxParallelism {
-			fe.add("parallelism", "%d is out of range: allowed 1 to %d callbacks in flight across all kairos processes", p, maxParallelism)
-		} else {
-			t.Parallelism = p
-		}
+		t.Parallelism = checkParallelism(&fe, "parallelism", *req.Parallelism, "callbacks")
 	}
 	if req.FlowKey != nil {
 		t.FlowKey = checkFlowKey(&fe, "flow_key", *req.FlowKey)
@@ -176,20 +164,56 @@ func (req topicRequest) toTopic(tenant, name string, allowPrivate bool) (kairos.
 			fe.add("signing", "%q is not a signing: use \"tenant\" (the tenant's secret, the default) or \"topic\" (a secret of the topic's own, GET /v1/topics/{topic}/signing-keys)", *req.Signing)
 		}
 	}
-	if b := req.Breaker; b != nil {
-		t.BreakerFailures, t.BreakerCooldown = 5, defaultBreakerCooldown
-		if b.Failures != nil {
-			if n := *b.Failures; n < 1 || n > maxBreakerFailures {
-				fe.add("breaker.failures", "%d is out of range: allowed 1 to %d failed attempts in a row", n, maxBreakerFailures)
-			} else {
-				t.BreakerFailures = n
-			}
-		}
-		if b.Cooldown != nil {
-			t.BreakerCooldown = parseDuration(&fe, "breaker.cooldown", *b.Cooldown, time.Second, kairos.MaxBreakerCooldown)
-		}
+	if req.Breaker != nil {
+		t.BreakerFailures, t.BreakerCooldown = req.Breaker.parse(&fe, "breaker")
 	}
 	return t, fe.err()
+}
+
+// checkParallelism validates a parallelism limit of what (callbacks,
+// deliveries) in flight; 0 when it is out of range.
+func checkParallelism(fe *fieldErrors, field string, p int, what string) int {
+	if p < 1 || p > maxParallelism {
+		fe.add(field, "%d is out of range: allowed 1 to %d %s in flight across all kairos processes", p, maxParallelism, what)
+		return 0
+	}
+	return p
+}
+
+// parse validates a circuit breaker's settings; a setting left out takes
+// its default (5 failures, defaultBreakerCooldown).
+func (b breakerRequest) parse(fe *fieldErrors, field string) (failures int, cooldown time.Duration) {
+	failures, cooldown = 5, defaultBreakerCooldown
+	if b.Failures != nil {
+		if n := *b.Failures; n < 1 || n > maxBreakerFailures {
+			fe.add(field+".failures", "%d is out of range: allowed 1 to %d failed attempts in a row", n, maxBreakerFailures)
+		} else {
+			failures = n
+		}
+	}
+	if b.Cooldown != nil {
+		cooldown = parseDuration(fe, field+".cooldown", *b.Cooldown, time.Second, kairos.MaxBreakerCooldown)
+	}
+	return failures, cooldown
+}
+
+// rateView shows a rate limit; nil when there is none.
+func rateView(limit int, period time.Duration) *rateResponse {
+	if limit <= 0 {
+		return nil
+	}
+	return &rateResponse{Limit: limit, Period: period.String()}
+}
+
+// breakerView shows a circuit breaker's settings, "closed" (its state is
+// read apart, breakerNow); one with no failures set is none, and never
+// opens.
+func breakerView(failures int, cooldown time.Duration) breakerResponse {
+	b := breakerResponse{State: "closed"}
+	if failures > 0 {
+		b.Failures, b.Cooldown = failures, cooldown.String()
+	}
+	return b
 }
 
 func (r rateRequest) parse(fe *fieldErrors, field string) (int, time.Duration) {
