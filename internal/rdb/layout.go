@@ -17,7 +17,7 @@ import (
 // fails on a script that spells one itself), so a reader learns the layout
 // here and nowhere else.
 //
-// # Layout version 8
+// # Layout version 9
 //
 // (What each version changed, and how `kairos migrate` moves an older one:
 // docs/architecture.md and docs/operations.md, "Upgrading".)
@@ -263,7 +263,7 @@ import (
 
 // LayoutVersion is the version of the layout this code reads and writes;
 // Init refuses a Redis that holds another.
-const LayoutVersion = 8
+const LayoutVersion = 9
 
 // Key suffixes: what follows a shard's tag (keys.tag, "P:{s}:") in each of
 // its keys, and a flow's tag (keys.flow) in each of its. keys.go builds

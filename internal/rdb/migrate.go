@@ -35,10 +35,12 @@ end
 return n
 `)
 
-// Migrate moves the kairos data under prefix from layout 4, 5, 6 or 7 to
-// LayoutVersion, in place. From 7 it only records the new layout: layout 8
-// keeps cancelled jobs in a state a layout 7 process would misread, so the
-// version tells such a process to stop; from 6 likewise, as layout 7 added
+// Migrate moves the kairos data under prefix from layout 4, 5, 6, 7 or 8
+// to LayoutVersion, in place. From 8 it only records the new layout:
+// layout 9 adds fan-out (subscriptions, messages, and deliveries: jobs a
+// layout 8 worker would send to their topic's own URL), so the version
+// tells such a process to stop; from 7 likewise, as layout 8 keeps
+// cancelled jobs in a state a layout 7 process would misread; from 6 likewise, as layout 7 added
 // states, notifications and schedule fields that a layout 6 process would
 // misread. From 4 it splits every schedule record into its
 // binary header and its body (layout.go, "Schedules"). From 5 it records

@@ -189,10 +189,10 @@ func TestMigrateLayout5(t *testing.T) {
 	}
 }
 
-// From layouts 6 and 7 Migrate records the new layout and touches no
+// From layouts 6, 7 and 8 Migrate records the new layout and touches no
 // job: a store refuses their data until then.
-func TestMigrateLayouts6And7(t *testing.T) {
-	for _, from := range []int{6, 7} {
+func TestMigrateLayouts6To8(t *testing.T) {
+	for _, from := range []int{6, 7, 8} {
 		t.Run(strconv.Itoa(from), func(t *testing.T) {
 			s, clk := newStore(t, Options{})
 			ctx := context.Background()
