@@ -330,7 +330,9 @@ func (s *Server) answerDuplicate(w http.ResponseWriter, r *http.Request, tenant,
 }
 
 // getMessage handles GET /v1/topics/{topic}/messages/{id}: the message and
-// each delivery's state, read from its job.
+// each delivery's state, read from its job. The payload of a message with
+// deliveries is read from the first of their jobs still there (its record
+// does not keep it).
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 	tenant, topic, err := s.topicTarget(r)
 	if err != nil {
@@ -359,6 +361,9 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 		dv := deliveryResponse{Subscription: d.Subscription, JobID: d.JobID}
 		switch {
 		case errs[i] == nil:
+			if sub, ok := kairos.DeliveryOf(jobs[i]); v.Payload == nil && m.Payload == nil && ok && sub == d.Subscription {
+				v.Payload = payloadJSON(jobs[i]) // the record leaves it to its deliveries
+			}
 			jv := jobView(jobs[i])
 			dv.State, dv.Attempts, dv.NextRunAt, dv.DoneAt, dv.LastAttempt = jobs[i].State, jobs[i].Attempts, jv.NextRunAt, jv.DoneAt, jv.LastAttempt
 		case !errors.Is(errs[i], kairos.ErrNotFound): // gone past its retention: no state to show

@@ -256,7 +256,9 @@ func TestMessagePutGetAndExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(m, got); d != "" {
+	want := m
+	want.Payload = nil // its deliveries' jobs carry it
+	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 	ttl, _ := s.c.PTTL(ctx, s.k.message("acme", "orders", "msg_1")).Result()
@@ -289,5 +291,52 @@ func TestMessageDedup(t *testing.T) {
 	}
 	if _, dup, _ := s.DedupMessage(ctx, "acme", "other", "k1", "msg_3", time.Minute); dup {
 		t.Error("another topic's key is its own")
+	}
+}
+
+// A message's record names its deliveries' subscriptions only (each job id
+// is <message id>.<sub>) and leaves the payload to their jobs; a record of
+// the form written before, job ids and payload kept, still reads.
+func TestMessageRecordIsCompactAndTheFormerFormReads(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Retention: time.Hour})
+	now := clk.Now().Truncate(time.Millisecond)
+	m := Message{Tenant: "acme", Topic: "orders", ID: "msg_1", Payload: []byte(`{"a":1}`), RunAt: now, CreatedAt: now,
+		Deliveries: []Delivery{{Subscription: "a", JobID: "msg_1.a"}, {Subscription: "b-2", JobID: "msg_1.b-2"}}}
+	if err := s.PutMessage(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.c.Get(ctx, s.k.message("acme", "orders", "msg_1")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`{"r":%d,"c":%d,"n":["a","b-2"]}`, ms(now), ms(now)); raw != want {
+		t.Errorf("stored %s, want %s", raw, want)
+	}
+	bad := m
+	bad.Deliveries = []Delivery{{Subscription: "a", JobID: "other.a"}}
+	if err := s.PutMessage(ctx, bad); err == nil {
+		t.Error("a delivery whose job id is not <message id>.<sub> was stored")
+	}
+
+	former := fmt.Sprintf(`{"e":"order.created","p":{"a":1},"l":{"region":"eu"},"r":%d,"c":%d,"d":[{"s":"a","j":"msg_0.a"}]}`, ms(now), ms(now))
+	if err := s.c.Set(ctx, s.k.message("acme", "orders", "msg_0"), former, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetMessage(ctx, "acme", "orders", "msg_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Message{Tenant: "acme", Topic: "orders", ID: "msg_0", EventType: "order.created", Payload: []byte(`{"a":1}`),
+		Labels: map[string]string{"region": "eu"}, RunAt: now, CreatedAt: now, Deliveries: []Delivery{{Subscription: "a", JobID: "msg_0.a"}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("a record of the former form (-want +got):\n%s", d)
+	}
+	formerNone := fmt.Sprintf(`{"pt":"plain","r":%d,"c":%d,"d":[]}`, ms(now), ms(now))
+	if err := s.c.Set(ctx, s.k.message("acme", "orders", "msg_00"), formerNone, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetMessage(ctx, "acme", "orders", "msg_00"); err != nil || string(got.Payload) != "plain" || got.Deliveries == nil || len(got.Deliveries) != 0 {
+		t.Errorf("a former record matching none: %+v, %v", got, err)
 	}
 }
