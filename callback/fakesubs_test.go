@@ -20,6 +20,6 @@ func (f *fakeStore) ParkDelivery(context.Context, string, string, string, string
 
 func (f *fakeStore) RefileDelivery(context.Context, kairos.JobKey, time.Time) error { return nil }
 
-func (f *fakeStore) DeliveryEnded(context.Context, kairos.JobKey, string, kairos.State) error {
+func (f *fakeStore) DeliveryEnded(context.Context, kairos.Job, string, kairos.State) error {
 	return nil
 }
