@@ -436,12 +436,14 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	sub, was := s.deliveryBefore(r.Context(), key)
+	was, sub, delivery := s.deliveryBefore(r.Context(), key)
 	if err := s.store.Cancel(r.Context(), key); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.deliveryMoved(r.Context(), key, sub, was, kairos.StateCancelled)
+	if delivery {
+		s.deliveryMoved(r.Context(), was, sub, kairos.StateCancelled)
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -456,13 +458,15 @@ func (s *Server) retryJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	sub, was := s.deliveryBefore(r.Context(), key)
+	was, sub, delivery := s.deliveryBefore(r.Context(), key)
 	j, err := s.store.Replay(r.Context(), key)
 	release()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.deliveryMoved(r.Context(), key, sub, was, j.State)
+	if delivery {
+		s.deliveryMoved(r.Context(), was, sub, j.State)
+	}
 	writeJSON(w, http.StatusAccepted, jobView(j))
 }

@@ -278,7 +278,7 @@ func (s *Server) deliver(r *http.Request, tmpl kairos.Job, subs []kairos.Subscri
 		j.TraceParent, j.TraceState = tp, ts
 		jobs[i] = j
 	}
-	created := map[string]rdb.SubscriptionCounts{}
+	var created []rdb.DeliveryMove
 	var failed error
 	for i, res := range s.store.EnqueueBatch(ctx, jobs) {
 		if res.Err != nil {
@@ -287,7 +287,8 @@ func (s *Server) deliver(r *http.Request, tmpl kairos.Job, subs []kairos.Subscri
 		}
 		msg.Deliveries = append(msg.Deliveries, rdb.Delivery{Subscription: subs[i].Name, JobID: jobs[i].ID})
 		if res.Result == rdb.ResultCreated {
-			created[subs[i].Name] = rdb.SubscriptionCounts{Pending: 1}
+			created = append(created, rdb.DeliveryMove{Subscription: subs[i].Name, Born: res.Job.CreatedAt,
+				SubscriptionCounts: rdb.SubscriptionCounts{Pending: 1}})
 		}
 	}
 	end(failed)
@@ -330,7 +331,9 @@ func (s *Server) answerDuplicate(w http.ResponseWriter, r *http.Request, tenant,
 }
 
 // getMessage handles GET /v1/topics/{topic}/messages/{id}: the message and
-// each delivery's state, read from its job.
+// each delivery's state, read from its job. The payload of a message with
+// deliveries is read from the first of their jobs still there (its record
+// does not keep it).
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 	tenant, topic, err := s.topicTarget(r)
 	if err != nil {
@@ -359,6 +362,9 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 		dv := deliveryResponse{Subscription: d.Subscription, JobID: d.JobID}
 		switch {
 		case errs[i] == nil:
+			if sub, ok := kairos.DeliveryOf(jobs[i]); v.Payload == nil && m.Payload == nil && ok && sub == d.Subscription {
+				v.Payload = payloadJSON(jobs[i]) // the record leaves it to its deliveries
+			}
 			jv := jobView(jobs[i])
 			dv.State, dv.Attempts, dv.NextRunAt, dv.DoneAt, dv.LastAttempt = jobs[i].State, jobs[i].Attempts, jv.NextRunAt, jv.DoneAt, jv.LastAttempt
 		case !errors.Is(errs[i], kairos.ErrNotFound): // gone past its retention: no state to show
@@ -372,37 +378,29 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 
 // deliveryBefore reads job key before a cancel or replay when it may be a
 // delivery (its id has a DeliveryMark), so that deliveryMoved can keep its
-// subscription's counts; "" when it is not one.
-func (s *Server) deliveryBefore(ctx context.Context, key kairos.JobKey) (string, kairos.State) {
+// subscription's counts; ok is false when it is not one.
+func (s *Server) deliveryBefore(ctx context.Context, key kairos.JobKey) (j kairos.Job, sub string, ok bool) {
 	if !strings.Contains(key.ID, kairos.DeliveryMark) {
-		return "", ""
+		return j, "", false
 	}
 	j, err := s.store.GetJob(ctx, key)
 	if err != nil {
-		return "", ""
+		return j, "", false
 	}
-	sub, _ := kairos.DeliveryOf(j)
-	return sub, j.State
+	sub, ok = kairos.DeliveryOf(j)
+	return j, sub, ok
 }
 
-// deliveryMoved counts a delivery of sub moved from state from to state to
-// by a cancel or a replay in its subscription's counts.
-func (s *Server) deliveryMoved(ctx context.Context, key kairos.JobKey, sub string, from, to kairos.State) {
-	if sub == "" {
+// deliveryMoved counts delivery j of sub, read before a cancel or a
+// replay, moved to state to in its subscription's counts
+// (rdb.CountsMove).
+func (s *Server) deliveryMoved(ctx context.Context, j kairos.Job, sub string, to kairos.State) {
+	d := rdb.CountsMove(j.State, to)
+	if d == (rdb.SubscriptionCounts{}) {
 		return
 	}
-	var d rdb.SubscriptionCounts
-	switch {
-	case from.Pending() && to == kairos.StateCancelled:
-		d.Pending = -1
-	case from == kairos.StateDead && to.Pending():
-		d.Dead, d.Pending = -1, 1
-	case from == kairos.StateExpired && to.Pending():
-		d.Pending = 1
-	default:
-		return
-	}
-	if err := s.store.CountDeliveries(ctx, key.Tenant, key.Topic, map[string]rdb.SubscriptionCounts{sub: d}); err != nil {
-		s.log.Warn("count a delivery's move", "job_id", key.ID, "err", err)
+	m := rdb.DeliveryMove{Subscription: sub, Born: j.CreatedAt, SubscriptionCounts: d}
+	if err := s.store.CountDeliveries(ctx, j.Tenant, j.Topic, []rdb.DeliveryMove{m}); err != nil {
+		s.log.Warn("count a delivery's move", "job_id", j.ID, "err", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // The fake store has no subscriptions: its jobs are no deliveries
-// (subscription_test.go tests deliveries against fakeSubs).
+// (subscription_test.go tests deliveries against subsStore).
 func (f *fakeStore) Subscription(_ context.Context, _, topic, name string) (kairos.Subscription, error) {
 	return kairos.Subscription{}, fmt.Errorf("subscription %q of %q: %w", name, topic, kairos.ErrNotFound)
 }
@@ -20,6 +20,6 @@ func (f *fakeStore) ParkDelivery(context.Context, string, string, string, string
 
 func (f *fakeStore) RefileDelivery(context.Context, kairos.JobKey, time.Time) error { return nil }
 
-func (f *fakeStore) DeliveryEnded(context.Context, kairos.JobKey, string, kairos.State) error {
+func (f *fakeStore) DeliveryEnded(context.Context, kairos.Job, string, kairos.State) error {
 	return nil
 }

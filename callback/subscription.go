@@ -24,9 +24,10 @@ type deliveryStore interface {
 	// when it is not (RefileDelivery then files it again).
 	ParkDelivery(ctx context.Context, tenant, topic, sub, id string, runAt time.Time) (bool, error)
 	RefileDelivery(ctx context.Context, key kairos.JobKey, runAt time.Time) error
-	// DeliveryEnded counts a delivery that ended (delivered, dead,
-	// expired) in its subscription's counts.
-	DeliveryEnded(ctx context.Context, key kairos.JobKey, sub string, st kairos.State) error
+	// DeliveryEnded counts delivery j that ended (delivered, dead,
+	// expired) in its subscription's counts, when j was made for the
+	// subscription of that name now (its CreatedAt).
+	DeliveryEnded(ctx context.Context, j kairos.Job, sub string, st kairos.State) error
 }
 
 // errSubscriptionGone is the error of a delivery whose subscription was
@@ -134,7 +135,7 @@ func (w *Worker) countEnded(ctx context.Context, j kairos.Job, sub string, st ka
 	if sub == "" || (st != kairos.StateDelivered && st != kairos.StateDead && st != kairos.StateExpired) {
 		return
 	}
-	if err := w.st.DeliveryEnded(context.WithoutCancel(ctx), j.JobKey, sub, st); err != nil {
+	if err := w.st.DeliveryEnded(context.WithoutCancel(ctx), j, sub, st); err != nil {
 		w.log.Warn("count a delivery's end in its subscription's counts", "job_id", j.ID, "err", err)
 	}
 }

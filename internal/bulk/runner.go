@@ -208,6 +208,9 @@ func (r *Runner) run(ctx context.Context, wg *sync.WaitGroup, id string) {
 			continue
 		}
 		step, took, err := r.batch(ctx, op, cursor)
+		if err == nil && step.Uncounted != nil {
+			r.log.Warn("count an operation's deliveries in their subscriptions' counts", "operation", id, "err", step.Uncounted)
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Warn("operation batch", "operation", id, "err", err)

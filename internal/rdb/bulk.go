@@ -246,6 +246,7 @@ func (s *Store) opApply(ctx context.Context, op Operation, h string, cur opCurso
 		return Step{}, err
 	}
 	var ids []string
+	deliveries := map[string]DeliveryMove{} // by id: how the action moves its subscription's counts
 	from, to := ms(op.Filter.RunAtFrom), ms(op.Filter.RunAtTo)
 	for i, v := range vs {
 		r, err := decodeRecord(v)
@@ -270,6 +271,9 @@ func (s *Store) opApply(ctx context.Context, op Operation, h string, cur opCurso
 			continue
 		}
 		ids = append(ids, es[i].id)
+		if m, ok := op.deliveryMove(es[i].id, st, r); ok {
+			deliveries[es[i].id] = m
+		}
 	}
 	if op.Action == ActionReplay && op.Limited && int64(len(ids)) > op.Room {
 		step.Failed += int64(len(ids)) - op.Room // the tenant's max_pending refuses them
@@ -277,6 +281,7 @@ func (s *Store) opApply(ctx context.Context, op Operation, h string, cur opCurso
 	}
 	sh := cur.Shard
 	var earliest time.Time
+	var moves []DeliveryMove
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), opActionBatch)]
 		ids = ids[len(chunk):]
@@ -291,7 +296,7 @@ func (s *Store) opApply(ctx context.Context, op Operation, h string, cur opCurso
 				return s.jobKeys(sh), []any{s.k.tag(sh), h, chunk[i], op.Tenant, s.scriptNow(), WakeHorizon.Milliseconds(), s.opts.Retention.Milliseconds()}
 			})
 		}
-		for _, c := range cmds {
+		for i, c := range cmds {
 			res, err := c.Slice()
 			if err != nil {
 				return Step{}, fmt.Errorf("operation %s %s: %w", op.ID, op.Action, err)
@@ -299,6 +304,17 @@ func (s *Store) opApply(ctx context.Context, op Operation, h string, cur opCurso
 			switch toInt(res[0]) {
 			case replyOK:
 				step.Done++
+				if m, ok := deliveries[chunk[i]]; ok {
+					if op.Action == ActionCancel {
+						// the state it had, or none when it was cancelled already
+						m.SubscriptionCounts = SubscriptionCounts{}
+						if len(res) > 2 {
+							was, _ := res[2].(string)
+							m.SubscriptionCounts = CountsMove(kairos.State(was), kairos.StateCancelled)
+						}
+					}
+					moves = append(moves, m)
+				}
 				if at, ok := redisTime(res[1]); ok && (earliest.IsZero() || at.Before(earliest)) {
 					earliest = at
 				}
@@ -312,7 +328,30 @@ func (s *Store) opApply(ctx context.Context, op Operation, h string, cur opCurso
 	if !earliest.IsZero() {
 		s.wake(ctx, s.c, sh, ms(earliest))
 	}
+	step.Uncounted = s.CountDeliveries(ctx, op.Tenant, op.Topic, moves)
 	return step, nil
+}
+
+// deliveryMove says how op's action moves the counts of job id's
+// subscription when the job (record r, of state st as read) is a delivery;
+// a cancel's answer says again what it moved.
+func (op Operation) deliveryMove(id string, st kairos.State, r record) (DeliveryMove, bool) {
+	if !strings.Contains(id, kairos.DeliveryMark) || len(r.settings) == 0 {
+		return DeliveryMove{}, false
+	}
+	var set settings
+	if json.Unmarshal(r.settings, &set) != nil {
+		return DeliveryMove{}, false
+	}
+	sub, ok := kairos.DeliveryOf(kairos.Job{JobKey: kairos.JobKey{ID: id}, Labels: set.Labels})
+	if !ok {
+		return DeliveryMove{}, false
+	}
+	to := kairos.StateCancelled
+	if op.Action == ActionReplay {
+		to = kairos.StateScheduled
+	}
+	return DeliveryMove{Subscription: sub, Born: fromMS(r.created), SubscriptionCounts: CountsMove(st, to)}, true
 }
 
 func b2n(b bool) int64 {

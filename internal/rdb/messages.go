@@ -22,20 +22,30 @@ import (
 type Message struct {
 	Tenant, Topic, ID string
 	EventType         string
-	Payload           []byte
-	Labels            map[string]string
-	RunAt             time.Time
-	CreatedAt         time.Time
-	Deliveries        []Delivery
+	// Payload is the message's payload, kept in its record only when it
+	// has no deliveries: GetMessage returns it nil for one that has, whose
+	// deliveries' jobs carry it (each the same).
+	Payload    []byte
+	Labels     map[string]string
+	RunAt      time.Time
+	CreatedAt  time.Time
+	Deliveries []Delivery
 }
 
 // Delivery names a message's delivery to one subscription: a job of the
-// message's topic.
+// message's topic, of id kairos.DeliveryID(message id, Subscription).
 type Delivery struct {
 	Subscription string `json:"s"`
 	JobID        string `json:"j"`
 }
 
+// messageRecord is a message as stored. A delivery's job id is always
+// kairos.DeliveryID(message id, subscription), so the record names its
+// subscriptions only (Subs), and leaves the payload to their jobs; a
+// message that matched none keeps its payload. Records of the form
+// written before, each delivery with its job id (Deliveries) and the
+// payload kept as well, still read: a record lives the retention period
+// at most.
 type messageRecord struct {
 	EventType  string            `json:"e,omitempty"`
 	Payload    json.RawMessage   `json:"p,omitempty"`
@@ -43,19 +53,26 @@ type messageRecord struct {
 	Labels     map[string]string `json:"l,omitempty"`
 	RunAtMS    int64             `json:"r"`
 	CreatedMS  int64             `json:"c"`
-	Deliveries []Delivery        `json:"d"`
+	Subs       []string          `json:"n,omitempty"`
+	Deliveries []Delivery        `json:"d,omitempty"` // the form written before Subs
 }
 
 // PutMessage stores m, readable until the retention period after its
-// run_at (or after now, for a message due already): one round trip.
+// run_at (or after now, for a message due already): one round trip. The
+// payload of a message with deliveries is not stored again (Message).
 func (s *Store) PutMessage(ctx context.Context, m Message) error {
-	r := messageRecord{EventType: m.EventType, Labels: m.Labels, RunAtMS: ms(m.RunAt), CreatedMS: ms(m.CreatedAt), Deliveries: m.Deliveries}
-	if r.Deliveries == nil {
-		r.Deliveries = []Delivery{}
+	r := messageRecord{EventType: m.EventType, Labels: m.Labels, RunAtMS: ms(m.RunAt), CreatedMS: ms(m.CreatedAt)}
+	for _, d := range m.Deliveries {
+		if d.JobID != kairos.DeliveryID(m.ID, d.Subscription) {
+			return fmt.Errorf("store message %s: delivery %q to %q is not named after it", m.ID, d.JobID, d.Subscription)
+		}
+		r.Subs = append(r.Subs, d.Subscription)
 	}
-	if json.Valid(m.Payload) {
+	switch {
+	case len(r.Subs) > 0: // in its deliveries' jobs
+	case json.Valid(m.Payload):
 		r.Payload = m.Payload
-	} else {
+	default:
 		r.Text = string(m.Payload)
 	}
 	raw, err := json.Marshal(r)
@@ -70,7 +87,8 @@ func (s *Store) PutMessage(ctx context.Context, m Message) error {
 }
 
 // GetMessage reads a message, or returns kairos.ErrNotFound (never
-// published, or past its retention).
+// published, or past its retention). Its Payload is nil when its
+// deliveries' jobs hold it.
 func (s *Store) GetMessage(ctx context.Context, tenant, topic, id string) (Message, error) {
 	raw, err := s.c.Get(ctx, s.k.message(tenant, topic, id)).Bytes()
 	if isNil(err) {
@@ -87,6 +105,12 @@ func (s *Store) GetMessage(ctx context.Context, tenant, topic, id string) (Messa
 		RunAt: fromMS(r.RunAtMS), CreatedAt: fromMS(r.CreatedMS), Deliveries: r.Deliveries}
 	if r.Text != "" {
 		m.Payload = []byte(r.Text)
+	}
+	for _, sub := range r.Subs {
+		m.Deliveries = append(m.Deliveries, Delivery{Subscription: sub, JobID: kairos.DeliveryID(id, sub)})
+	}
+	if m.Deliveries == nil {
+		m.Deliveries = []Delivery{}
 	}
 	return m, nil
 }

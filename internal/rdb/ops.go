@@ -202,6 +202,10 @@ type Step struct {
 	Done     int64
 	Failed   int64
 	Finished bool
+	// Uncounted, when not nil, says why the step's deliveries were not
+	// moved in their subscriptions' counts (its actions are done): the
+	// caller logs it.
+	Uncounted error
 }
 
 // RecordStep records step of operation id of tenant for owner and renews

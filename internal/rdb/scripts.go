@@ -150,16 +150,21 @@ var (
 	opstepScript  = newScript("opstep", opstepSrc, allowOOM)
 )
 
-// The scripts of fan-out: a subscription's pause and its parked deliveries.
+// The scripts of fan-out: a subscription's pause, its parked deliveries
+// and its counts.
 var (
 	//go:embed lua/subpause.lua
 	subpauseSrc string
 	//go:embed lua/subpark.lua
 	subparkSrc string
+	//go:embed lua/subcount.lua
+	subcountSrc string
 
 	subpauseScript = newScript("subpause", subpauseSrc)
 	// parking frees the wheel of a paused subscription's due work
 	subparkScript = newScript("subpark", subparkSrc, allowOOM)
+	// counts move as deliveries end, whose outcomes free memory
+	subcountScript = newScript("subcount", subcountSrc, allowOOM)
 )
 
 // helpersSrc is what every script body runs after.
@@ -183,7 +188,7 @@ var allScripts = []*script{enqueueScript, claimScript, cancelScript, rescheduleS
 	schedsetScript, scheddelScript, schedrefillScript, schedmarkScript, unparkScript, flowpaceScript, flowgateScript, breakerScript, outcomeScript, startScript, lockScript,
 	topicretireScript, topicdelScript, quotaScript, tenantpendingScript, revokeScript,
 	schedfillScript, labelunindexScript, opnewScript, opadoptScript, opstepScript,
-	subpauseScript, subparkScript}
+	subpauseScript, subparkScript, subcountScript}
 
 // library is the function library of this version of the scripts: its
 // name carries a hash of its source, so that processes of two versions

@@ -20,7 +20,8 @@ import (
 //
 //	P:subs:{<tenant>/<topic>}            HASH  name -> the subscription's settings (subscriptionRecord, JSON)
 //	P:subs:{<tenant>/<topic>}:paused     SET   its paused subscriptions
-//	P:subs:{<tenant>/<topic>}:n          HASH  "<sub>:p|d|x" -> its deliveries pending, delivered, dead
+//	P:subs:{<tenant>/<topic>}:n          HASH  "<sub>:p|d|x" -> its deliveries pending, delivered, dead;
+//	                                           "<sub>:g" -> its incarnation (created_at, ms): whose deliveries count
 //	P:subs:{<tenant>/<topic>}:park:<sub> ZSET  a paused subscription's parked deliveries: id -> run_at (ms)
 //	P:signing:{<tenant>}:<topic>/<sub>   HASH  its own secrets (signing: subscription), current and next
 //
@@ -116,7 +117,18 @@ func (s *Store) PutSubscription(ctx context.Context, sub kairos.Subscription, pa
 			return kairos.Subscription{}, false, err
 		}
 	}
-	err = s.c.HSet(ctx, s.k.subscriptions(sub.Tenant, sub.Topic), sub.Name, raw).Err()
+	if created {
+		// a new incarnation of the name: its counts start at zero, and
+		// count only deliveries made from now (subcount.lua)
+		pipe := s.c.TxPipeline()
+		pipe.HSet(ctx, s.k.subscriptions(sub.Tenant, sub.Topic), sub.Name, raw)
+		counts := s.k.subscriptionCounts(sub.Tenant, sub.Topic)
+		pipe.HDel(ctx, counts, sub.Name+countPending, sub.Name+countDelivered, sub.Name+countDead)
+		pipe.HSet(ctx, counts, sub.Name+countBorn, ms(sub.CreatedAt))
+		_, err = pipe.Exec(ctx)
+	} else {
+		err = s.c.HSet(ctx, s.k.subscriptions(sub.Tenant, sub.Topic), sub.Name, raw).Err()
+	}
 	s.subs.forget(topicField(sub.Tenant, sub.Topic))
 	if err != nil {
 		return kairos.Subscription{}, false, fmt.Errorf("put subscription %s/%s/%s: %w", sub.Tenant, sub.Topic, sub.Name, err)
@@ -228,7 +240,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, tenant, topic, name stri
 	pipe := s.c.TxPipeline()
 	del := pipe.HDel(ctx, s.k.subscriptions(tenant, topic), name)
 	pipe.SRem(ctx, s.k.subscriptionsPaused(tenant, topic), name)
-	pipe.HDel(ctx, s.k.subscriptionCounts(tenant, topic), name+countPending, name+countDelivered, name+countDead)
+	pipe.HDel(ctx, s.k.subscriptionCounts(tenant, topic), name+countPending, name+countDelivered, name+countDead, name+countBorn)
 	pipe.Del(ctx, s.k.parkedDeliveries(tenant, topic, name))
 	_, err := pipe.Exec(ctx)
 	s.subs.forget(topicField(tenant, topic))
@@ -378,31 +390,57 @@ const (
 	countPending   = ":p"
 	countDelivered = ":d"
 	countDead      = ":x"
+	countBorn      = ":g" // its incarnation: the created_at (ms) of the subscription the counts are of
 )
 
-// CountDeliveries adds deltas to subscriptions' counts (by name): one
-// HINCRBY a count that moves, in one round trip. The publish, the worker
-// that ends a delivery and a replay keep them, so reading them costs no
-// scan.
-func (s *Store) CountDeliveries(ctx context.Context, tenant, topic string, deltas map[string]SubscriptionCounts) error {
-	key := s.k.subscriptionCounts(tenant, topic)
-	pipe := s.c.Pipeline()
-	n := 0
-	for sub, d := range deltas {
-		for _, f := range []struct {
-			suffix string
-			v      int64
-		}{{countPending, d.Pending}, {countDelivered, d.Delivered}, {countDead, d.Dead}} {
-			if f.v != 0 {
-				pipe.HIncrBy(ctx, key, sub+f.suffix, f.v)
-				n++
-			}
-		}
+// DeliveryMove is one delivery's move in its subscription's counts.
+type DeliveryMove struct {
+	Subscription string
+	// Born is the delivery's job's creation time (kairos.Job.CreatedAt):
+	// a move counts only when the subscription of the name was created
+	// at or before it, so that a delivery of a subscription deleted and
+	// put again moves nothing in the new one's counts.
+	Born time.Time
+	SubscriptionCounts
+}
+
+// CountsMove is how a delivery's cancel (to kairos.StateCancelled) or
+// replay (to a pending state) from state from moves its subscription's
+// counts: a pending one cancelled leaves pending, a dead one cancelled
+// leaves dead, a dead one replayed goes from dead to pending, an expired
+// one replayed (expired counts nowhere) joins pending.
+func CountsMove(from, to kairos.State) SubscriptionCounts {
+	switch {
+	case to == kairos.StateCancelled && from.Pending():
+		return SubscriptionCounts{Pending: -1}
+	case to == kairos.StateCancelled && from == kairos.StateDead:
+		return SubscriptionCounts{Dead: -1}
+	case to.Pending() && from == kairos.StateDead:
+		return SubscriptionCounts{Dead: -1, Pending: 1}
+	case to.Pending() && from == kairos.StateExpired:
+		return SubscriptionCounts{Pending: 1}
 	}
-	if n == 0 {
+	return SubscriptionCounts{}
+}
+
+// CountDeliveries moves deliveries of a topic in their subscriptions'
+// counts, in one script (subcount.lua): a move whose subscription is gone,
+// or is another incarnation of its name (DeliveryMove.Born), counts
+// nowhere. The publish, the worker that ends a delivery, cancels and
+// replays (single and bulk) keep them, so reading them costs no scan.
+func (s *Store) CountDeliveries(ctx context.Context, tenant, topic string, moves []DeliveryMove) error {
+	args := make([]any, 0, 5*len(moves))
+	for _, m := range moves {
+		if m.SubscriptionCounts == (SubscriptionCounts{}) {
+			continue
+		}
+		args = append(args, m.Subscription, ms(m.Born), m.Pending, m.Delivered, m.Dead)
+	}
+	if len(args) == 0 {
 		return nil
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	err := s.run(ctx, subcountScript, []string{s.k.subscriptions(tenant, topic), s.k.subscriptionCounts(tenant, topic)}, args...).Err()
+	if err != nil {
 		return fmt.Errorf("count deliveries of %s/%s: %w", tenant, topic, err)
 	}
 	return nil
@@ -431,6 +469,8 @@ func (s *Store) SubscriptionCountsOf(ctx context.Context, tenant, topic string) 
 			c.Delivered = n
 		case countDead:
 			c.Dead = n
+		default:
+			continue
 		}
 		out[name] = c
 	}
@@ -506,10 +546,10 @@ func (c *subscriptionCache) forget(field string) {
 	c.mu.Unlock()
 }
 
-// DeliveryEnded counts in its subscription's counts that delivery key of
-// sub ended in state st (delivered, dead or expired), as the worker
-// recorded it.
-func (s *Store) DeliveryEnded(ctx context.Context, key kairos.JobKey, sub string, st kairos.State) error {
+// DeliveryEnded counts in its subscription's counts that delivery j of sub
+// ended in state st (delivered, dead or expired), as the worker recorded
+// it; nothing when sub is gone or was put again since j was made.
+func (s *Store) DeliveryEnded(ctx context.Context, j kairos.Job, sub string, st kairos.State) error {
 	d := SubscriptionCounts{Pending: -1}
 	switch st {
 	case kairos.StateDelivered:
@@ -520,5 +560,5 @@ func (s *Store) DeliveryEnded(ctx context.Context, key kairos.JobKey, sub string
 	default:
 		return nil
 	}
-	return s.CountDeliveries(ctx, key.Tenant, key.Topic, map[string]SubscriptionCounts{sub: d})
+	return s.CountDeliveries(ctx, j.Tenant, j.Topic, []DeliveryMove{{Subscription: sub, Born: j.CreatedAt, SubscriptionCounts: d}})
 }

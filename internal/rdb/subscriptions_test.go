@@ -156,22 +156,169 @@ func TestParkedDeliveryIsFiledAgainAtResume(t *testing.T) {
 
 func TestSubscriptionCounts(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newStore(t, Options{})
-	err := s.CountDeliveries(ctx, "acme", "orders", map[string]SubscriptionCounts{"a": {Pending: 3}, "b": {Pending: 1}})
+	s, clk := newStore(t, Options{})
+	for _, n := range []string{"a", "b"} {
+		if _, _, err := s.PutSubscription(ctx, sub(n), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	born := clk.Now()
+	move := func(sub string, c SubscriptionCounts) DeliveryMove {
+		return DeliveryMove{Subscription: sub, Born: born, SubscriptionCounts: c}
+	}
+	err := s.CountDeliveries(ctx, "acme", "orders", []DeliveryMove{move("a", SubscriptionCounts{Pending: 3}), move("b", SubscriptionCounts{Pending: 1})})
 	if err == nil {
-		err = s.CountDeliveries(ctx, "acme", "orders", map[string]SubscriptionCounts{"a": {Pending: -2, Delivered: 1, Dead: 1}})
+		err = s.CountDeliveries(ctx, "acme", "orders", []DeliveryMove{move("a", SubscriptionCounts{Pending: -2, Delivered: 1, Dead: 1}),
+			move("none", SubscriptionCounts{Pending: 1})})
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.SubscriptionCountsOf(ctx, "acme", "orders")
+	wantSubscriptionCounts(t, s, map[string]SubscriptionCounts{"a": {Pending: 1, Delivered: 1, Dead: 1}, "b": {Pending: 1}})
+}
+
+func wantSubscriptionCounts(t *testing.T, s *Store, want map[string]SubscriptionCounts) {
+	t.Helper()
+	got, err := s.SubscriptionCountsOf(context.Background(), "acme", "orders")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]SubscriptionCounts{"a": {Pending: 1, Delivered: 1, Dead: 1}, "b": {Pending: 1}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("counts (-want +got):\n%s", d)
 	}
+}
+
+// A delivery of a subscription deleted, that ends later, counts nowhere:
+// neither while the name is free nor in a subscription put again under
+// it, which starts at zero and counts only its own deliveries.
+func TestSubscriptionPutAgainStartsAtZero(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	if _, _, err := s.PutSubscription(ctx, sub("a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(time.Second)
+	old := kairos.Job{JobKey: key(kairos.DeliveryID("m1", "a")), CreatedAt: clk.Now()}
+	old2 := kairos.Job{JobKey: key(kairos.DeliveryID("m2", "a")), CreatedAt: clk.Now()}
+	if err := s.CountDeliveries(ctx, "acme", "orders", []DeliveryMove{{Subscription: "a", Born: old.CreatedAt, SubscriptionCounts: SubscriptionCounts{Pending: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteSubscription(ctx, "acme", "orders", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeliveryEnded(ctx, old, "a", kairos.StateDead); err != nil {
+		t.Fatal(err)
+	}
+	wantSubscriptionCounts(t, s, map[string]SubscriptionCounts{})
+	clk.Add(time.Second)
+	if _, created, err := s.PutSubscription(ctx, sub("a"), nil); err != nil || !created {
+		t.Fatalf("put again: created %v, %v", created, err)
+	}
+	if err := s.DeliveryEnded(ctx, old2, "a", kairos.StateDelivered); err != nil {
+		t.Fatal(err)
+	}
+	wantSubscriptionCounts(t, s, map[string]SubscriptionCounts{})
+	clk.Add(time.Second)
+	mine := kairos.Job{JobKey: key(kairos.DeliveryID("m3", "a")), CreatedAt: clk.Now()}
+	if err := s.CountDeliveries(ctx, "acme", "orders", []DeliveryMove{{Subscription: "a", Born: mine.CreatedAt, SubscriptionCounts: SubscriptionCounts{Pending: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeliveryEnded(ctx, mine, "a", kairos.StateDelivered); err != nil {
+		t.Fatal(err)
+	}
+	wantSubscriptionCounts(t, s, map[string]SubscriptionCounts{"a": {Delivered: 1}})
+	if _, created, err := s.PutSubscription(ctx, sub("a"), nil); err != nil || created {
+		t.Fatalf("a put that replaces: created %v, %v", created, err)
+	}
+	wantSubscriptionCounts(t, s, map[string]SubscriptionCounts{"a": {Delivered: 1}})
+}
+
+// A subscription put before incarnations were kept (no "<sub>:g" field)
+// counts every move of its name, as it did.
+func TestSubscriptionWithoutIncarnationCountsAsBefore(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	if _, _, err := s.PutSubscription(ctx, sub("a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.c.HDel(ctx, s.k.subscriptionCounts("acme", "orders"), "a"+countBorn).Err(); err != nil {
+		t.Fatal(err)
+	}
+	j := kairos.Job{JobKey: key(kairos.DeliveryID("m1", "a")), CreatedAt: clk.Now().Add(-time.Hour)}
+	if err := s.DeliveryEnded(ctx, j, "a", kairos.StateDead); err != nil {
+		t.Fatal(err)
+	}
+	wantSubscriptionCounts(t, s, map[string]SubscriptionCounts{"a": {Dead: 1}})
+}
+
+// A bulk cancel or replay of deliveries moves their subscriptions' counts
+// as single cancels and replays do.
+func TestBulkOperationsMoveSubscriptionCounts(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	for _, n := range []string{"a", "b"} {
+		if _, _, err := s.PutSubscription(ctx, sub(n), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a's deliveries are due at dueA, b's in an hour
+	publish := func(msg string, dueA time.Time) {
+		t.Helper()
+		var moves []DeliveryMove
+		for _, n := range []string{"a", "b"} {
+			at := dueA
+			if n == "b" {
+				at = clk.Now().Add(time.Hour)
+			}
+			j, err := s.Enqueue(ctx, kairos.Job{JobKey: key(kairos.DeliveryID(msg, n)), RunAt: at,
+				Labels: map[string]string{kairos.LabelSubscription: n}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			moves = append(moves, DeliveryMove{Subscription: n, Born: j.CreatedAt, SubscriptionCounts: SubscriptionCounts{Pending: 1}})
+		}
+		if err := s.CountDeliveries(ctx, "acme", "orders", moves); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kill := func(id string) {
+		t.Helper()
+		c := claimOne(t, s, id)
+		if _, err := s.Finish(ctx, c.Job.JobKey, kairos.Attempt{N: c.Job.Attempts, At: clk.Now(), Status: 410}, kairos.OutcomeDead, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeliveryEnded(ctx, c.Job, "a", kairos.StateDead); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish("m1", clk.Now())
+	kill(kairos.DeliveryID("m1", "a"))
+	publish("m2", clk.Now())
+	kill(kairos.DeliveryID("m2", "a"))
+	publish("m3", clk.Now().Add(time.Hour))
+	wantSubscriptionCounts(t, s, map[string]SubscriptionCounts{"a": {Pending: 1, Dead: 2}, "b": {Pending: 3}})
+	run := func(action string, f BulkFilter) {
+		t.Helper()
+		op := Operation{ID: NewOperationID(), Tenant: "acme", Topic: "orders", Action: action, Filter: f}
+		cur := ""
+		for range 100 {
+			step, err := s.BulkBatch(ctx, op, cur, 10)
+			if err != nil || step.Uncounted != nil {
+				t.Fatal(err, step.Uncounted)
+			}
+			if step.Finished {
+				return
+			}
+			cur = step.Cursor
+		}
+		t.Fatal("the walk did not finish")
+	}
+	run(ActionReplay, BulkFilter{State: kairos.StateDead, Labels: map[string]string{kairos.LabelSubscription: "a"}})
+	wantSubscriptionCounts(t, s, map[string]SubscriptionCounts{"a": {Pending: 3}, "b": {Pending: 3}})
+	run(ActionCancel, BulkFilter{Labels: map[string]string{kairos.LabelSubscription: "b"}})
+	wantSubscriptionCounts(t, s, map[string]SubscriptionCounts{"a": {Pending: 3}, "b": {}})
+	run(ActionCancel, BulkFilter{Labels: map[string]string{kairos.LabelSubscription: "b"}}) // cancelled already: moves nothing
+	wantSubscriptionCounts(t, s, map[string]SubscriptionCounts{"a": {Pending: 3}, "b": {}})
 }
 
 func TestSubscriptionSigningKeys(t *testing.T) {
@@ -256,7 +403,9 @@ func TestMessagePutGetAndExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(m, got); d != "" {
+	want := m
+	want.Payload = nil // its deliveries' jobs carry it
+	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 	ttl, _ := s.c.PTTL(ctx, s.k.message("acme", "orders", "msg_1")).Result()
@@ -289,5 +438,52 @@ func TestMessageDedup(t *testing.T) {
 	}
 	if _, dup, _ := s.DedupMessage(ctx, "acme", "other", "k1", "msg_3", time.Minute); dup {
 		t.Error("another topic's key is its own")
+	}
+}
+
+// A message's record names its deliveries' subscriptions only (each job id
+// is <message id>.<sub>) and leaves the payload to their jobs; a record of
+// the form written before, job ids and payload kept, still reads.
+func TestMessageRecordIsCompactAndTheFormerFormReads(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{Retention: time.Hour})
+	now := clk.Now().Truncate(time.Millisecond)
+	m := Message{Tenant: "acme", Topic: "orders", ID: "msg_1", Payload: []byte(`{"a":1}`), RunAt: now, CreatedAt: now,
+		Deliveries: []Delivery{{Subscription: "a", JobID: "msg_1.a"}, {Subscription: "b-2", JobID: "msg_1.b-2"}}}
+	if err := s.PutMessage(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.c.Get(ctx, s.k.message("acme", "orders", "msg_1")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`{"r":%d,"c":%d,"n":["a","b-2"]}`, ms(now), ms(now)); raw != want {
+		t.Errorf("stored %s, want %s", raw, want)
+	}
+	bad := m
+	bad.Deliveries = []Delivery{{Subscription: "a", JobID: "other.a"}}
+	if err := s.PutMessage(ctx, bad); err == nil {
+		t.Error("a delivery whose job id is not <message id>.<sub> was stored")
+	}
+
+	former := fmt.Sprintf(`{"e":"order.created","p":{"a":1},"l":{"region":"eu"},"r":%d,"c":%d,"d":[{"s":"a","j":"msg_0.a"}]}`, ms(now), ms(now))
+	if err := s.c.Set(ctx, s.k.message("acme", "orders", "msg_0"), former, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetMessage(ctx, "acme", "orders", "msg_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Message{Tenant: "acme", Topic: "orders", ID: "msg_0", EventType: "order.created", Payload: []byte(`{"a":1}`),
+		Labels: map[string]string{"region": "eu"}, RunAt: now, CreatedAt: now, Deliveries: []Delivery{{Subscription: "a", JobID: "msg_0.a"}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("a record of the former form (-want +got):\n%s", d)
+	}
+	formerNone := fmt.Sprintf(`{"pt":"plain","r":%d,"c":%d,"d":[]}`, ms(now), ms(now))
+	if err := s.c.Set(ctx, s.k.message("acme", "orders", "msg_00"), formerNone, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetMessage(ctx, "acme", "orders", "msg_00"); err != nil || string(got.Payload) != "plain" || got.Deliveries == nil || len(got.Deliveries) != 0 {
+		t.Errorf("a former record matching none: %+v, %v", got, err)
 	}
 }

@@ -11,9 +11,10 @@
 -- ARGV[1] the shard's key tag, ARGV[2] the topic's handle, ARGV[3] id,
 -- ARGV[4] tenant, ARGV[5] now (ms), or '' to read Redis's TIME, ARGV[6]
 -- wake horizon (ms), ARGV[7] how long it stays readable (ms)
--- Reply: {R.ok, earliest} cancelled (earliest false when it already was),
--- or {R.not_found}, {R.active} (being delivered now) or {R.delivered}
--- (already delivered)
+-- Reply: {R.ok, earliest, was} cancelled now (earliest: the due time to
+-- wake the scanner for, or false; was: the state's name it had),
+-- {R.ok, false} when it was cancelled already, or {R.not_found},
+-- {R.active} (being delivered now) or {R.delivered} (already delivered)
 local pool, tag, h, id = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
 local field = h .. '/' .. id
 local r = parse(redis.call('HGET', pool, field))
@@ -41,4 +42,4 @@ count(h, NAME[was] .. '>' .. NAME[ST.cancelled])
 skipPending(tag, pool, KEYS[3], KEYS[4], h, id, r, now)
 indexFlush(tag)
 countFlush(tag)
-return {R.ok, earliestOf(KEYS[2], wheelFlush(tag, KEYS[2]), now + tonumber(ARGV[6]))}
+return {R.ok, earliestOf(KEYS[2], wheelFlush(tag, KEYS[2]), now + tonumber(ARGV[6])), NAME[was]}
