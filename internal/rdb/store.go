@@ -83,7 +83,8 @@ type Store struct {
 	locks     *redsync.Redsync         // the scanners' shard mutexes
 	replicas  replicaWatch             // the replicas each master had, for creates waiting on them
 
-	subs subscriptionCache // topics' subscriptions Subscriptions read recently (fan-out)
+	subs subscriptionCache     // topics' subscriptions Subscriptions read recently (fan-out)
+	ends batcher[*deliveryEnd] // deliveries' ends waiting to be counted together
 }
 
 // New returns a Store over c. Call Init before using it.
@@ -124,6 +125,8 @@ func New(c redis.UniversalClient, opts Options) *Store {
 	s.id = hex.EncodeToString(b[:])
 	s.locks = redsync.New(newLockPool(s))
 	s.creates.write = s.writeCreates
+	s.ends.write = s.writeDeliveryEnds
+	s.ends.linger, s.ends.lingerMax = endsLinger, endsBatch
 	return s
 }
 

@@ -548,7 +548,10 @@ func (c *subscriptionCache) forget(field string) {
 
 // DeliveryEnded counts in its subscription's counts that delivery j of sub
 // ended in state st (delivered, dead or expired), as the worker recorded
-// it; nothing when sub is gone or was put again since j was made.
+// it; nothing when sub is gone or was put again since j was made. The ends
+// that come together are counted together: one script call a topic for
+// all of them, as outcomes are recorded (a call's own cost in Redis is
+// many times a move's).
 func (s *Store) DeliveryEnded(ctx context.Context, j kairos.Job, sub string, st kairos.State) error {
 	d := SubscriptionCounts{Pending: -1}
 	switch st {
@@ -560,5 +563,69 @@ func (s *Store) DeliveryEnded(ctx context.Context, j kairos.Job, sub string, st 
 	default:
 		return nil
 	}
-	return s.CountDeliveries(ctx, j.Tenant, j.Topic, []DeliveryMove{{Subscription: sub, Born: j.CreatedAt, SubscriptionCounts: d}})
+	e := &deliveryEnd{ctx: ctx, tenant: j.Tenant, topic: j.Topic, done: make(chan struct{}),
+		move: DeliveryMove{Subscription: sub, Born: j.CreatedAt, SubscriptionCounts: d}}
+	s.ends.do(e)
+	if err := await(ctx, e.done); err != nil {
+		return err
+	}
+	return e.err
 }
+
+// deliveryEnd is a delivery's end waiting to be counted (DeliveryEnded).
+type deliveryEnd struct {
+	ctx           context.Context
+	tenant, topic string
+	move          DeliveryMove
+	err           error
+	done          chan struct{}
+}
+
+// writeDeliveryEnds counts a batch of delivery ends: one subcount call a
+// topic, the calls in one round trip.
+func (s *Store) writeDeliveryEnds(batch []*deliveryEnd) {
+	ctx, cancel := batchContext(batch[0].ctx)
+	defer cancel()
+	type topicEnds struct {
+		tenant, topic string
+		ends          []*deliveryEnd
+	}
+	var topics []*topicEnds
+	byTopic := map[kairos.JobKey]*topicEnds{}
+	for _, e := range batch {
+		k := kairos.JobKey{Tenant: e.tenant, Topic: e.topic}
+		t := byTopic[k]
+		if t == nil {
+			t = &topicEnds{tenant: e.tenant, topic: e.topic}
+			byTopic[k] = t
+			topics = append(topics, t)
+		}
+		t.ends = append(t.ends, e)
+	}
+	cmds := s.evalAll(ctx, subcountScript, len(topics), func(i int) ([]string, []any) {
+		t := topics[i]
+		args := make([]any, 0, 5*len(t.ends))
+		for _, e := range t.ends {
+			m := e.move
+			args = append(args, m.Subscription, ms(m.Born), m.Pending, m.Delivered, m.Dead)
+		}
+		return []string{s.k.subscriptions(t.tenant, t.topic), s.k.subscriptionCounts(t.tenant, t.topic)}, args
+	})
+	for i, t := range topics {
+		err := cmds[i].Err()
+		if err != nil {
+			err = fmt.Errorf("count deliveries of %s/%s: %w", t.tenant, t.topic, err)
+		}
+		for _, e := range t.ends {
+			e.err = err
+			close(e.done)
+		}
+	}
+}
+
+// endsBatch is the most delivery ends a batch counts; endsLinger how long
+// an end that finds no count under way waits for company.
+const (
+	endsBatch  = 500
+	endsLinger = outcomeLinger
+)

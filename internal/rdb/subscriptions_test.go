@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -486,4 +489,56 @@ func TestMessageRecordIsCompactAndTheFormerFormReads(t *testing.T) {
 	if got, err := s.GetMessage(ctx, "acme", "orders", "msg_00"); err != nil || string(got.Payload) != "plain" || got.Deliveries == nil || len(got.Deliveries) != 0 {
 		t.Errorf("a former record matching none: %+v, %v", got, err)
 	}
+}
+
+// Delivery ends that come together are counted together: one script call
+// a topic, not one an end (a call's own cost in Redis is many times a
+// move's), and each end is counted once.
+func TestDeliveryEndsAreCountedTogether(t *testing.T) {
+	ctx := context.Background()
+	s, clk := newStore(t, Options{})
+	for _, name := range []string{"a", "b"} {
+		if _, _, err := s.PutSubscription(ctx, sub(name), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Add(time.Second)
+	const n = 200
+	if err := s.CountDeliveries(ctx, "acme", "orders", []DeliveryMove{
+		{Subscription: "a", Born: clk.Now(), SubscriptionCounts: SubscriptionCounts{Pending: n / 2}},
+		{Subscription: "b", Born: clk.Now(), SubscriptionCounts: SubscriptionCounts{Pending: n / 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	before := fcalls(t, s)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			name, st := "a", kairos.StateDelivered
+			if i%2 == 1 {
+				name, st = "b", kairos.StateDead
+			}
+			j := kairos.Job{JobKey: key(kairos.DeliveryID("m"+strconv.Itoa(i), name)), CreatedAt: clk.Now()}
+			if err := s.DeliveryEnded(ctx, j, name, st); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	wantSubscriptionCounts(t, s, map[string]SubscriptionCounts{"a": {Delivered: n / 2}, "b": {Dead: n / 2}})
+	if calls := fcalls(t, s) - before; calls > n/10 {
+		t.Errorf("%d delivery ends took %d script calls, want them counted together (at most %d)", n, calls, n/10)
+	}
+}
+
+// fcalls is how many script calls Redis has run (INFO commandstats).
+func fcalls(t *testing.T, s *Store) int {
+	t.Helper()
+	info := s.c.Info(context.Background(), "commandstats").Val()
+	for line := range strings.SplitSeq(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_fcall:calls="); ok {
+			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			return n
+		}
+	}
+	return 0
 }

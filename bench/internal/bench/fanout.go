@@ -242,9 +242,13 @@ func (b *Bench) fanoutMemory(ctx context.Context, c FanoutConfig, r *FanoutResul
 	if err != nil {
 		return fmt.Errorf("fanout: pending messages: %w", err)
 	}
-	// a plain job with a label as long as a delivery's, which the API
-	// keeps for deliveries: "a plain job plus its label"
-	p, err := b.loadPending(ctx, "fanplain", deliveries, time.Hour, time.Minute, 0, map[string]string{"subscriber__": fanSub(0)})
+	// plain jobs as the deliveries are, but for being deliveries: due at
+	// one instant, each with a label as long as a delivery's, its value
+	// one of as many as there are subscriptions (the API keeps the
+	// subscription label for deliveries): "a plain job plus its label"
+	p, err := b.loadPending(ctx, "fanplain", deliveries, time.Hour, time.Millisecond, 0, func(i int) map[string]string {
+		return map[string]string{"subscriber__": fanSub(i % c.Subscriptions)}
+	})
 	if p != nil {
 		r.MemoryPerPlainJob = p.MemoryPerJob
 		if derr := b.dropPending(ctx, p); derr != nil && err == nil {

@@ -15,7 +15,7 @@ import (
 type spec struct {
 	run    string
 	due    func(i int) int64
-	labels map[string]string // every job's; nil: none
+	labels func(i int) map[string]string // job i's; nil: none
 }
 
 func (s spec) id(i int) string { return s.run + "-" + strconv.Itoa(i) }
@@ -23,7 +23,11 @@ func (s spec) id(i int) string { return s.run + "-" + strconv.Itoa(i) }
 // job is job i's create request.
 func (s spec) job(i int) client.JobRequest {
 	due := s.due(i)
-	return client.JobRequest{ID: s.id(i), RunAt: time.UnixMilli(due), Payload: appendPayload(nil, s.run, i, due), Labels: s.labels}
+	j := client.JobRequest{ID: s.id(i), RunAt: time.UnixMilli(due), Payload: appendPayload(nil, s.run, i, due)}
+	if s.labels != nil {
+		j.Labels = s.labels(i)
+	}
+	return j
 }
 
 // loadResult is what creating a run's jobs took.

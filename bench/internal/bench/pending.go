@@ -36,8 +36,9 @@ type PendingLoad struct {
 // loadPending creates n jobs due from ahead to ahead+spread from now,
 // spread over it in a scattered order, and measures the load: its rate,
 // Redis's memory growth and CPU. Loading stops at maxLoad (0: no limit).
-// The jobs stay pending until dropPending. Each carries labels (nil: none).
-func (b *Bench) loadPending(ctx context.Context, scenario string, n int, ahead, spread, maxLoad time.Duration, labels map[string]string) (*PendingLoad, error) {
+// The jobs stay pending until dropPending. Job i carries labels(i) (nil:
+// none).
+func (b *Bench) loadPending(ctx context.Context, scenario string, n int, ahead, spread, maxLoad time.Duration, labels func(i int) map[string]string) (*PendingLoad, error) {
 	p := &PendingLoad{Requested: n}
 	base, ms := b.now().Add(ahead).UnixMilli(), spread.Milliseconds()
 	p.spec = b.newSpec(scenario, func(i int) int64 { return base + int64(i)*7919%ms })
