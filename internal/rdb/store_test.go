@@ -159,7 +159,7 @@ func TestLayoutRecordedAndOthersRefused(t *testing.T) {
 		t.Fatalf("layout recorded %q, want %d", v, LayoutVersion)
 	}
 	for name, meta := range map[string][]any{"layout 1": {"shards", "16"}, "layout 2": {"shards", "16", "layout", "2"},
-		"layout 3": {"shards", "16", "layout", "3"}, "layout 4": {"shards", "16", "layout", "4"}, "layout 9": {"shards", "16", "layout", "9"}} {
+		"layout 3": {"shards", "16", "layout", "3"}, "layout 4": {"shards", "16", "layout", "4"}, "a later layout": {"shards", "16", "layout", strconv.Itoa(LayoutVersion + 1)}} {
 		t.Run(name, func(t *testing.T) {
 			prefix := testredis.Prefix(t)
 			c := testredis.Client(t)
