@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,7 +168,21 @@ func (b *browser) fill(fields map[string]string) {
 
 func (b *browser) click(testid string) {
 	b.t.Helper()
-	b.do("click "+testid, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-testid=%q], [id=%q]`, testid, testid))))
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	var err error
+	for range 5 {
+		// a view that draws itself again (a list refreshed every 2 s) may
+		// replace the node between its lookup and the click, which then
+		// never happened: look it up again
+		err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-testid=%q], [id=%q]`, testid, testid))))
+		if err == nil || !strings.Contains(err.Error(), "Could not find node with given id") {
+			break
+		}
+	}
+	if err != nil {
+		b.fail("click "+testid, err)
+	}
 }
 
 func (b *browser) nav(view string) {
