@@ -105,8 +105,12 @@ func startSentinel(bin string, binArgs []string, dir, master string) (*Server, e
 		}
 		ps := strconv.Itoa(p)
 		conf := filepath.Join(dir, "sentinel-"+ps+".conf")
+		// down after 2 s without an answer: at 1 s, a master just
+		// promoted and syncing its replicas on a loaded machine was taken
+		// for down and failed over again, and the Sentinels disagreed
+		// about the master for seconds after
 		text := fmt.Sprintf("port %s\nbind 127.0.0.1\ndir %s\nlogfile %s\nloglevel notice\n"+
-			"sentinel monitor %s %s %s 2\nsentinel down-after-milliseconds %[4]s 1000\nsentinel failover-timeout %[4]s 5000\n",
+			"sentinel monitor %s %s %s 2\nsentinel down-after-milliseconds %[4]s 2000\nsentinel failover-timeout %[4]s 5000\n",
 			ps, dir, filepath.Join(dir, "redis-"+ps+".log"), MasterName, host, port)
 		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 			return nil, err
