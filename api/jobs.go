@@ -310,10 +310,14 @@ func schedule(fe *fieldErrors, prefix string, runAt, delay *string, now time.Tim
 	return time.Time{}
 }
 
-func newID() string {
+func newID() string { return randomID("job_") }
+
+// randomID is prefix and 16 random characters of lowercase base32: the id
+// of a job, or of a message, that its create names none for.
+func randomID(prefix string) string {
 	var b [10]byte
 	rand.Read(b[:])
-	return "job_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
 // createJob handles POST /v1/topics/{topic}/jobs.

@@ -1,9 +1,8 @@
 package api
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,11 +117,7 @@ func (req messageRequest) toDeliveries(tenant, topic string, now time.Time, maxP
 	return j, eventType, fe.err()
 }
 
-func newMessageID() string {
-	var b [10]byte
-	rand.Read(b[:])
-	return "msg_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
-}
+func newMessageID() string { return randomID("msg_") }
 
 // filterCache keeps subscriptions' filters parsed, by their JSON: a
 // publish matches each without parsing it again.
@@ -282,7 +277,7 @@ func (s *Server) deliver(r *http.Request, tmpl kairos.Job, subs []kairos.Subscri
 	var failed error
 	for i, res := range s.store.EnqueueBatch(ctx, jobs) {
 		if res.Err != nil {
-			failed = cmpOr(failed, fmt.Errorf("delivery to subscription %q: %w", subs[i].Name, res.Err))
+			failed = cmp.Or(failed, fmt.Errorf("delivery to subscription %q: %w", subs[i].Name, res.Err))
 			continue
 		}
 		msg.Deliveries = append(msg.Deliveries, rdb.Delivery{Subscription: subs[i].Name, JobID: jobs[i].ID})
@@ -303,13 +298,6 @@ func (s *Server) deliver(r *http.Request, tmpl kairos.Job, subs []kairos.Subscri
 		}
 	}
 	return failed
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // answerDuplicate answers a publish whose dedup key message first took:

@@ -434,7 +434,7 @@ func (s *Store) CountDeliveries(ctx context.Context, tenant, topic string, moves
 		if m.SubscriptionCounts == (SubscriptionCounts{}) {
 			continue
 		}
-		args = append(args, m.Subscription, ms(m.Born), m.Pending, m.Delivered, m.Dead)
+		args = m.args(args)
 	}
 	if len(args) == 0 {
 		return nil
@@ -444,6 +444,11 @@ func (s *Store) CountDeliveries(ctx context.Context, tenant, topic string, moves
 		return fmt.Errorf("count deliveries of %s/%s: %w", tenant, topic, err)
 	}
 	return nil
+}
+
+// args appends m as subcount.lua takes a move: five arguments.
+func (m DeliveryMove) args(to []any) []any {
+	return append(to, m.Subscription, ms(m.Born), m.Pending, m.Delivered, m.Dead)
 }
 
 // SubscriptionCountsOf reads the counts of a topic's subscriptions, by
@@ -606,8 +611,7 @@ func (s *Store) writeDeliveryEnds(batch []*deliveryEnd) {
 		t := topics[i]
 		args := make([]any, 0, 5*len(t.ends))
 		for _, e := range t.ends {
-			m := e.move
-			args = append(args, m.Subscription, ms(m.Born), m.Pending, m.Delivered, m.Dead)
+			args = e.move.args(args)
 		}
 		return []string{s.k.subscriptions(t.tenant, t.topic), s.k.subscriptionCounts(t.tenant, t.topic)}, args
 	})
